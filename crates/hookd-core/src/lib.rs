@@ -1,0 +1,19 @@
+//! The pure hook engine of hookd.
+//!
+//! Everything that decides *what* happens when an agent CLI fires a hook event lives here:
+//! parsing and merging settings layers, the registry with its three hook identities, matchers,
+//! planning, the stdin payload, command-string expansion, interpreting a hook's exit code and
+//! output, sequential chaining and per-event aggregation. It follows Gemini CLI's behaviour
+//! (`gemini-hooks-semantics.md`) except where hookd deliberately departs (decisions D1–D9).
+//!
+//! This crate performs no I/O: it never reads a file, a clock or the environment, and never
+//! spawns a process. Callers pass file contents, environments and timestamps in. That keeps
+//! every rule testable by tables and makes the daemon's behaviour reproducible.
+
+pub mod event;
+pub mod model;
+pub mod result;
+
+pub use event::{HookEventName, MatcherKind, MergeStrategy};
+pub use model::{DEFAULT_TIMEOUT_MS, HookConfig, HookType, Origin, Source};
+pub use result::{HookOutcome, HookResult, HookRun, OutputFormat, StreamName};

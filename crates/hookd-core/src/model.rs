@@ -1,0 +1,220 @@
+//! The hook model: where a hook came from, what it is, and its three identities (spec §1.4–§1.6).
+
+use std::fmt;
+use std::path::PathBuf;
+
+use serde_json::{Map, Value};
+
+/// The layer a hook was defined in (decision D1: real labels, not Gemini CLI's blanket `project`).
+///
+/// The derived order is the precedence order used for planning: project first, extensions last.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub enum Source {
+    /// `<project dir>/.gemini/settings.json`.
+    Project,
+    /// `~/.gemini/settings.json` (honouring `GEMINI_CLI_HOME`).
+    User,
+    /// The system override file (`/etc/gemini-cli/settings.json` or
+    /// `GEMINI_CLI_SYSTEM_SETTINGS_PATH`).
+    System,
+    /// The system defaults file (`system-defaults.json` or `GEMINI_CLI_SYSTEM_DEFAULTS_PATH`).
+    SystemDefaults,
+    /// An extension's `hooks/hooks.json`.
+    Extension,
+}
+
+impl Source {
+    /// The label shown to users and sent on the wire.
+    pub fn label(self) -> &'static str {
+        match self {
+            Source::Project => "project",
+            Source::User => "user",
+            Source::System => "system",
+            Source::SystemDefaults => "system-defaults",
+            Source::Extension => "extension",
+        }
+    }
+}
+
+impl fmt::Display for Source {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.label())
+    }
+}
+
+/// The `type` of a hook config entry (spec §1.4).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum HookType {
+    /// `"command"`: a shell command line.
+    Command,
+    /// `"plugin"`: behaves exactly like `command`.
+    Plugin,
+    /// `"runtime"`: a programmatic hook; from a file it has no function and always fails.
+    Runtime,
+}
+
+impl HookType {
+    /// Parses the `type` string; anything else is invalid.
+    pub fn parse(s: &str) -> Option<HookType> {
+        match s {
+            "command" => Some(HookType::Command),
+            "plugin" => Some(HookType::Plugin),
+            "runtime" => Some(HookType::Runtime),
+            _ => None,
+        }
+    }
+
+    /// The `type` string as written in settings.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            HookType::Command => "command",
+            HookType::Plugin => "plugin",
+            HookType::Runtime => "runtime",
+        }
+    }
+}
+
+/// The default hook timeout in milliseconds (spec §4.5).
+pub const DEFAULT_TIMEOUT_MS: u64 = 60_000;
+
+/// One validated hook config entry (the inner `hooks[]` element of a definition).
+#[derive(Debug, Clone, PartialEq)]
+pub struct HookConfig {
+    /// The hook type.
+    pub hook_type: HookType,
+    /// The command line (required and non-empty for `command`; may be present for `plugin`).
+    pub command: Option<String>,
+    /// The optional name.
+    pub name: Option<String>,
+    /// The optional description (display only).
+    pub description: Option<String>,
+    /// The timeout in milliseconds, if the entry set one.
+    pub timeout_ms: Option<u64>,
+    /// Extra environment variables for this hook, in definition order.
+    pub env: Vec<(String, String)>,
+    /// The entry exactly as it was in the file (after expansion/hydration), keys in file order.
+    /// Later features read their own keys from here.
+    pub raw: Map<String, Value>,
+}
+
+impl HookConfig {
+    /// The display name (spec §1.6): used for the disabled list, enable/disable, messages.
+    ///
+    /// Command-like hooks: first non-empty of `name`, `command`, `unknown-command`;
+    /// other types: `name`, else `unknown-hook`.
+    pub fn display_name(&self) -> &str {
+        match self.hook_type {
+            HookType::Command | HookType::Plugin => non_empty(&self.name)
+                .or_else(|| non_empty(&self.command))
+                .unwrap_or("unknown-command"),
+            HookType::Runtime => non_empty(&self.name).unwrap_or("unknown-hook"),
+        }
+    }
+
+    /// The name the `/hooks panel` shows: `name`, else `command`, else `unknown-hook`.
+    pub fn panel_name(&self) -> &str {
+        non_empty(&self.name)
+            .or_else(|| non_empty(&self.command))
+            .unwrap_or("unknown-hook")
+    }
+
+    /// The plan de-duplication key `"<name>:<command>"` (command part only for `command` hooks).
+    pub fn dedup_key(&self) -> String {
+        let name = self.name.as_deref().unwrap_or("");
+        let command = match self.hook_type {
+            HookType::Command => self.command.as_deref().unwrap_or(""),
+            _ => "",
+        };
+        format!("{name}:{command}")
+    }
+
+    /// Gemini CLI's project-hook trust fingerprint: the same `"<name>:<command>"` string.
+    pub fn trust_key(&self) -> String {
+        let name = self.name.as_deref().unwrap_or("");
+        let command = self.command.as_deref().unwrap_or("");
+        format!("{name}:{command}")
+    }
+
+    /// The effective timeout in milliseconds.
+    pub fn timeout_ms(&self) -> u64 {
+        self.timeout_ms.unwrap_or(DEFAULT_TIMEOUT_MS)
+    }
+
+    /// Whether this hook runs a command (`command` and `plugin` types).
+    pub fn runs_command(&self) -> bool {
+        matches!(self.hook_type, HookType::Command | HookType::Plugin)
+    }
+}
+
+fn non_empty(s: &Option<String>) -> Option<&str> {
+    s.as_deref().filter(|s| !s.is_empty())
+}
+
+/// Where exactly a hook was defined, for messages and the panel.
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub struct Origin {
+    /// The file the hook was read from.
+    pub path: Option<PathBuf>,
+    /// The extension's name, for extension hooks.
+    pub extension: Option<String>,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn config(hook_type: HookType, name: Option<&str>, command: Option<&str>) -> HookConfig {
+        HookConfig {
+            hook_type,
+            command: command.map(str::to_owned),
+            name: name.map(str::to_owned),
+            description: None,
+            timeout_ms: None,
+            env: Vec::new(),
+            raw: Map::new(),
+        }
+    }
+
+    #[test]
+    fn identities_follow_spec_1_6() {
+        // (type, name, command, display, panel, dedup)
+        let cases = [
+            (HookType::Command, Some("n"), Some("c"), "n", "n", "n:c"),
+            (HookType::Command, None, Some("c"), "c", "c", ":c"),
+            (HookType::Command, Some(""), Some("c"), "c", "c", ":c"),
+            (HookType::Command, None, None, "unknown-command", "unknown-hook", ":"),
+            (HookType::Plugin, Some("p"), Some("c"), "p", "p", "p:"),
+            (HookType::Plugin, None, Some("c"), "c", "c", ":"),
+            (HookType::Runtime, None, None, "unknown-hook", "unknown-hook", ":"),
+            (HookType::Runtime, Some("r"), None, "r", "r", "r:"),
+        ];
+        for (hook_type, name, command, display, panel, dedup) in cases {
+            let c = config(hook_type, name, command);
+            assert_eq!(c.display_name(), display, "{c:?}");
+            assert_eq!(c.panel_name(), panel, "{c:?}");
+            assert_eq!(c.dedup_key(), dedup, "{c:?}");
+        }
+    }
+
+    #[test]
+    fn source_order_is_project_user_system_defaults_extension() {
+        let mut sources = [
+            Source::Extension,
+            Source::System,
+            Source::User,
+            Source::SystemDefaults,
+            Source::Project,
+        ];
+        sources.sort();
+        assert_eq!(
+            sources,
+            [
+                Source::Project,
+                Source::User,
+                Source::System,
+                Source::SystemDefaults,
+                Source::Extension
+            ]
+        );
+    }
+}

@@ -1,0 +1,1 @@
+//! Test support: starting the daemon in a temp dir.
