@@ -10,10 +10,24 @@
 //! spawns a process. Callers pass file contents, environments and timestamps in. That keeps
 //! every rule testable by tables and makes the daemon's behaviour reproducible.
 
+pub mod aggregate;
+pub mod chain;
+pub mod command;
+pub mod env;
+pub mod envexpand;
 pub mod event;
+pub mod extension;
+pub mod jsonc;
+pub mod matcher;
 pub mod model;
+pub mod output;
+pub mod payload;
+pub mod plan;
+pub mod registry;
 pub mod result;
+pub mod settings;
 
 pub use event::{HookEventName, MatcherKind, MergeStrategy};
-pub use model::{DEFAULT_TIMEOUT_MS, HookConfig, HookType, Origin, Source};
+pub use model::{DEFAULT_TIMEOUT_MS, HookConfig, HookEntry, HookType, Origin, Source};
+pub use plan::Plan;
 pub use result::{HookOutcome, HookResult, HookRun, OutputFormat, StreamName};

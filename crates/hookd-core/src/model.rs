@@ -159,6 +159,26 @@ pub struct Origin {
     pub extension: Option<String>,
 }
 
+/// One hook as the registry holds it: the config plus everything about its definition.
+#[derive(Debug, Clone, PartialEq)]
+pub struct HookEntry {
+    /// The event the hook is registered for.
+    pub event: crate::event::HookEventName,
+    /// The hook config entry.
+    pub config: HookConfig,
+    /// The layer it came from.
+    pub source: Source,
+    /// The file (and extension) it came from.
+    pub origin: Origin,
+    /// The definition's raw `matcher` string, if any.
+    pub matcher: Option<String>,
+    /// Whether the definition said `sequential: true`.
+    pub sequential: bool,
+    /// `false` when the display name is in `hooksConfig.disabled`; disabled hooks are listed but
+    /// never planned.
+    pub enabled: bool,
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
