@@ -1,1 +1,292 @@
-//! (in progress)
+//! Matchers: which firings of an event a hook definition applies to (spec §2, decision D4).
+//!
+//! A matcher is compiled once when the registry is built and evaluated against a
+//! [`MatchContext`] derived from the event's input:
+//!
+//! 1. No matcher, or the empty string, matches everything. So does a matcher that is empty or
+//!    `*` after trimming.
+//! 2. With a non-empty tool name in the context, the trimmed matcher is a JavaScript regular
+//!    expression with no flags, searched anywhere in the tool name (`read` matches `read_file`
+//!    and `spread`), case-sensitively. We use the `regress` crate, an ECMAScript engine, so
+//!    look-around and back-references behave as in JavaScript. A pattern JavaScript cannot
+//!    compile (`[invalid-regex`) falls back to exact equality with the trimmed matcher.
+//!    Slashes are ordinary characters: `/read_file/` only matches a name containing them.
+//! 3. Otherwise, with a non-empty trigger in the context, the trimmed matcher must equal the
+//!    trigger exactly: `startup|resume` matches nothing.
+//! 4. Otherwise everything matches. Events whose matcher Gemini CLI ignores (BeforeAgent,
+//!    AfterAgent, the model events, Notification) get an empty context, so their matchers
+//!    never filter.
+
+use serde_json::{Map, Value};
+
+use crate::event::{HookEventName, MatcherKind};
+
+/// What one firing offers to match against.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct MatchContext {
+    /// The tool's registry name, for BeforeTool and AfterTool.
+    pub tool_name: Option<String>,
+    /// The trigger string (`source`, `reason` or `trigger`), for SessionStart, SessionEnd and
+    /// PreCompress.
+    pub trigger: Option<String>,
+}
+
+impl MatchContext {
+    /// A context with a tool name.
+    pub fn tool(tool_name: impl Into<String>) -> MatchContext {
+        MatchContext {
+            tool_name: Some(tool_name.into()),
+            trigger: None,
+        }
+    }
+
+    /// A context with a trigger.
+    pub fn trigger(trigger: impl Into<String>) -> MatchContext {
+        MatchContext {
+            tool_name: None,
+            trigger: Some(trigger.into()),
+        }
+    }
+
+    /// Derives the context the agent CLI passes for `event` from the event's input fields:
+    /// `tool_name` for tool events, the event's trigger field for trigger events, nothing
+    /// otherwise. Fields that are missing or not strings are treated as absent.
+    pub fn from_input(event: HookEventName, input: &Map<String, Value>) -> MatchContext {
+        let string_field =
+            |field: &str| input.get(field).and_then(Value::as_str).map(str::to_owned);
+        match event.matcher_kind() {
+            MatcherKind::ToolName => MatchContext {
+                tool_name: string_field("tool_name"),
+                trigger: None,
+            },
+            MatcherKind::Trigger => MatchContext {
+                tool_name: None,
+                trigger: event.trigger_field().and_then(string_field),
+            },
+            MatcherKind::Ignored => MatchContext::default(),
+        }
+    }
+}
+
+/// A compiled matcher.
+#[derive(Debug, Clone)]
+pub struct Matcher {
+    /// The trimmed matcher, or `None` when it matches everything.
+    pattern: Option<String>,
+    /// The compiled regular expression, for tool events whose pattern compiles.
+    regex: Option<regress::Regex>,
+}
+
+impl Matcher {
+    /// Compiles a definition's raw `matcher` for an event with the given matcher kind.
+    ///
+    /// Only tool-name matchers are compiled as regular expressions; for the other kinds the
+    /// trimmed string is all that is ever needed.
+    pub fn compile(raw: Option<&str>, kind: MatcherKind) -> Matcher {
+        let trimmed = raw.map(str::trim).unwrap_or("");
+        if trimmed.is_empty() || trimmed == "*" || kind == MatcherKind::Ignored {
+            return Matcher {
+                pattern: None,
+                regex: None,
+            };
+        }
+        let regex = match kind {
+            MatcherKind::ToolName => regress::Regex::new(trimmed).ok(),
+            MatcherKind::Trigger | MatcherKind::Ignored => None,
+        };
+        Matcher {
+            pattern: Some(trimmed.to_owned()),
+            regex,
+        }
+    }
+
+    /// Whether this matcher accepts every firing.
+    pub fn matches_everything(&self) -> bool {
+        self.pattern.is_none()
+    }
+
+    /// Whether a tool-name pattern failed to compile and falls back to exact equality.
+    pub fn is_exact_fallback(&self) -> bool {
+        self.pattern.is_some() && self.regex.is_none()
+    }
+
+    /// Whether a firing with this context is matched.
+    pub fn matches(&self, context: &MatchContext) -> bool {
+        let Some(pattern) = &self.pattern else {
+            return true;
+        };
+        if let Some(tool_name) = context.tool_name.as_deref().filter(|t| !t.is_empty()) {
+            return match &self.regex {
+                Some(regex) => regex.find(tool_name).is_some(),
+                None => pattern == tool_name,
+            };
+        }
+        if let Some(trigger) = context.trigger.as_deref().filter(|t| !t.is_empty()) {
+            return pattern == trigger;
+        }
+        true
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    fn check(event: HookEventName, matcher: Option<&str>, context: MatchContext, expected: bool) {
+        let compiled = Matcher::compile(matcher, event.matcher_kind());
+        assert_eq!(
+            compiled.matches(&context),
+            expected,
+            "{event} matcher {matcher:?} context {context:?}"
+        );
+    }
+
+    #[test]
+    fn tool_matchers_are_unanchored_case_sensitive_js_regexes() {
+        use HookEventName::{AfterTool, BeforeTool};
+        let cases: &[(HookEventName, Option<&str>, &str, bool)] = &[
+            (BeforeTool, None, "read_file", true),
+            (BeforeTool, Some(""), "read_file", true),
+            (BeforeTool, Some("*"), "read_file", true),
+            (BeforeTool, Some("  *  "), "read_file", true),
+            (BeforeTool, Some("   "), "read_file", true),
+            // Unanchored search.
+            (BeforeTool, Some("read"), "read_file", true),
+            (BeforeTool, Some("read"), "spread", true),
+            (BeforeTool, Some("^read$"), "read_file", false),
+            // Case-sensitive.
+            (BeforeTool, Some("READ"), "read_file", false),
+            (BeforeTool, Some("Read_File"), "read_file", false),
+            // Alternation.
+            (BeforeTool, Some("write_file|replace"), "replace", true),
+            (BeforeTool, Some("write_file|replace"), "write_file", true),
+            (BeforeTool, Some("write_file|replace"), "read_file", false),
+            // Trimmed before compiling.
+            (AfterTool, Some("  replace  "), "replace", true),
+            // Look-behind, which the `regex` crate cannot compile.
+            (
+                BeforeTool,
+                Some("(?<=mcp_)github"),
+                "mcp_github_create_issue",
+                true,
+            ),
+            (BeforeTool, Some("(?<=mcp_)github"), "github", false),
+            // Look-ahead.
+            (BeforeTool, Some("^read(?!_many)"), "read_file", true),
+            (BeforeTool, Some("^read(?!_many)"), "read_many_files", false),
+            // Back-reference.
+            (BeforeTool, Some("^(\\w)\\w*_\\1"), "mcp_server_mtool", true),
+            (BeforeTool, Some("^(\\w)\\w*_\\1"), "mcp_server_tool", false),
+            // An invalid pattern falls back to exact equality of the trimmed matcher.
+            (BeforeTool, Some("[invalid-regex"), "[invalid-regex", true),
+            (BeforeTool, Some(" [invalid-regex "), "[invalid-regex", true),
+            (BeforeTool, Some("[invalid-regex"), "invalid-regex", false),
+            // Slashes are literal characters.
+            (BeforeTool, Some("/read_file/"), "read_file", false),
+            (BeforeTool, Some("/read_file/"), "x/read_file/y", true),
+            // MCP names.
+            (BeforeTool, Some("mcp_.*"), "mcp_github_list", true),
+            (BeforeTool, Some("mcp_.*"), "run_shell_command", false),
+        ];
+        for &(event, matcher, tool, expected) in cases {
+            check(event, matcher, MatchContext::tool(tool), expected);
+        }
+    }
+
+    #[test]
+    fn invalid_pattern_is_reported_as_exact_fallback() {
+        let invalid = Matcher::compile(Some("[invalid-regex"), MatcherKind::ToolName);
+        assert!(invalid.is_exact_fallback());
+        let valid = Matcher::compile(Some("read"), MatcherKind::ToolName);
+        assert!(!valid.is_exact_fallback());
+        assert!(Matcher::compile(Some(" * "), MatcherKind::ToolName).matches_everything());
+    }
+
+    #[test]
+    fn trigger_matchers_are_exact() {
+        use HookEventName::{PreCompress, SessionEnd, SessionStart};
+        let cases: &[(HookEventName, Option<&str>, &str, bool)] = &[
+            (SessionStart, Some("startup"), "startup", true),
+            (SessionStart, Some(" startup "), "startup", true),
+            (SessionStart, Some("startup"), "resume", false),
+            (SessionStart, Some("startup|resume"), "startup", false),
+            (SessionStart, Some("startup|resume"), "resume", false),
+            (SessionStart, Some("start"), "startup", false),
+            (SessionStart, Some("*"), "clear", true),
+            (SessionStart, None, "clear", true),
+            (SessionEnd, Some("exit"), "exit", true),
+            (SessionEnd, Some("Exit"), "exit", false),
+            (PreCompress, Some("manual"), "auto", false),
+            (PreCompress, Some("auto"), "auto", true),
+        ];
+        for &(event, matcher, trigger, expected) in cases {
+            check(event, matcher, MatchContext::trigger(trigger), expected);
+        }
+    }
+
+    #[test]
+    fn ignored_kinds_always_match() {
+        use HookEventName::{AfterAgent, BeforeModel, BeforeToolSelection, Notification};
+        let input = json!({"notification_type": "ToolPermission", "tool_name": "x"});
+        let input = input.as_object().cloned().unwrap_or_default();
+        for event in [Notification, AfterAgent, BeforeModel, BeforeToolSelection] {
+            for matcher in ["NOPE", "ToolPermission", "[invalid"] {
+                let context = MatchContext::from_input(event, &input);
+                check(event, Some(matcher), context, true);
+            }
+        }
+    }
+
+    #[test]
+    fn empty_context_fields_match_everything() {
+        let compiled = Matcher::compile(Some("write_file"), MatcherKind::ToolName);
+        assert!(compiled.matches(&MatchContext::default()));
+        assert!(compiled.matches(&MatchContext::tool("")));
+        let compiled = Matcher::compile(Some("startup"), MatcherKind::Trigger);
+        assert!(compiled.matches(&MatchContext::trigger("")));
+    }
+
+    fn check_context(event: HookEventName, input: Value, expected: MatchContext) {
+        let map = input.as_object().cloned().unwrap_or_default();
+        assert_eq!(MatchContext::from_input(event, &map), expected, "{event}");
+    }
+
+    #[test]
+    fn context_is_derived_from_event_input() {
+        use HookEventName::*;
+        check_context(
+            BeforeTool,
+            json!({"tool_name": "read_file", "source": "x"}),
+            MatchContext::tool("read_file"),
+        );
+        check_context(AfterTool, json!({"tool_name": 5}), MatchContext::default());
+        check_context(
+            SessionStart,
+            json!({"source": "resume", "tool_name": "t"}),
+            MatchContext::trigger("resume"),
+        );
+        check_context(
+            SessionEnd,
+            json!({"reason": "exit"}),
+            MatchContext::trigger("exit"),
+        );
+        check_context(
+            PreCompress,
+            json!({"trigger": "auto"}),
+            MatchContext::trigger("auto"),
+        );
+        check_context(
+            Notification,
+            json!({"notification_type": "ToolPermission"}),
+            MatchContext::default(),
+        );
+        check_context(BeforeAgent, json!({"prompt": "p"}), MatchContext::default());
+    }
+
+    #[test]
+    fn compiled_matchers_can_be_shared_across_threads() {
+        fn assert_send_sync<T: Send + Sync>() {}
+        assert_send_sync::<Matcher>();
+    }
+}
