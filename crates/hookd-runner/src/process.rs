@@ -1,1 +1,861 @@
-//! (in progress)
+//! Running one hook command as a child process (spec §4.1, §4.5; decisions D2 and D3).
+//!
+//! Each run is a small state machine: *spawning* → *running* → *terminating* → *done*.
+//!
+//! - **Spawning.** The command starts in its own process group with a complete, explicit
+//!   environment and three real pipes. The program is resolved against the `PATH` of that
+//!   environment here rather than by the standard library, because a changed environment plus
+//!   a bare program name makes the standard library fall back from `posix_spawn` to `fork`,
+//!   which is much slower for a large daemon.
+//! - **Running.** stdin is written while stdout and stderr are drained, all in one future, so
+//!   a hook that never reads its input or floods its output cannot deadlock us. Each stream is
+//!   captured up to a cap; the rest is read and counted but discarded. The run ends when the
+//!   direct child has exited *and* both output pipes reached end-of-file — Gemini CLI's
+//!   `close` event — but never later than the hook's timeout.
+//! - **Terminating.** At the deadline (or on cancellation) the whole process group gets
+//!   `SIGTERM`; draining continues; after the grace period the group gets `SIGKILL`; shortly
+//!   after that we stop waiting for anything, even a process that escaped the group and still
+//!   holds a pipe. A run therefore always ends within timeout + grace + a small slack.
+//!
+//! The direct child is always waited for explicitly, so no zombie is left behind; only a child
+//! that survives `SIGKILL` beyond the slack (an uninterruptible sleep) is left to tokio's
+//! background reaper.
+
+use std::io;
+use std::os::unix::ffi::OsStrExt;
+use std::os::unix::fs::PermissionsExt;
+use std::path::{Path, PathBuf};
+use std::pin::pin;
+use std::process::{ExitStatus, Stdio};
+use std::time::Duration;
+
+use bytes::Bytes;
+use hookd_core::result::{HookOutcome, HookRun, StreamName};
+use nix::sys::signal::{Signal, killpg};
+use nix::unistd::Pid;
+use tokio::io::{AsyncRead, AsyncReadExt, AsyncWriteExt};
+use tokio::process::{ChildStdin, Command};
+use tokio::time::{Instant, sleep_until};
+use tokio_util::sync::CancellationToken;
+
+/// The default cap on each captured stream (decision D3).
+pub const DEFAULT_MAX_OUTPUT_BYTES: usize = 1024 * 1024;
+
+/// The default time between `SIGTERM` and `SIGKILL` (decision D2).
+pub const DEFAULT_KILL_GRACE: Duration = Duration::from_secs(2);
+
+/// How long we keep draining after `SIGKILL` before giving up on the pipes and the child.
+///
+/// `SIGKILL` takes effect almost at once, so this only matters when a process escaped the
+/// group while holding a pipe, or the child is stuck in the kernel.
+const KILL_SLACK: Duration = Duration::from_millis(200);
+
+/// The first buffer reserved for a stream that produces output.
+const INITIAL_CAPTURE: usize = 8 * 1024;
+
+/// The read size once a stream is over its cap: one default Linux pipe buffer.
+const DISCARD_CHUNK: usize = 64 * 1024;
+
+/// Far enough in the future to mean "no deadline" for timeouts too large to represent.
+const FAR_FUTURE: Duration = Duration::from_secs(100 * 365 * 24 * 60 * 60);
+
+/// Limits that apply to every hook process, whatever its own configuration says.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ProcessLimits {
+    /// The most bytes captured from each of stdout and stderr (decision D3).
+    pub max_output_bytes: usize,
+    /// How long a terminated process group gets between `SIGTERM` and `SIGKILL` (decision D2).
+    pub kill_grace: Duration,
+}
+
+impl Default for ProcessLimits {
+    fn default() -> Self {
+        ProcessLimits {
+            max_output_bytes: DEFAULT_MAX_OUTPUT_BYTES,
+            kill_grace: DEFAULT_KILL_GRACE,
+        }
+    }
+}
+
+/// Everything needed to run one hook process.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ProcessSpec {
+    /// The program, usually `bash`; a name without `/` is looked up in the `PATH` of [`env`].
+    ///
+    /// [`env`]: ProcessSpec::env
+    pub program: PathBuf,
+    /// The arguments, usually `["-c", <expanded command>]`.
+    pub args: Vec<String>,
+    /// The working directory (the session's working directory).
+    pub cwd: PathBuf,
+    /// The complete environment of the process; nothing is inherited from the daemon.
+    pub env: Vec<(String, String)>,
+    /// The bytes written to the process's stdin, which is closed afterwards.
+    pub stdin: Bytes,
+    /// How long the process may run before its process group is terminated.
+    pub timeout: Duration,
+}
+
+/// Runs one process to completion, timeout or cancellation and reports what happened.
+///
+/// This never fails: every way a run can end is a [`HookOutcome`]. It returns within
+/// `spec.timeout + limits.kill_grace` plus a small slack, whatever the process does.
+pub async fn run_process(
+    spec: ProcessSpec,
+    limits: &ProcessLimits,
+    cancel: &CancellationToken,
+) -> HookRun {
+    let started = Instant::now();
+    if cancel.is_cancelled() {
+        return finished(
+            HookOutcome::Cancelled,
+            Capture::new(0),
+            Capture::new(0),
+            started,
+        );
+    }
+
+    let program = match resolve_program(&spec.program, &spec.env, &spec.cwd) {
+        Some(program) => program,
+        None => {
+            let message = spawn_failure_message(
+                &spec.program,
+                &spec.cwd,
+                &io::Error::new(io::ErrorKind::NotFound, "not found in PATH"),
+            );
+            return spawn_failed(message, started);
+        }
+    };
+
+    let mut command = Command::new(&program);
+    command
+        // Keep the name as given for argv[0]: bash prefixes its own messages with it, and
+        // hooks' stderr (e.g. `bash: line 1: x: command not found`) can become a deny reason.
+        .arg0(&spec.program)
+        .args(&spec.args)
+        .current_dir(&spec.cwd)
+        .env_clear()
+        .envs(spec.env.iter().map(|(name, value)| (name, value)))
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .process_group(0);
+    let mut child = match command.spawn() {
+        Ok(child) => child,
+        Err(error) => {
+            let message = spawn_failure_message(&spec.program, &spec.cwd, &error);
+            return spawn_failed(message, started);
+        }
+    };
+    // The child leads its own group, so its pid is the group id. It cannot be reused while the
+    // child is unreaped, and the group id stays reserved while any member is alive.
+    let group = child
+        .id()
+        .and_then(|id| i32::try_from(id).ok())
+        .map(Pid::from_raw);
+
+    let mut stdout = child.stdout.take();
+    let mut stderr = child.stderr.take();
+    let mut out = Capture::new(limits.max_output_bytes);
+    let mut err = Capture::new(limits.max_output_bytes);
+    let mut stdin_task = pin!(feed_stdin(child.stdin.take(), spec.stdin));
+    let mut stdin_done = false;
+
+    let deadline = started
+        .checked_add(spec.timeout)
+        .or_else(|| started.checked_add(FAR_FUTURE))
+        .unwrap_or(started);
+    let mut timer = pin!(sleep_until(deadline));
+    let mut phase = Phase::Running;
+    let mut stop: Option<StopReason> = None;
+    let mut status: Option<io::Result<ExitStatus>> = None;
+
+    loop {
+        if status.is_some() && stdout.is_none() && stderr.is_none() {
+            break;
+        }
+        tokio::select! {
+            () = &mut stdin_task, if !stdin_done => stdin_done = true,
+            open = read_chunk(stdout.as_mut(), &mut out), if stdout.is_some() => {
+                if !open {
+                    stdout = None;
+                }
+            }
+            open = read_chunk(stderr.as_mut(), &mut err), if stderr.is_some() => {
+                if !open {
+                    stderr = None;
+                }
+            }
+            exited = child.wait(), if status.is_none() => status = Some(exited),
+            () = &mut timer => {
+                match phase {
+                    Phase::Running => {
+                        stop.get_or_insert(StopReason::TimedOut);
+                        signal_group(group, Signal::SIGTERM);
+                        phase = Phase::Terminating;
+                        timer.as_mut().reset(Instant::now() + limits.kill_grace);
+                    }
+                    Phase::Terminating => {
+                        signal_group(group, Signal::SIGKILL);
+                        phase = Phase::Killed;
+                        timer.as_mut().reset(Instant::now() + KILL_SLACK);
+                    }
+                    // Whatever still holds a pipe escaped the group; stop waiting for it.
+                    Phase::Killed => break,
+                }
+            }
+            () = cancel.cancelled(), if stop.is_none() => {
+                stop = Some(StopReason::Cancelled);
+                signal_group(group, Signal::SIGTERM);
+                phase = Phase::Terminating;
+                timer.as_mut().reset(Instant::now() + limits.kill_grace);
+            }
+        }
+    }
+
+    if status.is_none() {
+        // Only reachable after SIGKILL plus the slack: take the status if it is there by now;
+        // otherwise dropping the child hands it to tokio's background reaper.
+        status = child.try_wait().transpose();
+    }
+
+    let outcome = match stop {
+        Some(StopReason::TimedOut) => HookOutcome::TimedOut {
+            timeout_ms: u64::try_from(spec.timeout.as_millis()).unwrap_or(u64::MAX),
+        },
+        Some(StopReason::Cancelled) => HookOutcome::Cancelled,
+        None => match status {
+            Some(Ok(status)) => exit_outcome(status, &out, &err, limits.max_output_bytes),
+            Some(Err(error)) => HookOutcome::SpawnFailed {
+                message: format!("Lost track of the hook process: {error}"),
+            },
+            // The loop only ends without a status after a stop, handled above.
+            None => HookOutcome::Cancelled,
+        },
+    };
+    finished(outcome, out, err, started)
+}
+
+/// Where the run is in its life; what the timer means depends on it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Phase {
+    /// The timer is the hook's deadline.
+    Running,
+    /// `SIGTERM` was sent; the timer is the end of the grace period.
+    Terminating,
+    /// `SIGKILL` was sent; the timer is the last moment we wait for anything.
+    Killed,
+}
+
+/// Why hookd stopped the process group.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum StopReason {
+    /// The hook's timeout expired (possibly only a grandchild still held a pipe).
+    TimedOut,
+    /// The caller cancelled the run.
+    Cancelled,
+}
+
+/// One output stream's captured bytes, bounded by the cap.
+#[derive(Debug)]
+struct Capture {
+    /// The kept bytes; never longer than `cap` between reads.
+    buf: Vec<u8>,
+    /// The most bytes kept.
+    cap: usize,
+    /// How many bytes were read past the cap and thrown away.
+    discarded: u64,
+}
+
+impl Capture {
+    fn new(cap: usize) -> Capture {
+        Capture {
+            buf: Vec::new(),
+            cap,
+            discarded: 0,
+        }
+    }
+
+    /// Makes room for the next read without growing far past the cap.
+    fn reserve(&mut self) {
+        let len = self.buf.len();
+        let spare = self.buf.capacity() - len;
+        if len >= self.cap {
+            if spare < DISCARD_CHUNK {
+                self.buf.reserve_exact(DISCARD_CHUNK);
+            }
+        } else if spare == 0 {
+            // Double like a Vec would, but stop at the cap plus one discard-sized read.
+            let room = (self.cap - len).max(DISCARD_CHUNK);
+            self.buf.reserve_exact(len.max(INITIAL_CAPTURE).min(room));
+        }
+    }
+
+    /// Drops whatever the last read put past the cap, counting it.
+    fn trim(&mut self) {
+        if self.buf.len() > self.cap {
+            self.discarded += (self.buf.len() - self.cap) as u64;
+            self.buf.truncate(self.cap);
+        }
+    }
+
+    fn truncated(&self) -> bool {
+        self.discarded > 0
+    }
+
+    /// Decodes the whole buffer at once (so multi-byte characters split across reads survive)
+    /// and appends the truncation marker if bytes were discarded.
+    fn into_text(self, stream: StreamName) -> String {
+        let mut text = match String::from_utf8(self.buf) {
+            Ok(text) => text,
+            Err(error) => String::from_utf8_lossy(error.as_bytes()).into_owned(),
+        };
+        if self.discarded > 0 {
+            text.push_str(&format!(
+                "\n[hookd: {} truncated after {} bytes; {} more bytes discarded]",
+                stream.as_str(),
+                self.cap,
+                self.discarded
+            ));
+        }
+        text
+    }
+}
+
+/// Reads one chunk from `pipe` into `capture`; returns `false` at end-of-file or on a read
+/// error. Pends forever without a pipe, so a closed stream's `select!` branch stays quiet.
+async fn read_chunk<R: AsyncRead + Unpin>(pipe: Option<&mut R>, capture: &mut Capture) -> bool {
+    let Some(pipe) = pipe else {
+        return std::future::pending().await;
+    };
+    capture.reserve();
+    match pipe.read_buf(&mut capture.buf).await {
+        Ok(0) | Err(_) => false,
+        Ok(_) => {
+            capture.trim();
+            true
+        }
+    }
+}
+
+/// Writes the payload and closes stdin. A hook need not read its input, so a broken pipe (and
+/// any other write error) simply ends the writing.
+async fn feed_stdin(stdin: Option<ChildStdin>, payload: Bytes) {
+    if let Some(mut stdin) = stdin {
+        if !payload.is_empty() {
+            let _ = stdin.write_all(&payload).await;
+        }
+        // Dropping `stdin` here closes the pipe so the hook sees end-of-file.
+    }
+}
+
+/// Sends `signal` to the hook's process group. A group that is already gone (`ESRCH`) is the
+/// goal, and there is nothing better to do about any other error than to carry on draining.
+fn signal_group(group: Option<Pid>, signal: Signal) {
+    if let Some(group) = group {
+        let _ = killpg(group, signal);
+    }
+}
+
+/// The outcome of a process that ended without being stopped by us.
+fn exit_outcome(status: ExitStatus, out: &Capture, err: &Capture, cap: usize) -> HookOutcome {
+    use std::os::unix::process::ExitStatusExt;
+
+    let overflowed = if out.truncated() {
+        Some(StreamName::Stdout)
+    } else if err.truncated() {
+        Some(StreamName::Stderr)
+    } else {
+        None
+    };
+    match (overflowed, status.code(), status.signal()) {
+        (Some(stream), code, _) => HookOutcome::OutputTooLarge {
+            stream,
+            cap_bytes: cap,
+            code,
+        },
+        (None, Some(code), _) => HookOutcome::Exited { code },
+        (None, None, Some(signal)) => HookOutcome::Signalled { signal },
+        // Neither an exit code nor a signal cannot happen for a waited-for process on Unix.
+        (None, None, None) => HookOutcome::Exited { code: 0 },
+    }
+}
+
+fn finished(outcome: HookOutcome, out: Capture, err: Capture, started: Instant) -> HookRun {
+    HookRun {
+        outcome,
+        stdout: out.into_text(StreamName::Stdout),
+        stderr: err.into_text(StreamName::Stderr),
+        duration: started.elapsed(),
+    }
+}
+
+fn spawn_failed(message: String, started: Instant) -> HookRun {
+    finished(
+        HookOutcome::SpawnFailed { message },
+        Capture::new(0),
+        Capture::new(0),
+        started,
+    )
+}
+
+/// Says why a spawn failed. A missing working directory and a missing program both come back
+/// from the kernel as "not found", so the directory is checked separately, and only on failure
+/// to keep it off the fast path.
+fn spawn_failure_message(program: &Path, cwd: &Path, error: &io::Error) -> String {
+    match std::fs::metadata(cwd) {
+        Err(_) => format!(
+            "Failed to spawn hook: working directory {} does not exist",
+            cwd.display()
+        ),
+        Ok(meta) if !meta.is_dir() => format!(
+            "Failed to spawn hook: working directory {} is not a directory",
+            cwd.display()
+        ),
+        Ok(_) => format!("Failed to spawn hook: {}: {error}", program.display()),
+    }
+}
+
+/// Finds the executable a program name refers to, searching the `PATH` of the environment the
+/// hook will get (as a shell or Node's `spawn` would). Names containing `/` are used as given.
+///
+/// Handing the standard library an absolute path keeps it on the `posix_spawn` path even though
+/// the environment was replaced.
+fn resolve_program(program: &Path, env: &[(String, String)], cwd: &Path) -> Option<PathBuf> {
+    if program.as_os_str().as_bytes().contains(&b'/') {
+        return Some(program.to_path_buf());
+    }
+    if program.as_os_str().is_empty() {
+        return None;
+    }
+    let path = env
+        .iter()
+        .rev()
+        .find(|(name, _)| name == "PATH")
+        .map(|(_, value)| value.as_str())?;
+    path.split(':').find_map(|dir| {
+        // An empty entry means the current directory, which for the hook is its cwd.
+        let dir = if dir.is_empty() { cwd } else { Path::new(dir) };
+        let candidate = dir.join(program);
+        let meta = std::fs::metadata(&candidate).ok()?;
+        (meta.is_file() && meta.permissions().mode() & 0o111 != 0).then_some(candidate)
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    use std::io::Write;
+
+    const PATH: &str = "/usr/local/bin:/usr/bin:/bin";
+
+    fn spec(script: &str) -> ProcessSpec {
+        ProcessSpec {
+            program: PathBuf::from("bash"),
+            args: vec!["-c".to_owned(), script.to_owned()],
+            cwd: std::env::temp_dir(),
+            env: vec![("PATH".to_owned(), PATH.to_owned())],
+            stdin: Bytes::new(),
+            timeout: Duration::from_secs(30),
+        }
+    }
+
+    async fn run(spec: ProcessSpec) -> HookRun {
+        let limits = ProcessLimits {
+            kill_grace: Duration::from_secs(1),
+            ..ProcessLimits::default()
+        };
+        run_process(spec, &limits, &CancellationToken::new()).await
+    }
+
+    /// Runs `script` with `stdin` and checks the outcome and the exact captured streams.
+    async fn check(script: &str, stdin: &str, expected: (HookOutcome, &str, &str)) {
+        let mut spec = spec(script);
+        spec.stdin = Bytes::copy_from_slice(stdin.as_bytes());
+        let result = run(spec).await;
+        let (outcome, stdout, stderr) = expected;
+        assert_eq!(
+            (
+                &result.outcome,
+                result.stdout.as_str(),
+                result.stderr.as_str()
+            ),
+            (&outcome, stdout, stderr),
+            "script: {script}"
+        );
+    }
+
+    fn exited(code: i32) -> HookOutcome {
+        HookOutcome::Exited { code }
+    }
+
+    /// The pid a hook printed as the first line of its stdout.
+    fn printed_pid(result: &HookRun) -> i32 {
+        result
+            .stdout
+            .lines()
+            .next()
+            .and_then(|line| line.trim().parse().ok())
+            .unwrap_or_else(|| panic!("no pid in stdout: {:?}", result.stdout))
+    }
+
+    /// Live (non-zombie) processes whose process group is `group`, from /proc.
+    fn live_group_members(group: i32) -> Vec<i32> {
+        let mut members = Vec::new();
+        for entry in std::fs::read_dir("/proc").expect("read /proc").flatten() {
+            let Ok(stat) = std::fs::read_to_string(entry.path().join("stat")) else {
+                continue;
+            };
+            // Fields after the parenthesised command name: state, ppid, pgrp, ...
+            let Some(rest) = stat.rsplit_once(')').map(|(_, rest)| rest) else {
+                continue;
+            };
+            let fields: Vec<&str> = rest.split_whitespace().collect();
+            if fields.len() > 2 && fields[0] != "Z" && fields[2] == group.to_string() {
+                members.push(entry.file_name().to_string_lossy().parse().unwrap_or(-1));
+            }
+        }
+        members
+    }
+
+    /// Whether `pid` is still in the process table (alive or a zombie).
+    fn pid_exists(pid: i32) -> bool {
+        Path::new(&format!("/proc/{pid}")).exists()
+    }
+
+    #[tokio::test]
+    async fn outcomes_and_streams() {
+        let cases: &[(&str, &str, (HookOutcome, &str, &str))] = &[
+            ("exit 0", "", (exited(0), "", "")),
+            ("echo hi; exit 3", "", (exited(3), "hi\n", "")),
+            ("echo oops >&2; exit 1", "", (exited(1), "", "oops\n")),
+            ("cat", "payload", (exited(0), "payload", "")),
+            (
+                "kill -9 $$",
+                "",
+                (HookOutcome::Signalled { signal: 9 }, "", ""),
+            ),
+            (
+                "kill -TERM $$",
+                "",
+                (HookOutcome::Signalled { signal: 15 }, "", ""),
+            ),
+            ("printf 'a\\xffb'", "", (exited(0), "a\u{FFFD}b", "")),
+            (
+                "echo \"[$FOO][${HOME-unset}]\"",
+                "",
+                (exited(0), "[][unset]\n", ""),
+            ),
+        ];
+        for (script, stdin, expected) in cases {
+            check(script, stdin, expected.clone()).await;
+        }
+    }
+
+    #[tokio::test]
+    async fn missing_command_exits_127() {
+        check(
+            "nonexistent-cmd-xyz",
+            "",
+            (
+                exited(127),
+                "",
+                "bash: line 1: nonexistent-cmd-xyz: command not found\n",
+            ),
+        )
+        .await;
+    }
+
+    #[tokio::test]
+    async fn environment_is_exactly_the_given_one() {
+        let mut spec = spec("env | sort");
+        spec.env.push(("FOO".to_owned(), "bar baz".to_owned()));
+        let result = run(spec).await;
+        assert_eq!(result.outcome, exited(0));
+        // bash adds PWD, SHLVL and `_` itself; nothing comes from the test process.
+        let names: Vec<&str> = result
+            .stdout
+            .lines()
+            .filter_map(|line| line.split_once('=').map(|(name, _)| name))
+            .filter(|name| !matches!(*name, "PWD" | "SHLVL" | "_"))
+            .collect();
+        assert_eq!(names, ["FOO", "PATH"], "{}", result.stdout);
+        assert!(result.stdout.contains("FOO=bar baz\n"));
+    }
+
+    #[tokio::test]
+    async fn spawn_failures_say_why() {
+        let missing_dir = spec("true");
+        let missing_dir = ProcessSpec {
+            cwd: PathBuf::from("/nonexistent/hookd-test-dir"),
+            ..missing_dir
+        };
+        let missing_program = ProcessSpec {
+            program: PathBuf::from("hookd-no-such-shell"),
+            ..spec("true")
+        };
+        let no_path = ProcessSpec {
+            env: Vec::new(),
+            ..spec("true")
+        };
+        let cases = [
+            (
+                missing_dir,
+                "Failed to spawn hook: working directory /nonexistent/hookd-test-dir does not exist",
+            ),
+            (
+                missing_program,
+                "Failed to spawn hook: hookd-no-such-shell: not found in PATH",
+            ),
+            (no_path, "Failed to spawn hook: bash: not found in PATH"),
+        ];
+        for (spec, message) in cases {
+            let result = run(spec).await;
+            assert_eq!(
+                result.outcome,
+                HookOutcome::SpawnFailed {
+                    message: message.to_owned()
+                }
+            );
+        }
+    }
+
+    #[tokio::test]
+    async fn utf8_is_decoded_over_the_whole_buffer() {
+        // 65535 ASCII bytes put the two bytes of "é" across the first pipe-sized read.
+        let result = run(spec(
+            "head -c 65535 /dev/zero | tr '\\0' a; printf '\\xc3\\xa9'",
+        ))
+        .await;
+        assert_eq!(result.outcome, exited(0));
+        assert_eq!(result.stdout.len(), 65537);
+        assert!(
+            result.stdout.ends_with("aé"),
+            "{:?}",
+            &result.stdout[65530..]
+        );
+    }
+
+    #[tokio::test]
+    async fn timeout_kills_a_hook_that_ignores_sigterm() {
+        let mut spec = spec("trap '' TERM; echo $$; sleep 30; echo late");
+        spec.timeout = Duration::from_secs(1);
+        let result = run(spec).await;
+        assert_eq!(result.outcome, HookOutcome::TimedOut { timeout_ms: 1000 });
+        assert!(result.duration >= Duration::from_secs(1));
+        assert!(result.duration < Duration::from_secs(10), "{result:?}");
+        // Output printed before the deadline is kept; the child was reaped.
+        let pid = printed_pid(&result);
+        assert!(!pid_exists(pid), "hook process {pid} left behind");
+        assert!(live_group_members(pid).is_empty());
+    }
+
+    #[tokio::test]
+    async fn grandchild_holding_stdout_does_not_delay_past_the_timeout() {
+        // bash exits at once; `sleep` keeps stdout open and ignores SIGTERM.
+        let mut spec = spec("trap '' TERM; echo $$; sleep 30 & echo hi");
+        spec.timeout = Duration::from_secs(1);
+        let result = run(spec).await;
+        assert_eq!(result.outcome, HookOutcome::TimedOut { timeout_ms: 1000 });
+        assert!(result.duration < Duration::from_secs(10), "{result:?}");
+        let pid = printed_pid(&result);
+        assert!(result.stdout.ends_with("hi\n"), "{result:?}");
+        assert!(live_group_members(pid).is_empty());
+    }
+
+    #[tokio::test]
+    async fn process_escaping_the_group_is_not_waited_for() {
+        // `setsid` moves the holder out of the group, so no signal of ours reaches it.
+        let mut spec = spec("setsid sh -c 'echo $$; exec sleep 30'");
+        spec.timeout = Duration::from_secs(1);
+        let result = run(spec).await;
+        let escaped = printed_pid(&result);
+        let _ = nix::sys::signal::kill(Pid::from_raw(escaped), Signal::SIGKILL);
+        assert_eq!(result.outcome, HookOutcome::TimedOut { timeout_ms: 1000 });
+        assert!(result.duration < Duration::from_secs(10), "{result:?}");
+    }
+
+    #[tokio::test]
+    async fn unread_large_stdin_does_not_block() {
+        let mut spec = spec("exit 0");
+        spec.stdin = Bytes::from(vec![b'x'; 10 * 1024 * 1024]);
+        let result = run(spec).await;
+        // The 30 s timeout would turn a deadlock into TimedOut.
+        assert_eq!(result.outcome, exited(0));
+        assert!(result.duration < Duration::from_secs(10), "{result:?}");
+    }
+
+    #[tokio::test]
+    async fn large_stdin_is_delivered_whole() {
+        let mut spec = spec("wc -c");
+        spec.stdin = Bytes::from(vec![b'x'; 10 * 1024 * 1024]);
+        let result = run(spec).await;
+        assert_eq!(result.outcome, exited(0));
+        assert_eq!(result.stdout.trim(), "10485760");
+    }
+
+    #[tokio::test]
+    async fn output_is_capped_with_a_marker() {
+        let mib = 1024 * 1024;
+        let cases = [
+            // 50 MiB on stdout: keep 1 MiB, discard 49 MiB.
+            (
+                "head -c 52428800 /dev/zero | tr '\\0' y".to_owned(),
+                Bytes::new(),
+                StreamName::Stdout,
+                49 * mib,
+            ),
+            // Echoing 3 MiB of stdin back needs writing and draining at the same time.
+            (
+                "cat".to_owned(),
+                Bytes::from(vec![b'y'; 3 * mib]),
+                StreamName::Stdout,
+                2 * mib,
+            ),
+            (
+                "head -c 2097152 /dev/zero | tr '\\0' y >&2".to_owned(),
+                Bytes::new(),
+                StreamName::Stderr,
+                mib,
+            ),
+        ];
+        for (script, stdin, stream, discarded) in cases {
+            let mut spec = spec(&script);
+            spec.stdin = stdin;
+            let result = run(spec).await;
+            assert_eq!(
+                result.outcome,
+                HookOutcome::OutputTooLarge {
+                    stream,
+                    cap_bytes: mib,
+                    code: Some(0)
+                },
+                "{script}"
+            );
+            let text = match stream {
+                StreamName::Stdout => &result.stdout,
+                StreamName::Stderr => &result.stderr,
+            };
+            let marker = format!(
+                "\n[hookd: {} truncated after {mib} bytes; {discarded} more bytes discarded]",
+                stream.as_str()
+            );
+            assert!(text.ends_with(&marker), "{script}: {}", &text[mib..]);
+            assert_eq!(text.len(), mib + marker.len());
+            assert!(text[..mib].bytes().all(|b| b == b'y'));
+        }
+    }
+
+    #[tokio::test]
+    async fn output_exactly_at_the_cap_is_not_truncated() {
+        let limits = ProcessLimits {
+            max_output_bytes: 4,
+            ..ProcessLimits::default()
+        };
+        let cases = [
+            ("printf abcd", exited(0), "abcd"),
+            (
+                "printf abcde",
+                HookOutcome::OutputTooLarge {
+                    stream: StreamName::Stdout,
+                    cap_bytes: 4,
+                    code: Some(0),
+                },
+                "abcd\n[hookd: stdout truncated after 4 bytes; 1 more bytes discarded]",
+            ),
+        ];
+        for (script, outcome, stdout) in cases {
+            let result = run_process(spec(script), &limits, &CancellationToken::new()).await;
+            assert_eq!((result.outcome, result.stdout.as_str()), (outcome, stdout));
+        }
+    }
+
+    #[tokio::test]
+    async fn cancellation_stops_the_whole_group() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let fifo = dir.path().join("ready");
+        let status = std::process::Command::new("mkfifo")
+            .arg(&fifo)
+            .status()
+            .expect("mkfifo");
+        assert!(status.success());
+
+        // The hook reports its pid through the fifo, which also tells us it is running.
+        let script = format!(
+            "trap '' TERM; sleep 30 & echo $$; echo $$ > '{}'; wait",
+            fifo.display()
+        );
+        let cancel = CancellationToken::new();
+        let limits = ProcessLimits {
+            kill_grace: Duration::from_secs(1),
+            ..ProcessLimits::default()
+        };
+        let run = run_process(spec(&script), &limits, &cancel);
+        let trigger = async {
+            let ready = tokio::fs::read_to_string(&fifo).await.expect("read fifo");
+            cancel.cancel();
+            ready.trim().parse::<i32>().expect("pid")
+        };
+        let (result, pid) = tokio::join!(run, trigger);
+        assert_eq!(result.outcome, HookOutcome::Cancelled);
+        assert_eq!(printed_pid(&result), pid);
+        assert!(result.duration < Duration::from_secs(10), "{result:?}");
+        assert!(!pid_exists(pid), "hook process {pid} left behind");
+        assert!(live_group_members(pid).is_empty());
+    }
+
+    #[tokio::test]
+    async fn already_cancelled_runs_nothing() {
+        let cancel = CancellationToken::new();
+        cancel.cancel();
+        let result = run_process(spec("true"), &ProcessLimits::default(), &cancel).await;
+        assert_eq!(result.outcome, HookOutcome::Cancelled);
+    }
+
+    #[tokio::test]
+    async fn finished_children_are_reaped() {
+        let result = run(spec("echo $$")).await;
+        assert_eq!(result.outcome, exited(0));
+        let pid = printed_pid(&result);
+        assert!(!pid_exists(pid), "hook process {pid} left as a zombie");
+    }
+
+    #[test]
+    fn program_resolution() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let tool = dir.path().join("tool");
+        let mut file = std::fs::File::create(&tool).expect("create");
+        file.write_all(b"#!/bin/sh\n").expect("write");
+        let plain = dir.path().join("plain");
+        std::fs::File::create(&plain).expect("create");
+        std::fs::set_permissions(&tool, std::fs::Permissions::from_mode(0o755)).expect("chmod");
+
+        let dir_str = dir.path().to_str().expect("utf-8 temp dir").to_owned();
+        let root = Path::new("/");
+        let with_dir = format!("/nonexistent:{dir_str}");
+        // (program, PATH if set, cwd, expected)
+        let cases: [(&str, Option<&str>, &Path, Option<&Path>); 8] = [
+            ("tool", Some(&with_dir), root, Some(&tool)),
+            ("plain", Some(&dir_str), root, None),
+            ("tool", Some("/nonexistent"), root, None),
+            ("tool", None, root, None),
+            ("./x", None, root, Some(Path::new("./x"))),
+            ("/bin/sh", None, root, Some(Path::new("/bin/sh"))),
+            ("", Some(&dir_str), root, None),
+            // An empty PATH entry searches the hook's working directory.
+            ("tool", Some(":/nonexistent"), dir.path(), Some(&tool)),
+        ];
+        for (program, path, cwd, expected) in cases {
+            let env: Vec<(String, String)> = path
+                .map(|path| ("PATH".to_owned(), path.to_owned()))
+                .into_iter()
+                .collect();
+            assert_eq!(
+                resolve_program(Path::new(program), &env, cwd).as_deref(),
+                expected,
+                "{program} in {path:?}"
+            );
+        }
+    }
+}
