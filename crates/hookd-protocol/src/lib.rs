@@ -1,1 +1,55 @@
-//! placeholder
+//! hookd's wire protocol, shared by the daemon and its clients.
+//!
+//! A connection is a Unix stream socket carrying frames in both directions. Each frame is a
+//! 4-byte big-endian length followed by that many bytes of one UTF-8 JSON object
+//! ([`FrameCodec`]). The objects are messages tagged by `"type"`: the client sends
+//! [`ClientMessage`]s, the daemon answers with [`ServerMessage`]s. The first exchange is the
+//! `hello` handshake; after it, requests carry a client-chosen [`RequestId`] that every
+//! response echoes, so many requests may be in flight on one connection.
+//!
+//! The daemon reads client frames with [`parse_client_message`], which classifies every
+//! failure into an [`ErrorCode`] for the `error` frame; both sides write with [`encode`].
+//! `docs/protocol.md` describes the protocol for implementers in other languages.
+//!
+//! These are wire types, deliberately independent of the engine's domain types.
+
+mod codec;
+mod encode;
+mod error;
+mod id;
+mod parse;
+mod request;
+mod response;
+mod socket;
+
+pub use codec::{CodecError, Frame, FrameCodec, LENGTH_PREFIX_BYTES};
+pub use encode::{WireMessage, encode, parse_server_message};
+pub use error::{ErrorCode, ProtocolError};
+pub use id::RequestId;
+pub use parse::parse_client_message;
+pub use request::{
+    CancelRequest, ClientHello, ClientMessage, EventRequest, ListRequest, PingRequest,
+    StatusRequest, WireEnv,
+};
+pub use response::{
+    CancelledMessage, Diagnostic, ErrorMessage, EventResult, HookRecord, HookResultMessage,
+    ListResponse, ListedHook, Outcome, OutputFormat, PongMessage, RegistryStatus, ResultMessage,
+    ServerHello, ServerMessage, Severity, StatusResponse, StreamName,
+};
+pub use socket::{
+    SOCKET_DIR_NAME, SOCKET_ENV_VAR, SOCKET_FILE_NAME, default_socket_path, resolve_socket_path,
+};
+
+/// The protocol version this crate speaks, exchanged in the `hello` handshake.
+pub const PROTOCOL_VERSION: u32 = 1;
+
+/// The default largest frame, in bytes (64 MiB), in either direction.
+pub const DEFAULT_MAX_FRAME_BYTES: usize = 64 * 1024 * 1024;
+
+/// A suggested smaller limit for a connection's first frame (1 MiB), so that a peer that has
+/// not yet identified itself cannot make the daemon buffer a large frame. A `hello` carrying
+/// a full environment stays far below it.
+pub const DEFAULT_MAX_HELLO_FRAME_BYTES: usize = 1024 * 1024;
+
+/// How long a client gets to send its `hello`, and a client waits for the answer, by default.
+pub const DEFAULT_HANDSHAKE_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(5);

@@ -1,0 +1,601 @@
+//! Reading a client frame into a [`ClientMessage`], classifying every failure.
+//!
+//! `serde` alone would say "invalid type: integer `5`, expected a string" without naming the
+//! field, and would not tell a missing field from a wrong one by anything but its message. So
+//! the frame is first parsed as untyped JSON and checked against a small schema of each
+//! message type (which fields, which JSON kinds, which are required); only a frame that passes
+//! is handed to `serde`. The schema is checked against the types by the round-trip tests.
+
+use serde_json::{Map, Value};
+
+use crate::error::{ErrorCode, ProtocolError};
+use crate::id::RequestId;
+use crate::request::ClientMessage;
+
+/// The JSON kind a field must have.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Kind {
+    /// A request id: an unsigned integer or a string.
+    Id,
+    /// Any string.
+    String,
+    /// An absolute path, as a string starting with `/`.
+    AbsolutePath,
+    /// An unsigned integer that fits in 32 bits.
+    U32,
+    /// `true` or `false`.
+    Bool,
+    /// Any object.
+    Object,
+    /// An object whose values are all strings (an environment).
+    StringMap,
+}
+
+/// One field of a message type.
+struct Field {
+    name: &'static str,
+    kind: Kind,
+    required: bool,
+}
+
+const fn required(name: &'static str, kind: Kind) -> Field {
+    Field {
+        name,
+        kind,
+        required: true,
+    }
+}
+
+const fn optional(name: &'static str, kind: Kind) -> Field {
+    Field {
+        name,
+        kind,
+        required: false,
+    }
+}
+
+const HELLO: &[Field] = &[
+    required("protocol", Kind::U32),
+    required("client", Kind::String),
+    optional("env", Kind::StringMap),
+];
+
+const EVENT: &[Field] = &[
+    required("id", Kind::Id),
+    required("event", Kind::String),
+    optional("input", Kind::Object),
+    required("cwd", Kind::AbsolutePath),
+    optional("session_id", Kind::String),
+    optional("transcript_path", Kind::String),
+    optional("env", Kind::StringMap),
+    optional("stream_hooks", Kind::Bool),
+    optional("plans_dir", Kind::String),
+];
+
+const CANCEL: &[Field] = &[required("id", Kind::Id), required("target", Kind::Id)];
+
+const LIST: &[Field] = &[
+    required("id", Kind::Id),
+    required("cwd", Kind::AbsolutePath),
+];
+
+const ID_ONLY: &[Field] = &[required("id", Kind::Id)];
+
+/// The schema of a message type, or `None` for an unknown type.
+fn schema(type_name: &str) -> Option<&'static [Field]> {
+    match type_name {
+        "hello" => Some(HELLO),
+        "event" => Some(EVENT),
+        "cancel" => Some(CANCEL),
+        "list" => Some(LIST),
+        "status" | "ping" => Some(ID_ONLY),
+        _ => None,
+    }
+}
+
+/// Parses one client frame body, or says precisely why it is not a valid message.
+///
+/// The error carries the frame's `id` whenever one could be read, so the `error` frame can
+/// be matched to the request. Optional fields given as `null` count as absent. Unknown fields
+/// are ignored. Never panics, whatever the input.
+pub fn parse_client_message(body: &[u8]) -> Result<ClientMessage, ProtocolError> {
+    let text = std::str::from_utf8(body).map_err(|error| {
+        ProtocolError::new(
+            ErrorCode::BadJson,
+            format!(
+                "the frame is not valid UTF-8 (invalid byte at offset {})",
+                error.valid_up_to()
+            ),
+        )
+    })?;
+    let value: Value = serde_json::from_str(text).map_err(|error| {
+        ProtocolError::new(
+            ErrorCode::BadJson,
+            format!("the frame is not valid JSON: {error}"),
+        )
+    })?;
+    let Value::Object(mut object) = value else {
+        return Err(ProtocolError::new(
+            ErrorCode::BadRequest,
+            format!(
+                "a message must be a JSON object, not {}",
+                describe_kind(&value)
+            ),
+        ));
+    };
+    let id = read_id(&object)?;
+    let fail =
+        |code: ErrorCode, message: String| ProtocolError::new(code, message).with_id(id.clone());
+
+    let type_name = match object.get("type") {
+        None | Some(Value::Null) => {
+            return Err(fail(
+                ErrorCode::MissingField,
+                "missing field `type`".to_owned(),
+            ));
+        }
+        Some(Value::String(name)) => name.clone(),
+        Some(other) => {
+            return Err(fail(
+                ErrorCode::BadRequest,
+                format!(
+                    "field `type` must be a string, not {}",
+                    describe_kind(other)
+                ),
+            ));
+        }
+    };
+    let Some(fields) = schema(&type_name) else {
+        return Err(fail(
+            ErrorCode::UnknownType,
+            format!(
+                "unknown message type {type_name:?}; expected one of {}",
+                ClientMessage::TYPES.join(", ")
+            ),
+        ));
+    };
+    for field in fields {
+        check_field(&mut object, &type_name, field)
+            .map_err(|(code, message)| fail(code, message))?;
+    }
+    serde_json::from_value(Value::Object(object)).map_err(|error| {
+        // The schema check above should make this unreachable; if the two ever disagree,
+        // the client still gets a precise-enough answer.
+        fail(
+            ErrorCode::BadRequest,
+            format!("invalid `{type_name}` message: {error}"),
+        )
+    })
+}
+
+/// Reads the `id` field, if present. An `id` of the wrong kind is a `bad_request` of its own,
+/// without an id, because echoing an invalid id back would confuse the client further.
+fn read_id(object: &Map<String, Value>) -> Result<Option<RequestId>, ProtocolError> {
+    match object.get("id") {
+        None | Some(Value::Null) => Ok(None),
+        Some(value) => RequestId::from_json(value).map(Some).ok_or_else(|| {
+            ProtocolError::new(
+                ErrorCode::BadRequest,
+                format!(
+                    "field `id` must be an unsigned 64-bit integer or a string, not {}",
+                    describe_kind(value)
+                ),
+            )
+        }),
+    }
+}
+
+/// Checks one field of a message against its schema entry. A `null` optional field is
+/// removed, so that `serde` applies the field's default.
+fn check_field(
+    object: &mut Map<String, Value>,
+    type_name: &str,
+    field: &Field,
+) -> Result<(), (ErrorCode, String)> {
+    let value = match object.get(field.name) {
+        None | Some(Value::Null) if field.required => {
+            return Err((
+                ErrorCode::MissingField,
+                format!("missing field `{}` in `{type_name}` message", field.name),
+            ));
+        }
+        None => return Ok(()),
+        Some(Value::Null) => {
+            object.remove(field.name);
+            return Ok(());
+        }
+        Some(value) => value,
+    };
+    let wrong = |expected: &str| {
+        Err((
+            ErrorCode::BadRequest,
+            format!(
+                "field `{}` of `{type_name}` message must be {expected}, not {}",
+                field.name,
+                describe_kind(value)
+            ),
+        ))
+    };
+    match field.kind {
+        Kind::Id if RequestId::from_json(value).is_none() => {
+            wrong("an unsigned 64-bit integer or a string")
+        }
+        Kind::String | Kind::AbsolutePath if !value.is_string() => wrong("a string"),
+        Kind::AbsolutePath if !value.as_str().is_some_and(|path| path.starts_with('/')) => Err((
+            ErrorCode::BadRequest,
+            format!(
+                "field `{}` of `{type_name}` message must be an absolute path, not {value}",
+                field.name
+            ),
+        )),
+        Kind::U32 if value.as_u64().and_then(|n| u32::try_from(n).ok()).is_none() => {
+            wrong("an unsigned 32-bit integer")
+        }
+        Kind::Bool if !value.is_boolean() => wrong("true or false"),
+        Kind::Object | Kind::StringMap if !value.is_object() => wrong("an object"),
+        Kind::StringMap => match value
+            .as_object()
+            .and_then(|map| map.iter().find(|(_, entry)| !entry.is_string()))
+        {
+            Some((key, entry)) => Err((
+                ErrorCode::BadRequest,
+                format!(
+                    "field `{}` of `{type_name}` message must map names to strings, but {key:?} \
+                     is {}",
+                    field.name,
+                    describe_kind(entry)
+                ),
+            )),
+            None => Ok(()),
+        },
+        _ => Ok(()),
+    }
+}
+
+/// Names a JSON value's kind for error messages, with the value itself when it is short.
+fn describe_kind(value: &Value) -> String {
+    match value {
+        Value::Null => "null".to_owned(),
+        Value::Bool(flag) => format!("the boolean {flag}"),
+        Value::Number(number) => format!("the number {number}"),
+        Value::String(_) => "a string".to_owned(),
+        Value::Array(_) => "an array".to_owned(),
+        Value::Object(_) => "an object".to_owned(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::encode::encode;
+
+    /// Parses `input` and compares the error code, the id and a part of the message.
+    fn check(input: &str, code: ErrorCode, id: Option<RequestId>, message_part: &str) {
+        let error = parse_client_message(input.as_bytes()).unwrap_err();
+        assert_eq!(error.code, code, "input: {input}; error: {error}");
+        assert_eq!(error.id, id, "input: {input}; error: {error}");
+        assert!(
+            error.message.contains(message_part),
+            "input: {input}; message {:?} lacks {message_part:?}",
+            error.message
+        );
+    }
+
+    fn number(n: u64) -> Option<RequestId> {
+        Some(RequestId::Number(n))
+    }
+
+    #[test]
+    fn malformed_frames() {
+        use ErrorCode::*;
+        check("", BadJson, None, "not valid JSON");
+        check("{", BadJson, None, "not valid JSON");
+        check(
+            "{\"type\":\"ping\",\"id\":1} x",
+            BadJson,
+            None,
+            "trailing characters",
+        );
+        check("\u{0}", BadJson, None, "not valid JSON");
+        check(
+            "[]",
+            BadRequest,
+            None,
+            "must be a JSON object, not an array",
+        );
+        check("42", BadRequest, None, "not the number 42");
+        check("null", BadRequest, None, "not null");
+        check("\"ping\"", BadRequest, None, "not a string");
+    }
+
+    #[test]
+    fn invalid_utf8_is_bad_json() {
+        let error = parse_client_message(b"{\"type\":\"p\xffing\"}").unwrap_err();
+        assert_eq!(error.code, ErrorCode::BadJson);
+        assert!(error.message.contains("offset 10"), "{}", error.message);
+    }
+
+    #[test]
+    fn type_problems() {
+        use ErrorCode::*;
+        check(
+            r#"{"id":1}"#,
+            MissingField,
+            number(1),
+            "missing field `type`",
+        );
+        check(
+            r#"{"id":1,"type":null}"#,
+            MissingField,
+            number(1),
+            "missing field `type`",
+        );
+        check(
+            r#"{"id":"a","type":7}"#,
+            BadRequest,
+            Some("a".into()),
+            "`type` must be a string, not the number 7",
+        );
+        check(
+            r#"{"id":2,"type":"frobnicate"}"#,
+            UnknownType,
+            number(2),
+            "\"frobnicate\"",
+        );
+        check(
+            r#"{"id":2,"type":"Ping"}"#,
+            UnknownType,
+            number(2),
+            "hello, event, cancel, list, status, ping",
+        );
+        // Server message types are not client message types.
+        check(
+            r#"{"id":2,"type":"pong"}"#,
+            UnknownType,
+            number(2),
+            "\"pong\"",
+        );
+    }
+
+    #[test]
+    fn id_problems() {
+        use ErrorCode::*;
+        check(
+            r#"{"type":"ping"}"#,
+            MissingField,
+            None,
+            "missing field `id` in `ping` message",
+        );
+        check(
+            r#"{"type":"ping","id":null}"#,
+            MissingField,
+            None,
+            "missing field `id`",
+        );
+        check(
+            r#"{"type":"ping","id":-1}"#,
+            BadRequest,
+            None,
+            "`id` must be an unsigned 64-bit integer or a string, not the number -1",
+        );
+        check(
+            r#"{"type":"ping","id":1.5}"#,
+            BadRequest,
+            None,
+            "not the number 1.5",
+        );
+        check(
+            r#"{"type":"ping","id":[1]}"#,
+            BadRequest,
+            None,
+            "not an array",
+        );
+        check(
+            r#"{"type":"frob","id":{}}"#,
+            BadRequest,
+            None,
+            "not an object",
+        );
+        check(
+            r#"{"type":"cancel","id":1}"#,
+            MissingField,
+            number(1),
+            "missing field `target` in `cancel` message",
+        );
+        check(
+            r#"{"type":"cancel","id":1,"target":true}"#,
+            BadRequest,
+            number(1),
+            "field `target` of `cancel` message must be an unsigned 64-bit integer or a string, not the boolean true",
+        );
+    }
+
+    #[test]
+    fn field_problems() {
+        use ErrorCode::*;
+        check(
+            r#"{"type":"hello","client":"x"}"#,
+            MissingField,
+            None,
+            "missing field `protocol` in `hello` message",
+        );
+        check(
+            r#"{"type":"hello","protocol":1}"#,
+            MissingField,
+            None,
+            "missing field `client`",
+        );
+        check(
+            r#"{"type":"hello","protocol":"1","client":"x"}"#,
+            BadRequest,
+            None,
+            "`protocol` of `hello` message must be an unsigned 32-bit integer, not a string",
+        );
+        check(
+            r#"{"type":"hello","protocol":4294967296,"client":"x"}"#,
+            BadRequest,
+            None,
+            "unsigned 32-bit integer",
+        );
+        check(
+            r#"{"type":"hello","protocol":1,"client":"x","env":["A=b"]}"#,
+            BadRequest,
+            None,
+            "`env` of `hello` message must be an object, not an array",
+        );
+        check(
+            r#"{"type":"hello","protocol":1,"client":"x","env":{"A":"b","N":1}}"#,
+            BadRequest,
+            None,
+            "must map names to strings, but \"N\" is the number 1",
+        );
+        check(
+            r#"{"type":"event","id":"e","cwd":"/p"}"#,
+            MissingField,
+            Some("e".into()),
+            "missing field `event` in `event` message",
+        );
+        check(
+            r#"{"type":"event","id":3,"event":"BeforeTool"}"#,
+            MissingField,
+            number(3),
+            "missing field `cwd` in `event` message",
+        );
+        check(
+            r#"{"type":"event","id":3,"event":"BeforeTool","cwd":"rel/dir"}"#,
+            BadRequest,
+            number(3),
+            "`cwd` of `event` message must be an absolute path, not \"rel/dir\"",
+        );
+        check(
+            r#"{"type":"event","id":3,"event":"BeforeTool","cwd":""}"#,
+            BadRequest,
+            number(3),
+            "absolute path",
+        );
+        check(
+            r#"{"type":"event","id":3,"event":5,"cwd":"/p"}"#,
+            BadRequest,
+            number(3),
+            "`event` of `event` message must be a string, not the number 5",
+        );
+        check(
+            r#"{"type":"event","id":3,"event":"E","cwd":"/p","input":[]}"#,
+            BadRequest,
+            number(3),
+            "`input` of `event` message must be an object, not an array",
+        );
+        check(
+            r#"{"type":"event","id":3,"event":"E","cwd":"/p","stream_hooks":"yes"}"#,
+            BadRequest,
+            number(3),
+            "`stream_hooks` of `event` message must be true or false, not a string",
+        );
+        check(
+            r#"{"type":"event","id":3,"event":"E","cwd":"/p","session_id":1}"#,
+            BadRequest,
+            number(3),
+            "`session_id` of `event` message must be a string",
+        );
+        check(
+            r#"{"type":"list","id":4}"#,
+            MissingField,
+            number(4),
+            "missing field `cwd` in `list` message",
+        );
+        check(
+            r#"{"type":"list","id":4,"cwd":null}"#,
+            MissingField,
+            number(4),
+            "missing field `cwd`",
+        );
+    }
+
+    #[test]
+    fn nulls_and_unknown_fields_are_tolerated() {
+        let message = parse_client_message(
+            br#"{"type":"event","id":9,"event":"BeforeTool","cwd":"/p","input":null,
+                "session_id":null,"env":null,"stream_hooks":null,"plans_dir":null,"extra":[1]}"#,
+        )
+        .unwrap();
+        let ClientMessage::Event(event) = message else {
+            panic!("not an event: {message:?}");
+        };
+        assert!(event.input.is_empty());
+        assert_eq!(event.session_id, "");
+        assert_eq!(event.env, None);
+        assert!(!event.stream_hooks);
+        assert_eq!(event.plans_dir, None);
+    }
+
+    /// A tiny deterministic generator, so the fuzz-style tests need no extra crate and always
+    /// test the same inputs.
+    struct XorShift(u64);
+
+    impl XorShift {
+        fn next(&mut self) -> u64 {
+            self.0 ^= self.0 << 13;
+            self.0 ^= self.0 >> 7;
+            self.0 ^= self.0 << 17;
+            self.0
+        }
+
+        fn below(&mut self, n: usize) -> usize {
+            (self.next() % n as u64) as usize
+        }
+    }
+
+    /// Whatever the input, parsing returns, and its answer is consistent: a parsed message
+    /// re-encodes to a frame that parses to the same message, and `bad_json` is given exactly
+    /// when the bytes are not a JSON document.
+    fn check_consistent(input: &[u8]) {
+        let is_json = serde_json::from_slice::<Value>(input).is_ok();
+        match parse_client_message(input) {
+            Ok(message) => {
+                assert_eq!(parse_client_message(&encode(&message)).unwrap(), message);
+            }
+            Err(error) => assert_eq!(error.code == ErrorCode::BadJson, !is_json, "{error}"),
+        }
+    }
+
+    #[test]
+    fn random_and_mutated_frames_never_panic() {
+        let seeds: &[&[u8]] = &[
+            br#"{"type":"hello","protocol":1,"client":"t/1","env":{"A":"b"}}"#,
+            br#"{"type":"event","id":1,"event":"BeforeTool","input":{"tool_name":"x","tool_input":{"a":[1,2]}},"cwd":"/p","session_id":"s","transcript_path":"/t","env":{"K":"v"},"stream_hooks":true,"plans_dir":"/plans"}"#,
+            br#"{"type":"cancel","id":"c","target":1}"#,
+            br#"{"type":"list","id":2,"cwd":"/p"}"#,
+            br#"{"type":"status","id":3}"#,
+            br#"{"type":"ping","id":"x"}"#,
+        ];
+        let alphabet = b"{}[]\":,0123456789-.eE truefalsnl\\/u\xff\x00abcidtype";
+        let mut rng = XorShift(0x9e37_79b9_7f4a_7c15);
+        for seed in seeds {
+            check_consistent(seed);
+            for _ in 0..2_000 {
+                let mut bytes = seed.to_vec();
+                for _ in 0..=rng.below(4) {
+                    let at = rng.below(bytes.len() + 1);
+                    match rng.below(4) {
+                        0 if at < bytes.len() => {
+                            bytes.remove(at);
+                        }
+                        1 if at < bytes.len() => bytes[at] = alphabet[rng.below(alphabet.len())],
+                        2 => bytes.insert(at, alphabet[rng.below(alphabet.len())]),
+                        _ => bytes.truncate(at),
+                    }
+                }
+                check_consistent(&bytes);
+            }
+        }
+        for _ in 0..2_000 {
+            let len = rng.below(64);
+            let bytes: Vec<u8> = (0..len)
+                .map(|_| alphabet[rng.below(alphabet.len())])
+                .collect();
+            check_consistent(&bytes);
+            let bytes: Vec<u8> = (0..len).map(|_| rng.next() as u8).collect();
+            check_consistent(&bytes);
+        }
+    }
+}

@@ -1,0 +1,284 @@
+//! What a client sends: the handshake and the requests.
+//!
+//! Every message is one JSON object tagged by `"type"`; each variant has its own payload
+//! struct. Unknown fields are ignored so that newer clients can talk to older daemons.
+
+use std::collections::BTreeMap;
+
+use serde::{Deserialize, Serialize};
+use serde_json::{Map, Value};
+
+use crate::PROTOCOL_VERSION;
+use crate::error::{ErrorCode, ProtocolError};
+use crate::id::RequestId;
+
+/// An environment passed over the wire: variable names to values.
+pub type WireEnv = BTreeMap<String, String>;
+
+/// Any message a client may send.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(tag = "type", rename_all = "snake_case")]
+pub enum ClientMessage {
+    /// The handshake; must be the first frame of a connection and appear only there.
+    Hello(ClientHello),
+    /// Fire an event: run the matching hooks and answer with their aggregate.
+    Event(EventRequest),
+    /// Cancel an in-flight `event` request of this connection.
+    Cancel(CancelRequest),
+    /// List the hooks configured for a project directory.
+    List(ListRequest),
+    /// Ask for the daemon's state.
+    Status(StatusRequest),
+    /// Check that the daemon answers.
+    Ping(PingRequest),
+}
+
+impl ClientMessage {
+    /// The `"type"` tag of every client message, in declaration order.
+    pub const TYPES: [&'static str; 6] = ["hello", "event", "cancel", "list", "status", "ping"];
+
+    /// The message's `"type"` tag.
+    pub fn type_name(&self) -> &'static str {
+        match self {
+            ClientMessage::Hello(_) => "hello",
+            ClientMessage::Event(_) => "event",
+            ClientMessage::Cancel(_) => "cancel",
+            ClientMessage::List(_) => "list",
+            ClientMessage::Status(_) => "status",
+            ClientMessage::Ping(_) => "ping",
+        }
+    }
+
+    /// The request's id; `None` for `hello`, which has none.
+    pub fn id(&self) -> Option<&RequestId> {
+        match self {
+            ClientMessage::Hello(_) => None,
+            ClientMessage::Event(request) => Some(&request.id),
+            ClientMessage::Cancel(request) => Some(&request.id),
+            ClientMessage::List(request) => Some(&request.id),
+            ClientMessage::Status(request) => Some(&request.id),
+            ClientMessage::Ping(request) => Some(&request.id),
+        }
+    }
+}
+
+/// The client's handshake.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ClientHello {
+    /// The protocol version the client speaks; this crate speaks [`PROTOCOL_VERSION`].
+    pub protocol: u32,
+    /// The client's name and version, such as `hookctl/0.1.0` (for logs and `status`).
+    pub client: String,
+    /// The client's environment. Hooks of this connection run with it unless a request
+    /// carries its own; without it they run with the daemon's environment.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub env: Option<WireEnv>,
+}
+
+impl ClientHello {
+    /// A handshake for [`PROTOCOL_VERSION`].
+    pub fn new(client: impl Into<String>, env: Option<WireEnv>) -> Self {
+        ClientHello {
+            protocol: PROTOCOL_VERSION,
+            client: client.into(),
+            env,
+        }
+    }
+
+    /// Checks that the client speaks this crate's protocol version.
+    ///
+    /// The error is the `unsupported_version` frame the daemon sends before closing.
+    pub fn check_version(&self) -> Result<(), ProtocolError> {
+        if self.protocol == PROTOCOL_VERSION {
+            return Ok(());
+        }
+        Err(ProtocolError::new(
+            ErrorCode::UnsupportedVersion,
+            format!(
+                "the client speaks protocol {}; this daemon speaks protocol {PROTOCOL_VERSION}",
+                self.protocol
+            ),
+        ))
+    }
+}
+
+/// Fire an event.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct EventRequest {
+    /// The request's id.
+    pub id: RequestId,
+    /// The event's name, such as `BeforeTool`. A string so that an unknown name gets an
+    /// `unknown_event` error from the daemon rather than failing to parse.
+    pub event: String,
+    /// The event-specific input fields (`tool_name`, `tool_input`, `prompt`, ...).
+    #[serde(default)]
+    pub input: Map<String, Value>,
+    /// The absolute directory the agent runs in; also the project directory.
+    pub cwd: String,
+    /// The agent's session id (`""` when absent).
+    #[serde(default)]
+    pub session_id: String,
+    /// The path of the agent's transcript (`""` when absent).
+    #[serde(default)]
+    pub transcript_path: String,
+    /// The environment for this request's hooks, overriding the connection's.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub env: Option<WireEnv>,
+    /// Whether to send a `hook_result` frame as each hook finishes, before the `result`.
+    #[serde(default)]
+    pub stream_hooks: bool,
+    /// The agent's plans directory, passed on to the hooks' environment when set.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub plans_dir: Option<String>,
+}
+
+impl EventRequest {
+    /// A request with an empty input and every optional field absent.
+    pub fn new(id: impl Into<RequestId>, event: impl Into<String>, cwd: impl Into<String>) -> Self {
+        EventRequest {
+            id: id.into(),
+            event: event.into(),
+            input: Map::new(),
+            cwd: cwd.into(),
+            session_id: String::new(),
+            transcript_path: String::new(),
+            env: None,
+            stream_hooks: false,
+            plans_dir: None,
+        }
+    }
+}
+
+/// Cancel an in-flight `event` request of the same connection.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct CancelRequest {
+    /// The cancel request's own id.
+    pub id: RequestId,
+    /// The id of the `event` request to cancel.
+    pub target: RequestId,
+}
+
+/// List the hooks configured for a project directory.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ListRequest {
+    /// The request's id.
+    pub id: RequestId,
+    /// The absolute project directory.
+    pub cwd: String,
+}
+
+/// Ask for the daemon's state.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct StatusRequest {
+    /// The request's id.
+    pub id: RequestId,
+}
+
+/// Check that the daemon answers.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct PingRequest {
+    /// The request's id.
+    pub id: RequestId,
+}
+
+#[cfg(test)]
+mod tests {
+    use serde_json::json;
+
+    use super::*;
+    use crate::encode::encode;
+    use crate::parse::parse_client_message;
+
+    /// Encodes `message`, compares the frame body with `expected` byte for byte (so field
+    /// order is pinned too), and parses it back through the classifying parser.
+    fn check(message: ClientMessage, expected: &str) {
+        let body = encode(&message);
+        assert_eq!(std::str::from_utf8(&body).unwrap(), expected);
+        assert_eq!(parse_client_message(&body).unwrap(), message);
+        assert_eq!(
+            serde_json::from_slice::<ClientMessage>(&body).unwrap(),
+            message
+        );
+    }
+
+    #[test]
+    fn every_variant_round_trips() {
+        check(
+            ClientMessage::Hello(ClientHello::new("hookctl/0.1.0", None)),
+            r#"{"type":"hello","protocol":1,"client":"hookctl/0.1.0"}"#,
+        );
+        let env = WireEnv::from([
+            ("PATH".to_owned(), "/bin".to_owned()),
+            ("A".to_owned(), "".to_owned()),
+        ]);
+        check(
+            ClientMessage::Hello(ClientHello::new("gemini/0.9", Some(env.clone()))),
+            r#"{"type":"hello","protocol":1,"client":"gemini/0.9","env":{"A":"","PATH":"/bin"}}"#,
+        );
+        check(
+            ClientMessage::Event(EventRequest::new(1, "BeforeTool", "/home/u/proj")),
+            r#"{"type":"event","id":1,"event":"BeforeTool","input":{},"cwd":"/home/u/proj","session_id":"","transcript_path":"","stream_hooks":false}"#,
+        );
+        let mut full = EventRequest::new("req-7", "BeforeTool", "/p");
+        full.input = json!({"tool_name": "run_shell_command", "tool_input": {"command": "ls"}})
+            .as_object()
+            .cloned()
+            .unwrap();
+        full.session_id = "s1".to_owned();
+        full.transcript_path = "/t.json".to_owned();
+        full.env = Some(env);
+        full.stream_hooks = true;
+        full.plans_dir = Some("/p/plans".to_owned());
+        check(
+            ClientMessage::Event(full),
+            r#"{"type":"event","id":"req-7","event":"BeforeTool","input":{"tool_name":"run_shell_command","tool_input":{"command":"ls"}},"cwd":"/p","session_id":"s1","transcript_path":"/t.json","env":{"A":"","PATH":"/bin"},"stream_hooks":true,"plans_dir":"/p/plans"}"#,
+        );
+        check(
+            ClientMessage::Cancel(CancelRequest {
+                id: 2.into(),
+                target: "req-7".into(),
+            }),
+            r#"{"type":"cancel","id":2,"target":"req-7"}"#,
+        );
+        check(
+            ClientMessage::List(ListRequest {
+                id: 3.into(),
+                cwd: "/p".to_owned(),
+            }),
+            r#"{"type":"list","id":3,"cwd":"/p"}"#,
+        );
+        check(
+            ClientMessage::Status(StatusRequest { id: 4.into() }),
+            r#"{"type":"status","id":4}"#,
+        );
+        check(
+            ClientMessage::Ping(PingRequest { id: "p".into() }),
+            r#"{"type":"ping","id":"p"}"#,
+        );
+    }
+
+    #[test]
+    fn optional_event_fields_default() {
+        let parsed =
+            parse_client_message(br#"{"type":"event","id":5,"event":"Nope","cwd":"/p"}"#).unwrap();
+        assert_eq!(
+            parsed,
+            ClientMessage::Event(EventRequest::new(5, "Nope", "/p"))
+        );
+        assert_eq!(parsed.id(), Some(&RequestId::Number(5)));
+        assert_eq!(parsed.type_name(), "event");
+    }
+
+    #[test]
+    fn version_check() {
+        assert_eq!(ClientHello::new("c/1", None).check_version(), Ok(()));
+        let mut hello = ClientHello::new("c/1", None);
+        hello.protocol = 2;
+        let error = hello.check_version().unwrap_err();
+        assert_eq!(error.code, ErrorCode::UnsupportedVersion);
+        assert_eq!(
+            error.message,
+            "the client speaks protocol 2; this daemon speaks protocol 1"
+        );
+    }
+}

@@ -1,0 +1,665 @@
+//! What the daemon sends: the handshake answer, results, listings, status and errors.
+//!
+//! These are wire types, not the engine's domain types: names of events, sources and hook
+//! types are plain strings here, and the daemon converts its own types into them.
+
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+
+use crate::error::ErrorCode;
+use crate::id::RequestId;
+
+/// Any message the daemon may send.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(tag = "type", rename_all = "snake_case")]
+pub enum ServerMessage {
+    /// The answer to the client's `hello`.
+    Hello(ServerHello),
+    /// One hook of a streaming `event` request finished.
+    HookResult(HookResultMessage),
+    /// The aggregate of an `event` request; always its last frame.
+    Result(ResultMessage),
+    /// Acknowledges a `cancel` request.
+    Cancelled(CancelledMessage),
+    /// The answer to a `list` request.
+    List(ListResponse),
+    /// The answer to a `status` request.
+    Status(StatusResponse),
+    /// The answer to a `ping` request.
+    Pong(PongMessage),
+    /// A request (or a frame that could not become one) failed.
+    Error(ErrorMessage),
+}
+
+impl ServerMessage {
+    /// The `"type"` tag of every server message, in declaration order.
+    pub const TYPES: [&'static str; 8] = [
+        "hello",
+        "hook_result",
+        "result",
+        "cancelled",
+        "list",
+        "status",
+        "pong",
+        "error",
+    ];
+
+    /// The message's `"type"` tag.
+    pub fn type_name(&self) -> &'static str {
+        match self {
+            ServerMessage::Hello(_) => "hello",
+            ServerMessage::HookResult(_) => "hook_result",
+            ServerMessage::Result(_) => "result",
+            ServerMessage::Cancelled(_) => "cancelled",
+            ServerMessage::List(_) => "list",
+            ServerMessage::Status(_) => "status",
+            ServerMessage::Pong(_) => "pong",
+            ServerMessage::Error(_) => "error",
+        }
+    }
+
+    /// The id of the request this message answers; `None` for `hello` and for errors about
+    /// frames that had no readable id.
+    pub fn id(&self) -> Option<&RequestId> {
+        match self {
+            ServerMessage::Hello(_) => None,
+            ServerMessage::HookResult(message) => Some(&message.id),
+            ServerMessage::Result(message) => Some(&message.id),
+            ServerMessage::Cancelled(message) => Some(&message.id),
+            ServerMessage::List(message) => Some(&message.id),
+            ServerMessage::Status(message) => Some(&message.id),
+            ServerMessage::Pong(message) => Some(&message.id),
+            ServerMessage::Error(message) => message.id.as_ref(),
+        }
+    }
+
+    /// Whether this is the last message for its request id: everything but `hook_result`.
+    pub fn is_final(&self) -> bool {
+        !matches!(self, ServerMessage::HookResult(_))
+    }
+}
+
+/// The daemon's answer to the handshake.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ServerHello {
+    /// The protocol version the daemon speaks.
+    pub protocol: u32,
+    /// The daemon's name and version, `hookd/<version>`.
+    pub server: String,
+    /// The daemon's process id.
+    pub pid: u32,
+    /// The largest frame the daemon accepts and sends, in bytes.
+    pub max_frame_bytes: u64,
+}
+
+/// One finished hook of a streaming `event` request.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct HookResultMessage {
+    /// The `event` request's id.
+    pub id: RequestId,
+    /// The hook's position in the plan (and in the result's `hooks`), from 0. Frames arrive
+    /// in completion order, which for parallel hooks is not index order.
+    pub index: u64,
+    /// What the hook did.
+    pub hook: HookRecord,
+}
+
+/// The aggregate result of an `event` request.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ResultMessage {
+    /// The `event` request's id.
+    pub id: RequestId,
+    /// The aggregate, inlined into the message.
+    #[serde(flatten)]
+    pub result: EventResult,
+    /// The generation of the project's hook registry the event ran against; it grows each
+    /// time the daemon reloads that project's settings.
+    pub generation: u64,
+}
+
+/// The aggregate of one event's hooks, exactly as a hook-running agent consumes it.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct EventResult {
+    /// Whether every hook succeeded.
+    pub success: bool,
+    /// The merged output the agent acts on, or `null` when no hook produced one.
+    pub final_output: Option<Value>,
+    /// Every hook's output, in plan order, for hooks that produced one.
+    pub all_outputs: Vec<Value>,
+    /// The hooks' error messages.
+    pub errors: Vec<String>,
+    /// Wall-clock time of the whole event, in milliseconds.
+    pub total_duration_ms: f64,
+    /// One record per hook in plan order.
+    pub hooks: Vec<HookRecord>,
+}
+
+/// What one hook did.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct HookRecord {
+    /// The hook's display name.
+    pub name: String,
+    /// The layer it came from: `project`, `user`, `system`, `system-defaults`, `extension`.
+    pub source: String,
+    /// The event that fired.
+    pub event: String,
+    /// `true` only when the hook exited 0 within its limits.
+    pub success: bool,
+    /// The exit code as Gemini CLI reports it; `null` when the hook never ran.
+    pub exit_code: Option<i32>,
+    /// Wall-clock duration in milliseconds.
+    pub duration_ms: f64,
+    /// The parsed output, or `null`.
+    pub output: Option<Value>,
+    /// How the output was given, or `null` when there is none.
+    pub output_format: Option<OutputFormat>,
+    /// Captured stdout.
+    pub stdout: String,
+    /// Captured stderr.
+    pub stderr: String,
+    /// The error message for failures, or `null`.
+    pub error: Option<String>,
+    /// How the run ended.
+    pub outcome: Outcome,
+}
+
+/// How a hook's output was given.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum OutputFormat {
+    /// A JSON value printed on stdout.
+    Json,
+    /// Plain text, turned into an output by the exit-code rules.
+    Text,
+}
+
+/// Which captured stream an outcome is about.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum StreamName {
+    /// Standard output.
+    Stdout,
+    /// Standard error.
+    Stderr,
+}
+
+/// How a hook run ended, tagged by `"kind"`.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(tag = "kind", rename_all = "snake_case")]
+pub enum Outcome {
+    /// The process exited by itself.
+    Exited {
+        /// The exit code.
+        code: i32,
+    },
+    /// The process was killed by a signal hookd did not send.
+    Signalled {
+        /// The signal number.
+        signal: i32,
+    },
+    /// The hook outlived its timeout and its process group was terminated.
+    TimedOut {
+        /// The timeout that expired, in milliseconds.
+        timeout_ms: u64,
+    },
+    /// A captured stream exceeded its cap.
+    OutputTooLarge {
+        /// The stream that overflowed.
+        stream: StreamName,
+        /// The cap in bytes.
+        cap_bytes: u64,
+        /// The exit code, or `null` if the process was signalled.
+        code: Option<i32>,
+    },
+    /// The process could not be started.
+    SpawnFailed {
+        /// Why, as the operating system said it.
+        message: String,
+    },
+    /// The run was cancelled (cancel request, client gone, shutdown).
+    Cancelled,
+    /// hookd refused to run the hook (for example an untrusted project hook).
+    Refused {
+        /// Why.
+        message: String,
+    },
+}
+
+impl Outcome {
+    /// The outcome's `"kind"` tag.
+    pub fn kind(&self) -> &'static str {
+        match self {
+            Outcome::Exited { .. } => "exited",
+            Outcome::Signalled { .. } => "signalled",
+            Outcome::TimedOut { .. } => "timed_out",
+            Outcome::OutputTooLarge { .. } => "output_too_large",
+            Outcome::SpawnFailed { .. } => "spawn_failed",
+            Outcome::Cancelled => "cancelled",
+            Outcome::Refused { .. } => "refused",
+        }
+    }
+}
+
+/// Acknowledges a `cancel` request. The target's own `result` still follows.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct CancelledMessage {
+    /// The `cancel` request's id.
+    pub id: RequestId,
+    /// The id of the cancelled `event` request.
+    pub target: RequestId,
+}
+
+/// The hooks configured for a project directory.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ListResponse {
+    /// The `list` request's id.
+    pub id: RequestId,
+    /// The project directory, as requested.
+    pub cwd: String,
+    /// Whether hooks are enabled at all for this project.
+    pub hooks_enabled: bool,
+    /// The registry generation the listing comes from.
+    pub generation: u64,
+    /// Every configured hook, in precedence order.
+    pub hooks: Vec<ListedHook>,
+    /// Problems found while reading the settings.
+    pub diagnostics: Vec<Diagnostic>,
+}
+
+/// One configured hook, as `list` shows it.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ListedHook {
+    /// The event it is registered for.
+    pub event: String,
+    /// Its display name.
+    pub name: String,
+    /// Whether it will run (not disabled).
+    pub enabled: bool,
+    /// The layer it came from.
+    pub source: String,
+    /// The settings file it came from, if any.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub path: Option<String>,
+    /// The extension it came from, for extension hooks.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub extension: Option<String>,
+    /// The definition's matcher, if any.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub matcher: Option<String>,
+    /// Whether its definition runs its hooks one after another.
+    pub sequential: bool,
+    /// The effective timeout in milliseconds.
+    pub timeout_ms: u64,
+    /// The hook's description, if any.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub description: Option<String>,
+    /// The command line, for command hooks.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub command: Option<String>,
+    /// The hook type: `command`, `plugin` or `runtime`.
+    #[serde(rename = "type")]
+    pub hook_type: String,
+}
+
+/// A problem found while reading settings.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Diagnostic {
+    /// How bad it is.
+    pub severity: Severity,
+    /// The file it is in, if any.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub path: Option<String>,
+    /// The settings key it is about, if any (such as `hooks.BeforeTool[0].matcher`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub key: Option<String>,
+    /// The 1-based line, if known.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub line: Option<u32>,
+    /// The 1-based column, if known.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub column: Option<u32>,
+    /// What is wrong.
+    pub message: String,
+}
+
+/// How bad a diagnostic is.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Severity {
+    /// Something was ignored (a file, a definition, a hook).
+    Error,
+    /// Something works but is probably not what was meant.
+    Warning,
+}
+
+/// The daemon's state.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct StatusResponse {
+    /// The `status` request's id.
+    pub id: RequestId,
+    /// The daemon's version.
+    pub version: String,
+    /// The daemon's process id.
+    pub pid: u32,
+    /// Time since the daemon started, in milliseconds.
+    pub uptime_ms: u64,
+    /// Open client connections.
+    pub connections: u64,
+    /// Hook processes running now.
+    pub hooks_running: u64,
+    /// Hooks waiting for a slot.
+    pub hooks_queued: u64,
+    /// The most hook processes that run at once.
+    pub max_hooks: u64,
+    /// Event requests answered since start.
+    pub events_served: u64,
+    /// One entry per project directory the daemon has loaded.
+    pub registries: Vec<RegistryStatus>,
+}
+
+/// One loaded project's hook registry.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct RegistryStatus {
+    /// The project directory.
+    pub cwd: String,
+    /// The registry generation.
+    pub generation: u64,
+    /// How many hooks it holds.
+    pub hooks: u64,
+    /// Problems found while reading its settings.
+    pub diagnostics: Vec<Diagnostic>,
+}
+
+/// The answer to `ping`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct PongMessage {
+    /// The `ping` request's id.
+    pub id: RequestId,
+}
+
+/// A failed request, or a frame that could not be read as one.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ErrorMessage {
+    /// The failed request's id, or `null` when the frame had no readable id.
+    pub id: Option<RequestId>,
+    /// What kind of failure.
+    pub code: ErrorCode,
+    /// A human-readable description naming the problem.
+    pub message: String,
+}
+
+#[cfg(test)]
+mod tests {
+    use serde_json::json;
+
+    use super::*;
+    use crate::encode::{encode, parse_server_message};
+
+    /// Encodes `message`, compares the frame body with `expected` byte for byte, and parses
+    /// it back.
+    fn check(message: ServerMessage, expected: &str) {
+        let body = encode(&message);
+        assert_eq!(std::str::from_utf8(&body).unwrap(), expected);
+        assert_eq!(parse_server_message(&body).unwrap(), message);
+    }
+
+    fn exited_hook() -> HookRecord {
+        HookRecord {
+            name: "guard".to_owned(),
+            source: "project".to_owned(),
+            event: "BeforeTool".to_owned(),
+            success: true,
+            exit_code: Some(0),
+            duration_ms: 12.5,
+            output: Some(json!({"decision": "allow"})),
+            output_format: Some(OutputFormat::Json),
+            stdout: "{\"decision\":\"allow\"}".to_owned(),
+            stderr: String::new(),
+            error: None,
+            outcome: Outcome::Exited { code: 0 },
+        }
+    }
+
+    const EXITED_HOOK: &str = r#"{"name":"guard","source":"project","event":"BeforeTool","success":true,"exit_code":0,"duration_ms":12.5,"output":{"decision":"allow"},"output_format":"json","stdout":"{\"decision\":\"allow\"}","stderr":"","error":null,"outcome":{"kind":"exited","code":0}}"#;
+
+    #[test]
+    fn every_variant_round_trips() {
+        check(
+            ServerMessage::Hello(ServerHello {
+                protocol: 1,
+                server: "hookd/0.1.0".to_owned(),
+                pid: 4242,
+                max_frame_bytes: 67_108_864,
+            }),
+            r#"{"type":"hello","protocol":1,"server":"hookd/0.1.0","pid":4242,"max_frame_bytes":67108864}"#,
+        );
+        check(
+            ServerMessage::HookResult(HookResultMessage {
+                id: 1.into(),
+                index: 0,
+                hook: exited_hook(),
+            }),
+            &format!(r#"{{"type":"hook_result","id":1,"index":0,"hook":{EXITED_HOOK}}}"#),
+        );
+        check(
+            ServerMessage::Result(ResultMessage {
+                id: "e1".into(),
+                result: EventResult {
+                    success: true,
+                    final_output: Some(json!({"decision": "allow"})),
+                    all_outputs: vec![json!({"decision": "allow"})],
+                    errors: vec![],
+                    total_duration_ms: 13.0,
+                    hooks: vec![exited_hook()],
+                },
+                generation: 3,
+            }),
+            &format!(
+                r#"{{"type":"result","id":"e1","success":true,"final_output":{{"decision":"allow"}},"all_outputs":[{{"decision":"allow"}}],"errors":[],"total_duration_ms":13.0,"hooks":[{EXITED_HOOK}],"generation":3}}"#
+            ),
+        );
+        check(
+            ServerMessage::Result(ResultMessage {
+                id: 2.into(),
+                result: EventResult {
+                    success: true,
+                    final_output: None,
+                    all_outputs: vec![],
+                    errors: vec![],
+                    total_duration_ms: 0.0,
+                    hooks: vec![],
+                },
+                generation: 0,
+            }),
+            r#"{"type":"result","id":2,"success":true,"final_output":null,"all_outputs":[],"errors":[],"total_duration_ms":0.0,"hooks":[],"generation":0}"#,
+        );
+        check(
+            ServerMessage::Cancelled(CancelledMessage {
+                id: 5.into(),
+                target: 1.into(),
+            }),
+            r#"{"type":"cancelled","id":5,"target":1}"#,
+        );
+        check(
+            ServerMessage::List(ListResponse {
+                id: 6.into(),
+                cwd: "/p".to_owned(),
+                hooks_enabled: true,
+                generation: 2,
+                hooks: vec![
+                    ListedHook {
+                        event: "BeforeTool".to_owned(),
+                        name: "guard".to_owned(),
+                        enabled: true,
+                        source: "project".to_owned(),
+                        path: Some("/p/.gemini/settings.json".to_owned()),
+                        extension: None,
+                        matcher: Some("run_shell_command".to_owned()),
+                        sequential: false,
+                        timeout_ms: 60_000,
+                        description: Some("blocks rm".to_owned()),
+                        command: Some("./guard.sh".to_owned()),
+                        hook_type: "command".to_owned(),
+                    },
+                    ListedHook {
+                        event: "SessionStart".to_owned(),
+                        name: "hello".to_owned(),
+                        enabled: false,
+                        source: "extension".to_owned(),
+                        path: None,
+                        extension: Some("greeter".to_owned()),
+                        matcher: None,
+                        sequential: true,
+                        timeout_ms: 5_000,
+                        description: None,
+                        command: None,
+                        hook_type: "runtime".to_owned(),
+                    },
+                ],
+                diagnostics: vec![
+                    Diagnostic {
+                        severity: Severity::Error,
+                        path: Some("/p/.gemini/settings.json".to_owned()),
+                        key: None,
+                        line: Some(3),
+                        column: Some(7),
+                        message: "expected `,`".to_owned(),
+                    },
+                    Diagnostic {
+                        severity: Severity::Warning,
+                        path: None,
+                        key: Some("hooks.BeforeTool[0].matcher".to_owned()),
+                        line: None,
+                        column: None,
+                        message: "unused matcher".to_owned(),
+                    },
+                ],
+            }),
+            concat!(
+                r#"{"type":"list","id":6,"cwd":"/p","hooks_enabled":true,"generation":2,"hooks":["#,
+                r#"{"event":"BeforeTool","name":"guard","enabled":true,"source":"project","path":"/p/.gemini/settings.json","matcher":"run_shell_command","sequential":false,"timeout_ms":60000,"description":"blocks rm","command":"./guard.sh","type":"command"},"#,
+                r#"{"event":"SessionStart","name":"hello","enabled":false,"source":"extension","extension":"greeter","sequential":true,"timeout_ms":5000,"type":"runtime"}],"#,
+                r#""diagnostics":[{"severity":"error","path":"/p/.gemini/settings.json","line":3,"column":7,"message":"expected `,`"},"#,
+                r#"{"severity":"warning","key":"hooks.BeforeTool[0].matcher","message":"unused matcher"}]}"#,
+            ),
+        );
+        check(
+            ServerMessage::Status(StatusResponse {
+                id: 7.into(),
+                version: "0.1.0".to_owned(),
+                pid: 4242,
+                uptime_ms: 1500,
+                connections: 2,
+                hooks_running: 1,
+                hooks_queued: 0,
+                max_hooks: 16,
+                events_served: 40,
+                registries: vec![RegistryStatus {
+                    cwd: "/p".to_owned(),
+                    generation: 2,
+                    hooks: 3,
+                    diagnostics: vec![],
+                }],
+            }),
+            r#"{"type":"status","id":7,"version":"0.1.0","pid":4242,"uptime_ms":1500,"connections":2,"hooks_running":1,"hooks_queued":0,"max_hooks":16,"events_served":40,"registries":[{"cwd":"/p","generation":2,"hooks":3,"diagnostics":[]}]}"#,
+        );
+        check(
+            ServerMessage::Pong(PongMessage { id: 8.into() }),
+            r#"{"type":"pong","id":8}"#,
+        );
+        check(
+            ServerMessage::Error(ErrorMessage {
+                id: Some(9.into()),
+                code: ErrorCode::UnknownEvent,
+                message: "unknown event \"Nope\"".to_owned(),
+            }),
+            r#"{"type":"error","id":9,"code":"unknown_event","message":"unknown event \"Nope\""}"#,
+        );
+        check(
+            ServerMessage::Error(ErrorMessage {
+                id: None,
+                code: ErrorCode::BadJson,
+                message: "x".to_owned(),
+            }),
+            r#"{"type":"error","id":null,"code":"bad_json","message":"x"}"#,
+        );
+    }
+
+    /// Each outcome kind as it appears in a hook record.
+    fn check_outcome(outcome: Outcome, expected: &str) {
+        let json = serde_json::to_string(&outcome).unwrap();
+        assert_eq!(json, expected);
+        assert!(json.contains(&format!(r#""kind":"{}""#, outcome.kind())));
+        assert_eq!(serde_json::from_str::<Outcome>(&json).unwrap(), outcome);
+    }
+
+    #[test]
+    fn every_outcome_round_trips() {
+        check_outcome(Outcome::Exited { code: 2 }, r#"{"kind":"exited","code":2}"#);
+        check_outcome(
+            Outcome::Signalled { signal: 9 },
+            r#"{"kind":"signalled","signal":9}"#,
+        );
+        check_outcome(
+            Outcome::TimedOut { timeout_ms: 60000 },
+            r#"{"kind":"timed_out","timeout_ms":60000}"#,
+        );
+        check_outcome(
+            Outcome::OutputTooLarge {
+                stream: StreamName::Stderr,
+                cap_bytes: 1_048_576,
+                code: None,
+            },
+            r#"{"kind":"output_too_large","stream":"stderr","cap_bytes":1048576,"code":null}"#,
+        );
+        check_outcome(
+            Outcome::SpawnFailed {
+                message: "No such file or directory".to_owned(),
+            },
+            r#"{"kind":"spawn_failed","message":"No such file or directory"}"#,
+        );
+        check_outcome(Outcome::Cancelled, r#"{"kind":"cancelled"}"#);
+        check_outcome(
+            Outcome::Refused {
+                message: "untrusted project hook".to_owned(),
+            },
+            r#"{"kind":"refused","message":"untrusted project hook"}"#,
+        );
+    }
+
+    #[test]
+    fn event_result_alone_has_exactly_six_keys() {
+        let result = EventResult {
+            success: false,
+            final_output: None,
+            all_outputs: vec![],
+            errors: vec!["Hook timed out after 10ms".to_owned()],
+            total_duration_ms: 10.25,
+            hooks: vec![],
+        };
+        assert_eq!(
+            serde_json::to_string(&result).unwrap(),
+            r#"{"success":false,"final_output":null,"all_outputs":[],"errors":["Hook timed out after 10ms"],"total_duration_ms":10.25,"hooks":[]}"#
+        );
+    }
+
+    #[test]
+    fn ids_and_finality() {
+        let pong = ServerMessage::Pong(PongMessage { id: 1.into() });
+        assert_eq!(pong.id(), Some(&RequestId::Number(1)));
+        assert!(pong.is_final());
+        let hook = ServerMessage::HookResult(HookResultMessage {
+            id: 1.into(),
+            index: 0,
+            hook: exited_hook(),
+        });
+        assert!(!hook.is_final());
+        assert_eq!(hook.type_name(), "hook_result");
+        let error = ServerMessage::Error(ErrorMessage {
+            id: None,
+            code: ErrorCode::Internal,
+            message: String::new(),
+        });
+        assert_eq!(error.id(), None);
+    }
+}
