@@ -1,0 +1,68 @@
+//! The daemon's configuration: limits, timeouts and the environment it resolves settings with.
+
+use std::collections::HashMap;
+use std::path::PathBuf;
+use std::time::Duration;
+
+/// Everything [`crate::run`] needs besides the listener and the stop signal.
+///
+/// Built by the `hookd` binary from its flags and environment, and by tests directly.
+#[derive(Debug, Clone)]
+pub struct ServerConfig {
+    /// At most this many client connections are served at once; more wait in the backlog.
+    pub max_connections: usize,
+    /// At most this many hook processes run at once across all clients; more queue.
+    pub max_hooks: usize,
+    /// The largest frame accepted from a client, in bytes.
+    pub max_frame_bytes: usize,
+    /// Each hook's stdout and stderr are captured up to this many bytes (decision D3).
+    pub max_output_bytes: usize,
+    /// Time between SIGTERM and SIGKILL to a timed-out hook's process group (decision D2).
+    pub kill_grace: Duration,
+    /// How long a graceful stop lets in-flight runs finish before killing them.
+    pub shutdown_grace: Duration,
+    /// How long a new connection may take to send its `hello`.
+    pub handshake_timeout: Duration,
+    /// The shell that runs hook command lines.
+    pub shell: PathBuf,
+    /// The daemon's own environment: used to find the settings layers, to expand `$VAR` in
+    /// settings files, and as the hooks' environment when a client sends none.
+    pub env: HashMap<String, String>,
+    /// The home directory (`~` in settings paths), from `HOME` unless overridden.
+    pub home: PathBuf,
+}
+
+impl ServerConfig {
+    /// A configuration with default limits for the given environment.
+    pub fn new(env: HashMap<String, String>) -> ServerConfig {
+        let home = env
+            .get("HOME")
+            .filter(|home| !home.is_empty())
+            .map(PathBuf::from)
+            .unwrap_or_else(|| PathBuf::from("/"));
+        ServerConfig {
+            max_connections: 1024,
+            max_hooks: default_max_hooks(),
+            max_frame_bytes: hookd_protocol::DEFAULT_MAX_FRAME_BYTES,
+            max_output_bytes: 1024 * 1024,
+            kill_grace: Duration::from_secs(2),
+            shutdown_grace: Duration::from_secs(10),
+            handshake_timeout: Duration::from_secs(10),
+            shell: PathBuf::from("bash"),
+            env,
+            home,
+        }
+    }
+
+    /// A configuration from the daemon process's own environment.
+    pub fn from_process_env() -> ServerConfig {
+        ServerConfig::new(std::env::vars().collect())
+    }
+}
+
+/// Hooks mostly wait (on I/O, on the network, on `sleep`), so the cap is well above the core
+/// count; it exists to stop a runaway client from forking the machine to death.
+fn default_max_hooks() -> usize {
+    let cores = std::thread::available_parallelism().map_or(2, |n| n.get());
+    (cores * 16).clamp(32, 256)
+}

@@ -1,0 +1,437 @@
+//! One client connection: the handshake, then requests until the client goes away.
+//!
+//! The connection's task reads frames and answers everything that needs no hook process
+//! (pings, status, listings, events that match no hook, errors) itself, so the common case
+//! costs one read, one parse and one write. Events with a plan run in their own tasks; all
+//! writers share the connection's sink behind an async mutex, so frames never interleave.
+//!
+//! A client that disconnects cancels its runs (their process groups are killed). A daemon
+//! that is stopping stops reading, lets the runs finish, then closes.
+
+use std::collections::HashMap;
+use std::path::Path;
+use std::sync::Arc;
+use std::time::{SystemTime, UNIX_EPOCH};
+
+use bytes::Bytes;
+use futures_util::{SinkExt, StreamExt};
+use hookd_core::HookEventName;
+use hookd_core::payload::{BaseFields, format_timestamp};
+use hookd_protocol::{
+    CancelRequest, ClientMessage, ErrorCode, EventRequest, Frame, FrameCodec, ListRequest,
+    PongMessage, ProtocolError, RequestId, ServerHello, ServerMessage, WireEnv,
+};
+use hookd_runner::fire::{FireRequest, run_plan};
+use tokio::net::UnixStream;
+use tokio::net::unix::OwnedWriteHalf;
+use tokio::sync::{Mutex, mpsc};
+use tokio_util::codec::{FramedRead, FramedWrite};
+use tokio_util::sync::CancellationToken;
+use tokio_util::task::TaskTracker;
+
+use crate::convert;
+use crate::shared::Shared;
+use crate::stats::Stats;
+
+/// The write half of a connection, shared by the connection task and its runs.
+type Sink = Arc<Mutex<FramedWrite<OwnedWriteHalf, FrameCodec>>>;
+
+/// The environment hooks run with, as `(name, value)` pairs.
+type Env = Arc<Vec<(String, String)>>;
+
+/// Serves one accepted connection to the end.
+pub(crate) async fn serve(stream: UnixStream, shared: Arc<Shared>) {
+    Stats::add(&shared.stats.connections, 1);
+    let (read, write) = stream.into_split();
+    let mut reader = FramedRead::new(
+        read,
+        FrameCodec::with_max_frame_bytes(hookd_protocol::DEFAULT_MAX_HELLO_FRAME_BYTES),
+    );
+    let sink: Sink = Arc::new(Mutex::new(FramedWrite::new(
+        write,
+        FrameCodec::with_max_frame_bytes(usize::MAX),
+    )));
+
+    if let Some(env) = handshake(&mut reader, &sink, &shared).await {
+        reader
+            .decoder_mut()
+            .set_max_frame_bytes(shared.config.max_frame_bytes);
+        let connection = Connection {
+            cancel: shared.hard_stop.child_token(),
+            shared: Arc::clone(&shared),
+            sink,
+            env,
+            inflight: Arc::new(std::sync::Mutex::new(HashMap::new())),
+            runs: TaskTracker::new(),
+        };
+        connection.read_requests(&mut reader).await;
+    }
+    Stats::sub(&shared.stats.connections, 1);
+}
+
+/// Waits for the client's `hello`; answers it and returns the connection's hook environment,
+/// or answers with an error and returns `None` (the connection then closes).
+async fn handshake(
+    reader: &mut FramedRead<tokio::net::unix::OwnedReadHalf, FrameCodec>,
+    sink: &Sink,
+    shared: &Shared,
+) -> Option<Env> {
+    let frame = tokio::select! {
+        _ = shared.shutdown.cancelled() => return None,
+        frame = tokio::time::timeout(shared.config.handshake_timeout, reader.next()) => frame,
+    };
+    let error = match frame {
+        Err(_elapsed) => {
+            tracing::debug!("client sent no hello in time");
+            return None;
+        }
+        Ok(None) => return None,
+        Ok(Some(Err(err))) => {
+            tracing::debug!(%err, "connection failed before hello");
+            return None;
+        }
+        Ok(Some(Ok(Frame::TooLarge { declared_len }))) => ProtocolError::frame_too_large(
+            declared_len,
+            hookd_protocol::DEFAULT_MAX_HELLO_FRAME_BYTES,
+        ),
+        Ok(Some(Ok(Frame::Data(body)))) => match hookd_protocol::parse_client_message(&body) {
+            Ok(ClientMessage::Hello(hello)) => match hello.check_version() {
+                Ok(()) => {
+                    let reply = ServerMessage::Hello(ServerHello {
+                        protocol: hookd_protocol::PROTOCOL_VERSION,
+                        server: format!("hookd/{}", env!("CARGO_PKG_VERSION")),
+                        pid: std::process::id(),
+                        max_frame_bytes: shared.config.max_frame_bytes as u64,
+                    });
+                    send(sink, &reply).await;
+                    let env = match hello.env {
+                        Some(env) => wire_env(env),
+                        None => Arc::clone(&shared.daemon_env),
+                    };
+                    return Some(env);
+                }
+                Err(err) => err,
+            },
+            Ok(other) => ProtocolError::new(
+                ErrorCode::HandshakeRequired,
+                format!(
+                    "the first message must be a hello, not a {} request",
+                    other.type_name()
+                ),
+            )
+            .with_id(other.id().cloned()),
+            Err(err) if err.code == ErrorCode::BadJson || err.code == ErrorCode::UnknownType => {
+                ProtocolError::new(
+                    ErrorCode::HandshakeRequired,
+                    format!("the first message must be a hello ({})", err.message),
+                )
+            }
+            Err(err) => err,
+        },
+    };
+    send(sink, &error.to_server_message()).await;
+    None
+}
+
+/// Converts a client-sent environment to the runner's form.
+fn wire_env(env: WireEnv) -> Env {
+    Arc::new(env.into_iter().collect())
+}
+
+/// Encodes and writes one message. A failed write means the client is gone; the read side
+/// notices and ends the connection, so the error is only logged.
+async fn send(sink: &Sink, message: &ServerMessage) {
+    let frame = hookd_protocol::encode(message);
+    if let Err(err) = sink.lock().await.send(frame).await {
+        tracing::debug!(%err, "cannot write to client");
+    }
+}
+
+/// The state of an established connection.
+struct Connection {
+    shared: Arc<Shared>,
+    sink: Sink,
+    /// The environment hooks of this connection run with unless a request brings its own.
+    env: Env,
+    /// Cancellation tokens of this connection's in-flight event runs, by request id.
+    inflight: Arc<std::sync::Mutex<HashMap<RequestId, CancellationToken>>>,
+    /// The connection's run tasks.
+    runs: TaskTracker,
+    /// Cancelled when the client disconnects or the daemon stops for good.
+    cancel: CancellationToken,
+}
+
+impl Connection {
+    /// Reads and answers requests until the client disconnects or the daemon stops.
+    async fn read_requests(
+        &self,
+        reader: &mut FramedRead<tokio::net::unix::OwnedReadHalf, FrameCodec>,
+    ) {
+        let disconnected = loop {
+            let frame = tokio::select! {
+                _ = self.shared.shutdown.cancelled() => break false,
+                frame = reader.next() => frame,
+            };
+            match frame {
+                None => break true,
+                Some(Err(err)) => {
+                    tracing::debug!(%err, "connection closed");
+                    break true;
+                }
+                Some(Ok(Frame::TooLarge { declared_len })) => {
+                    let error = ProtocolError::frame_too_large(
+                        declared_len,
+                        self.shared.config.max_frame_bytes,
+                    );
+                    send(&self.sink, &error.to_server_message()).await;
+                }
+                Some(Ok(Frame::Data(body))) => {
+                    if !self.handle_frame(body).await {
+                        break true;
+                    }
+                }
+            }
+        };
+        if disconnected {
+            // The client is gone: nobody will read the results, so stop the hooks.
+            self.cancel.cancel();
+        }
+        self.runs.close();
+        self.runs.wait().await;
+    }
+
+    /// Answers one frame. Returns `false` when the connection must close.
+    async fn handle_frame(&self, body: Bytes) -> bool {
+        let message = match hookd_protocol::parse_client_message(&body) {
+            Ok(message) => message,
+            Err(err) => {
+                send(&self.sink, &err.to_server_message()).await;
+                return !err.code.closes_connection();
+            }
+        };
+        match message {
+            ClientMessage::Hello(_) => {
+                let error = ProtocolError::new(
+                    ErrorCode::BadRequest,
+                    "hello was already exchanged on this connection",
+                );
+                send(&self.sink, &error.to_server_message()).await;
+            }
+            ClientMessage::Event(request) => self.event(request).await,
+            ClientMessage::Cancel(request) => self.cancel_run(request).await,
+            ClientMessage::List(request) => self.list(request).await,
+            ClientMessage::Status(request) => {
+                let status = convert::status(&self.shared, request.id).await;
+                send(&self.sink, &ServerMessage::Status(status)).await;
+            }
+            ClientMessage::Ping(request) => {
+                send(&self.sink, &ServerMessage::Pong(PongMessage { id: request.id })).await;
+            }
+        }
+        true
+    }
+
+    /// Answers an `event` request: at once when no hook matches, else from a run task.
+    async fn event(&self, request: EventRequest) {
+        let event = match request.event.parse::<HookEventName>() {
+            Ok(event) => event,
+            Err(_) => {
+                let error = ProtocolError::new(
+                    ErrorCode::UnknownEvent,
+                    format!(
+                        "unknown event {:?}; expected one of {}",
+                        request.event,
+                        HookEventName::ALL.map(HookEventName::as_str).join(", ")
+                    ),
+                )
+                .with_id(Some(request.id));
+                send(&self.sink, &error.to_server_message()).await;
+                return;
+            }
+        };
+        if !Path::new(&request.cwd).is_absolute() {
+            let error = ProtocolError::new(
+                ErrorCode::BadRequest,
+                format!("cwd must be an absolute path, got {:?}", request.cwd),
+            )
+            .with_id(Some(request.id));
+            send(&self.sink, &error.to_server_message()).await;
+            return;
+        }
+        let snapshot = self.shared.registries.get(Path::new(&request.cwd)).await;
+        Stats::add(&self.shared.stats.events_served, 1);
+        let Some(plan) = snapshot.registry.plan_for_input(event, &request.input) else {
+            let message = convert::empty_result(request.id, snapshot.generation);
+            send(&self.sink, &message).await;
+            return;
+        };
+
+        let token = {
+            let mut inflight = self
+                .inflight
+                .lock()
+                .unwrap_or_else(std::sync::PoisonError::into_inner);
+            if inflight.contains_key(&request.id) {
+                drop(inflight);
+                let error = ProtocolError::new(
+                    ErrorCode::DuplicateId,
+                    format!(
+                        "request id {} is already in flight on this connection",
+                        request.id
+                    ),
+                )
+                .with_id(Some(request.id));
+                send(&self.sink, &error.to_server_message()).await;
+                return;
+            }
+            let token = self.cancel.child_token();
+            inflight.insert(request.id.clone(), token.clone());
+            token
+        };
+
+        let env = match &request.env {
+            Some(env) => wire_env(env.clone()),
+            None => Arc::clone(&self.env),
+        };
+        let run = Run {
+            shared: Arc::clone(&self.shared),
+            sink: Arc::clone(&self.sink),
+            inflight: Arc::clone(&self.inflight),
+            token,
+            event,
+            env,
+            generation: snapshot.generation,
+        };
+        self.runs.spawn(run.execute(request, plan));
+    }
+
+    /// Answers a `cancel` request.
+    async fn cancel_run(&self, request: CancelRequest) {
+        let token = self
+            .inflight
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .get(&request.target)
+            .cloned();
+        let reply = match token {
+            Some(token) => {
+                token.cancel();
+                ServerMessage::Cancelled(hookd_protocol::CancelledMessage {
+                    id: request.id,
+                    target: request.target,
+                })
+            }
+            None => ProtocolError::new(
+                ErrorCode::UnknownId,
+                format!(
+                    "no event request with id {} is in flight on this connection",
+                    request.target
+                ),
+            )
+            .with_id(Some(request.id))
+            .to_server_message(),
+        };
+        send(&self.sink, &reply).await;
+    }
+
+    /// Answers a `list` request with the registry of the given project dir.
+    async fn list(&self, request: ListRequest) {
+        if !Path::new(&request.cwd).is_absolute() {
+            let error = ProtocolError::new(
+                ErrorCode::BadRequest,
+                format!("cwd must be an absolute path, got {:?}", request.cwd),
+            )
+            .with_id(Some(request.id));
+            send(&self.sink, &error.to_server_message()).await;
+            return;
+        }
+        let snapshot = self.shared.registries.get(Path::new(&request.cwd)).await;
+        let message = convert::list(request.id, request.cwd, &snapshot);
+        send(&self.sink, &ServerMessage::List(message)).await;
+    }
+}
+
+/// One event run with hooks to execute, owned by its task.
+struct Run {
+    shared: Arc<Shared>,
+    sink: Sink,
+    inflight: Arc<std::sync::Mutex<HashMap<RequestId, CancellationToken>>>,
+    token: CancellationToken,
+    event: HookEventName,
+    env: Env,
+    generation: u64,
+}
+
+impl Run {
+    /// Runs the plan, streams per-hook records when asked, and sends the aggregate.
+    async fn execute(self, request: EventRequest, plan: hookd_core::Plan) {
+        let hook_count = plan.hooks.len();
+        Stats::add(&self.shared.stats.hooks_pending, hook_count as u64);
+        let fire = FireRequest {
+            event: self.event,
+            input: request.input.clone(),
+            base: BaseFields {
+                session_id: request.session_id.clone(),
+                transcript_path: request.transcript_path.clone(),
+                cwd: request.cwd.clone(),
+                timestamp: format_timestamp(unix_millis_now()),
+            },
+            project_dir: request.cwd.clone(),
+            plans_dir: request
+                .plans_dir
+                .clone()
+                .unwrap_or_else(|| self.shared.default_plans_dir(&request)),
+            env: Arc::clone(&self.env),
+        };
+
+        // Exactly one record per hook goes through this channel, so a capacity of the plan's
+        // length means the runner's callback never has to wait or drop.
+        let (records_tx, mut records_rx) = mpsc::channel(hook_count.max(1));
+        let stream_hooks = request.stream_hooks;
+        let stats = Arc::clone(&self.shared);
+        let mut on_result = move |index: usize, result: &hookd_core::HookResult| {
+            Stats::sub(&stats.stats.hooks_pending, 1);
+            if stream_hooks {
+                let _ = records_tx.try_send((index, convert::hook_record(result)));
+            }
+        };
+        let run = async {
+            let results = run_plan(
+                &plan,
+                &fire,
+                &self.shared.runner,
+                &self.token,
+                &mut on_result,
+            )
+            .await;
+            drop(on_result);
+            results
+        };
+        let forward = async {
+            while let Some((index, hook)) = records_rx.recv().await {
+                let message = ServerMessage::HookResult(hookd_protocol::HookResultMessage {
+                    id: request.id.clone(),
+                    index: index as u64,
+                    hook,
+                });
+                send(&self.sink, &message).await;
+            }
+        };
+        let (results, ()) = tokio::join!(run, forward);
+
+        let aggregate = hookd_core::aggregate::aggregate(self.event, &results, &request.input);
+        let message = convert::result(request.id.clone(), &aggregate, &results, self.generation);
+        self.inflight
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .remove(&request.id);
+        send(&self.sink, &message).await;
+    }
+}
+
+/// Milliseconds since the Unix epoch, for the payload's `timestamp`.
+fn unix_millis_now() -> i64 {
+    SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map_or(0, |elapsed| elapsed.as_millis() as i64)
+}

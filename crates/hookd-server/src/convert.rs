@@ -1,0 +1,198 @@
+//! Conversions from the engine's domain types to wire types.
+//!
+//! The protocol crate knows nothing of the engine, and the engine nothing of the wire; this
+//! module is the one place that knows both.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use hookd_core::aggregate::Aggregate;
+use hookd_core::settings::{Diagnostic, Severity};
+use hookd_core::{HookOutcome, HookResult};
+use hookd_protocol as wire;
+use hookd_protocol::{RequestId, ServerMessage};
+
+use crate::registries::Snapshot;
+use crate::shared::Shared;
+use crate::stats::Stats;
+
+/// Milliseconds as a float, the wire's unit for durations.
+fn millis(duration: Duration) -> f64 {
+    duration.as_secs_f64() * 1000.0
+}
+
+/// The wire record of one hook's result.
+pub(crate) fn hook_record(result: &HookResult) -> wire::HookRecord {
+    wire::HookRecord {
+        name: result.name.clone(),
+        source: result.source.label().to_owned(),
+        event: result.event.as_str().to_owned(),
+        success: result.success,
+        exit_code: result.exit_code,
+        duration_ms: millis(result.duration),
+        output: result.output.clone(),
+        output_format: result.output_format.map(|format| match format {
+            hookd_core::OutputFormat::Json => wire::OutputFormat::Json,
+            hookd_core::OutputFormat::Text => wire::OutputFormat::Text,
+        }),
+        stdout: result.stdout.clone(),
+        stderr: result.stderr.clone(),
+        error: result.error.clone(),
+        outcome: outcome(&result.outcome),
+    }
+}
+
+/// The wire form of a typed outcome.
+fn outcome(outcome: &HookOutcome) -> wire::Outcome {
+    match outcome {
+        HookOutcome::Exited { code } => wire::Outcome::Exited { code: *code },
+        HookOutcome::Signalled { signal } => wire::Outcome::Signalled { signal: *signal },
+        HookOutcome::TimedOut { timeout_ms } => wire::Outcome::TimedOut {
+            timeout_ms: *timeout_ms,
+        },
+        HookOutcome::OutputTooLarge {
+            stream,
+            cap_bytes,
+            code,
+        } => wire::Outcome::OutputTooLarge {
+            stream: match stream {
+                hookd_core::StreamName::Stdout => wire::StreamName::Stdout,
+                hookd_core::StreamName::Stderr => wire::StreamName::Stderr,
+            },
+            cap_bytes: *cap_bytes as u64,
+            code: *code,
+        },
+        HookOutcome::SpawnFailed { message } => wire::Outcome::SpawnFailed {
+            message: message.clone(),
+        },
+        HookOutcome::Cancelled => wire::Outcome::Cancelled,
+        HookOutcome::Refused { message } => wire::Outcome::Refused {
+            message: message.clone(),
+        },
+    }
+}
+
+/// The `result` frame of an event that ran hooks.
+pub(crate) fn result(
+    id: RequestId,
+    aggregate: &Aggregate,
+    results: &[HookResult],
+    generation: u64,
+) -> ServerMessage {
+    ServerMessage::Result(wire::ResultMessage {
+        id,
+        result: wire::EventResult {
+            success: aggregate.success,
+            final_output: aggregate.final_output.clone(),
+            all_outputs: aggregate.all_outputs.clone(),
+            errors: aggregate.errors.clone(),
+            total_duration_ms: millis(aggregate.total_duration),
+            hooks: results.iter().map(hook_record).collect(),
+        },
+        generation,
+    })
+}
+
+/// The `result` frame of an event no hook matched (spec §3: success, nothing else).
+pub(crate) fn empty_result(id: RequestId, generation: u64) -> ServerMessage {
+    ServerMessage::Result(wire::ResultMessage {
+        id,
+        result: wire::EventResult {
+            success: true,
+            final_output: None,
+            all_outputs: Vec::new(),
+            errors: Vec::new(),
+            total_duration_ms: 0.0,
+            hooks: Vec::new(),
+        },
+        generation,
+    })
+}
+
+/// The wire form of a settings diagnostic.
+pub(crate) fn diagnostic(diagnostic: &Diagnostic) -> wire::Diagnostic {
+    wire::Diagnostic {
+        severity: match diagnostic.severity {
+            Severity::Error => wire::Severity::Error,
+            Severity::Warning => wire::Severity::Warning,
+        },
+        path: diagnostic
+            .path
+            .as_ref()
+            .map(|path| path.display().to_string()),
+        key: diagnostic.key.clone(),
+        line: diagnostic.line.and_then(|n| u32::try_from(n).ok()),
+        column: diagnostic.column.and_then(|n| u32::try_from(n).ok()),
+        message: diagnostic.message.clone(),
+    }
+}
+
+/// The `list` response: every registry entry, disabled ones included, in registry order.
+pub(crate) fn list(id: RequestId, cwd: String, snapshot: &Snapshot) -> wire::ListResponse {
+    let registry = &snapshot.registry;
+    wire::ListResponse {
+        id,
+        cwd,
+        hooks_enabled: registry.hooks_enabled(),
+        generation: snapshot.generation,
+        hooks: registry
+            .entries()
+            .iter()
+            .map(|entry| wire::ListedHook {
+                event: entry.event.as_str().to_owned(),
+                name: entry.config.panel_name().to_owned(),
+                enabled: entry.enabled,
+                source: entry.source.label().to_owned(),
+                path: entry
+                    .origin
+                    .path
+                    .as_ref()
+                    .map(|path| path.display().to_string()),
+                extension: entry.origin.extension.clone(),
+                matcher: entry.matcher.clone(),
+                sequential: entry.sequential,
+                timeout_ms: entry.config.timeout_ms(),
+                description: entry.config.description.clone(),
+                command: entry.config.command.clone(),
+                hook_type: entry.config.hook_type.as_str().to_owned(),
+            })
+            .collect(),
+        diagnostics: registry.diagnostics().iter().map(diagnostic).collect(),
+    }
+}
+
+/// The `status` response.
+pub(crate) async fn status(shared: &Arc<Shared>, id: RequestId) -> wire::StatusResponse {
+    let max_hooks = shared.config.max_hooks as u64;
+    let running = max_hooks.saturating_sub(shared.runner.hook_slots.available_permits() as u64);
+    let pending = Stats::get(&shared.stats.hooks_pending);
+    let registries = shared
+        .registries
+        .snapshots()
+        .await
+        .iter()
+        .map(|snapshot| wire::RegistryStatus {
+            cwd: snapshot.project_dir.display().to_string(),
+            generation: snapshot.generation,
+            hooks: snapshot.registry.entries().len() as u64,
+            diagnostics: snapshot
+                .registry
+                .diagnostics()
+                .iter()
+                .map(diagnostic)
+                .collect(),
+        })
+        .collect();
+    wire::StatusResponse {
+        id,
+        version: env!("CARGO_PKG_VERSION").to_owned(),
+        pid: std::process::id(),
+        uptime_ms: shared.started.elapsed().as_millis() as u64,
+        connections: Stats::get(&shared.stats.connections),
+        hooks_running: running,
+        hooks_queued: pending.saturating_sub(running),
+        max_hooks,
+        events_served: Stats::get(&shared.stats.events_served),
+        registries,
+    }
+}

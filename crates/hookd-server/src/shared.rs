@@ -1,0 +1,87 @@
+//! State shared by every connection of one daemon.
+
+use std::path::PathBuf;
+use std::sync::Arc;
+use std::time::Instant;
+
+use hookd_protocol::EventRequest;
+use hookd_runner::fire::RunnerConfig;
+use hookd_runner::process::ProcessLimits;
+use tokio::sync::Semaphore;
+use tokio_util::sync::CancellationToken;
+
+use crate::config::ServerConfig;
+use crate::registries::Registries;
+use crate::stats::Stats;
+
+/// Everything connections share. Built once by [`crate::run`].
+pub(crate) struct Shared {
+    /// The daemon's configuration.
+    pub(crate) config: ServerConfig,
+    /// Registries per project dir.
+    pub(crate) registries: Registries,
+    /// How hooks are run, including the daemon-wide hook semaphore.
+    pub(crate) runner: RunnerConfig,
+    /// Counters for `status`.
+    pub(crate) stats: Stats,
+    /// The daemon's environment as hooks get it when a client sends none.
+    pub(crate) daemon_env: Arc<Vec<(String, String)>>,
+    /// When the daemon started.
+    pub(crate) started: Instant,
+    /// Cancelled when the daemon should stop accepting and reading (graceful stop begins).
+    pub(crate) shutdown: CancellationToken,
+    /// Cancelled when in-flight runs must be killed (the graceful stop's deadline passed).
+    pub(crate) hard_stop: CancellationToken,
+}
+
+impl Shared {
+    /// Builds the shared state for `config`; `shutdown` is the caller's stop signal.
+    pub(crate) fn new(config: ServerConfig, shutdown: CancellationToken) -> Shared {
+        let mut daemon_env: Vec<(String, String)> = config
+            .env
+            .iter()
+            .map(|(name, value)| (name.clone(), value.clone()))
+            .collect();
+        daemon_env.sort();
+        let runner = RunnerConfig {
+            limits: ProcessLimits {
+                max_output_bytes: config.max_output_bytes,
+                kill_grace: config.kill_grace,
+            },
+            shell: config.shell.clone(),
+            hook_slots: Arc::new(Semaphore::new(config.max_hooks.max(1))),
+        };
+        Shared {
+            registries: Registries::new(&config),
+            runner,
+            stats: Stats::default(),
+            daemon_env: Arc::new(daemon_env),
+            started: Instant::now(),
+            shutdown,
+            hard_stop: CancellationToken::new(),
+            config,
+        }
+    }
+
+    /// Gemini CLI's default plans directory for a request that did not name one.
+    pub(crate) fn default_plans_dir(&self, request: &EventRequest) -> String {
+        let project_id = self
+            .registries
+            .project_id(std::path::Path::new(&request.cwd));
+        hookd_core::env::default_plans_dir(
+            &self.registries.gemini_home().display().to_string(),
+            &project_id,
+            &request.session_id,
+        )
+    }
+}
+
+/// The directory `~` stands for in Gemini CLI's paths: `GEMINI_CLI_HOME`, else the home dir.
+pub(crate) fn gemini_home(config: &ServerConfig) -> PathBuf {
+    config
+        .env
+        .get("GEMINI_CLI_HOME")
+        .filter(|home| !home.is_empty())
+        .map(PathBuf::from)
+        .unwrap_or_else(|| config.home.clone())
+}
