@@ -1,1 +1,493 @@
-//! (in progress)
+//! Extension hooks: `<extension>/hooks/hooks.json` (spec §1.9).
+//!
+//! The loader finds the extensions and reads their files; this module turns one extension's
+//! files into validated hook definitions, without I/O:
+//!
+//! 1. The file must be plain JSON (Gemini CLI uses `JSON.parse`, so comments are errors) of the
+//!    shape `{ "hooks": { <event>: [definitions] } }`, with `hooks` a non-null, non-array
+//!    object. Anything else is a warning and the extension contributes no hooks. A missing file
+//!    simply means no hooks.
+//! 2. Settings-file environment expansion does **not** apply. Instead every string is
+//!    *hydrated*: each `${name}` (up to the first `}` on the same line) is replaced by the
+//!    context value of that name, and left as written when the name is unknown. The context
+//!    holds `extensionPath`, `workspacePath`, every extension setting value keyed by its
+//!    environment variable (these may override the first two), and `/` and `pathSeparator`
+//!    (the platform separator, which nothing overrides). `$NAME` without braces is untouched.
+//!    Object keys `__proto__`, `constructor` and `prototype` are dropped while hydrating.
+//! 3. The definitions are validated like a settings file's (§1.4), except that a non-array
+//!    event value is skipped with a warning rather than wrapped.
+//! 4. Each `command` hook (not `plugin`) gets the manifest's settings that have a value merged
+//!    into its `env`, the setting values overriding the hook's own.
+//!
+//! The hooks are labelled [`Source::Extension`] and their origin names the extension.
+//!
+//! [`extension_enabled_for_path`] evaluates the per-path enablement rules Gemini CLI keeps in
+//! `extension-enablement.json`.
+
+use std::path::{MAIN_SEPARATOR_STR, Path, PathBuf};
+
+use serde_json::{Map, Value};
+
+use crate::model::Source;
+use crate::settings::{self, Diagnostic, EventHooks};
+
+/// One entry of a manifest's `settings[]`: a value the user configures for the extension.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ExtensionSetting {
+    /// The setting's display name.
+    pub name: String,
+    /// The environment variable the value is exposed as.
+    pub env_var: String,
+}
+
+/// Everything about one installed extension the registry needs, as read by the loader.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ExtensionInput {
+    /// The extension's name from its manifest.
+    pub name: String,
+    /// The effective extension directory: the installed directory, or the source directory of
+    /// a linked install. This is `${extensionPath}`.
+    pub path: PathBuf,
+    /// The hooks file, for messages: `<path>/hooks/hooks.json`.
+    pub hooks_file: PathBuf,
+    /// The hooks file's text, or `None` when there is no such file.
+    pub hooks_text: Option<String>,
+    /// The manifest's settings, in manifest order.
+    pub settings: Vec<ExtensionSetting>,
+    /// The resolved setting values: the user-scope `.env` entries, then the workspace-scope
+    /// ones. For a name given twice the later value wins.
+    pub setting_values: Vec<(String, String)>,
+    /// Whether the extension is enabled for the workspace; inactive extensions contribute no
+    /// hooks.
+    pub active: bool,
+}
+
+impl ExtensionInput {
+    /// The hooks file of an extension directory: `<dir>/hooks/hooks.json`.
+    pub fn hooks_file_for(dir: &Path) -> PathBuf {
+        dir.join("hooks").join("hooks.json")
+    }
+
+    /// The resolved value of a setting or `.env` entry; the last occurrence wins.
+    pub fn setting_value(&self, name: &str) -> Option<&str> {
+        self.setting_values
+            .iter()
+            .rev()
+            .find(|(key, _)| key == name)
+            .map(|(_, value)| value.as_str())
+    }
+}
+
+/// Keys that must never be copied into a hydrated object.
+const DANGEROUS_KEYS: [&str; 3] = ["__proto__", "constructor", "prototype"];
+
+/// Parses, hydrates and validates an extension's hooks file.
+///
+/// `workspace_path` is the value of `${workspacePath}`. Problems are appended to `diagnostics`;
+/// an extension without a hooks file yields no hooks and no diagnostics.
+pub fn parse_extension_hooks(
+    extension: &ExtensionInput,
+    workspace_path: &Path,
+    diagnostics: &mut Vec<Diagnostic>,
+) -> Vec<EventHooks> {
+    let Some(text) = &extension.hooks_text else {
+        return Vec::new();
+    };
+    let path = extension.hooks_file.as_path();
+    let root: Value = match serde_json::from_str(text) {
+        Ok(root) => root,
+        Err(err) => {
+            let full = err.to_string();
+            let suffix = format!(" at line {} column {}", err.line(), err.column());
+            let message = full.strip_suffix(&suffix).unwrap_or(&full);
+            diagnostics.push(
+                Diagnostic::warning(format!(
+                    "Failed to load hooks of extension \"{}\": invalid JSON: {message}",
+                    extension.name
+                ))
+                .with_path(path)
+                .with_position(err.line(), err.column()),
+            );
+            return Vec::new();
+        }
+    };
+    let Some(Value::Object(hooks)) = root.as_object().and_then(|root| root.get("hooks")) else {
+        diagnostics.push(
+            Diagnostic::warning(format!(
+                "Invalid hooks configuration of extension \"{}\": \"hooks\" property must be an \
+                 object",
+                extension.name
+            ))
+            .with_path(path),
+        );
+        return Vec::new();
+    };
+
+    let context = HydrationContext::new(extension, workspace_path);
+    let hydrated = hydrate_map(hooks, &context);
+    let mut events = settings::parse_hooks_object(&hydrated, Source::Extension, path, diagnostics);
+    merge_setting_env(&mut events, extension);
+    events
+}
+
+/// The values `${name}` can refer to in an extension's files.
+#[derive(Debug, Clone)]
+pub struct HydrationContext<'a> {
+    extension_path: String,
+    workspace_path: String,
+    values: &'a [(String, String)],
+}
+
+impl<'a> HydrationContext<'a> {
+    /// The context for an extension's files in a workspace.
+    pub fn new(extension: &'a ExtensionInput, workspace_path: &Path) -> HydrationContext<'a> {
+        HydrationContext {
+            extension_path: extension.path.to_string_lossy().into_owned(),
+            workspace_path: workspace_path.to_string_lossy().into_owned(),
+            values: &extension.setting_values,
+        }
+    }
+
+    /// The value of `name`, if the context has one.
+    pub fn get(&self, name: &str) -> Option<&str> {
+        // The separators are applied last in Gemini CLI, so nothing overrides them; setting
+        // values are spread over the two paths, so they do override those.
+        if name == "/" || name == "pathSeparator" {
+            return Some(MAIN_SEPARATOR_STR);
+        }
+        if let Some((_, value)) = self.values.iter().rev().find(|(key, _)| key == name) {
+            return Some(value);
+        }
+        match name {
+            "extensionPath" => Some(&self.extension_path),
+            "workspacePath" => Some(&self.workspace_path),
+            _ => None,
+        }
+    }
+}
+
+/// Replaces each `${name}` in `text` whose name the context knows.
+///
+/// Like Gemini CLI's non-greedy `\${(.*?)}`, a reference ends at the first `}` and cannot span
+/// a line break; an unknown name is kept verbatim.
+pub fn hydrate_str(text: &str, context: &HydrationContext<'_>) -> String {
+    let mut out = String::with_capacity(text.len());
+    let mut rest = text;
+    while let Some(start) = rest.find("${") {
+        out.push_str(&rest[..start]);
+        let inner = &rest[start + 2..];
+        let close = inner
+            .find(|c: char| matches!(c, '}' | '\n' | '\r' | '\u{2028}' | '\u{2029}'))
+            .filter(|&i| inner[i..].starts_with('}'));
+        match close {
+            Some(close) => {
+                let name = &inner[..close];
+                match context.get(name) {
+                    Some(value) => out.push_str(value),
+                    None => out.push_str(&rest[start..start + 2 + close + 1]),
+                }
+                rest = &inner[close + 1..];
+            }
+            None => {
+                // No reference starts at this `$`; the next one may start right after it.
+                out.push('$');
+                rest = &rest[start + 1..];
+            }
+        }
+    }
+    out.push_str(rest);
+    out
+}
+
+/// Hydrates every string of a JSON value, dropping dangerous object keys.
+pub fn hydrate_value(value: &Value, context: &HydrationContext<'_>) -> Value {
+    match value {
+        Value::String(s) => Value::String(hydrate_str(s, context)),
+        Value::Array(items) => {
+            Value::Array(items.iter().map(|i| hydrate_value(i, context)).collect())
+        }
+        Value::Object(map) => Value::Object(hydrate_map(map, context)),
+        Value::Null | Value::Bool(_) | Value::Number(_) => value.clone(),
+    }
+}
+
+fn hydrate_map(map: &Map<String, Value>, context: &HydrationContext<'_>) -> Map<String, Value> {
+    map.iter()
+        .filter(|(key, _)| !DANGEROUS_KEYS.contains(&key.as_str()))
+        .map(|(key, value)| (key.clone(), hydrate_value(value, context)))
+        .collect()
+}
+
+/// Merges the extension's setting values into the `env` of every `command` hook.
+fn merge_setting_env(events: &mut [EventHooks], extension: &ExtensionInput) {
+    let mut setting_env: Vec<(&str, &str)> = Vec::new();
+    for setting in &extension.settings {
+        let Some(value) = extension.setting_value(&setting.env_var) else {
+            continue;
+        };
+        if !setting_env.iter().any(|(key, _)| *key == setting.env_var) {
+            setting_env.push((&setting.env_var, value));
+        }
+    }
+    if setting_env.is_empty() {
+        return;
+    }
+    let hooks = events
+        .iter_mut()
+        .flat_map(|event| &mut event.definitions)
+        .flat_map(|definition| &mut definition.hooks)
+        .filter(|hook| hook.hook_type == crate::model::HookType::Command);
+    for hook in hooks {
+        for (key, value) in &setting_env {
+            match hook.env.iter_mut().find(|(existing, _)| existing == key) {
+                Some(slot) => slot.1 = (*value).to_owned(),
+                None => hook.env.push(((*key).to_owned(), (*value).to_owned())),
+            }
+        }
+        let env_object: Map<String, Value> = hook
+            .env
+            .iter()
+            .map(|(key, value)| (key.clone(), Value::String(value.clone())))
+            .collect();
+        hook.raw.insert("env".to_owned(), Value::Object(env_object));
+    }
+}
+
+/// Whether an extension is enabled at `path`, given its rules from
+/// `extension-enablement.json` (`{"<name>": {"overrides": [rules]}}`).
+///
+/// Extensions are enabled by default and the last matching rule wins. A rule is a directory,
+/// optionally prefixed by `!` (disable) and suffixed by `*` (the directory and everything
+/// below it); a `*` elsewhere matches any text. Paths are compared with forward slashes and a
+/// leading and trailing `/` added, case-sensitively.
+pub fn extension_enabled_for_path(overrides: &[String], path: &str) -> bool {
+    let path = with_leading_and_trailing_slash(path);
+    let mut enabled = true;
+    for rule in overrides {
+        let (disable, base) = match rule.strip_prefix('!') {
+            Some(base) => (true, base),
+            None => (false, rule.as_str()),
+        };
+        // The glob keeps a trailing `*`; it becomes an optional group matching subdirectories.
+        if glob_regex(base).is_some_and(|regex| regex.find(&path).is_some()) {
+            enabled = !disable;
+        }
+    }
+    enabled
+}
+
+fn with_leading_and_trailing_slash(path: &str) -> String {
+    let mut result = path.replace('\\', "/");
+    if !result.starts_with('/') {
+        result.insert(0, '/');
+    }
+    if !result.ends_with('/') {
+        result.push('/');
+    }
+    result
+}
+
+/// Compiles an enablement glob: `/*` and `*` become optional groups (`(/.*)?`, `(.*)?`),
+/// regular-expression syntax is escaped, and the whole path must match.
+fn glob_regex(glob: &str) -> Option<regress::Regex> {
+    let mut pattern = String::from("^");
+    let mut chars = glob.chars().peekable();
+    while let Some(c) = chars.next() {
+        match c {
+            '/' if chars.peek() == Some(&'*') => {
+                chars.next();
+                pattern.push_str("(/.*)?");
+            }
+            '*' => pattern.push_str("(.*)?"),
+            '.' | '+' | '?' | '^' | '$' | '{' | '}' | '(' | ')' | '|' | '[' | ']' | '\\' => {
+                pattern.push('\\');
+                pattern.push(c);
+            }
+            _ => pattern.push(c),
+        }
+    }
+    pattern.push('$');
+    regress::Regex::new(&pattern).ok()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::settings::Severity;
+
+    fn extension(hooks_text: Option<&str>) -> ExtensionInput {
+        ExtensionInput {
+            name: "ext".to_owned(),
+            path: PathBuf::from("/home/u/.gemini/extensions/ext"),
+            hooks_file: PathBuf::from("/home/u/.gemini/extensions/ext/hooks/hooks.json"),
+            hooks_text: hooks_text.map(str::to_owned),
+            settings: vec![
+                ExtensionSetting {
+                    name: "Token".to_owned(),
+                    env_var: "API_TOKEN".to_owned(),
+                },
+                ExtensionSetting {
+                    name: "Unset".to_owned(),
+                    env_var: "UNSET".to_owned(),
+                },
+            ],
+            setting_values: vec![
+                ("API_TOKEN".to_owned(), "user-token".to_owned()),
+                ("EXTRA".to_owned(), "extra".to_owned()),
+                ("API_TOKEN".to_owned(), "workspace-token".to_owned()),
+            ],
+            active: true,
+        }
+    }
+
+    fn check_hydrate(input: &str, expected: &str) {
+        let ext = extension(None);
+        let context = HydrationContext::new(&ext, Path::new("/work/p"));
+        assert_eq!(hydrate_str(input, &context), expected, "input: {input:?}");
+    }
+
+    #[test]
+    fn hydration_replaces_known_names_only() {
+        let cases = [
+            (
+                "${extensionPath}/run.sh",
+                "/home/u/.gemini/extensions/ext/run.sh",
+            ),
+            ("${workspacePath}${/}x", "/work/p/x"),
+            ("a${pathSeparator}b", "a/b"),
+            ("${API_TOKEN}", "workspace-token"),
+            ("${EXTRA}", "extra"),
+            ("${unknown} and ${UNSET}", "${unknown} and ${UNSET}"),
+            ("$HOME and $API_TOKEN", "$HOME and $API_TOKEN"),
+            ("${}", "${}"),
+            ("${extensionPath", "${extensionPath"),
+            // Non-greedy: the first `}` ends the name.
+            ("${EXTRA}}", "extra}"),
+            ("${a${EXTRA}", "${a${EXTRA}"),
+            // A reference does not span lines; the next `${` is tried.
+            ("${x\n${EXTRA}", "${x\nextra"),
+            ("$${EXTRA}", "$extra"),
+        ];
+        for (input, expected) in cases {
+            check_hydrate(input, expected);
+        }
+    }
+
+    #[test]
+    fn setting_values_override_paths_but_not_separators() {
+        let mut ext = extension(None);
+        ext.setting_values = vec![
+            ("extensionPath".to_owned(), "/override".to_owned()),
+            ("/".to_owned(), "\\".to_owned()),
+        ];
+        let context = HydrationContext::new(&ext, Path::new("/w"));
+        assert_eq!(hydrate_str("${extensionPath}${/}", &context), "/override/");
+    }
+
+    fn parse(text: &str) -> (Vec<EventHooks>, Vec<Diagnostic>) {
+        let mut diagnostics = Vec::new();
+        let events =
+            parse_extension_hooks(&extension(Some(text)), Path::new("/w"), &mut diagnostics);
+        (events, diagnostics)
+    }
+
+    #[test]
+    fn hooks_are_hydrated_validated_and_given_setting_env() {
+        let (events, diagnostics) = parse(
+            r#"{"hooks": {
+                "BeforeTool": [{"matcher": "${EXTRA}", "hooks": [
+                    {"type": "command", "command": "${extensionPath}/gate.sh $API_TOKEN",
+                     "env": {"API_TOKEN": "mine", "KEEP": "${workspacePath}"},
+                     "__proto__": {"polluted": true}},
+                    {"type": "plugin", "command": "p"}
+                ]}],
+                "AfterTool": {"hooks": []},
+                "enabled": true
+            }}"#,
+        );
+        let messages: Vec<String> = diagnostics.iter().map(|d| d.message.clone()).collect();
+        assert_eq!(
+            messages,
+            [
+                "Hook definitions for event \"AfterTool\" from extension config is not an array. \
+              Skipping."
+            ]
+        );
+        assert_eq!(events.len(), 1);
+        let definition = &events[0].definitions[0];
+        assert_eq!(definition.matcher.as_deref(), Some("extra"));
+        let command = &definition.hooks[0];
+        assert_eq!(
+            command.command.as_deref(),
+            Some("/home/u/.gemini/extensions/ext/gate.sh $API_TOKEN")
+        );
+        assert_eq!(
+            command.env,
+            [
+                ("API_TOKEN".to_owned(), "workspace-token".to_owned()),
+                ("KEEP".to_owned(), "/w".to_owned()),
+            ]
+        );
+        assert_eq!(
+            command.raw.get("env"),
+            Some(&serde_json::json!({"API_TOKEN": "workspace-token", "KEEP": "/w"}))
+        );
+        assert!(!command.raw.contains_key("__proto__"));
+        // Plugin hooks do not get the setting values.
+        assert!(definition.hooks[1].env.is_empty());
+    }
+
+    #[test]
+    fn malformed_files_give_one_warning_and_no_hooks() {
+        let cases = [
+            "// comments are not allowed\n{\"hooks\": {}}",
+            "{\"hooks\": []}",
+            "{\"hooks\": null}",
+            "{\"BeforeTool\": []}",
+            "[]",
+            "",
+        ];
+        for text in cases {
+            let (events, diagnostics) = parse(text);
+            assert!(events.is_empty(), "{text}");
+            assert_eq!(diagnostics.len(), 1, "{text}: {diagnostics:?}");
+            assert_eq!(diagnostics[0].severity, Severity::Warning);
+            assert_eq!(
+                diagnostics[0].path.as_deref(),
+                Some(Path::new("/home/u/.gemini/extensions/ext/hooks/hooks.json"))
+            );
+        }
+        let mut diagnostics = Vec::new();
+        let events = parse_extension_hooks(&extension(None), Path::new("/w"), &mut diagnostics);
+        assert!(events.is_empty() && diagnostics.is_empty());
+    }
+
+    fn check_enabled(rules: &[&str], path: &str, expected: bool) {
+        let rules: Vec<String> = rules.iter().map(|r| (*r).to_owned()).collect();
+        assert_eq!(
+            extension_enabled_for_path(&rules, path),
+            expected,
+            "rules {rules:?} at {path}"
+        );
+    }
+
+    #[test]
+    fn enablement_rules_last_match_wins() {
+        check_enabled(&[], "/home/u/p", true);
+        check_enabled(&["!/home/u/*"], "/home/u/p", false);
+        check_enabled(&["!/home/u/*"], "/home/u", false);
+        check_enabled(&["!/home/u/*"], "/home/user", true);
+        check_enabled(&["!/home/u/*", "/home/u/p/*"], "/home/u/p/sub", true);
+        check_enabled(&["/home/u/p/*", "!/home/u/*"], "/home/u/p/sub", false);
+        // Without `*` only the directory itself matches.
+        check_enabled(&["!/home/u/p/"], "/home/u/p", false);
+        check_enabled(&["!/home/u/p/"], "/home/u/p/sub", true);
+        // Regular-expression characters in paths are literal.
+        check_enabled(&["!/a.b/*"], "/axb", true);
+        check_enabled(&["!/a.b/*"], "/a.b/c", false);
+        check_enabled(&["!/a(1)/*"], "/a(1)", false);
+        // Case-sensitive; backslashes in the path are normalised.
+        check_enabled(&["!/Home/*"], "/home", true);
+        check_enabled(&["!/c/w/*"], "c\\w\\x", false);
+    }
+}
