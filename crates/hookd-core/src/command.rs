@@ -1,1 +1,301 @@
-//! (in progress)
+//! Command-string expansion (spec §4.2): the textual rewrite of a hook's command line before
+//! the shell sees it.
+//!
+//! Gemini CLI replaces the bare `$NAME` forms of five variables with shell-quoted values, one
+//! variable after the other, as plain substring replacements with no word boundary. The quoting
+//! is the `quote` function of the `shell-quote` 1.8.3 package, reproduced here rule by rule,
+//! except that an empty value becomes an empty string (Gemini CLI's runner short-circuits it).
+//! Only bash quoting is implemented: hookd runs hooks through `bash -c` on POSIX systems.
+//!
+//! The quirks are deliberate because hooks written for Gemini CLI depend on them:
+//! `$GEMINI_SESSION_ID_X` becomes `<id>_X`, `${GEMINI_PLANS_DIR}` is left for the shell (which
+//! reads the environment variable), and a value that needs quoting inserted inside double
+//! quotes keeps its quote characters literally.
+
+/// The values the command variables expand to.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct CommandVars<'a> {
+    /// The session's working directory; `$GEMINI_PROJECT_DIR`, `$GEMINI_CWD` and
+    /// `$CLAUDE_PROJECT_DIR` all expand to it.
+    pub project_dir: &'a str,
+    /// The plans directory (`$GEMINI_PLANS_DIR`).
+    pub plans_dir: &'a str,
+    /// The session id (`$GEMINI_SESSION_ID`).
+    pub session_id: &'a str,
+}
+
+/// Expands the bare `$NAME` command variables in Gemini CLI's order.
+///
+/// The order matters because the replacements are sequential: text inserted by an earlier
+/// replacement is visible to the later ones, exactly as in Gemini CLI.
+pub fn expand_command(command: &str, vars: &CommandVars<'_>) -> String {
+    let replacements = [
+        ("$GEMINI_PROJECT_DIR", vars.project_dir),
+        ("$GEMINI_CWD", vars.project_dir),
+        ("$GEMINI_PLANS_DIR", vars.plans_dir),
+        ("$GEMINI_SESSION_ID", vars.session_id),
+        ("$CLAUDE_PROJECT_DIR", vars.project_dir),
+    ];
+    let mut expanded = command.to_owned();
+    for (name, value) in replacements {
+        if expanded.contains(name) {
+            expanded = expanded.replace(name, &shell_quote(value));
+        }
+    }
+    expanded
+}
+
+/// Quotes one value for bash with `shell-quote` 1.8.3 semantics (empty value → empty string).
+///
+/// The rules are tried in order:
+/// 1. an empty value stays empty;
+/// 2. a value with a double quote, whitespace or backslash and no single quote is wrapped in
+///    single quotes;
+/// 3. a value with a double quote, single quote or whitespace is wrapped in double quotes,
+///    with `"`, `\`, `$`, `` ` `` and `!` backslash-escaped;
+/// 4. otherwise each character of ``#!"$&'()*,:;<=>?@[\]^`{|}`` is backslash-escaped, except
+///    a colon that follows an ASCII letter and is directly followed by another such character
+///    (as in `C:$`, which becomes `C:\$`).
+pub fn shell_quote(value: &str) -> String {
+    if value.is_empty() {
+        return String::new();
+    }
+    let has_double = value.contains('"');
+    let has_single = value.contains('\'');
+    let has_space = value.chars().any(is_js_whitespace);
+    let has_backslash = value.contains('\\');
+    if (has_double || has_space || has_backslash) && !has_single {
+        return format!("'{value}'");
+    }
+    if has_double || has_single || has_space {
+        let mut quoted = String::with_capacity(value.len() + 2);
+        quoted.push('"');
+        for c in value.chars() {
+            if matches!(c, '"' | '\\' | '$' | '`' | '!') {
+                quoted.push('\\');
+            }
+            quoted.push(c);
+        }
+        quoted.push('"');
+        return quoted;
+    }
+    escape_specials(value)
+}
+
+/// Rule 4 of [`shell_quote`]: backslash-escapes the special characters, scanning left to right
+/// the way the package's regular expression `([A-Za-z]:)?([specials])` matches.
+fn escape_specials(value: &str) -> String {
+    let chars: Vec<char> = value.chars().collect();
+    let mut escaped = String::with_capacity(value.len() * 2);
+    let mut i = 0;
+    while i < chars.len() {
+        let c = chars[i];
+        // The optional `letter:` prefix only takes part in a match when a special character
+        // follows it directly; the prefix is then copied unescaped.
+        if c.is_ascii_alphabetic()
+            && chars.get(i + 1) == Some(&':')
+            && chars.get(i + 2).is_some_and(|&next| is_shell_special(next))
+        {
+            escaped.push(c);
+            escaped.push(':');
+            escaped.push('\\');
+            escaped.push(chars[i + 2]);
+            i += 3;
+            continue;
+        }
+        if is_shell_special(c) {
+            escaped.push('\\');
+        }
+        escaped.push(c);
+        i += 1;
+    }
+    escaped
+}
+
+/// The characters rule 4 of [`shell_quote`] escapes.
+fn is_shell_special(c: char) -> bool {
+    matches!(
+        c,
+        '#' | '!'
+            | '"'
+            | '$'
+            | '&'
+            | '\''
+            | '('
+            | ')'
+            | '*'
+            | ','
+            | ':'
+            | ';'
+            | '<'
+            | '='
+            | '>'
+            | '?'
+            | '@'
+            | '['
+            | '\\'
+            | ']'
+            | '^'
+            | '`'
+            | '{'
+            | '|'
+            | '}'
+    )
+}
+
+/// Whether `c` is whitespace for JavaScript (`\s` in a regular expression, and what
+/// `String.prototype.trim` removes).
+///
+/// This differs from [`char::is_whitespace`]: JavaScript counts U+FEFF (byte-order mark) and
+/// does not count U+0085 (next line). Gemini CLI's rules are written in JavaScript, so hookd
+/// uses its definition wherever it reproduces them.
+pub(crate) fn is_js_whitespace(c: char) -> bool {
+    matches!(
+        c,
+        '\u{0009}'..='\u{000D}'
+            | '\u{0020}'
+            | '\u{00A0}'
+            | '\u{1680}'
+            | '\u{2000}'..='\u{200A}'
+            | '\u{2028}'
+            | '\u{2029}'
+            | '\u{202F}'
+            | '\u{205F}'
+            | '\u{3000}'
+            | '\u{FEFF}'
+    )
+}
+
+/// Trims JavaScript whitespace from both ends, like `String.prototype.trim`.
+pub(crate) fn js_trim(s: &str) -> &str {
+    s.trim_matches(is_js_whitespace)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn check_quote(value: &str, expected: &str) {
+        assert_eq!(shell_quote(value), expected, "quoting {value:?}");
+    }
+
+    #[test]
+    fn shell_quote_follows_shell_quote_1_8_3() {
+        let cases = [
+            // Rule 1: empty value → empty string, not `''`.
+            ("", ""),
+            // The spec's examples.
+            ("/test/project", "/test/project"),
+            ("/tmp/x:y", "/tmp/x\\:y"),
+            ("/a/b$c", "/a/b\\$c"),
+            ("/tmp/plans dir", "'/tmp/plans dir'"),
+            // Rule 2: double quote, whitespace or backslash without a single quote.
+            ("a\"b", "'a\"b'"),
+            ("a\\b", "'a\\b'"),
+            ("a\tb", "'a\tb'"),
+            ("a\nb", "'a\nb'"),
+            ("a\u{00A0}b", "'a\u{00A0}b'"),
+            ("a\u{FEFF}b", "'a\u{FEFF}b'"),
+            ("$x y", "'$x y'"),
+            // U+0085 is not JavaScript whitespace, so it takes rule 4 (no escaping needed).
+            ("a\u{0085}b", "a\u{0085}b"),
+            // Rule 3: a single quote (with or without other triggers) → double quotes.
+            ("it's", "\"it's\""),
+            ("it's $HOME", "\"it's \\$HOME\""),
+            ("a'b\\c", "\"a'b\\\\c\""),
+            ("a'b\"c", "\"a'b\\\"c\""),
+            ("'`!", "\"'\\`\\!\""),
+            // Rule 4: each special character escaped.
+            (
+                "#!$&()*,;<=>?@[]^`{|}",
+                "\\#\\!\\$\\&\\(\\)\\*\\,\\;\\<\\=\\>\\?\\@\\[\\]\\^\\`\\{\\|\\}",
+            ),
+            ("plain-text_1.2/~+%", "plain-text_1.2/~+%"),
+            // The colon exception: letter, colon, special → colon left unescaped.
+            ("C:$", "C:\\$"),
+            ("C:\\x", "'C:\\x'"),
+            ("a:::", "a:\\:\\:"),
+            ("a:b:$", "a\\:b:\\$"),
+            ("1:$", "1\\:\\$"),
+            ("::", "\\:\\:"),
+            ("x:", "x\\:"),
+            ("é:$", "é\\:\\$"),
+        ];
+        for (value, expected) in cases {
+            check_quote(value, expected);
+        }
+    }
+
+    fn check_expand(command: &str, expected: &str) {
+        let vars = CommandVars {
+            project_dir: "/work/my project",
+            plans_dir: "/home/u/.gemini/tmp/p/s1/plans",
+            session_id: "s1",
+        };
+        assert_eq!(
+            expand_command(command, &vars),
+            expected,
+            "expanding {command:?}"
+        );
+    }
+
+    #[test]
+    fn expansion_is_textual_and_ordered() {
+        let cases = [
+            ("echo $GEMINI_PROJECT_DIR", "echo '/work/my project'"),
+            ("echo $GEMINI_CWD", "echo '/work/my project'"),
+            ("echo $CLAUDE_PROJECT_DIR", "echo '/work/my project'"),
+            (
+                "cat $GEMINI_PLANS_DIR/a",
+                "cat /home/u/.gemini/tmp/p/s1/plans/a",
+            ),
+            ("echo $GEMINI_SESSION_ID", "echo s1"),
+            // No word boundary.
+            ("echo $GEMINI_SESSION_ID_X", "echo s1_X"),
+            // Braced forms are left for the shell.
+            ("ls ${GEMINI_PLANS_DIR}", "ls ${GEMINI_PLANS_DIR}"),
+            // Quoting is inserted textually, even inside double quotes.
+            ("cd \"$GEMINI_PROJECT_DIR\"", "cd \"'/work/my project'\""),
+            // Every occurrence is replaced.
+            (
+                "$GEMINI_CWD:$GEMINI_CWD",
+                "'/work/my project':'/work/my project'",
+            ),
+            ("no variables here", "no variables here"),
+            ("$GEMINI_UNKNOWN", "$GEMINI_UNKNOWN"),
+        ];
+        for (command, expected) in cases {
+            check_expand(command, expected);
+        }
+    }
+
+    #[test]
+    fn expansion_sees_text_inserted_by_earlier_replacements() {
+        // `$GEMINI_PROJECT_DIR` is replaced first; its value contains `$GEMINI_CWD` after
+        // quoting (`\$GEMINI_CWD`), which the second replacement then rewrites.
+        let vars = CommandVars {
+            project_dir: "/a$GEMINI_CWD",
+            plans_dir: "",
+            session_id: "",
+        };
+        assert_eq!(
+            expand_command("x $GEMINI_PROJECT_DIR", &vars),
+            "x /a\\/a\\$GEMINI_CWD"
+        );
+        // An empty value expands to nothing at all.
+        assert_eq!(expand_command("[$GEMINI_PLANS_DIR]", &vars), "[]");
+    }
+
+    #[test]
+    fn js_trim_uses_javascript_whitespace() {
+        let cases = [
+            ("  a b \n", "a b"),
+            ("\u{FEFF}x\u{3000}", "x"),
+            ("\u{0085}x\u{0085}", "\u{0085}x\u{0085}"),
+            ("", ""),
+        ];
+        for (input, expected) in cases {
+            assert_eq!(js_trim(input), expected, "{input:?}");
+        }
+    }
+}

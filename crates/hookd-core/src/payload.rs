@@ -1,1 +1,400 @@
-//! (in progress)
+//! The JSON object a hook reads on stdin (spec §4.4), with Gemini CLI's exact key order.
+//!
+//! The base fields come first (`session_id`, `transcript_path`, `cwd`, `hook_event_name`,
+//! `timestamp`), then the event's own fields in [`HookEventName::input_fields`] order, then any
+//! other key the caller gave, in the caller's order. Optional fields the caller did not give
+//! stay absent; nothing is invented as `null`.
+//!
+//! AfterModel also carries hookd's `content` and `full_content` (decision D6): this chunk's
+//! text and the text accumulated so far in the response. The caller normally gives both; when
+//! it does not, `content` is derived from the chunk's `llm_response` and `full_content`
+//! defaults to `content`.
+//!
+//! The timestamp is formatted here from a Unix time the caller read (the core reads no clock);
+//! all hooks of one firing get the same value.
+
+use serde_json::{Map, Value};
+
+use crate::event::HookEventName;
+
+/// The base fields every payload starts with.
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub struct BaseFields {
+    /// The agent session's id.
+    pub session_id: String,
+    /// The chat recording file path, or `""` when there is none.
+    pub transcript_path: String,
+    /// The session's working directory.
+    pub cwd: String,
+    /// When the event fired, as [`format_timestamp`] writes it.
+    pub timestamp: String,
+}
+
+/// The base keys in payload order; `hook_event_name` is always the firing event.
+const BASE_KEYS: [&str; 5] = [
+    "session_id",
+    "transcript_path",
+    "cwd",
+    "hook_event_name",
+    "timestamp",
+];
+
+/// Builds the stdin payload for one firing.
+///
+/// A base field the caller put in `event_input` wins over `base` (the caller gave it), but
+/// keeps its base position; `hook_event_name` is always `event`. For AfterModel, see the
+/// module documentation for `content` and `full_content`.
+pub fn build_payload(
+    event: HookEventName,
+    base: &BaseFields,
+    event_input: &Map<String, Value>,
+) -> Map<String, Value> {
+    let mut payload = Map::new();
+    for key in BASE_KEYS {
+        let value = match key {
+            "hook_event_name" => Value::String(event.as_str().to_owned()),
+            _ => match event_input.get(key) {
+                Some(given) => given.clone(),
+                None => Value::String(base_value(base, key).to_owned()),
+            },
+        };
+        payload.insert(key.to_owned(), value);
+    }
+
+    let derived = derived_fields(event, event_input);
+    for &key in event.input_fields() {
+        let value = event_input.get(key).cloned().or_else(|| {
+            derived
+                .iter()
+                .find(|(name, _)| *name == key)
+                .map(|(_, v)| v.clone())
+        });
+        if let Some(value) = value {
+            payload.insert(key.to_owned(), value);
+        }
+    }
+
+    for (key, value) in event_input {
+        if !payload.contains_key(key) {
+            payload.insert(key.clone(), value.clone());
+        }
+    }
+    payload
+}
+
+fn base_value<'a>(base: &'a BaseFields, key: &str) -> &'a str {
+    match key {
+        "session_id" => &base.session_id,
+        "transcript_path" => &base.transcript_path,
+        "cwd" => &base.cwd,
+        _ => &base.timestamp,
+    }
+}
+
+/// Fields the payload derives when the caller did not give them (AfterModel only, D6).
+fn derived_fields(
+    event: HookEventName,
+    event_input: &Map<String, Value>,
+) -> Vec<(&'static str, Value)> {
+    if event != HookEventName::AfterModel {
+        return Vec::new();
+    }
+    let content = event_input.get("content").cloned().or_else(|| {
+        event_input
+            .get("llm_response")
+            .map(|response| Value::String(chunk_text(response)))
+    });
+    let Some(content) = content else {
+        return Vec::new();
+    };
+    let full_content = event_input
+        .get("full_content")
+        .cloned()
+        .unwrap_or_else(|| content.clone());
+    vec![("content", content), ("full_content", full_content)]
+}
+
+/// The text of one AfterModel chunk in the hook format (spec §7.4): the `text` field when it
+/// is a string, else the concatenated string parts of the first candidate, else `""`.
+pub fn chunk_text(llm_response: &Value) -> String {
+    if let Some(text) = llm_response.get("text").and_then(Value::as_str) {
+        return text.to_owned();
+    }
+    llm_response
+        .get("candidates")
+        .and_then(|candidates| candidates.get(0))
+        .and_then(|candidate| candidate.get("content"))
+        .and_then(|content| content.get("parts"))
+        .and_then(Value::as_array)
+        .map(|parts| parts.iter().filter_map(Value::as_str).collect())
+        .unwrap_or_default()
+}
+
+/// Formats Unix milliseconds as JavaScript's `Date.prototype.toISOString` does:
+/// `YYYY-MM-DDTHH:MM:SS.mmmZ` in UTC, with a signed six-digit year outside 0000–9999.
+pub fn format_timestamp(unix_millis: i64) -> String {
+    let days = unix_millis.div_euclid(86_400_000);
+    let millis_of_day = unix_millis.rem_euclid(86_400_000);
+    let (year, month, day) = civil_from_days(days);
+    let hours = millis_of_day / 3_600_000;
+    let minutes = millis_of_day / 60_000 % 60;
+    let seconds = millis_of_day / 1000 % 60;
+    let millis = millis_of_day % 1000;
+    let year = if (0..=9999).contains(&year) {
+        format!("{year:04}")
+    } else if year < 0 {
+        format!("-{:06}", year.unsigned_abs())
+    } else {
+        format!("+{year:06}")
+    };
+    format!("{year}-{month:02}-{day:02}T{hours:02}:{minutes:02}:{seconds:02}.{millis:03}Z")
+}
+
+/// Converts days since 1970-01-01 to a proleptic Gregorian (year, month, day).
+///
+/// This is the well-known era-based algorithm: shift the epoch to 0000-03-01 so that leap days
+/// fall at the end of a year, split into 400-year eras of 146097 days, then derive the year of
+/// the era, the day of that (March-based) year and the month from it.
+fn civil_from_days(days: i64) -> (i64, u32, u32) {
+    let shifted = days + 719_468;
+    let era = shifted.div_euclid(146_097);
+    let day_of_era = shifted.rem_euclid(146_097);
+    let year_of_era =
+        (day_of_era - day_of_era / 1460 + day_of_era / 36_524 - day_of_era / 146_096) / 365;
+    let day_of_year = day_of_era - (365 * year_of_era + year_of_era / 4 - year_of_era / 100);
+    let month_index = (5 * day_of_year + 2) / 153;
+    let day = day_of_year - (153 * month_index + 2) / 5 + 1;
+    let month = if month_index < 10 {
+        month_index + 3
+    } else {
+        month_index - 9
+    };
+    let year = year_of_era + era * 400 + i64::from(month <= 2);
+    // Both values are small by construction (1..=31 and 1..=12).
+    (year, month as u32, day as u32)
+}
+
+#[cfg(test)]
+mod tests {
+    use serde_json::json;
+
+    use super::*;
+
+    fn base() -> BaseFields {
+        BaseFields {
+            session_id: "s1".to_owned(),
+            transcript_path: "/t.json".to_owned(),
+            cwd: "/w".to_owned(),
+            timestamp: "2026-11-22T10:20:30.123Z".to_owned(),
+        }
+    }
+
+    fn object(value: Value) -> Map<String, Value> {
+        match value {
+            Value::Object(map) => map,
+            other => panic!("not an object: {other}"),
+        }
+    }
+
+    /// Checks the serialised payload, so key order is part of the comparison.
+    fn check_payload(event: HookEventName, input: Value, expected: &str) {
+        let payload = build_payload(event, &base(), &object(input));
+        let actual = serde_json::to_string(&payload).expect("serialises");
+        assert_eq!(actual, expected, "{event}");
+    }
+
+    const BASE_JSON: &str = r#""session_id":"s1","transcript_path":"/t.json","cwd":"/w""#;
+    const TS: &str = r#""timestamp":"2026-11-22T10:20:30.123Z""#;
+
+    #[test]
+    fn payload_key_order_per_event() {
+        let p = |event: &str, rest: &str| {
+            let rest = if rest.is_empty() {
+                String::new()
+            } else {
+                format!(",{rest}")
+            };
+            format!(r#"{{{BASE_JSON},"hook_event_name":"{event}",{TS}{rest}}}"#)
+        };
+        let cases = [
+            (
+                HookEventName::BeforeTool,
+                json!({"original_request_name": "o", "mcp_context": {"server_name": "m"},
+                       "tool_input": {"b": 1, "a": 2}, "tool_name": "t"}),
+                p(
+                    "BeforeTool",
+                    r#""tool_name":"t","tool_input":{"b":1,"a":2},"mcp_context":{"server_name":"m"},"original_request_name":"o""#,
+                ),
+            ),
+            (
+                HookEventName::BeforeTool,
+                json!({"tool_input": {}, "tool_name": "t"}),
+                p("BeforeTool", r#""tool_name":"t","tool_input":{}"#),
+            ),
+            (
+                HookEventName::AfterTool,
+                json!({"tool_response": {"llmContent": "x"}, "tool_input": {}, "tool_name": "t"}),
+                p(
+                    "AfterTool",
+                    r#""tool_name":"t","tool_input":{},"tool_response":{"llmContent":"x"}"#,
+                ),
+            ),
+            (
+                HookEventName::BeforeAgent,
+                json!({"prompt": "hi"}),
+                p("BeforeAgent", r#""prompt":"hi""#),
+            ),
+            (
+                HookEventName::AfterAgent,
+                json!({"stop_hook_active": false, "prompt_response": "r", "prompt": "p"}),
+                p(
+                    "AfterAgent",
+                    r#""prompt":"p","prompt_response":"r","stop_hook_active":false"#,
+                ),
+            ),
+            (
+                HookEventName::Notification,
+                json!({"details": {"type": "exec"}, "message": "m", "notification_type": "ToolPermission"}),
+                p(
+                    "Notification",
+                    r#""notification_type":"ToolPermission","message":"m","details":{"type":"exec"}"#,
+                ),
+            ),
+            (
+                HookEventName::SessionStart,
+                json!({"source": "startup"}),
+                p("SessionStart", r#""source":"startup""#),
+            ),
+            (
+                HookEventName::SessionEnd,
+                json!({"reason": "exit"}),
+                p("SessionEnd", r#""reason":"exit""#),
+            ),
+            (
+                HookEventName::PreCompress,
+                json!({"trigger": "auto"}),
+                p("PreCompress", r#""trigger":"auto""#),
+            ),
+            (
+                HookEventName::BeforeModel,
+                json!({"llm_request": {"model": "m"}}),
+                p("BeforeModel", r#""llm_request":{"model":"m"}"#),
+            ),
+            (
+                HookEventName::BeforeToolSelection,
+                json!({"llm_request": {"model": "m"}}),
+                p("BeforeToolSelection", r#""llm_request":{"model":"m"}"#),
+            ),
+            (
+                HookEventName::AfterModel,
+                json!({"full_content": "ab", "content": "b", "llm_response": {"text": "x"},
+                       "llm_request": {"model": "m"}}),
+                p(
+                    "AfterModel",
+                    r#""llm_request":{"model":"m"},"llm_response":{"text":"x"},"content":"b","full_content":"ab""#,
+                ),
+            ),
+            // Extra keys follow the event's fields in the caller's order.
+            (
+                HookEventName::SessionStart,
+                json!({"zeta": 1, "source": "resume", "alpha": 2}),
+                p("SessionStart", r#""source":"resume","zeta":1,"alpha":2"#),
+            ),
+            // Base fields the caller gave win over BaseFields but stay in base position;
+            // hook_event_name is always the event.
+            (
+                HookEventName::SessionEnd,
+                json!({"reason": "clear", "cwd": "/other", "hook_event_name": "Fake",
+                       "timestamp": "T"}),
+                r#"{"session_id":"s1","transcript_path":"/t.json","cwd":"/other","hook_event_name":"SessionEnd","timestamp":"T","reason":"clear"}"#
+                    .to_owned(),
+            ),
+            // Nothing invented for absent fields.
+            (HookEventName::AfterAgent, json!({}), p("AfterAgent", "")),
+        ];
+        for (event, input, expected) in cases {
+            check_payload(event, input, &expected);
+        }
+    }
+
+    #[test]
+    fn after_model_content_is_derived_from_the_chunk() {
+        let p =
+            |rest: &str| format!(r#"{{{BASE_JSON},"hook_event_name":"AfterModel",{TS},{rest}}}"#);
+        let cases = [
+            // `text` is preferred.
+            (
+                json!({"llm_response": {"text": "hi", "candidates": [{"content": {"parts": ["x"]}}]}}),
+                p(
+                    r#""llm_response":{"text":"hi","candidates":[{"content":{"parts":["x"]}}]},"content":"hi","full_content":"hi""#,
+                ),
+            ),
+            // Else the string parts of the first candidate, concatenated.
+            (
+                json!({"llm_response": {"candidates": [{"content": {"parts": ["a", 1, "b"]}}, {"content": {"parts": ["z"]}}]}}),
+                p(
+                    r#""llm_response":{"candidates":[{"content":{"parts":["a",1,"b"]}},{"content":{"parts":["z"]}}]},"content":"ab","full_content":"ab""#,
+                ),
+            ),
+            // No text at all (e.g. a function call chunk) → empty content.
+            (
+                json!({"llm_response": {"candidates": []}}),
+                p(r#""llm_response":{"candidates":[]},"content":"","full_content":"""#),
+            ),
+            // The caller's full_content is kept while content is derived.
+            (
+                json!({"full_content": "so far", "llm_response": {"text": "t"}}),
+                p(r#""llm_response":{"text":"t"},"content":"t","full_content":"so far""#),
+            ),
+            // The caller's content wins over the chunk.
+            (
+                json!({"content": "given", "llm_response": {"text": "t"}}),
+                p(r#""llm_response":{"text":"t"},"content":"given","full_content":"given""#),
+            ),
+        ];
+        for (input, expected) in cases {
+            check_payload(HookEventName::AfterModel, input, &expected);
+        }
+        // Without llm_response and content nothing is derived.
+        check_payload(
+            HookEventName::AfterModel,
+            json!({"llm_request": {}}),
+            &p(r#""llm_request":{}"#),
+        );
+    }
+
+    fn check_timestamp(unix_millis: i64, expected: &str) {
+        assert_eq!(format_timestamp(unix_millis), expected, "{unix_millis}");
+    }
+
+    #[test]
+    fn timestamps_match_to_iso_string() {
+        let cases = [
+            (0, "1970-01-01T00:00:00.000Z"),
+            (1, "1970-01-01T00:00:00.001Z"),
+            (-1, "1969-12-31T23:59:59.999Z"),
+            (951_782_400_000, "2000-02-29T00:00:00.000Z"),
+            (951_868_799_999, "2000-02-29T23:59:59.999Z"),
+            (951_868_800_000, "2000-03-01T00:00:00.000Z"),
+            (1_709_164_800_000, "2024-02-29T00:00:00.000Z"),
+            (1_709_251_200_000, "2024-03-01T00:00:00.000Z"),
+            (4_107_542_400_000, "2100-03-01T00:00:00.000Z"),
+            (4_107_456_000_000, "2100-02-28T00:00:00.000Z"),
+            (1_798_019_999_999, "2026-12-23T09:59:59.999Z"),
+            (1_795_170_030_123, "2026-11-20T10:20:30.123Z"),
+            (1_704_067_199_999, "2023-12-31T23:59:59.999Z"),
+            (253_402_300_799_999, "9999-12-31T23:59:59.999Z"),
+            (253_402_300_800_000, "+010000-01-01T00:00:00.000Z"),
+            (-62_167_219_200_000, "0000-01-01T00:00:00.000Z"),
+            (-62_167_219_200_001, "-000001-12-31T23:59:59.999Z"),
+            (-8_640_000_000_000_000, "-271821-04-20T00:00:00.000Z"),
+            (8_640_000_000_000_000, "+275760-09-13T00:00:00.000Z"),
+        ];
+        for (unix_millis, expected) in cases {
+            check_timestamp(unix_millis, expected);
+        }
+        // Extreme inputs must not panic.
+        let _ = format_timestamp(i64::MIN);
+        let _ = format_timestamp(i64::MAX);
+    }
+}
