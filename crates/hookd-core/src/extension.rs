@@ -177,7 +177,7 @@ pub fn hydrate_str(text: &str, context: &HydrationContext<'_>) -> String {
         out.push_str(&rest[..start]);
         let inner = &rest[start + 2..];
         let close = inner
-            .find(|c: char| matches!(c, '}' | '\n' | '\r' | '\u{2028}' | '\u{2029}'))
+            .find(['}', '\n', '\r', '\u{2028}', '\u{2029}'])
             .filter(|&i| inner[i..].starts_with('}'));
         match close {
             Some(close) => {

@@ -75,6 +75,8 @@ pub struct Matcher {
     pattern: Option<String>,
     /// The compiled regular expression, for tool events whose pattern compiles.
     regex: Option<regress::Regex>,
+    /// How the event applies matchers.
+    kind: MatcherKind,
 }
 
 impl Matcher {
@@ -88,6 +90,7 @@ impl Matcher {
             return Matcher {
                 pattern: None,
                 regex: None,
+                kind,
             };
         }
         let regex = match kind {
@@ -97,6 +100,7 @@ impl Matcher {
         Matcher {
             pattern: Some(trimmed.to_owned()),
             regex,
+            kind,
         }
     }
 
@@ -107,7 +111,7 @@ impl Matcher {
 
     /// Whether a tool-name pattern failed to compile and falls back to exact equality.
     pub fn is_exact_fallback(&self) -> bool {
-        self.pattern.is_some() && self.regex.is_none()
+        self.kind == MatcherKind::ToolName && self.pattern.is_some() && self.regex.is_none()
     }
 
     /// Whether a firing with this context is matched.
@@ -201,6 +205,8 @@ mod tests {
         let valid = Matcher::compile(Some("read"), MatcherKind::ToolName);
         assert!(!valid.is_exact_fallback());
         assert!(Matcher::compile(Some(" * "), MatcherKind::ToolName).matches_everything());
+        // Trigger matchers are never regular expressions, so they never fall back.
+        assert!(!Matcher::compile(Some("[x"), MatcherKind::Trigger).is_exact_fallback());
     }
 
     #[test]

@@ -1,1 +1,970 @@
-//! (in progress)
+//! The hook registry and planner (spec §1.2, §1.3, §1.6, §1.7, §3; decision D1).
+//!
+//! [`Registry::build`] takes the text of every settings layer, the extensions and a few facts
+//! about the workspace, and produces the ordered list of hooks with compiled matchers:
+//!
+//! - **Merge.** `hooksConfig.enabled` and `hooksConfig.notifications` are last-wins in Gemini
+//!   CLI's merge order (system defaults → user → workspace → system); `hooksConfig.disabled` is
+//!   the union of all layers in that order, first occurrence kept. An untrusted workspace's
+//!   file takes no part in the merge, as Gemini CLI drops it from the merged settings.
+//! - **Master switch.** `hooksConfig.enabled = false` means no hooks at all, not even extension
+//!   hooks; [`Registry::hooks_enabled`] reports it.
+//! - **Folder trust.** In an untrusted folder every settings-file hook is skipped, user and
+//!   system ones included (Gemini CLI's behaviour, spec §10.18), with a diagnostic; extension
+//!   hooks still run.
+//! - **Labels and order (D1).** Each hook keeps its real layer. The registry order is project,
+//!   user, system, system defaults, then extensions in the order given; within a layer the
+//!   file's order. Gemini CLI instead concatenates system defaults, user, workspace and system
+//!   and labels them all `project`; hookd follows the precedence its users document.
+//! - **Disabled hooks.** A hook whose display name (§1.6) is in the merged disabled list is
+//!   registered disabled: listed by [`Registry::entries`] but never planned. A hook with a
+//!   `name` can therefore only be disabled by that name.
+//!
+//! [`Registry::plan`] then follows §3: the enabled hooks of the event in registry order, kept
+//! when their matcher matches, de-duplicated by `name:command` keeping the first (highest
+//! precedence) copy, and run sequentially when any remaining definition says
+//! `sequential: true`. Matchers are compiled once here, never per firing.
+
+use std::collections::{HashMap, HashSet};
+use std::path::PathBuf;
+use std::sync::Arc;
+
+use serde_json::{Map, Value};
+
+use crate::event::HookEventName;
+use crate::extension::{self, ExtensionInput};
+use crate::matcher::{MatchContext, Matcher};
+use crate::model::{HookEntry, Origin, Source};
+use crate::plan::Plan;
+use crate::settings::{self, Diagnostic, EventHooks, SettingsLayer};
+
+/// The text of one settings file.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct LayerText {
+    /// The layer the file belongs to (any source but [`Source::Extension`]).
+    pub source: Source,
+    /// The file, for messages and origins.
+    pub path: PathBuf,
+    /// Its contents.
+    pub text: String,
+}
+
+/// Everything [`Registry::build`] needs; the loader assembles it from disk.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct RegistryInput {
+    /// The settings files that exist, in any order.
+    pub layers: Vec<LayerText>,
+    /// The installed extensions, in the order their hooks should run.
+    pub extensions: Vec<ExtensionInput>,
+    /// The workspace (project) directory: `${workspacePath}` for extensions.
+    pub workspace_path: PathBuf,
+    /// Whether the workspace folder is trusted.
+    pub folder_trusted: bool,
+    /// The environment for the load-time `$NAME` expansion of settings files.
+    pub env: HashMap<String, String>,
+}
+
+/// The result of [`Registry::set_enabled`].
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct EnableOutcome {
+    /// Hooks whose display name matched.
+    pub matched: usize,
+    /// Hooks whose enabled flag actually changed.
+    pub changed: usize,
+}
+
+/// One registered hook with its compiled matcher.
+#[derive(Debug, Clone)]
+struct RegisteredHook {
+    entry: Arc<HookEntry>,
+    matcher: Matcher,
+    dedup_key: String,
+}
+
+/// The hooks of one workspace, ready for planning.
+#[derive(Debug, Clone)]
+pub struct Registry {
+    hooks: Vec<RegisteredHook>,
+    hooks_enabled: bool,
+    notifications: bool,
+    disabled: Vec<String>,
+    project_hooks: Option<Map<String, Value>>,
+    diagnostics: Vec<Diagnostic>,
+}
+
+impl Default for Registry {
+    fn default() -> Registry {
+        Registry {
+            hooks: Vec::new(),
+            hooks_enabled: true,
+            notifications: true,
+            disabled: Vec::new(),
+            project_hooks: None,
+            diagnostics: Vec::new(),
+        }
+    }
+}
+
+/// The position of a layer in Gemini CLI's merge order (later wins for scalars).
+fn merge_rank(source: Source) -> u8 {
+    match source {
+        Source::SystemDefaults => 0,
+        Source::User => 1,
+        Source::Project => 2,
+        Source::System => 3,
+        Source::Extension => 4,
+    }
+}
+
+impl Registry {
+    /// Builds the registry. Never fails: every problem becomes a diagnostic and the affected
+    /// file, definition or entry is left out.
+    pub fn build(input: &RegistryInput) -> Registry {
+        let mut registry = Registry::default();
+        let lookup = |name: &str| input.env.get(name).cloned();
+
+        let mut layers: Vec<SettingsLayer> = Vec::new();
+        for layer in &input.layers {
+            if layer.source == Source::Extension {
+                registry.diagnostics.push(
+                    Diagnostic::error("extension hooks are not a settings layer; file ignored")
+                        .with_path(&layer.path),
+                );
+                continue;
+            }
+            let parsed = settings::parse_settings(layer.source, &layer.path, &layer.text, &lookup);
+            registry.diagnostics.extend(parsed.diagnostics);
+            layers.extend(parsed.layer);
+        }
+
+        // The merged view excludes an untrusted workspace's file entirely.
+        let mut merged: Vec<&SettingsLayer> = layers
+            .iter()
+            .filter(|layer| input.folder_trusted || layer.source != Source::Project)
+            .collect();
+        merged.sort_by_key(|layer| merge_rank(layer.source));
+        for layer in &merged {
+            let config = &layer.hooks_config;
+            if let Some(enabled) = config.enabled {
+                registry.hooks_enabled = enabled;
+            }
+            if let Some(notifications) = config.notifications {
+                registry.notifications = notifications;
+            }
+            for name in config.disabled.iter().flatten() {
+                if !registry.disabled.contains(name) {
+                    registry.disabled.push(name.clone());
+                }
+            }
+        }
+
+        if !registry.hooks_enabled {
+            registry.diagnostics.push(Diagnostic::info(
+                "hooks are disabled by hooksConfig.enabled = false; no hook runs",
+            ));
+            return registry;
+        }
+
+        // Settings-file hooks, in precedence order (D1); the sort is stable.
+        let mut by_precedence: Vec<&SettingsLayer> = layers.iter().collect();
+        by_precedence.sort_by_key(|layer| layer.source);
+        if input.folder_trusted {
+            for layer in by_precedence {
+                let origin = Origin {
+                    path: Some(layer.path.clone()),
+                    extension: None,
+                };
+                registry.ingest(&layer.hooks, layer.source, &origin);
+                if layer.source == Source::Project && registry.project_hooks.is_none() {
+                    registry.project_hooks = layer.raw_hooks.clone();
+                }
+            }
+        } else {
+            let skipped: usize = layers.iter().map(SettingsLayer::hook_count).sum();
+            if skipped > 0 {
+                registry.diagnostics.push(Diagnostic::warning(format!(
+                    "the folder {} is not trusted: {skipped} hook(s) from settings files are \
+                     skipped; only extension hooks run",
+                    input.workspace_path.display()
+                )));
+            }
+        }
+
+        for extension in input.extensions.iter().filter(|extension| extension.active) {
+            let events = extension::parse_extension_hooks(
+                extension,
+                &input.workspace_path,
+                &mut registry.diagnostics,
+            );
+            let origin = Origin {
+                path: Some(extension.hooks_file.clone()),
+                extension: Some(extension.name.clone()),
+            };
+            registry.ingest(&events, Source::Extension, &origin);
+        }
+        registry
+    }
+
+    /// Adds the hooks of one file, compiling each definition's matcher once.
+    fn ingest(&mut self, events: &[EventHooks], source: Source, origin: &Origin) {
+        for event_hooks in events {
+            let event = event_hooks.event;
+            for definition in &event_hooks.definitions {
+                let matcher = Matcher::compile(definition.matcher.as_deref(), event.matcher_kind());
+                if matcher.is_exact_fallback() && !definition.hooks.is_empty() {
+                    let mut diagnostic = Diagnostic::info(format!(
+                        "{event} matcher {:?} is not a valid JavaScript regular expression; it \
+                         matches a tool name only when equal to it",
+                        definition.matcher.as_deref().unwrap_or("").trim()
+                    ));
+                    diagnostic.path = origin.path.clone();
+                    self.diagnostics.push(diagnostic);
+                }
+                for config in &definition.hooks {
+                    let enabled = !self
+                        .disabled
+                        .iter()
+                        .any(|name| name == config.display_name());
+                    let entry = HookEntry {
+                        event,
+                        config: config.clone(),
+                        source,
+                        origin: origin.clone(),
+                        matcher: definition.matcher.clone(),
+                        sequential: definition.sequential,
+                        enabled,
+                    };
+                    self.hooks.push(RegisteredHook {
+                        dedup_key: entry.config.dedup_key(),
+                        entry: Arc::new(entry),
+                        matcher: matcher.clone(),
+                    });
+                }
+            }
+        }
+    }
+
+    /// Whether hooks are on (`hooksConfig.enabled`); when off the registry is empty.
+    pub fn hooks_enabled(&self) -> bool {
+        self.hooks_enabled
+    }
+
+    /// `hooksConfig.notifications`: whether the agent CLI should show its hook indicator.
+    pub fn notifications_enabled(&self) -> bool {
+        self.notifications
+    }
+
+    /// The merged `hooksConfig.disabled` list, first occurrence order.
+    pub fn disabled_names(&self) -> &[String] {
+        &self.disabled
+    }
+
+    /// The trusted workspace file's raw `hooks` object, for the project-hook trust check
+    /// (§1.8); `None` when there is none or the folder is untrusted.
+    pub fn project_hooks(&self) -> Option<&Map<String, Value>> {
+        self.project_hooks.as_ref()
+    }
+
+    /// Everything reported while building, in the order found.
+    pub fn diagnostics(&self) -> &[Diagnostic] {
+        &self.diagnostics
+    }
+
+    /// All registered hooks, disabled ones included, in registry order (for `/hooks panel`).
+    pub fn entries(&self) -> impl ExactSizeIterator<Item = &Arc<HookEntry>> + '_ {
+        self.hooks.iter().map(|hook| &hook.entry)
+    }
+
+    /// Enables or disables, in memory, every hook (any event, any source) whose display name
+    /// is `name`. Plans already handed out are not affected.
+    pub fn set_enabled(&mut self, name: &str, enabled: bool) -> EnableOutcome {
+        let mut outcome = EnableOutcome::default();
+        for hook in &mut self.hooks {
+            if hook.entry.config.display_name() != name {
+                continue;
+            }
+            outcome.matched += 1;
+            if hook.entry.enabled != enabled {
+                Arc::make_mut(&mut hook.entry).enabled = enabled;
+                outcome.changed += 1;
+            }
+        }
+        outcome
+    }
+
+    /// The hooks to run for one firing of `event`, or `None` when nothing runs (§3).
+    pub fn plan(&self, event: HookEventName, context: &MatchContext) -> Option<Plan> {
+        let mut seen: HashSet<&str> = HashSet::new();
+        let mut hooks = Vec::new();
+        let mut sequential = false;
+        for hook in &self.hooks {
+            let entry = &hook.entry;
+            if entry.event != event || !entry.enabled || !hook.matcher.matches(context) {
+                continue;
+            }
+            // The first copy of a `name:command` wins; a dropped copy's `sequential` is moot.
+            if !seen.insert(&hook.dedup_key) {
+                continue;
+            }
+            sequential |= entry.sequential;
+            hooks.push(Arc::clone(entry));
+        }
+        if hooks.is_empty() {
+            return None;
+        }
+        Some(Plan {
+            event,
+            hooks,
+            sequential,
+        })
+    }
+
+    /// [`Registry::plan`] with the match context derived from the event's input fields.
+    pub fn plan_for_input(&self, event: HookEventName, input: &Map<String, Value>) -> Option<Plan> {
+        self.plan(event, &MatchContext::from_input(event, input))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::extension::ExtensionSetting;
+    use crate::settings::Severity;
+    use serde_json::json;
+
+    fn layer(source: Source, text: &str) -> LayerText {
+        LayerText {
+            source,
+            path: PathBuf::from(format!("/{}.json", source.label())),
+            text: text.to_owned(),
+        }
+    }
+
+    fn ext(name: &str, hooks: &str) -> ExtensionInput {
+        let path = PathBuf::from(format!("/home/u/.gemini/extensions/{name}"));
+        ExtensionInput {
+            name: name.to_owned(),
+            hooks_file: ExtensionInput::hooks_file_for(&path),
+            path,
+            hooks_text: Some(hooks.to_owned()),
+            settings: Vec::new(),
+            setting_values: Vec::new(),
+            active: true,
+        }
+    }
+
+    fn input(layers: Vec<LayerText>, extensions: Vec<ExtensionInput>) -> RegistryInput {
+        RegistryInput {
+            layers,
+            extensions,
+            workspace_path: PathBuf::from("/work/p"),
+            folder_trusted: true,
+            env: HashMap::from([("HOME".to_owned(), "/home/u".to_owned())]),
+        }
+    }
+
+    /// A settings text with one BeforeTool definition holding command hooks `name:command`
+    /// (an empty name means no name).
+    fn before_tool(hooks: &[(&str, &str)]) -> String {
+        let hooks: Vec<Value> = hooks
+            .iter()
+            .map(|(name, command)| {
+                let mut hook = json!({"type": "command", "command": command});
+                if !name.is_empty() {
+                    hook["name"] = json!(name);
+                }
+                hook
+            })
+            .collect();
+        json!({"hooks": {"BeforeTool": [{"hooks": hooks}]}}).to_string()
+    }
+
+    /// `event source display-name [disabled]` for every entry in registry order.
+    fn entries(registry: &Registry) -> Vec<String> {
+        registry
+            .entries()
+            .map(|e| {
+                format!(
+                    "{} {} {}{}",
+                    e.event,
+                    e.source,
+                    e.config.display_name(),
+                    if e.enabled { "" } else { " [disabled]" }
+                )
+            })
+            .collect()
+    }
+
+    fn check_entries(input: &RegistryInput, expected: &[&str]) {
+        let registry = Registry::build(input);
+        assert_eq!(
+            entries(&registry),
+            expected,
+            "{:#?}",
+            registry.diagnostics()
+        );
+    }
+
+    /// `source display-name` of the planned hooks, and the sequential flag.
+    fn planned(
+        registry: &Registry,
+        event: HookEventName,
+        context: &MatchContext,
+    ) -> Option<(Vec<String>, bool)> {
+        registry.plan(event, context).map(|plan| {
+            let hooks = plan
+                .hooks
+                .iter()
+                .map(|e| format!("{} {}", e.source, e.config.display_name()))
+                .collect();
+            (hooks, plan.sequential)
+        })
+    }
+
+    fn check_plan(
+        registry: &Registry,
+        event: HookEventName,
+        tool: &str,
+        expected: Option<(&[&str], bool)>,
+    ) {
+        let got = planned(registry, event, &MatchContext::tool(tool));
+        let expected = expected.map(|(hooks, seq)| {
+            (
+                hooks.iter().map(|s| (*s).to_owned()).collect::<Vec<_>>(),
+                seq,
+            )
+        });
+        assert_eq!(got, expected, "{event} {tool}");
+    }
+
+    #[test]
+    fn layers_are_ordered_by_precedence_then_file_order() {
+        // Given in Gemini CLI's merge order; registered project, user, system, defaults, extension.
+        let input = input(
+            vec![
+                layer(
+                    Source::SystemDefaults,
+                    &before_tool(&[("d1", "d"), ("d2", "d")]),
+                ),
+                layer(Source::User, &before_tool(&[("u1", "u"), ("u2", "u")])),
+                layer(Source::Project, &before_tool(&[("p1", "p"), ("p2", "p")])),
+                layer(Source::System, &before_tool(&[("s1", "s")])),
+            ],
+            vec![
+                ext("b-ext", &before_tool(&[("e1", "e")])),
+                ext("a-ext", &before_tool(&[("e2", "e")])),
+            ],
+        );
+        let expected = [
+            "BeforeTool project p1",
+            "BeforeTool project p2",
+            "BeforeTool user u1",
+            "BeforeTool user u2",
+            "BeforeTool system s1",
+            "BeforeTool system-defaults d1",
+            "BeforeTool system-defaults d2",
+            "BeforeTool extension e1",
+            "BeforeTool extension e2",
+        ];
+        check_entries(&input, &expected);
+        let registry = Registry::build(&input);
+        let plan = registry
+            .plan(HookEventName::BeforeTool, &MatchContext::tool("t"))
+            .expect("plan");
+        let order: Vec<&str> = plan.hooks.iter().map(|e| e.config.display_name()).collect();
+        assert_eq!(
+            order,
+            ["p1", "p2", "u1", "u2", "s1", "d1", "d2", "e1", "e2"]
+        );
+        let origins: Vec<Option<&str>> = plan
+            .hooks
+            .iter()
+            .map(|e| e.origin.extension.as_deref())
+            .collect();
+        assert_eq!(origins[7..], [Some("b-ext"), Some("a-ext")]);
+        assert_eq!(
+            plan.hooks[0].origin.path.as_deref(),
+            Some(std::path::Path::new("/project.json"))
+        );
+    }
+
+    #[test]
+    fn disabled_lists_are_unioned_in_merge_order() {
+        let input = input(
+            vec![
+                layer(Source::System, r#"{"hooksConfig": {"disabled": "b"}}"#),
+                layer(
+                    Source::User,
+                    r#"{"hooksConfig": {"disabled": ["a", "b", "a"]}}"#,
+                ),
+                layer(
+                    Source::SystemDefaults,
+                    r#"{"hooksConfig": {"disabled": ["c"]}}"#,
+                ),
+                layer(
+                    Source::Project,
+                    &before_tool(&[("a", "x"), ("b", "y"), ("c", "z"), ("d", "w")]),
+                ),
+            ],
+            vec![ext("e", &before_tool(&[("c", "ext")]))],
+        );
+        let registry = Registry::build(&input);
+        assert_eq!(registry.disabled_names(), ["c", "a", "b"]);
+        check_entries(
+            &input,
+            &[
+                "BeforeTool project a [disabled]",
+                "BeforeTool project b [disabled]",
+                "BeforeTool project c [disabled]",
+                "BeforeTool project d",
+                "BeforeTool extension c [disabled]",
+            ],
+        );
+        check_plan(
+            &registry,
+            HookEventName::BeforeTool,
+            "t",
+            Some((&["project d"], false)),
+        );
+    }
+
+    #[test]
+    fn enabled_is_last_wins_in_merge_order() {
+        let flag = |value: Option<bool>| match value {
+            Some(v) => format!(r#"{{"hooksConfig": {{"enabled": {v}}}}}"#),
+            None => "{}".to_owned(),
+        };
+        // (system-defaults, user, project, system, trusted) -> enabled
+        let cases = [
+            ((None, None, None, None, true), true),
+            ((Some(false), None, None, None, true), false),
+            ((Some(false), Some(true), None, None, true), true),
+            ((None, Some(false), None, None, true), false),
+            ((None, Some(false), Some(true), None, true), true),
+            ((None, None, Some(false), None, true), false),
+            // An untrusted workspace takes no part in the merge.
+            ((None, None, Some(false), None, false), true),
+            ((None, Some(false), Some(true), None, false), false),
+            ((None, Some(true), Some(true), Some(false), true), false),
+            (
+                (Some(false), Some(false), Some(false), Some(true), true),
+                true,
+            ),
+        ];
+        for ((defaults, user, project, system, trusted), expected) in cases {
+            let mut input = input(
+                vec![
+                    layer(Source::SystemDefaults, &flag(defaults)),
+                    layer(Source::User, &flag(user)),
+                    layer(Source::Project, &flag(project)),
+                    layer(Source::System, &flag(system)),
+                ],
+                Vec::new(),
+            );
+            input.folder_trusted = trusted;
+            let registry = Registry::build(&input);
+            assert_eq!(
+                registry.hooks_enabled(),
+                expected,
+                "{defaults:?} {user:?} {project:?} {system:?} trusted={trusted}"
+            );
+        }
+    }
+
+    #[test]
+    fn hooks_disabled_means_no_hooks_at_all() {
+        let input = input(
+            vec![
+                layer(
+                    Source::User,
+                    r#"{"hooksConfig": {"enabled": false, "notifications": false}}"#,
+                ),
+                layer(Source::Project, &before_tool(&[("p", "p")])),
+            ],
+            vec![ext("e", &before_tool(&[("e", "e")]))],
+        );
+        let registry = Registry::build(&input);
+        assert!(!registry.hooks_enabled());
+        assert!(!registry.notifications_enabled());
+        assert_eq!(registry.entries().len(), 0);
+        assert!(
+            registry
+                .plan(HookEventName::BeforeTool, &MatchContext::tool("t"))
+                .is_none()
+        );
+        assert!(
+            registry
+                .diagnostics()
+                .iter()
+                .any(|d| d.severity == Severity::Info)
+        );
+    }
+
+    #[test]
+    fn untrusted_folder_skips_every_settings_hook_but_not_extensions() {
+        let mut input = input(
+            vec![
+                layer(Source::User, &before_tool(&[("u", "u")])),
+                layer(Source::System, &before_tool(&[("s", "s")])),
+                layer(
+                    Source::Project,
+                    r#"{"hooksConfig": {"disabled": ["e"]}, "hooks": {"BeforeTool": [{"hooks": [{"type": "command", "command": "p"}]}]}}"#,
+                ),
+            ],
+            vec![ext("e", &before_tool(&[("e", "e")]))],
+        );
+        input.folder_trusted = false;
+        let registry = Registry::build(&input);
+        // The untrusted workspace's disabled list is not merged, so the extension hook is enabled.
+        assert_eq!(entries(&registry), ["BeforeTool extension e"]);
+        assert!(registry.project_hooks().is_none());
+        let warnings: Vec<String> = registry
+            .diagnostics()
+            .iter()
+            .filter(|d| d.severity == Severity::Warning)
+            .map(|d| d.message.clone())
+            .collect();
+        assert_eq!(
+            warnings,
+            [
+                "the folder /work/p is not trusted: 3 hook(s) from settings files are skipped; only \
+              extension hooks run"
+            ]
+        );
+
+        input.folder_trusted = true;
+        let registry = Registry::build(&input);
+        assert_eq!(
+            entries(&registry),
+            [
+                "BeforeTool project p",
+                "BeforeTool user u",
+                "BeforeTool system s",
+                "BeforeTool extension e [disabled]"
+            ]
+        );
+        assert!(registry.project_hooks().is_some());
+    }
+
+    #[test]
+    fn dedup_keeps_the_highest_precedence_copy() {
+        let registry = Registry::build(&input(
+            vec![
+                layer(
+                    Source::User,
+                    r#"{"hooks": {"BeforeTool": [{"sequential": true, "hooks": [
+                        {"type": "command", "name": "n", "command": "cmd", "timeout": 1}]}]}}"#,
+                ),
+                layer(Source::Project, &before_tool(&[("n", "cmd")])),
+            ],
+            vec![ext("e", &before_tool(&[("n", "cmd")]))],
+        ));
+        let plan = registry
+            .plan(HookEventName::BeforeTool, &MatchContext::tool("t"))
+            .expect("plan");
+        assert_eq!(plan.hooks.len(), 1);
+        assert_eq!(plan.hooks[0].source, Source::Project);
+        assert_eq!(plan.hooks[0].config.timeout_ms, None);
+        // The dropped user copy's `sequential: true` does not count.
+        assert!(!plan.sequential);
+        // All three stay registered.
+        assert_eq!(registry.entries().len(), 3);
+    }
+
+    #[test]
+    fn same_command_different_names_are_not_deduplicated() {
+        let registry = Registry::build(&input(
+            vec![
+                layer(
+                    Source::Project,
+                    &before_tool(&[("a", "cmd"), ("b", "cmd"), ("", "cmd")]),
+                ),
+                layer(Source::User, &before_tool(&[("", "cmd"), ("b", "other")])),
+            ],
+            Vec::new(),
+        ));
+        check_plan(
+            &registry,
+            HookEventName::BeforeTool,
+            "t",
+            Some((&["project a", "project b", "project cmd", "user b"], false)),
+        );
+    }
+
+    #[test]
+    fn disabling_works_by_display_name_only() {
+        // (disabled list, expected enabled flags of [named "n" running "c", unnamed running "c"])
+        let cases: [(&str, [bool; 2]); 4] = [
+            (r#"[]"#, [true, true]),
+            (r#"["c"]"#, [true, false]),
+            (r#"["n"]"#, [false, true]),
+            (r#"["n", "c"]"#, [false, false]),
+        ];
+        for (disabled, expected) in cases {
+            let registry = Registry::build(&input(
+                vec![
+                    layer(
+                        Source::User,
+                        &format!(r#"{{"hooksConfig": {{"disabled": {disabled}}}}}"#),
+                    ),
+                    layer(Source::Project, &before_tool(&[("n", "c"), ("", "c")])),
+                ],
+                Vec::new(),
+            ));
+            let flags: Vec<bool> = registry.entries().map(|e| e.enabled).collect();
+            assert_eq!(flags, expected, "disabled {disabled}");
+        }
+    }
+
+    #[test]
+    fn set_enabled_flips_every_entry_with_that_display_name() {
+        let mut registry = Registry::build(&input(
+            vec![
+                layer(Source::User, r#"{"hooksConfig": {"disabled": ["n"]}}"#),
+                layer(Source::Project, &before_tool(&[("n", "c"), ("m", "c")])),
+                layer(
+                    Source::System,
+                    r#"{"hooks": {"AfterTool": [{"hooks": [{"type": "command", "name": "n", "command": "x"}]}]}}"#,
+                ),
+            ],
+            vec![ext("e", &before_tool(&[("n", "e")]))],
+        ));
+        let before = registry.plan(HookEventName::BeforeTool, &MatchContext::tool("t"));
+        assert_eq!(
+            registry.set_enabled("n", true),
+            EnableOutcome {
+                matched: 3,
+                changed: 3
+            }
+        );
+        assert_eq!(
+            registry.set_enabled("n", true),
+            EnableOutcome {
+                matched: 3,
+                changed: 0
+            }
+        );
+        assert_eq!(
+            registry.set_enabled("c", false),
+            EnableOutcome {
+                matched: 0,
+                changed: 0
+            }
+        );
+        check_plan(
+            &registry,
+            HookEventName::BeforeTool,
+            "t",
+            Some((&["project n", "project m", "extension n"], false)),
+        );
+        check_plan(
+            &registry,
+            HookEventName::AfterTool,
+            "t",
+            Some((&["system n"], false)),
+        );
+        assert_eq!(
+            registry.set_enabled("m", false),
+            EnableOutcome {
+                matched: 1,
+                changed: 1
+            }
+        );
+        check_plan(
+            &registry,
+            HookEventName::BeforeTool,
+            "t",
+            Some((&["project n", "extension n"], false)),
+        );
+        // A plan handed out earlier is a snapshot.
+        let before = before.expect("plan");
+        assert_eq!(before.hooks.len(), 1);
+        assert!(before.hooks[0].enabled);
+    }
+
+    #[test]
+    fn sequential_is_contagious_among_matching_hooks() {
+        let registry = Registry::build(&input(
+            vec![layer(
+                Source::Project,
+                r#"{"hooks": {"BeforeTool": [
+                    {"matcher": "write", "sequential": true, "hooks": [{"type": "command", "command": "w"}]},
+                    {"hooks": [{"type": "command", "command": "all"}]}
+                ]}}"#,
+            )],
+            vec![ext("e", &before_tool(&[("", "ext")]))],
+        ));
+        check_plan(
+            &registry,
+            HookEventName::BeforeTool,
+            "write_file",
+            Some((&["project w", "project all", "extension ext"], true)),
+        );
+        check_plan(
+            &registry,
+            HookEventName::BeforeTool,
+            "read_file",
+            Some((&["project all", "extension ext"], false)),
+        );
+    }
+
+    #[test]
+    fn plans_filter_by_event_matcher_and_enabled() {
+        let registry = Registry::build(&input(
+            vec![layer(
+                Source::Project,
+                r#"{"hooksConfig": {"disabled": ["off"]}, "hooks": {
+                    "BeforeTool": [
+                        {"matcher": "read", "hooks": [{"type": "command", "command": "r"}]},
+                        {"matcher": "[invalid-regex", "hooks": [{"type": "command", "command": "inv"}]},
+                        {"hooks": [{"type": "command", "command": "off"}]}
+                    ],
+                    "SessionStart": [
+                        {"matcher": "startup|resume", "hooks": [{"type": "command", "command": "alt"}]},
+                        {"matcher": "resume", "hooks": [{"type": "command", "command": "res"}]}
+                    ],
+                    "Notification": [{"matcher": "NOPE", "hooks": [{"type": "command", "command": "n"}]}]
+                }}"#,
+            )],
+            Vec::new(),
+        ));
+        check_plan(
+            &registry,
+            HookEventName::BeforeTool,
+            "spread",
+            Some((&["project r"], false)),
+        );
+        check_plan(
+            &registry,
+            HookEventName::BeforeTool,
+            "[invalid-regex",
+            Some((&["project inv"], false)),
+        );
+        check_plan(&registry, HookEventName::BeforeTool, "write_file", None);
+        check_plan(&registry, HookEventName::AfterTool, "read_file", None);
+
+        let session = |source: &str| {
+            let input = json!({"source": source});
+            planned(
+                &registry,
+                HookEventName::SessionStart,
+                &MatchContext::from_input(
+                    HookEventName::SessionStart,
+                    input.as_object().expect("object"),
+                ),
+            )
+        };
+        assert_eq!(
+            session("resume"),
+            Some((vec!["project res".to_owned()], false))
+        );
+        assert_eq!(session("startup"), None);
+
+        let input = json!({"notification_type": "ToolPermission"});
+        let plan = registry.plan_for_input(
+            HookEventName::Notification,
+            input.as_object().expect("object"),
+        );
+        assert_eq!(plan.map(|p| p.hooks.len()), Some(1));
+
+        let infos: Vec<&str> = registry
+            .diagnostics()
+            .iter()
+            .filter(|d| d.severity == Severity::Info)
+            .map(|d| d.message.as_str())
+            .collect();
+        assert_eq!(
+            infos,
+            [
+                "BeforeTool matcher \"[invalid-regex\" is not a valid JavaScript regular expression; \
+              it matches a tool name only when equal to it"
+            ]
+        );
+    }
+
+    #[test]
+    fn bad_files_and_entries_do_not_take_others_down() {
+        let input = input(
+            vec![
+                layer(Source::User, "{ not json"),
+                layer(Source::System, "[1]"),
+                layer(
+                    Source::Project,
+                    r#"{"hooks": {
+                        "enabled": false,
+                        "PreToolUse": [],
+                        "BeforeTool": {"hooks": ["junk", {"type": "command", "command": "ok"}, {"type": "command"}]}
+                    }}"#,
+                ),
+            ],
+            vec![ext("e", "{\"hooks\": 1}")],
+        );
+        let registry = Registry::build(&input);
+        // The legacy `hooks.enabled` does not switch hooks off.
+        assert!(registry.hooks_enabled());
+        assert_eq!(entries(&registry), ["BeforeTool project ok"]);
+        let rendered: Vec<String> = registry
+            .diagnostics()
+            .iter()
+            .map(|d| d.to_string())
+            .collect();
+        assert_eq!(
+            rendered,
+            [
+                "/user.json:1:3: invalid JSON: key must be a string; file ignored",
+                "/system.json: settings file must contain a JSON object; file ignored",
+                "/project.json: hooks.PreToolUse: Invalid hook event name: \"PreToolUse\" from \
+                 project config. Skipping.",
+                "/project.json: hooks.BeforeTool[0].hooks[0]: Discarding invalid hook \
+                 configuration for BeforeTool from project config: expected an object, not a string",
+                "/project.json: hooks.BeforeTool[0].hooks[2].command: Discarding command hook for \
+                 BeforeTool from project config: missing command",
+                "/home/u/.gemini/extensions/e/hooks/hooks.json: Invalid hooks configuration of \
+                 extension \"e\": \"hooks\" property must be an object",
+            ]
+        );
+    }
+
+    #[test]
+    fn settings_are_env_expanded_and_extensions_hydrated() {
+        let mut extension = ext(
+            "e",
+            r#"{"hooks": {"BeforeTool": [{"hooks": [
+                {"type": "command", "command": "${extensionPath}/run.sh ${workspacePath} $HOME ${KEY}"}
+            ]}]}}"#,
+        );
+        extension.settings = vec![ExtensionSetting {
+            name: "Key".to_owned(),
+            env_var: "KEY".to_owned(),
+        }];
+        extension.setting_values = vec![("KEY".to_owned(), "k".to_owned())];
+        let mut inactive = ext("off", &before_tool(&[("", "never")]));
+        inactive.active = false;
+        let registry = Registry::build(&input(
+            vec![layer(
+                Source::User,
+                r#"{"hooks": {"BeforeTool": [{"hooks": [{"type": "command", "command": "$HOME/u.sh ${MISSING:-d} $GEMINI_PROJECT_DIR"}]}]}}"#,
+            )],
+            vec![extension, inactive],
+        ));
+        let commands: Vec<&str> = registry
+            .entries()
+            .map(|e| e.config.command.as_deref().unwrap_or(""))
+            .collect();
+        assert_eq!(
+            commands,
+            [
+                "/home/u/u.sh d $GEMINI_PROJECT_DIR",
+                "/home/u/.gemini/extensions/e/run.sh /work/p $HOME k",
+            ]
+        );
+        let env: Vec<&(String, String)> = registry.entries().flat_map(|e| &e.config.env).collect();
+        assert_eq!(env, [&("KEY".to_owned(), "k".to_owned())]);
+    }
+
+    #[test]
+    fn registry_is_shareable_across_threads() {
+        fn assert_send_sync<T: Send + Sync>() {}
+        assert_send_sync::<Registry>();
+    }
+}
