@@ -458,6 +458,48 @@ mod tests {
     }
 
     #[test]
+    fn chaining_changes_what_hooks_see_not_the_aggregate() {
+        // Three sequential BeforeTool hooks: {a:1}, then a failed {z:9}, then {b:2}.
+        let mut input = object(json!({"tool_name": "t", "tool_input": {}}));
+        let results = [
+            result(
+                true,
+                Some(json!({"hookSpecificOutput": {"tool_input": {"a": 1}}})),
+            ),
+            result(
+                false,
+                Some(json!({"hookSpecificOutput": {"tool_input": {"z": 9}}})),
+            ),
+            result(
+                true,
+                Some(json!({"hookSpecificOutput": {"tool_input": {"b": 2}}})),
+            ),
+        ];
+        let mut seen = Vec::new();
+        for hook_result in &results {
+            seen.push(input.get("tool_input").cloned());
+            apply_chain(HookEventName::BeforeTool, &mut input, hook_result);
+        }
+        assert_eq!(
+            seen,
+            [
+                Some(json!({})),
+                Some(json!({"a": 1})),
+                Some(json!({"a": 1}))
+            ]
+        );
+        assert_eq!(input.get("tool_input"), Some(&json!({"a": 1, "b": 2})));
+
+        // The aggregation merges the raw outputs: the last tool_input wins wholesale.
+        let aggregate = crate::aggregate::aggregate(HookEventName::BeforeTool, &results, &input);
+        let final_output = aggregate.final_output.expect("has outputs");
+        assert_eq!(
+            final_output.pointer("/hookSpecificOutput/tool_input"),
+            Some(&json!({"b": 2}))
+        );
+    }
+
+    #[test]
     fn apply_chain_ignores_the_type_error() {
         let mut input = object(json!({"tool_input": {"k": 1}}));
         apply_chain(
