@@ -1,1 +1,385 @@
-//! placeholder
+//! An async client for hookd.
+//!
+//! [`Client::connect`] opens the daemon's Unix socket and does the `hello` handshake. After
+//! that, any number of tasks may send requests through the same [`Client`] (it is cheap to
+//! clone): each request gets a fresh id, and a background reader routes every answer to its
+//! request, so answers may arrive in any order. Every channel is bounded.
+//!
+//! When the connection is lost, every pending request fails with
+//! [`ClientError::Disconnected`]. Dropping the last clone of a `Client` closes the connection.
+
+mod connection;
+mod error;
+mod event;
+
+use std::path::Path;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::time::Duration;
+
+use bytes::Bytes;
+use futures_util::{SinkExt, StreamExt};
+use hookd_protocol::{
+    CancelRequest, ClientHello, ClientMessage, Frame, FrameCodec, ListRequest, ListResponse,
+    PROTOCOL_VERSION, PingRequest, RequestId, ServerHello, ServerMessage, StatusRequest,
+    StatusResponse, encode, parse_server_message,
+};
+use tokio::net::UnixStream;
+use tokio::net::unix::OwnedReadHalf;
+use tokio::sync::{mpsc, oneshot};
+use tokio::task::JoinHandle;
+use tokio_util::codec::{FramedRead, FramedWrite};
+
+pub use error::{ClientError, Result};
+pub use event::{EventRequest, EventResponse, EventStream, EventStreamItem};
+pub use hookd_protocol::{default_socket_path, resolve_socket_path};
+
+use connection::{Pending, Route};
+
+/// How many frames may wait for the writer task before senders wait.
+const OUTGOING_CAPACITY: usize = 64;
+
+/// How many answers of one streaming event may wait for its consumer.
+const STREAM_CAPACITY: usize = 32;
+
+/// How to connect.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ConnectOptions {
+    /// The client's name and version for the daemon's logs, such as `hookctl/0.1.0`.
+    pub client_name: String,
+    /// The environment hooks of this connection run with, unless a request carries its own;
+    /// `None` lets them run with the daemon's.
+    pub env: Option<hookd_protocol::WireEnv>,
+    /// How long to wait for the daemon's `hello`.
+    pub handshake_timeout: Duration,
+}
+
+impl ConnectOptions {
+    /// Options with this client name, no environment and the default handshake timeout.
+    pub fn new(client_name: impl Into<String>) -> Self {
+        ConnectOptions {
+            client_name: client_name.into(),
+            env: None,
+            handshake_timeout: hookd_protocol::DEFAULT_HANDSHAKE_TIMEOUT,
+        }
+    }
+}
+
+impl Default for ConnectOptions {
+    /// Names the client `hookd-client/<version>`.
+    fn default() -> Self {
+        ConnectOptions::new(concat!("hookd-client/", env!("CARGO_PKG_VERSION")))
+    }
+}
+
+/// A connection to the daemon. Clones share the connection.
+#[derive(Clone)]
+pub struct Client {
+    shared: Arc<Shared>,
+}
+
+/// The state every clone shares.
+struct Shared {
+    /// Frames for the writer task.
+    outgoing: mpsc::Sender<Bytes>,
+    /// Requests waiting for answers.
+    pending: Pending,
+    /// The next request id; ids are never reused on a connection.
+    next_id: AtomicU64,
+    /// The daemon's handshake answer.
+    server: ServerHello,
+    /// The largest frame the daemon accepts.
+    max_frame_bytes: usize,
+    /// The reader task, stopped when the last clone goes.
+    reader: JoinHandle<()>,
+}
+
+impl Drop for Shared {
+    fn drop(&mut self) {
+        // The writer stops by itself once `outgoing` is dropped, after flushing what is
+        // queued; the reader would wait for the daemon forever, so it is stopped here.
+        self.reader.abort();
+        self.pending.close();
+    }
+}
+
+impl std::fmt::Debug for Client {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Client")
+            .field("server", &self.shared.server)
+            .finish_non_exhaustive()
+    }
+}
+
+impl Client {
+    /// Connects to the daemon's socket at `path` and does the handshake.
+    ///
+    /// Must be called within a tokio runtime: it starts the connection's tasks.
+    pub async fn connect(path: impl AsRef<Path>, options: ConnectOptions) -> Result<Client> {
+        let path = path.as_ref();
+        let stream = UnixStream::connect(path)
+            .await
+            .map_err(|source| ClientError::Connect {
+                path: path.to_path_buf(),
+                source,
+            })?;
+        let (read_half, write_half) = stream.into_split();
+        let mut reader = FramedRead::new(read_half, FrameCodec::new());
+        let mut writer = FramedWrite::new(write_half, FrameCodec::new());
+
+        let hello = ClientMessage::Hello(ClientHello::new(options.client_name, options.env));
+        writer.send(encode(&hello)).await?;
+        let server = tokio::time::timeout(options.handshake_timeout, read_hello(&mut reader))
+            .await
+            .map_err(|_| ClientError::HandshakeTimeout {
+                timeout: options.handshake_timeout,
+            })??;
+
+        // The daemon's limit applies both ways from now on; the codec clamps it to what the
+        // length prefix can express.
+        let max_frame_bytes = usize::try_from(server.max_frame_bytes).unwrap_or(usize::MAX);
+        reader.decoder_mut().set_max_frame_bytes(max_frame_bytes);
+        writer.encoder_mut().set_max_frame_bytes(max_frame_bytes);
+        let max_frame_bytes = writer.encoder().max_frame_bytes();
+
+        let pending = Pending::default();
+        let (outgoing, queued) = mpsc::channel(OUTGOING_CAPACITY);
+        tokio::spawn(connection::write_loop(writer, queued, pending.clone()));
+        let reader = tokio::spawn(connection::read_loop(reader, pending.clone()));
+        Ok(Client {
+            shared: Arc::new(Shared {
+                outgoing,
+                pending,
+                next_id: AtomicU64::new(1),
+                server,
+                max_frame_bytes,
+                reader,
+            }),
+        })
+    }
+
+    /// The daemon's handshake answer (version, pid, frame limit).
+    pub fn server_hello(&self) -> &ServerHello {
+        &self.shared.server
+    }
+
+    /// Fires an event and waits for its aggregate result.
+    ///
+    /// Dropping the returned future before it completes cancels the event on the daemon
+    /// (best effort).
+    pub async fn event(&self, request: EventRequest) -> Result<EventResponse> {
+        let id = self.next_id();
+        let message = ClientMessage::Event(request.into_wire(id.clone(), false));
+        match self.request(id, message, true).await? {
+            ServerMessage::Result(message) => Ok(EventResponse {
+                result: message.result,
+                generation: message.generation,
+            }),
+            other => Err(unexpected_or_server_error("event", other)),
+        }
+    }
+
+    /// Fires an event asking for each hook's result as it finishes.
+    ///
+    /// Returns once the request is sent; read the answers from the stream.
+    pub async fn event_streaming(&self, request: EventRequest) -> Result<EventStream> {
+        let id = self.next_id();
+        let body = encode(&ClientMessage::Event(request.into_wire(id.clone(), true)));
+        let (sender, answers) = mpsc::channel(STREAM_CAPACITY);
+        // Registered before sending, so that no answer can arrive before its route.
+        self.register(id.clone(), Route::Stream(sender))?;
+        if let Err(error) = self.send(body).await {
+            self.abandon(&id, false);
+            return Err(error);
+        }
+        // From here the stream owns the registration: dropping it early cancels the event.
+        Ok(EventStream::new(self.clone(), id, answers))
+    }
+
+    /// Cancels an in-flight event of this connection and waits for the acknowledgement.
+    ///
+    /// The event's own answer still arrives, with its hooks marked cancelled. An id the daemon
+    /// does not know (finished, or never sent) fails with the `unknown_id` server error.
+    pub async fn cancel(&self, target: &RequestId) -> Result<()> {
+        let id = self.next_id();
+        let message = ClientMessage::Cancel(CancelRequest {
+            id: id.clone(),
+            target: target.clone(),
+        });
+        match self.request(id, message, false).await? {
+            ServerMessage::Cancelled(_) => Ok(()),
+            other => Err(unexpected_or_server_error("cancel", other)),
+        }
+    }
+
+    /// Lists the hooks configured for the project directory `cwd` (absolute).
+    pub async fn list(&self, cwd: impl Into<String>) -> Result<ListResponse> {
+        let id = self.next_id();
+        let message = ClientMessage::List(ListRequest {
+            id: id.clone(),
+            cwd: cwd.into(),
+        });
+        match self.request(id, message, false).await? {
+            ServerMessage::List(response) => Ok(response),
+            other => Err(unexpected_or_server_error("list", other)),
+        }
+    }
+
+    /// Asks for the daemon's state.
+    pub async fn status(&self) -> Result<StatusResponse> {
+        let id = self.next_id();
+        let message = ClientMessage::Status(StatusRequest { id: id.clone() });
+        match self.request(id, message, false).await? {
+            ServerMessage::Status(response) => Ok(response),
+            other => Err(unexpected_or_server_error("status", other)),
+        }
+    }
+
+    /// Checks that the daemon answers.
+    pub async fn ping(&self) -> Result<()> {
+        let id = self.next_id();
+        let message = ClientMessage::Ping(PingRequest { id: id.clone() });
+        match self.request(id, message, false).await? {
+            ServerMessage::Pong(_) => Ok(()),
+            other => Err(unexpected_or_server_error("ping", other)),
+        }
+    }
+
+    fn next_id(&self) -> RequestId {
+        RequestId::Number(self.shared.next_id.fetch_add(1, Ordering::Relaxed))
+    }
+
+    /// Sends a request answered by one message and waits for it. An `error` answer is
+    /// returned as is, for the caller to turn into [`ClientError::Server`].
+    async fn request(
+        &self,
+        id: RequestId,
+        message: ClientMessage,
+        cancel_on_drop: bool,
+    ) -> Result<ServerMessage> {
+        let body = encode(&message);
+        let (sender, answer) = oneshot::channel();
+        self.register(id.clone(), Route::Once(sender))?;
+        // Nothing to cancel on the daemon until the request is sent.
+        let mut guard = AbandonOnDrop {
+            client: self,
+            id: &id,
+            cancel: false,
+            armed: true,
+        };
+        self.send(body).await?;
+        guard.cancel = cancel_on_drop;
+        let answer = answer.await.map_err(|_| ClientError::Disconnected);
+        guard.armed = false;
+        answer
+    }
+
+    fn register(&self, id: RequestId, route: Route) -> Result<()> {
+        if self.shared.pending.register(id, route) {
+            Ok(())
+        } else {
+            Err(ClientError::Disconnected)
+        }
+    }
+
+    /// Queues a frame for the writer, refusing what the daemon would reject as too large.
+    async fn send(&self, body: Bytes) -> Result<()> {
+        if body.len() > self.shared.max_frame_bytes {
+            return Err(ClientError::RequestTooLarge {
+                len: body.len(),
+                max: self.shared.max_frame_bytes,
+            });
+        }
+        self.shared
+            .outgoing
+            .send(body)
+            .await
+            .map_err(|_| ClientError::Disconnected)
+    }
+
+    /// Forgets a request nobody waits for any more, and if `cancel`, asks the daemon to
+    /// cancel it. Runs in `Drop`, so it cannot wait: a full queue skips the cancel, and the
+    /// daemon's answers to both requests are dropped on arrival as unroutable.
+    fn abandon(&self, id: &RequestId, cancel: bool) {
+        self.shared.pending.remove(id);
+        if cancel {
+            let message = ClientMessage::Cancel(CancelRequest {
+                id: self.next_id(),
+                target: id.clone(),
+            });
+            let _ = self.shared.outgoing.try_send(encode(&message));
+        }
+    }
+}
+
+/// Abandons a request if its future is dropped before the answer arrives.
+struct AbandonOnDrop<'a> {
+    client: &'a Client,
+    id: &'a RequestId,
+    cancel: bool,
+    armed: bool,
+}
+
+impl Drop for AbandonOnDrop<'_> {
+    fn drop(&mut self) {
+        if self.armed {
+            self.client.abandon(self.id, self.cancel);
+        }
+    }
+}
+
+/// Turns an answer of the wrong type into the error it stands for: a daemon `error` frame
+/// becomes [`ClientError::Server`], anything else [`ClientError::UnexpectedResponse`].
+pub(crate) fn unexpected_or_server_error(
+    request: &'static str,
+    answer: ServerMessage,
+) -> ClientError {
+    match answer {
+        ServerMessage::Error(error) => ClientError::Server {
+            code: error.code,
+            message: error.message,
+        },
+        other => ClientError::UnexpectedResponse {
+            request,
+            response: other.type_name(),
+        },
+    }
+}
+
+/// Reads the daemon's answer to `hello`.
+async fn read_hello(reader: &mut FramedRead<OwnedReadHalf, FrameCodec>) -> Result<ServerHello> {
+    let body = match reader.next().await {
+        Some(Ok(Frame::Data(body))) => body,
+        Some(Ok(Frame::TooLarge { declared_len })) => {
+            return Err(ClientError::Handshake {
+                reason: format!("the daemon answered with a frame of {declared_len} bytes"),
+            });
+        }
+        Some(Err(error)) => return Err(error.into()),
+        None => {
+            return Err(ClientError::Handshake {
+                reason: "the daemon closed the connection without answering".to_owned(),
+            });
+        }
+    };
+    match parse_server_message(&body) {
+        Ok(ServerMessage::Hello(hello)) if hello.protocol == PROTOCOL_VERSION => Ok(hello),
+        Ok(ServerMessage::Hello(hello)) => Err(ClientError::UnsupportedVersion {
+            server: hello.protocol,
+            client: PROTOCOL_VERSION,
+        }),
+        Ok(ServerMessage::Error(error)) => Err(ClientError::Server {
+            code: error.code,
+            message: error.message,
+        }),
+        Ok(other) => Err(ClientError::Handshake {
+            reason: format!("the daemon answered with a `{}` message", other.type_name()),
+        }),
+        Err(error) => Err(ClientError::Handshake {
+            reason: format!("the daemon's answer is not a valid message: {error}"),
+        }),
+    }
+}
+
+#[cfg(test)]
+mod tests;

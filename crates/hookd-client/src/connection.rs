@@ -1,0 +1,130 @@
+//! The connection's background tasks and the table that routes answers to their requests.
+//!
+//! One reader task owns the socket's read half and hands each answer to whoever waits for its
+//! id; one writer task owns the write half and sends frames queued on a bounded channel. When
+//! the reader sees the connection end, it closes the table, which drops every waiter's sender,
+//! so every pending request fails with `Disconnected` instead of hanging.
+
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
+
+use bytes::Bytes;
+use futures_util::{SinkExt, StreamExt};
+use hookd_protocol::{Frame, FrameCodec, RequestId, ServerMessage, parse_server_message};
+use tokio::net::unix::{OwnedReadHalf, OwnedWriteHalf};
+use tokio::sync::{mpsc, oneshot};
+use tokio_util::codec::{FramedRead, FramedWrite};
+
+/// Where the answers to one request go.
+pub(crate) enum Route {
+    /// A request answered by exactly one message.
+    Once(oneshot::Sender<ServerMessage>),
+    /// A streaming event: `hook_result` messages, then the final one.
+    Stream(mpsc::Sender<ServerMessage>),
+}
+
+/// The requests waiting for answers, shared by the client and the reader task.
+#[derive(Default)]
+pub(crate) struct PendingTable {
+    /// Set once the connection is gone; no request can be registered after that.
+    closed: bool,
+    routes: HashMap<RequestId, Route>,
+}
+
+/// The shared handle on the pending table.
+#[derive(Clone, Default)]
+pub(crate) struct Pending(Arc<Mutex<PendingTable>>);
+
+impl Pending {
+    /// Locks the table. A panic while it was held cannot leave it inconsistent (every
+    /// operation is a single map update), so a poisoned lock is used as is.
+    fn lock(&self) -> MutexGuard<'_, PendingTable> {
+        self.0.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+
+    /// Registers a request; `false` if the connection is already gone.
+    pub(crate) fn register(&self, id: RequestId, route: Route) -> bool {
+        let mut table = self.lock();
+        if table.closed {
+            return false;
+        }
+        table.routes.insert(id, route);
+        true
+    }
+
+    /// Forgets a request whose caller no longer waits.
+    pub(crate) fn remove(&self, id: &RequestId) {
+        self.lock().routes.remove(id);
+    }
+
+    /// Marks the connection gone and drops every route, failing their waiters.
+    pub(crate) fn close(&self) {
+        let routes = {
+            let mut table = self.lock();
+            table.closed = true;
+            std::mem::take(&mut table.routes)
+        };
+        // Dropped outside the lock: dropping a sender wakes its receiver's task.
+        drop(routes);
+    }
+
+    /// Delivers one answer to its request. Unroutable answers (no id, an abandoned request)
+    /// are dropped: nobody waits for them.
+    async fn deliver(&self, message: ServerMessage) {
+        let Some(id) = message.id().cloned() else {
+            return;
+        };
+        let stream = {
+            let mut table = self.lock();
+            match table.routes.get(&id) {
+                None => return,
+                // A non-streaming request never asked for hook results; ignore stray ones.
+                Some(Route::Once(_)) if !message.is_final() => return,
+                Some(Route::Stream(sender)) if !message.is_final() => sender.clone(),
+                Some(_) => match table.routes.remove(&id) {
+                    Some(Route::Once(sender)) => {
+                        // The receiver may be gone already; that is its choice.
+                        let _ = sender.send(message);
+                        return;
+                    }
+                    Some(Route::Stream(sender)) => sender,
+                    None => return,
+                },
+            }
+        };
+        // Awaited outside the lock. A full stream channel holds up this connection's reader,
+        // which is the backpressure a slow stream consumer must exert.
+        let _ = stream.send(message).await;
+    }
+}
+
+/// Reads answers until the connection ends, then fails whatever is still pending.
+pub(crate) async fn read_loop(mut frames: FramedRead<OwnedReadHalf, FrameCodec>, pending: Pending) {
+    while let Some(Ok(frame)) = frames.next().await {
+        // An oversized or unreadable frame cannot be routed (its id is unknown); the daemon
+        // never sends one unless it is broken, and skipping it keeps the connection usable.
+        let Frame::Data(body) = frame else {
+            continue;
+        };
+        if let Ok(message) = parse_server_message(&body) {
+            pending.deliver(message).await;
+        }
+    }
+    pending.close();
+}
+
+/// Writes queued frames until every sender is gone or the socket fails.
+pub(crate) async fn write_loop(
+    mut frames: FramedWrite<OwnedWriteHalf, FrameCodec>,
+    mut outgoing: mpsc::Receiver<Bytes>,
+    pending: Pending,
+) {
+    while let Some(body) = outgoing.recv().await {
+        if frames.send(body).await.is_err() {
+            // Requests already queued or sent will get no answer the daemon can read.
+            pending.close();
+            return;
+        }
+    }
+    // Dropping the write half shuts down the sending direction, so the daemon sees the end.
+}

@@ -1,0 +1,536 @@
+//! The client against a scripted fake daemon on a Unix socket in a temporary directory.
+
+use std::future::Future;
+use std::path::PathBuf;
+use std::time::Duration;
+
+use bytes::Bytes;
+use futures_util::{SinkExt, StreamExt};
+use hookd_protocol::{ErrorCode, Frame, FrameCodec, RequestId};
+use serde_json::{Value, json};
+use tokio::io::AsyncWriteExt;
+use tokio::net::{UnixListener, UnixStream};
+use tokio::task::JoinHandle;
+use tokio_util::codec::Framed;
+
+use crate::{Client, ClientError, ConnectOptions, EventRequest, EventStreamItem};
+
+/// The frame limit the fake daemon announces.
+const FAKE_MAX_FRAME: u64 = 1024;
+
+/// The fake daemon's side of the connection.
+struct Peer {
+    frames: Framed<UnixStream, FrameCodec>,
+}
+
+impl Peer {
+    /// The next frame as JSON, or `None` when the client has closed the connection.
+    async fn recv(&mut self) -> Option<Value> {
+        match self.frames.next().await {
+            Some(Ok(Frame::Data(body))) => Some(serde_json::from_slice(&body).unwrap()),
+            None => None,
+            other => panic!("the fake daemon got {other:?}"),
+        }
+    }
+
+    async fn send(&mut self, message: Value) {
+        let body = Bytes::from(serde_json::to_vec(&message).unwrap());
+        self.frames.send(body).await.unwrap();
+    }
+
+    /// Answers the client's `hello` the way the daemon does and returns it.
+    async fn handshake(&mut self) -> Value {
+        let hello = self.recv().await.unwrap();
+        assert_eq!(hello["type"], "hello");
+        self.send(
+            json!({"type": "hello", "protocol": 1, "server": "hookd/test", "pid": 77,
+                         "max_frame_bytes": FAKE_MAX_FRAME}),
+        )
+        .await;
+        hello
+    }
+
+    /// Waits until the client closes the connection, failing on any further frame.
+    async fn expect_closed(&mut self) {
+        assert_eq!(self.recv().await, None);
+    }
+}
+
+/// A fake daemon listening in a temporary directory, running `script` on one connection.
+struct Fake {
+    _dir: tempfile::TempDir,
+    path: PathBuf,
+    task: JoinHandle<()>,
+}
+
+impl Fake {
+    /// Waits for the script to finish, surfacing its assertion failures.
+    async fn finish(self) {
+        self.task.await.unwrap();
+    }
+}
+
+fn fake<F, Fut>(script: F) -> Fake
+where
+    F: FnOnce(Peer) -> Fut + Send + 'static,
+    Fut: Future<Output = ()> + Send + 'static,
+{
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("hookd.sock");
+    // Bound before the client exists, so connecting needs no readiness wait.
+    let listener = UnixListener::bind(&path).unwrap();
+    let task = tokio::spawn(async move {
+        let (stream, _) = listener.accept().await.unwrap();
+        script(Peer {
+            frames: Framed::new(stream, FrameCodec::new()),
+        })
+        .await;
+    });
+    Fake {
+        _dir: dir,
+        path,
+        task,
+    }
+}
+
+async fn connect(fake: &Fake) -> Client {
+    Client::connect(&fake.path, ConnectOptions::new("test/1"))
+        .await
+        .unwrap()
+}
+
+/// A `result` frame for request `id` with no hooks.
+fn result_frame(id: &Value, generation: u64) -> Value {
+    json!({"type": "result", "id": id, "success": true, "final_output": null, "all_outputs": [],
+           "errors": [], "total_duration_ms": 1.0, "hooks": [], "generation": generation})
+}
+
+/// A `hook_result` frame for request `id`.
+fn hook_frame(id: &Value, index: u64, name: &str) -> Value {
+    json!({"type": "hook_result", "id": id, "index": index, "hook": {
+        "name": name, "source": "project", "event": "BeforeTool", "success": true,
+        "exit_code": 0, "duration_ms": 2.0, "output": null, "output_format": null,
+        "stdout": "", "stderr": "", "error": null, "outcome": {"kind": "exited", "code": 0}}})
+}
+
+#[tokio::test]
+async fn handshake_sends_name_and_env_then_requests_work() {
+    let fake = fake(|mut peer| async move {
+        let hello = peer.handshake().await;
+        assert_eq!(
+            hello,
+            json!({"type": "hello", "protocol": 1, "client": "test/1", "env": {"A": "b"}})
+        );
+        assert_eq!(peer.recv().await.unwrap(), json!({"type": "ping", "id": 1}));
+        peer.send(json!({"type": "pong", "id": 1})).await;
+        assert_eq!(
+            peer.recv().await.unwrap(),
+            json!({"type": "status", "id": 2})
+        );
+        peer.send(
+            json!({"type": "status", "id": 2, "version": "0.1.0", "pid": 77,
+                         "uptime_ms": 5, "connections": 1, "hooks_running": 0,
+                         "hooks_queued": 0, "max_hooks": 4, "events_served": 0,
+                         "registries": []}),
+        )
+        .await;
+        assert_eq!(
+            peer.recv().await.unwrap(),
+            json!({"type": "list", "id": 3, "cwd": "/p"})
+        );
+        peer.send(
+            json!({"type": "list", "id": 3, "cwd": "/p", "hooks_enabled": true,
+                         "generation": 1, "hooks": [], "diagnostics": []}),
+        )
+        .await;
+        peer.expect_closed().await;
+    });
+    let mut options = ConnectOptions::new("test/1");
+    options.env = Some([("A".to_owned(), "b".to_owned())].into());
+    let client = Client::connect(&fake.path, options).await.unwrap();
+    assert_eq!(client.server_hello().server, "hookd/test");
+    assert_eq!(client.server_hello().pid, 77);
+    client.ping().await.unwrap();
+    assert_eq!(client.status().await.unwrap().max_hooks, 4);
+    let listing = client.list("/p").await.unwrap();
+    assert_eq!((listing.cwd.as_str(), listing.generation), ("/p", 1));
+    drop(client);
+    fake.finish().await;
+}
+
+/// How the fake daemon answers `hello` in the handshake failure cases.
+enum Reply {
+    Frame(Value),
+    Close,
+    Silence,
+}
+
+async fn check_handshake(reply: Reply, expected: impl Fn(&ClientError) -> bool) {
+    let fake = fake(|mut peer| async move {
+        peer.recv().await.unwrap();
+        match reply {
+            Reply::Frame(frame) => peer.send(frame).await,
+            Reply::Close => return,
+            Reply::Silence => {}
+        }
+        peer.expect_closed().await;
+    });
+    let mut options = ConnectOptions::new("test/1");
+    options.handshake_timeout = Duration::from_millis(200);
+    let error = Client::connect(&fake.path, options).await.unwrap_err();
+    assert!(expected(&error), "unexpected error: {error:?}");
+    fake.finish().await;
+}
+
+#[tokio::test]
+async fn handshake_failures() {
+    check_handshake(
+        Reply::Frame(
+            json!({"type": "error", "id": null, "code": "unsupported_version",
+                            "message": "no"}),
+        ),
+        |error| {
+            matches!(error, ClientError::Server { code: ErrorCode::UnsupportedVersion, message }
+                if message == "no")
+        },
+    )
+    .await;
+    check_handshake(
+        Reply::Frame(
+            json!({"type": "hello", "protocol": 2, "server": "hookd/9", "pid": 1,
+                            "max_frame_bytes": 10}),
+        ),
+        |error| {
+            matches!(
+                error,
+                ClientError::UnsupportedVersion {
+                    server: 2,
+                    client: 1
+                }
+            )
+        },
+    )
+    .await;
+    check_handshake(
+        Reply::Frame(json!({"type": "pong", "id": 1})),
+        |error| matches!(error, ClientError::Handshake { reason } if reason.contains("`pong`")),
+    )
+    .await;
+    check_handshake(Reply::Frame(json!({"type": "hello"})), |error| {
+        matches!(error, ClientError::Handshake { reason } if reason.contains("not a valid message"))
+    })
+    .await;
+    check_handshake(
+        Reply::Close,
+        |error| matches!(error, ClientError::Handshake { reason } if reason.contains("closed")),
+    )
+    .await;
+    check_handshake(Reply::Silence, |error| {
+        matches!(error, ClientError::HandshakeTimeout { .. })
+    })
+    .await;
+}
+
+#[tokio::test]
+async fn connecting_to_nothing_names_the_path() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("absent.sock");
+    let error = Client::connect(&path, ConnectOptions::default())
+        .await
+        .unwrap_err();
+    assert!(
+        matches!(&error, ClientError::Connect { path: p, .. } if *p == path),
+        "{error:?}"
+    );
+}
+
+#[tokio::test]
+async fn answers_are_routed_by_id_in_any_order() {
+    const REQUESTS: usize = 20;
+    let fake = fake(|mut peer| async move {
+        peer.handshake().await;
+        let mut requests = Vec::new();
+        for _ in 0..REQUESTS {
+            requests.push(peer.recv().await.unwrap());
+        }
+        // Answer in reverse arrival order; each event's generation is its index, taken from
+        // its session id, so the client can tell whether it got its own answer.
+        for request in requests.iter().rev() {
+            assert_eq!(request["type"], "event");
+            assert_eq!(request["stream_hooks"], false);
+            let index: u64 = request["session_id"].as_str().unwrap().parse().unwrap();
+            peer.send(result_frame(&request["id"], index)).await;
+        }
+        peer.expect_closed().await;
+    });
+    let client = connect(&fake).await;
+    let mut tasks = Vec::new();
+    for index in 0..REQUESTS {
+        let client = client.clone();
+        tasks.push(tokio::spawn(async move {
+            let mut request = EventRequest::new("BeforeTool", "/p");
+            request.session_id = index.to_string();
+            client.event(request).await.unwrap().generation
+        }));
+    }
+    for (index, task) in tasks.into_iter().enumerate() {
+        assert_eq!(task.await.unwrap(), index as u64);
+    }
+    drop(client);
+    fake.finish().await;
+}
+
+#[tokio::test]
+async fn streaming_yields_hooks_then_the_result() {
+    let fake = fake(|mut peer| async move {
+        peer.handshake().await;
+        let request = peer.recv().await.unwrap();
+        assert_eq!(request["stream_hooks"], true);
+        assert_eq!(request["input"], json!({"tool_name": "ls"}));
+        let id = request["id"].clone();
+        peer.send(hook_frame(&id, 1, "second")).await;
+        peer.send(hook_frame(&id, 0, "first")).await;
+        peer.send(result_frame(&id, 9)).await;
+        peer.expect_closed().await;
+    });
+    let client = connect(&fake).await;
+    let input = json!({"tool_name": "ls"}).as_object().cloned().unwrap();
+    let request = EventRequest::new("BeforeTool", "/p").with_input(input);
+    let mut stream = client.event_streaming(request).await.unwrap();
+    let mut seen = Vec::new();
+    while let Some(item) = stream.recv().await {
+        seen.push(match item.unwrap() {
+            EventStreamItem::Hook { index, hook } => format!("{index}:{}", hook.name),
+            EventStreamItem::Result(response) => format!("result:{}", response.generation),
+        });
+    }
+    assert_eq!(seen, ["1:second", "0:first", "result:9"]);
+    assert!(stream.recv().await.is_none());
+    drop((stream, client));
+    fake.finish().await;
+}
+
+#[tokio::test]
+async fn error_frames_become_server_errors() {
+    let fake = fake(|mut peer| async move {
+        peer.handshake().await;
+        for code in [
+            "unknown_event",
+            "shutting_down",
+            "unknown_id",
+            "bad_request",
+        ] {
+            let request = peer.recv().await.unwrap();
+            peer.send(json!({"type": "error", "id": request["id"], "code": code,
+                             "message": format!("{} failed", request["type"])}))
+                .await;
+        }
+        peer.expect_closed().await;
+    });
+    let client = connect(&fake).await;
+    let check = |result: Result<(), ClientError>, code: ErrorCode, message: &str| match result {
+        Err(ClientError::Server {
+            code: got,
+            message: text,
+        }) => {
+            assert_eq!((got, text.as_str()), (code, message));
+        }
+        other => panic!("expected a server error, got {other:?}"),
+    };
+    check(
+        client
+            .event(EventRequest::new("Nope", "/p"))
+            .await
+            .map(drop),
+        ErrorCode::UnknownEvent,
+        "\"event\" failed",
+    );
+    check(
+        client.status().await.map(drop),
+        ErrorCode::ShuttingDown,
+        "\"status\" failed",
+    );
+    check(
+        client.cancel(&RequestId::Number(99)).await,
+        ErrorCode::UnknownId,
+        "\"cancel\" failed",
+    );
+    let mut stream = client
+        .event_streaming(EventRequest::new("BeforeTool", "/p"))
+        .await
+        .unwrap();
+    check(
+        stream.recv().await.unwrap().map(drop),
+        ErrorCode::BadRequest,
+        "\"event\" failed",
+    );
+    assert!(stream.recv().await.is_none());
+    drop((stream, client));
+    fake.finish().await;
+}
+
+#[tokio::test]
+async fn cancel_is_acknowledged_and_the_result_still_arrives() {
+    let fake = fake(|mut peer| async move {
+        peer.handshake().await;
+        let event = peer.recv().await.unwrap();
+        let cancel = peer.recv().await.unwrap();
+        assert_eq!(cancel["type"], "cancel");
+        assert_eq!(cancel["target"], event["id"]);
+        peer.send(json!({"type": "cancelled", "id": cancel["id"], "target": event["id"]}))
+            .await;
+        peer.send(result_frame(&event["id"], 4)).await;
+        peer.expect_closed().await;
+    });
+    let client = connect(&fake).await;
+    let stream = client
+        .event_streaming(EventRequest::new("BeforeTool", "/p"))
+        .await
+        .unwrap();
+    client.cancel(stream.id()).await.unwrap();
+    assert_eq!(stream.finish().await.unwrap().generation, 4);
+    drop(client);
+    fake.finish().await;
+}
+
+#[tokio::test]
+async fn dropping_a_stream_cancels_its_event_and_late_answers_are_ignored() {
+    let fake = fake(|mut peer| async move {
+        peer.handshake().await;
+        let event = peer.recv().await.unwrap();
+        let cancel = peer.recv().await.unwrap();
+        assert_eq!(
+            (&cancel["type"], &cancel["target"]),
+            (&json!("cancel"), &event["id"])
+        );
+        // Answers nobody waits for any more must not disturb the connection.
+        peer.send(json!({"type": "cancelled", "id": cancel["id"], "target": event["id"]}))
+            .await;
+        peer.send(hook_frame(&event["id"], 0, "late")).await;
+        peer.send(result_frame(&event["id"], 1)).await;
+        peer.send(json!({"type": "error", "id": null, "code": "bad_json", "message": "?"}))
+            .await;
+        let ping = peer.recv().await.unwrap();
+        assert_eq!(ping["type"], "ping");
+        peer.send(json!({"type": "pong", "id": ping["id"]})).await;
+        peer.expect_closed().await;
+    });
+    let client = connect(&fake).await;
+    let stream = client
+        .event_streaming(EventRequest::new("BeforeTool", "/p"))
+        .await
+        .unwrap();
+    drop(stream);
+    client.ping().await.unwrap();
+    drop(client);
+    fake.finish().await;
+}
+
+#[tokio::test]
+async fn dropping_an_event_future_cancels_its_event() {
+    let (received, on_received) = tokio::sync::oneshot::channel();
+    let fake = fake(|mut peer| async move {
+        peer.handshake().await;
+        let event = peer.recv().await.unwrap();
+        received.send(()).unwrap();
+        let cancel = peer.recv().await.unwrap();
+        assert_eq!(
+            (&cancel["type"], &cancel["target"]),
+            (&json!("cancel"), &event["id"])
+        );
+        peer.expect_closed().await;
+    });
+    let client = connect(&fake).await;
+    tokio::select! {
+        answer = client.event(EventRequest::new("BeforeTool", "/p")) => {
+            panic!("the fake daemon never answers, yet got {answer:?}")
+        }
+        _ = on_received => {}
+    }
+    drop(client);
+    fake.finish().await;
+}
+
+#[tokio::test]
+async fn losing_the_connection_fails_pending_and_later_requests() {
+    let fake = fake(|mut peer| async move {
+        peer.handshake().await;
+        peer.recv().await.unwrap();
+        peer.recv().await.unwrap();
+        // Returning drops the connection with both requests unanswered.
+    });
+    let client = connect(&fake).await;
+    let streaming = client
+        .event_streaming(EventRequest::new("BeforeTool", "/p"))
+        .await
+        .unwrap();
+    let whole = client.event(EventRequest::new("BeforeTool", "/p")).await;
+    assert!(matches!(whole, Err(ClientError::Disconnected)), "{whole:?}");
+    let streamed = streaming.finish().await;
+    assert!(
+        matches!(streamed, Err(ClientError::Disconnected)),
+        "{streamed:?}"
+    );
+    let ping = client.ping().await;
+    assert!(matches!(ping, Err(ClientError::Disconnected)), "{ping:?}");
+    fake.finish().await;
+}
+
+#[tokio::test]
+async fn oversized_requests_are_refused_before_sending() {
+    let fake = fake(|mut peer| async move {
+        peer.handshake().await;
+        // The oversized event never arrives; the ping after it does.
+        let ping = peer.recv().await.unwrap();
+        assert_eq!(ping["type"], "ping");
+        peer.send(json!({"type": "pong", "id": ping["id"]})).await;
+        peer.expect_closed().await;
+    });
+    let client = connect(&fake).await;
+    let big = json!({"prompt": "x".repeat(2000)})
+        .as_object()
+        .cloned()
+        .unwrap();
+    let error = client
+        .event(EventRequest::new("BeforeAgent", "/p").with_input(big.clone()))
+        .await
+        .unwrap_err();
+    assert!(
+        matches!(error, ClientError::RequestTooLarge { max: 1024, .. }),
+        "{error:?}"
+    );
+    let error = client
+        .event_streaming(EventRequest::new("BeforeAgent", "/p").with_input(big))
+        .await
+        .unwrap_err();
+    assert!(
+        matches!(error, ClientError::RequestTooLarge { .. }),
+        "{error:?}"
+    );
+    client.ping().await.unwrap();
+    drop(client);
+    fake.finish().await;
+}
+
+#[tokio::test]
+async fn an_oversized_answer_is_skipped() {
+    let fake = fake(|mut peer| async move {
+        peer.handshake().await;
+        let ping = peer.recv().await.unwrap();
+        // A frame over the announced limit, written raw, then the real answer. The oversized
+        // frame is an error for the ping padded with spaces: were it read instead of skipped,
+        // the ping would fail.
+        let error = json!({"type": "error", "id": ping["id"], "code": "internal", "message": ""});
+        let mut body = serde_json::to_vec(&error).unwrap();
+        body.resize(usize::try_from(FAKE_MAX_FRAME + 1).unwrap(), b' ');
+        let mut raw = u32::try_from(body.len()).unwrap().to_be_bytes().to_vec();
+        raw.extend_from_slice(&body);
+        peer.frames.get_mut().write_all(&raw).await.unwrap();
+        peer.send(json!({"type": "pong", "id": ping["id"]})).await;
+        peer.expect_closed().await;
+    });
+    let client = connect(&fake).await;
+    client.ping().await.unwrap();
+    drop(client);
+    fake.finish().await;
+}
