@@ -26,7 +26,7 @@ pub enum ErrorCode {
     FrameTooLarge,
     /// The client's `hello` asks for a protocol version the daemon does not speak.
     UnsupportedVersion,
-    /// The first frame of a connection was not a `hello` (or a `hello` came later).
+    /// The first frame of a connection was a valid message other than `hello`.
     HandshakeRequired,
     /// A `cancel` names no in-flight request of this connection.
     UnknownId,
@@ -77,7 +77,9 @@ impl ErrorCode {
     ///
     /// Only handshake failures close it: every other error is about one frame or one
     /// request, and the connection goes on. (`shutting_down` does not close by itself; the
-    /// daemon closes idle connections as part of stopping.)
+    /// daemon closes connections as part of stopping.) This is about connections past the
+    /// handshake: until a valid `hello` has been answered, any error closes the connection,
+    /// since the peer has not shown that it speaks the protocol.
     pub fn closes_connection(self) -> bool {
         matches!(
             self,

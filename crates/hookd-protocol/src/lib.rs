@@ -53,3 +53,66 @@ pub const DEFAULT_MAX_HELLO_FRAME_BYTES: usize = 1024 * 1024;
 
 /// How long a client gets to send its `hello`, and a client waits for the answer, by default.
 pub const DEFAULT_HANDSHAKE_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(5);
+
+#[cfg(test)]
+mod tests {
+    use serde_json::Value;
+
+    use super::*;
+
+    /// The protocol document, whose examples must stay true to the types.
+    const PROTOCOL_DOC: &str = include_str!("../../../docs/protocol.md");
+
+    /// Parses one JSON example of the document as a client or a daemon message and checks
+    /// that the message says exactly what the example says: a misspelt or missing field in
+    /// the document would be dropped or defaulted by parsing, and show up here.
+    fn check_example(example: &str) {
+        let written: Value = serde_json::from_str(example)
+            .unwrap_or_else(|error| panic!("example is not JSON ({error}):\n{example}"));
+        let as_client = parse_client_message(example.as_bytes())
+            .ok()
+            .map(|message| serde_json::to_value(message).unwrap());
+        let as_server = parse_server_message(example.as_bytes())
+            .ok()
+            .map(|message| serde_json::to_value(message).unwrap());
+        assert!(
+            as_client.as_ref() == Some(&written) || as_server.as_ref() == Some(&written),
+            "example does not round-trip:\n{example}\nas client: {as_client:?}\nas server: \
+             {as_server:?}"
+        );
+    }
+
+    #[test]
+    fn every_json_example_in_the_protocol_doc_is_a_valid_message() {
+        let examples: Vec<&str> = PROTOCOL_DOC
+            .split("```json\n")
+            .skip(1)
+            .filter_map(|rest| rest.split("```").next())
+            .collect();
+        assert!(
+            examples.len() >= 10,
+            "found only {} examples",
+            examples.len()
+        );
+        for example in examples {
+            check_example(example);
+        }
+    }
+
+    #[test]
+    fn the_framing_example_in_the_protocol_doc_is_right() {
+        let body = encode(&ClientMessage::Ping(PingRequest { id: 1.into() }));
+        let mut frame = u32::try_from(body.len()).unwrap().to_be_bytes().to_vec();
+        frame.extend_from_slice(&body);
+        let hex: Vec<String> = frame.iter().map(|byte| format!("{byte:02x}")).collect();
+        let doc_hex: Vec<&str> = PROTOCOL_DOC
+            .split("id\":1}` is 22 bytes")
+            .nth(1)
+            .and_then(|rest| rest.split("```\n").nth(1))
+            .unwrap()
+            .lines()
+            .flat_map(|line| line.split("   ").next().unwrap().split_whitespace())
+            .collect();
+        assert_eq!(hex, doc_hex);
+    }
+}

@@ -120,15 +120,17 @@ pub struct ResultMessage {
 /// The aggregate of one event's hooks, exactly as a hook-running agent consumes it.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct EventResult {
-    /// Whether every hook succeeded.
+    /// `true` when no hook reported an error (`errors` is empty).
     pub success: bool,
-    /// The merged output the agent acts on, or `null` when no hook produced one.
+    /// The outputs merged by the event's strategy, which the agent acts on; `null` when no
+    /// hook produced an output.
     pub final_output: Option<Value>,
-    /// Every hook's output, in plan order, for hooks that produced one.
+    /// The output of every hook that produced one (failed hooks included), in plan order.
     pub all_outputs: Vec<Value>,
-    /// The hooks' error messages.
+    /// The error of every hook that reported one, in plan order.
     pub errors: Vec<String>,
-    /// Wall-clock time of the whole event, in milliseconds.
+    /// The sum of the hooks' durations in milliseconds, as Gemini CLI computes it (parallel
+    /// hooks overlap, so this can exceed the wall-clock time).
     pub total_duration_ms: f64,
     /// One record per hook in plan order.
     pub hooks: Vec<HookRecord>,
