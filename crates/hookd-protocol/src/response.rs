@@ -328,10 +328,12 @@ pub struct Diagnostic {
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum Severity {
-    /// Something was ignored (a file, a definition, a hook).
+    /// Something was skipped entirely, such as a whole file.
     Error,
-    /// Something works but is probably not what was meant.
+    /// Part of a file was ignored; the rest is used.
     Warning,
+    /// Worth knowing, but nothing is wrong with the configuration.
+    Info,
 }
 
 /// The daemon's state.
@@ -643,6 +645,21 @@ mod tests {
             serde_json::to_string(&result).unwrap(),
             r#"{"success":false,"final_output":null,"all_outputs":[],"errors":["Hook timed out after 10ms"],"total_duration_ms":10.25,"hooks":[]}"#
         );
+    }
+
+    #[test]
+    fn severities_are_lower_case() {
+        for (severity, expected) in [
+            (Severity::Error, "\"error\""),
+            (Severity::Warning, "\"warning\""),
+            (Severity::Info, "\"info\""),
+        ] {
+            assert_eq!(serde_json::to_string(&severity).unwrap(), expected);
+            assert_eq!(
+                serde_json::from_str::<Severity>(expected).unwrap(),
+                severity
+            );
+        }
     }
 
     #[test]
