@@ -7,4 +7,6 @@
 //! firing, in parallel or sequentially with chaining, under a daemon-wide cap on concurrently
 //! running hook processes.
 
+pub mod fire;
+pub mod loader;
 pub mod process;

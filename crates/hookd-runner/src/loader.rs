@@ -1,1 +1,1438 @@
-//! (in progress)
+//! Reading the settings layers, extensions and folder trust of a workspace from disk.
+//!
+//! This is the only place of the engine that reads configuration files. Everything it reads is
+//! kept as text with its path, so a later reload can re-read a single file, and handed to
+//! [`hookd_core::registry::Registry::build`], which does all parsing and validation.
+//!
+//! The work is split so a daemon can share what does not depend on the project:
+//!
+//! - [`SharedLayers::load`] reads, once, the user, system and system-defaults settings files,
+//!   the installed extensions, `extension-enablement.json` and `trustedFolders.json`;
+//! - [`ProjectLayer::load`] decides folder trust for one project directory and reads its
+//!   `.gemini/settings.json` (and, when trusted, its `.env` for extension settings);
+//! - [`assemble`] combines both into a [`RegistryInput`].
+//!
+//! [`load_workspace`] does all three at once.
+//!
+//! # Paths (spec §1.1)
+//!
+//! "Home" is `GEMINI_CLI_HOME` when set and non-empty, else the user's home directory.
+//!
+//! | layer | file |
+//! |---|---|
+//! | user | `<home>/.gemini/settings.json` |
+//! | system | `GEMINI_CLI_SYSTEM_SETTINGS_PATH`, else `/etc/gemini-cli/settings.json` (`/Library/Application Support/GeminiCli/settings.json` on macOS) |
+//! | system defaults | `GEMINI_CLI_SYSTEM_DEFAULTS_PATH`, else `system-defaults.json` next to the system file |
+//! | project | `<project>/.gemini/settings.json`, unless the project directory is the home directory (then that file is the user file) |
+//!
+//! A missing file is an absent layer, silently. A file that exists but cannot be read is an
+//! error diagnostic and an absent layer. Invalid UTF-8 is decoded lossily, as Node.js does.
+//!
+//! # Extensions
+//!
+//! Every directory in `<home>/.gemini/extensions/` (sorted by name, as Node's `readdirSync`
+//! returns them) is an installed extension. If it holds `.gemini-extension-install.json` with
+//! `"type": "link"`, the extension's files live at that file's `source` instead. The manifest
+//! `gemini-extension.json` must be JSON with a non-empty `name` (letters, digits and dashes)
+//! and a `version`; otherwise the extension is skipped with a warning, as is a second
+//! extension of the same name. Its `settings[]` entries with an `envVar` are the settings
+//! merged into hook environments. Setting values come from
+//! `<home>/.gemini/extensions/<name>/.env` and, in a trusted folder only, from the project's
+//! own `.env` (Gemini CLI's workspace scope), the latter winning. Every entry of those files is
+//! also available to `${…}` hydration. Whether an extension is active for a project follows
+//! the rules in `<home>/.gemini/extensions/extension-enablement.json`.
+//!
+//! Left out, deliberately or for now: sensitive extension settings kept in the OS keychain
+//! (they are never seen), the `-e/--extensions` command-line override of enablement, the
+//! `security.allowedExtensions`, `security.blockGitExtensions`, `admin.extensions.enabled`
+//! and `experimental.extensionConfig` settings, and the environment expansion and `${…}`
+//! hydration Gemini CLI applies to the manifest itself (names and `envVar`s are read
+//! literally).
+//!
+//! # Folder trust (spec §1.3)
+//!
+//! 1. `GEMINI_CLI_TRUST_WORKSPACE=true` or `=false` decides.
+//! 2. Otherwise, when `security.folderTrust.enabled` is not `true` in the merged system
+//!    defaults, user and system settings (the project cannot vouch for itself), the folder is
+//!    trusted.
+//! 3. Otherwise the rules of `trustedFolders.json` (`GEMINI_CLI_TRUSTED_FOLDERS_PATH`, else
+//!    `<home>/.gemini/trustedFolders.json`) decide: the longest rule path whose directory
+//!    (its parent for `TRUST_PARENT`) contains the project, both resolved through symlinks.
+//!    `DO_NOT_TRUST` means untrusted, `TRUST_FOLDER`/`TRUST_PARENT` trusted.
+//! 4. No matching rule, or an invalid file, means untrusted. Gemini CLI would ask the user (or
+//!    consult the IDE, or trust a headless session); a daemon cannot ask, so it refuses.
+
+use std::collections::HashMap;
+use std::fs;
+use std::io;
+use std::path::{Path, PathBuf};
+
+use hookd_core::Source;
+use hookd_core::extension::{ExtensionInput, ExtensionSetting, extension_enabled_for_path};
+use hookd_core::jsonc;
+use hookd_core::registry::{LayerText, RegistryInput};
+use hookd_core::settings::{self, Diagnostic};
+use serde_json::Value;
+
+/// The environment the loader resolves paths and expands settings with.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct LoaderEnv {
+    /// Environment variables: they choose paths and feed the `$NAME` expansion of settings.
+    pub vars: HashMap<String, String>,
+    /// The user's home directory (used unless `GEMINI_CLI_HOME` is set).
+    pub home_dir: PathBuf,
+}
+
+impl LoaderEnv {
+    /// An environment from explicit variables and home directory.
+    pub fn new(vars: HashMap<String, String>, home_dir: impl Into<PathBuf>) -> LoaderEnv {
+        LoaderEnv {
+            vars,
+            home_dir: home_dir.into(),
+        }
+    }
+
+    /// The current process's environment, with `HOME` as the home directory; `None` when
+    /// neither `HOME` nor `GEMINI_CLI_HOME` is set. Variables that are not UTF-8 are skipped.
+    pub fn from_process() -> Option<LoaderEnv> {
+        let vars: HashMap<String, String> = std::env::vars_os()
+            .filter_map(|(name, value)| Some((name.into_string().ok()?, value.into_string().ok()?)))
+            .collect();
+        let home =
+            non_empty(vars.get("HOME")).or_else(|| non_empty(vars.get("GEMINI_CLI_HOME")))?;
+        let home = PathBuf::from(home);
+        Some(LoaderEnv::new(vars, home))
+    }
+
+    /// A variable's value, treating the empty string as unset (as Gemini CLI's `||` does).
+    pub fn var(&self, name: &str) -> Option<&str> {
+        non_empty(self.vars.get(name))
+    }
+}
+
+fn non_empty(value: Option<&String>) -> Option<&str> {
+    value.map(String::as_str).filter(|v| !v.is_empty())
+}
+
+/// Where every shared configuration file lives.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct LayerPaths {
+    /// The effective home: `GEMINI_CLI_HOME` or the user's home directory.
+    pub home: PathBuf,
+    /// The user settings file.
+    pub user: PathBuf,
+    /// The system (override) settings file.
+    pub system: PathBuf,
+    /// The system defaults file.
+    pub system_defaults: PathBuf,
+    /// The directory of installed extensions.
+    pub extensions_dir: PathBuf,
+    /// The extension enablement rules.
+    pub extension_enablement: PathBuf,
+    /// The trusted folders file.
+    pub trusted_folders: PathBuf,
+}
+
+impl LayerPaths {
+    /// Resolves the paths from the environment.
+    pub fn resolve(env: &LoaderEnv) -> LayerPaths {
+        let home = env
+            .var("GEMINI_CLI_HOME")
+            .map_or_else(|| env.home_dir.clone(), PathBuf::from);
+        let gemini_dir = home.join(".gemini");
+        let system = env
+            .var("GEMINI_CLI_SYSTEM_SETTINGS_PATH")
+            .map_or_else(default_system_settings, PathBuf::from);
+        let system_defaults = env.var("GEMINI_CLI_SYSTEM_DEFAULTS_PATH").map_or_else(
+            || {
+                system
+                    .parent()
+                    .unwrap_or(Path::new(""))
+                    .join("system-defaults.json")
+            },
+            PathBuf::from,
+        );
+        let extensions_dir = gemini_dir.join("extensions");
+        LayerPaths {
+            user: gemini_dir.join("settings.json"),
+            system,
+            system_defaults,
+            extension_enablement: extensions_dir.join("extension-enablement.json"),
+            extensions_dir,
+            trusted_folders: env
+                .var("GEMINI_CLI_TRUSTED_FOLDERS_PATH")
+                .map_or_else(|| gemini_dir.join("trustedFolders.json"), PathBuf::from),
+            home,
+        }
+    }
+
+    /// The project settings file of a project directory.
+    pub fn project_settings(project_dir: &Path) -> PathBuf {
+        project_dir.join(".gemini").join("settings.json")
+    }
+}
+
+fn default_system_settings() -> PathBuf {
+    if cfg!(target_os = "macos") {
+        PathBuf::from("/Library/Application Support/GeminiCli/settings.json")
+    } else if cfg!(windows) {
+        PathBuf::from("C:\\ProgramData\\gemini-cli\\settings.json")
+    } else {
+        PathBuf::from("/etc/gemini-cli/settings.json")
+    }
+}
+
+/// Reads a file that may legitimately be absent: `Ok(None)` when it does not exist.
+fn read_optional(path: &Path) -> Result<Option<String>, io::Error> {
+    match fs::read(path) {
+        Ok(bytes) => Ok(Some(String::from_utf8_lossy(&bytes).into_owned())),
+        Err(err)
+            if matches!(
+                err.kind(),
+                io::ErrorKind::NotFound | io::ErrorKind::NotADirectory
+            ) =>
+        {
+            Ok(None)
+        }
+        Err(err) => Err(err),
+    }
+}
+
+/// Reads one settings file: `Ok(None)` when it does not exist, an error diagnostic when it
+/// cannot be read. Use it to re-read a single layer.
+pub fn read_layer(source: Source, path: &Path) -> Result<Option<LayerText>, Diagnostic> {
+    match read_optional(path) {
+        Ok(text) => Ok(text.map(|text| LayerText {
+            source,
+            path: path.to_owned(),
+            text,
+        })),
+        Err(err) => Err(Diagnostic::error(format!(
+            "cannot read {source} settings: {err}; layer ignored"
+        ))
+        .with_path(path)),
+    }
+}
+
+/// One installed extension, as read from disk (project-independent).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct InstalledExtension {
+    /// The manifest's name.
+    pub name: String,
+    /// The directory under `extensions/`.
+    pub install_dir: PathBuf,
+    /// Where the extension's files are: `install_dir`, or the source of a linked install.
+    pub path: PathBuf,
+    /// The manifest's settings with an `envVar`.
+    pub settings: Vec<ExtensionSetting>,
+    /// The hooks file.
+    pub hooks_file: PathBuf,
+    /// Its text, `None` when absent or unreadable.
+    pub hooks_text: Option<String>,
+    /// The user-scope `.env` file of the extension.
+    pub user_env_file: PathBuf,
+    /// Its entries, in file order.
+    pub user_env: Vec<(String, String)>,
+}
+
+/// A trust level of `trustedFolders.json`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum TrustLevel {
+    /// `TRUST_FOLDER`: the folder and everything below it.
+    TrustFolder,
+    /// `TRUST_PARENT`: the folder's parent and everything below it.
+    TrustParent,
+    /// `DO_NOT_TRUST`.
+    DoNotTrust,
+}
+
+impl TrustLevel {
+    fn parse(value: &str) -> Option<TrustLevel> {
+        match value {
+            "TRUST_FOLDER" => Some(TrustLevel::TrustFolder),
+            "TRUST_PARENT" => Some(TrustLevel::TrustParent),
+            "DO_NOT_TRUST" => Some(TrustLevel::DoNotTrust),
+            _ => None,
+        }
+    }
+}
+
+/// The rules of `trustedFolders.json`.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct TrustedFolders {
+    /// The file.
+    pub path: PathBuf,
+    /// Its rules, in file order.
+    pub rules: Vec<(String, TrustLevel)>,
+    /// Problems with the file; when there are any, no folder is trusted by rule.
+    pub errors: Vec<Diagnostic>,
+}
+
+impl TrustedFolders {
+    /// Reads the file; a missing file has no rules.
+    pub fn load(path: &Path) -> TrustedFolders {
+        let mut folders = TrustedFolders {
+            path: path.to_owned(),
+            ..TrustedFolders::default()
+        };
+        let text = match read_optional(path) {
+            Ok(Some(text)) => text,
+            Ok(None) => return folders,
+            Err(err) => {
+                folders.errors.push(
+                    Diagnostic::error(format!("cannot read trusted folders: {err}"))
+                        .with_path(path),
+                );
+                return folders;
+            }
+        };
+        match jsonc::parse(&text) {
+            Ok(Value::Object(map)) => {
+                for (folder, level) in map {
+                    match level.as_str().and_then(TrustLevel::parse) {
+                        Some(level) => folders.rules.push((folder, level)),
+                        None => folders.errors.push(
+                            Diagnostic::error(format!(
+                                "Invalid trust level {level} for path \"{folder}\". Possible \
+                                 values are: TRUST_FOLDER, TRUST_PARENT, DO_NOT_TRUST."
+                            ))
+                            .with_path(path),
+                        ),
+                    }
+                }
+            }
+            Ok(_) => folders.errors.push(
+                Diagnostic::error("Trusted folders file is not a valid JSON object.")
+                    .with_path(path),
+            ),
+            Err(err) => folders.errors.push(
+                Diagnostic::error(format!("invalid JSON: {}", err.message))
+                    .with_path(path)
+                    .with_position(err.line, err.column),
+            ),
+        }
+        folders
+    }
+
+    /// The trust the rules give `location`: the longest matching rule decides; `None` when
+    /// no rule matches.
+    pub fn is_path_trusted(&self, location: &Path) -> Option<bool> {
+        let location = real_path(location);
+        let mut best: Option<(usize, TrustLevel)> = None;
+        for (rule, level) in &self.rules {
+            let rule_path = Path::new(rule);
+            let effective = match level {
+                TrustLevel::TrustParent => rule_path.parent().unwrap_or(rule_path),
+                TrustLevel::TrustFolder | TrustLevel::DoNotTrust => rule_path,
+            };
+            if location.starts_with(real_path(effective))
+                && best.is_none_or(|(length, _)| rule.len() > length)
+            {
+                best = Some((rule.len(), *level));
+            }
+        }
+        best.map(|(_, level)| level != TrustLevel::DoNotTrust)
+    }
+}
+
+/// The path with symlinks resolved, or the path itself when that fails.
+fn real_path(path: &Path) -> PathBuf {
+    fs::canonicalize(path).unwrap_or_else(|_| path.to_owned())
+}
+
+/// How folder trust was decided for a project.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum TrustDecision {
+    /// `GEMINI_CLI_TRUST_WORKSPACE` forced the answer.
+    ForcedByEnv(bool),
+    /// `security.folderTrust.enabled` is off, so every folder is trusted.
+    FeatureDisabled,
+    /// A `trustedFolders.json` rule decided.
+    Rule(bool),
+    /// No rule covers the folder.
+    NoRule,
+    /// `trustedFolders.json` is invalid, so no folder is trusted by rule.
+    InvalidRules,
+}
+
+impl TrustDecision {
+    /// Whether the folder is trusted.
+    pub fn is_trusted(&self) -> bool {
+        match self {
+            TrustDecision::ForcedByEnv(trusted) | TrustDecision::Rule(trusted) => *trusted,
+            TrustDecision::FeatureDisabled => true,
+            TrustDecision::NoRule | TrustDecision::InvalidRules => false,
+        }
+    }
+
+    /// Why the folder is untrusted, for a diagnostic; `None` when it is trusted.
+    fn reason(&self) -> Option<&'static str> {
+        match self {
+            _ if self.is_trusted() => None,
+            TrustDecision::ForcedByEnv(_) => Some("GEMINI_CLI_TRUST_WORKSPACE=false"),
+            TrustDecision::Rule(_) => Some("a DO_NOT_TRUST rule in the trusted folders file"),
+            TrustDecision::NoRule => {
+                Some("folder trust is enabled and no trusted folders rule covers it")
+            }
+            TrustDecision::InvalidRules => Some("the trusted folders file is invalid"),
+            TrustDecision::FeatureDisabled => None,
+        }
+    }
+}
+
+/// What a daemon loads once and shares between projects.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct SharedLayers {
+    /// The environment everything was resolved with.
+    pub env: LoaderEnv,
+    /// The paths of the shared files.
+    pub paths: LayerPaths,
+    /// The user, system and system-defaults settings files that exist.
+    pub layers: Vec<LayerText>,
+    /// The installed extensions, sorted by directory name.
+    pub extensions: Vec<InstalledExtension>,
+    /// Enablement rules per extension name.
+    pub enablement: HashMap<String, Vec<String>>,
+    /// The trusted folders rules.
+    pub trusted_folders: TrustedFolders,
+    /// Problems found while reading (not parsing) the shared files.
+    pub diagnostics: Vec<Diagnostic>,
+}
+
+impl SharedLayers {
+    /// Reads every shared file.
+    pub fn load(env: LoaderEnv) -> SharedLayers {
+        let paths = LayerPaths::resolve(&env);
+        let mut diagnostics = Vec::new();
+        let mut layers = Vec::new();
+        for (source, path) in [
+            (Source::User, &paths.user),
+            (Source::System, &paths.system),
+            (Source::SystemDefaults, &paths.system_defaults),
+        ] {
+            match read_layer(source, path) {
+                Ok(layer) => layers.extend(layer),
+                Err(diagnostic) => diagnostics.push(diagnostic),
+            }
+        }
+        let extensions = load_extensions(&paths.extensions_dir, &mut diagnostics);
+        let enablement = load_enablement(&paths.extension_enablement, &mut diagnostics);
+        let trusted_folders = TrustedFolders::load(&paths.trusted_folders);
+        tracing::debug!(
+            layers = layers.len(),
+            extensions = extensions.len(),
+            "loaded shared hook configuration"
+        );
+        SharedLayers {
+            env,
+            paths,
+            layers,
+            extensions,
+            enablement,
+            trusted_folders,
+            diagnostics,
+        }
+    }
+
+    /// Replaces (or removes, with `None`) the shared layer of `source`, e.g. after the file
+    /// changed on disk.
+    pub fn replace_layer(&mut self, source: Source, layer: Option<LayerText>) {
+        self.layers.retain(|existing| existing.source != source);
+        self.layers.extend(layer);
+    }
+
+    /// `security.folderTrust.enabled` merged over system defaults, user and system (last
+    /// wins); off unless a layer turns it on.
+    pub fn folder_trust_enabled(&self) -> bool {
+        let lookup = |name: &str| self.env.vars.get(name).cloned();
+        let mut ordered: Vec<&LayerText> = self.layers.iter().collect();
+        ordered.sort_by_key(|layer| match layer.source {
+            Source::SystemDefaults => 0,
+            Source::User => 1,
+            _ => 2,
+        });
+        let mut enabled = false;
+        for layer in ordered {
+            let parsed = settings::parse_settings(layer.source, &layer.path, &layer.text, &lookup);
+            if let Some(value) = parsed.layer.and_then(|layer| layer.folder_trust_enabled) {
+                enabled = value;
+            }
+        }
+        enabled
+    }
+
+    /// Decides whether `project_dir` is trusted.
+    pub fn folder_trust(&self, project_dir: &Path) -> TrustDecision {
+        match self.env.var("GEMINI_CLI_TRUST_WORKSPACE") {
+            Some("true") => return TrustDecision::ForcedByEnv(true),
+            Some("false") => return TrustDecision::ForcedByEnv(false),
+            _ => {}
+        }
+        if !self.folder_trust_enabled() {
+            return TrustDecision::FeatureDisabled;
+        }
+        if !self.trusted_folders.errors.is_empty() {
+            return TrustDecision::InvalidRules;
+        }
+        match self.trusted_folders.is_path_trusted(project_dir) {
+            Some(trusted) => TrustDecision::Rule(trusted),
+            None => TrustDecision::NoRule,
+        }
+    }
+}
+
+/// Reads the installed extensions.
+fn load_extensions(dir: &Path, diagnostics: &mut Vec<Diagnostic>) -> Vec<InstalledExtension> {
+    let entries = match fs::read_dir(dir) {
+        Ok(entries) => entries,
+        Err(err)
+            if matches!(
+                err.kind(),
+                io::ErrorKind::NotFound | io::ErrorKind::NotADirectory
+            ) =>
+        {
+            return Vec::new();
+        }
+        Err(err) => {
+            diagnostics
+                .push(Diagnostic::error(format!("cannot list extensions: {err}")).with_path(dir));
+            return Vec::new();
+        }
+    };
+    let mut names: Vec<_> = entries
+        .filter_map(Result::ok)
+        .map(|entry| entry.file_name())
+        .collect();
+    // Node's readdir (libuv scandir) returns names sorted bytewise.
+    names.sort();
+
+    let mut extensions: Vec<InstalledExtension> = Vec::new();
+    for name in names {
+        let install_dir = dir.join(&name);
+        // `is_dir` follows symlinks, like Node's statSync; files such as the enablement file
+        // are not extensions.
+        if !install_dir.is_dir() {
+            continue;
+        }
+        match load_extension(dir, &install_dir) {
+            Ok(extension) => {
+                let name = &extension.installed.name;
+                if extensions.iter().any(|other| other.name == *name) {
+                    diagnostics.push(
+                        Diagnostic::warning(format!(
+                            "skipping extension: an extension named \"{name}\" is already loaded"
+                        ))
+                        .with_path(&extension.installed.path),
+                    );
+                    continue;
+                }
+                if let Some(diagnostic) = extension.read_problem.clone() {
+                    diagnostics.push(diagnostic);
+                }
+                extensions.push(extension.installed);
+            }
+            Err(diagnostic) => diagnostics.push(diagnostic),
+        }
+    }
+    extensions
+}
+
+/// An extension and a non-fatal problem met while reading it.
+struct LoadedExtension {
+    installed: InstalledExtension,
+    read_problem: Option<Diagnostic>,
+}
+
+/// Reads one extension directory; a warning diagnostic when it must be skipped.
+fn load_extension(
+    extensions_dir: &Path,
+    install_dir: &Path,
+) -> Result<LoadedExtension, Diagnostic> {
+    let path = linked_source(install_dir).unwrap_or_else(|| install_dir.to_owned());
+    let manifest_path = path.join("gemini-extension.json");
+    let skip = |message: String| {
+        Diagnostic::warning(format!("skipping extension: {message}")).with_path(&manifest_path)
+    };
+    let text = match read_optional(&manifest_path) {
+        Ok(Some(text)) => text,
+        Ok(None) => return Err(skip("configuration file not found".to_owned())),
+        Err(err) => return Err(skip(format!("cannot read the configuration file: {err}"))),
+    };
+    let manifest: Value = serde_json::from_str(&text)
+        .map_err(|err| skip(format!("invalid configuration file: {err}")))?;
+    let name = match manifest.get("name") {
+        Some(Value::String(name)) if !name.is_empty() => name.clone(),
+        _ => return Err(skip("missing \"name\"".to_owned())),
+    };
+    if !is_truthy(manifest.get("version")) {
+        return Err(skip("missing \"version\"".to_owned()));
+    }
+    if !name.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'-') {
+        return Err(skip(format!(
+            "Invalid extension name: \"{name}\". Only letters (a-z, A-Z), numbers (0-9), and \
+             dashes (-) are allowed."
+        )));
+    }
+    let settings = manifest
+        .get("settings")
+        .and_then(Value::as_array)
+        .map(|settings| {
+            settings
+                .iter()
+                .filter_map(|setting| {
+                    Some(ExtensionSetting {
+                        name: setting
+                            .get("name")
+                            .and_then(Value::as_str)
+                            .unwrap_or("")
+                            .to_owned(),
+                        env_var: setting.get("envVar")?.as_str()?.to_owned(),
+                    })
+                })
+                .collect()
+        })
+        .unwrap_or_default();
+
+    let mut read_problem = None;
+    let hooks_file = ExtensionInput::hooks_file_for(&path);
+    let hooks_text = match read_optional(&hooks_file) {
+        Ok(text) => text,
+        Err(err) => {
+            read_problem = Some(
+                Diagnostic::warning(format!(
+                    "cannot read the hooks of extension \"{name}\": {err}"
+                ))
+                .with_path(&hooks_file),
+            );
+            None
+        }
+    };
+    // The user-scope settings live under the extension's name, even for linked installs.
+    let user_env_file = extensions_dir.join(&name).join(".env");
+    let user_env = match read_optional(&user_env_file) {
+        Ok(text) => text.map(|text| parse_dotenv(&text)).unwrap_or_default(),
+        Err(err) => {
+            read_problem = Some(
+                Diagnostic::warning(format!(
+                    "cannot read the settings of extension \"{name}\": {err}"
+                ))
+                .with_path(&user_env_file),
+            );
+            Vec::new()
+        }
+    };
+    Ok(LoadedExtension {
+        installed: InstalledExtension {
+            name,
+            install_dir: install_dir.to_owned(),
+            path,
+            settings,
+            hooks_file,
+            hooks_text,
+            user_env_file,
+            user_env,
+        },
+        read_problem,
+    })
+}
+
+/// The source directory of a linked install, from `.gemini-extension-install.json`.
+fn linked_source(install_dir: &Path) -> Option<PathBuf> {
+    let text = read_optional(&install_dir.join(".gemini-extension-install.json")).ok()??;
+    let metadata: Value = serde_json::from_str(&text).ok()?;
+    if metadata.get("type").and_then(Value::as_str) != Some("link") {
+        return None;
+    }
+    metadata
+        .get("source")
+        .and_then(Value::as_str)
+        .map(PathBuf::from)
+}
+
+/// JavaScript truthiness of an optional JSON value.
+fn is_truthy(value: Option<&Value>) -> bool {
+    match value {
+        None | Some(Value::Null) => false,
+        Some(Value::Bool(flag)) => *flag,
+        Some(Value::Number(number)) => number.as_f64().is_some_and(|n| n != 0.0),
+        Some(Value::String(s)) => !s.is_empty(),
+        Some(Value::Array(_) | Value::Object(_)) => true,
+    }
+}
+
+/// Reads `extension-enablement.json`: `{"<name>": {"overrides": ["rule", ...]}}`.
+fn load_enablement(path: &Path, diagnostics: &mut Vec<Diagnostic>) -> HashMap<String, Vec<String>> {
+    let text = match read_optional(path) {
+        Ok(Some(text)) => text,
+        Ok(None) => return HashMap::new(),
+        Err(err) => {
+            diagnostics.push(
+                Diagnostic::error(format!(
+                    "cannot read extension enablement: {err}; all extensions enabled"
+                ))
+                .with_path(path),
+            );
+            return HashMap::new();
+        }
+    };
+    let root: Value = match serde_json::from_str(&text) {
+        Ok(root) => root,
+        Err(err) => {
+            diagnostics.push(
+                Diagnostic::error(format!(
+                    "Failed to read extension enablement config: {err}; all extensions enabled"
+                ))
+                .with_path(path),
+            );
+            return HashMap::new();
+        }
+    };
+    root.as_object()
+        .map(|map| {
+            map.iter()
+                .map(|(name, config)| {
+                    let rules = config
+                        .get("overrides")
+                        .and_then(Value::as_array)
+                        .map(|rules| {
+                            rules
+                                .iter()
+                                .filter_map(Value::as_str)
+                                .map(str::to_owned)
+                                .collect()
+                        })
+                        .unwrap_or_default();
+                    (name.clone(), rules)
+                })
+                .collect()
+        })
+        .unwrap_or_default()
+}
+
+/// Parses a `.env` file the way the `dotenv` package does: `KEY=value` or `KEY: value` lines,
+/// an optional `export ` prefix, `#` comments, values in single, double or back quotes (which
+/// may span lines; `\n` and `\r` are unescaped in double quotes), unquoted values trimmed and
+/// ending at `#`. A later entry for the same key wins, keeping the first one's position.
+pub fn parse_dotenv(text: &str) -> Vec<(String, String)> {
+    let text = text.replace("\r\n", "\n").replace('\r', "\n");
+    let mut entries: Vec<(String, String)> = Vec::new();
+    let mut rest = text.as_str();
+    while !rest.is_empty() {
+        let (entry, consumed) = parse_dotenv_entry(rest);
+        rest = rest.get(consumed..).unwrap_or("");
+        if let Some((key, value)) = entry {
+            match entries.iter_mut().find(|(existing, _)| *existing == key) {
+                Some(slot) => slot.1 = value,
+                None => entries.push((key, value)),
+            }
+        }
+    }
+    entries
+}
+
+/// Parses the entry starting at the beginning of `rest`. Returns the entry, if any, and how
+/// many bytes were consumed (through the line break ending it).
+fn parse_dotenv_entry(rest: &str) -> (Option<(String, String)>, usize) {
+    let line_end = rest.find('\n').unwrap_or(rest.len());
+    let next_line = (line_end + 1).min(rest.len());
+    let line = &rest[..line_end];
+    let mut cursor = line.trim_start();
+    if let Some(after) = cursor.strip_prefix("export") {
+        if after.starts_with([' ', '\t']) {
+            cursor = after.trim_start();
+        }
+    }
+    let key_len = cursor
+        .bytes()
+        .take_while(|b| b.is_ascii_alphanumeric() || matches!(b, b'_' | b'.' | b'-'))
+        .count();
+    if key_len == 0 {
+        return (None, next_line);
+    }
+    let key = cursor[..key_len].to_owned();
+    let after_key = &cursor[key_len..];
+    let value_start =
+        if let Some(after) = after_key.trim_start_matches([' ', '\t']).strip_prefix('=') {
+            after.trim_start_matches([' ', '\t'])
+        } else if let Some(after) = after_key.strip_prefix(':') {
+            if !after.starts_with([' ', '\t']) {
+                return (None, next_line);
+            }
+            after.trim_start_matches([' ', '\t'])
+        } else {
+            return (None, next_line);
+        };
+
+    // A quoted value may run past this line, so continue from the value's position in `rest`.
+    let value_offset = value_start.as_ptr() as usize - rest.as_ptr() as usize;
+    let from_value = &rest[value_offset..];
+    if let Some(quote) = from_value
+        .chars()
+        .next()
+        .filter(|c| matches!(c, '\'' | '"' | '`'))
+    {
+        if let Some(close) = closing_quote(&from_value[1..], quote) {
+            let after = value_offset + 1 + close + 1;
+            let tail_end = rest[after..].find('\n').map_or(rest.len(), |i| after + i);
+            // Only blanks and a comment may follow the closing quote.
+            let tail = &rest[after..tail_end];
+            if tail.split('#').next().unwrap_or("").trim().is_empty() {
+                let value = unescape_dotenv(&from_value[1..1 + close], quote);
+                return (Some((key, value)), (tail_end + 1).min(rest.len()));
+            }
+        }
+    }
+    let raw = value_start.split('#').next().unwrap_or("").trim();
+    let value = match raw.chars().next() {
+        Some(quote @ ('\'' | '"' | '`')) if raw.len() >= 2 && raw.ends_with(quote) => {
+            unescape_dotenv(&raw[1..raw.len() - 1], quote)
+        }
+        _ => raw.to_owned(),
+    };
+    (Some((key, value)), next_line)
+}
+
+/// Double-quoted values have `\n` and `\r` turned into line breaks; others are literal.
+fn unescape_dotenv(value: &str, quote: char) -> String {
+    if quote == '"' {
+        value.replace("\\n", "\n").replace("\\r", "\r")
+    } else {
+        value.to_owned()
+    }
+}
+
+/// The index of the quote closing a value in `text` (which starts after the opening quote);
+/// a backslash-quote pair does not close it.
+fn closing_quote(text: &str, quote: char) -> Option<usize> {
+    let mut chars = text.char_indices();
+    while let Some((index, c)) = chars.next() {
+        if c == '\\' {
+            if let Some((_, next)) = chars.clone().next() {
+                if next == quote {
+                    chars.next();
+                    continue;
+                }
+            }
+        } else if c == quote {
+            return Some(index);
+        }
+    }
+    None
+}
+
+/// What a daemon loads per project directory.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ProjectLayer {
+    /// The project directory.
+    pub project_dir: PathBuf,
+    /// How folder trust was decided.
+    pub trust: TrustDecision,
+    /// The project settings file, when it exists (and is not the user file).
+    pub layer: Option<LayerText>,
+    /// The project's `.env` entries, read only when the folder is trusted.
+    pub workspace_env: Vec<(String, String)>,
+    /// Problems found while reading.
+    pub diagnostics: Vec<Diagnostic>,
+}
+
+impl ProjectLayer {
+    /// Decides trust for `project_dir` and reads its files.
+    pub fn load(shared: &SharedLayers, project_dir: &Path) -> ProjectLayer {
+        let trust = shared.folder_trust(project_dir);
+        let mut diagnostics = Vec::new();
+        if matches!(trust, TrustDecision::InvalidRules) {
+            diagnostics.extend(shared.trusted_folders.errors.iter().cloned());
+        }
+        // In the home directory the project file would be the user file; Gemini CLI does not
+        // load it twice.
+        let is_home = real_path(project_dir) == real_path(&shared.paths.home);
+        let layer = if is_home {
+            None
+        } else {
+            match read_layer(Source::Project, &LayerPaths::project_settings(project_dir)) {
+                Ok(layer) => layer,
+                Err(diagnostic) => {
+                    diagnostics.push(diagnostic);
+                    None
+                }
+            }
+        };
+        let mut workspace_env = Vec::new();
+        if trust.is_trusted() && !shared.extensions.is_empty() {
+            let env_file = project_dir.join(".env");
+            match read_optional(&env_file) {
+                Ok(text) => workspace_env = text.map(|t| parse_dotenv(&t)).unwrap_or_default(),
+                Err(err) => diagnostics.push(
+                    Diagnostic::warning(format!("cannot read workspace extension settings: {err}"))
+                        .with_path(env_file),
+                ),
+            }
+        }
+        ProjectLayer {
+            project_dir: project_dir.to_owned(),
+            trust,
+            layer,
+            workspace_env,
+            diagnostics,
+        }
+    }
+}
+
+/// A workspace's registry input with the loader's own diagnostics.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct LoadedWorkspace {
+    /// What to build the registry from.
+    pub input: RegistryInput,
+    /// How folder trust was decided.
+    pub trust: TrustDecision,
+    /// Problems found while reading files (parse problems come from the registry build).
+    pub diagnostics: Vec<Diagnostic>,
+}
+
+/// Combines the shared layers and one project into a registry input.
+pub fn assemble(shared: &SharedLayers, project: &ProjectLayer) -> LoadedWorkspace {
+    let trusted = project.trust.is_trusted();
+    let mut layers = shared.layers.clone();
+    layers.extend(project.layer.clone());
+    let project_path = project.project_dir.to_string_lossy();
+    let extensions = shared
+        .extensions
+        .iter()
+        .map(|extension| {
+            let rules = shared
+                .enablement
+                .get(&extension.name)
+                .map(Vec::as_slice)
+                .unwrap_or(&[]);
+            let mut setting_values = extension.user_env.clone();
+            if trusted {
+                setting_values.extend(project.workspace_env.iter().cloned());
+            }
+            ExtensionInput {
+                name: extension.name.clone(),
+                path: extension.path.clone(),
+                hooks_file: extension.hooks_file.clone(),
+                hooks_text: extension.hooks_text.clone(),
+                settings: extension.settings.clone(),
+                setting_values,
+                active: extension_enabled_for_path(rules, &project_path),
+            }
+        })
+        .collect();
+    let mut diagnostics = shared.diagnostics.clone();
+    diagnostics.extend(project.diagnostics.iter().cloned());
+    if let Some(reason) = project.trust.reason() {
+        diagnostics.push(Diagnostic::info(format!(
+            "the folder {} is not trusted ({reason})",
+            project.project_dir.display()
+        )));
+    }
+    LoadedWorkspace {
+        input: RegistryInput {
+            layers,
+            extensions,
+            workspace_path: project.project_dir.clone(),
+            folder_trusted: trusted,
+            env: shared.env.vars.clone(),
+        },
+        trust: project.trust.clone(),
+        diagnostics,
+    }
+}
+
+/// Loads everything for one project directory at once.
+pub fn load_workspace(env: LoaderEnv, project_dir: &Path) -> LoadedWorkspace {
+    let shared = SharedLayers::load(env);
+    let project = ProjectLayer::load(&shared, project_dir);
+    assemble(&shared, &project)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use hookd_core::HookEventName;
+    use hookd_core::matcher::MatchContext;
+    use hookd_core::registry::Registry;
+    use hookd_core::settings::Severity;
+
+    fn env(vars: &[(&str, &str)], home: &str) -> LoaderEnv {
+        LoaderEnv::new(
+            vars.iter()
+                .map(|(k, v)| ((*k).to_owned(), (*v).to_owned()))
+                .collect(),
+            home,
+        )
+    }
+
+    /// Checks user, system, system-defaults, trusted-folders and extensions paths.
+    fn check_paths(vars: &[(&str, &str)], expected: [&Path; 5]) {
+        let paths = LayerPaths::resolve(&env(vars, "/h"));
+        let got = [
+            paths.user.as_path(),
+            &paths.system,
+            &paths.system_defaults,
+            &paths.trusted_folders,
+            &paths.extensions_dir,
+        ];
+        assert_eq!(got, expected, "{vars:?}");
+        assert_eq!(
+            paths.extension_enablement,
+            paths.extensions_dir.join("extension-enablement.json")
+        );
+    }
+
+    #[test]
+    fn paths_follow_the_environment() {
+        let system = default_system_settings();
+        let defaults = system
+            .parent()
+            .unwrap_or(Path::new("/"))
+            .join("system-defaults.json");
+        let p = Path::new;
+        check_paths(
+            &[],
+            [
+                p("/h/.gemini/settings.json"),
+                &system,
+                &defaults,
+                p("/h/.gemini/trustedFolders.json"),
+                p("/h/.gemini/extensions"),
+            ],
+        );
+        check_paths(
+            &[
+                ("GEMINI_CLI_HOME", "/g"),
+                ("GEMINI_CLI_SYSTEM_SETTINGS_PATH", "/s/sys.json"),
+            ],
+            [
+                p("/g/.gemini/settings.json"),
+                p("/s/sys.json"),
+                p("/s/system-defaults.json"),
+                p("/g/.gemini/trustedFolders.json"),
+                p("/g/.gemini/extensions"),
+            ],
+        );
+        // Empty variables count as unset.
+        check_paths(
+            &[
+                ("GEMINI_CLI_HOME", ""),
+                ("GEMINI_CLI_SYSTEM_SETTINGS_PATH", ""),
+                ("GEMINI_CLI_SYSTEM_DEFAULTS_PATH", "/d.json"),
+                ("GEMINI_CLI_TRUSTED_FOLDERS_PATH", "/t.json"),
+            ],
+            [
+                p("/h/.gemini/settings.json"),
+                &system,
+                p("/d.json"),
+                p("/t.json"),
+                p("/h/.gemini/extensions"),
+            ],
+        );
+    }
+
+    fn check_dotenv(text: &str, expected: &[(&str, &str)]) {
+        let expected: Vec<(String, String)> = expected
+            .iter()
+            .map(|(k, v)| ((*k).to_owned(), (*v).to_owned()))
+            .collect();
+        assert_eq!(parse_dotenv(text), expected, "{text:?}");
+    }
+
+    #[test]
+    fn dotenv_files_parse_like_the_dotenv_package() {
+        check_dotenv("A=1\nB = two words \n", &[("A", "1"), ("B", "two words")]);
+        check_dotenv(
+            "# comment\n\nexport C=3\r\nD: 4\nE:5\n",
+            &[("C", "3"), ("D", "4")],
+        );
+        check_dotenv("F=x # note\nG=x#y\n", &[("F", "x"), ("G", "x")]);
+        check_dotenv(
+            "H='a # b'\nI=\"l1\\nl2\"\nJ='l1\\nl2'\n",
+            &[("H", "a # b"), ("I", "l1\nl2"), ("J", "l1\\nl2")],
+        );
+        check_dotenv(
+            "K=\"multi\nline\"\nL=after\n",
+            &[("K", "multi\nline"), ("L", "after")],
+        );
+        check_dotenv(
+            "M=`back`  # c\nN=\"a\\\"b\"\n",
+            &[("M", "back"), ("N", "a\\\"b")],
+        );
+        check_dotenv(
+            "O=\"unterminated\nP=1\n",
+            &[("O", "\"unterminated"), ("P", "1")],
+        );
+        check_dotenv("Q=\"a\" b\n", &[("Q", "\"a\" b")]);
+        check_dotenv(
+            "R=\nR=2\nS.t-u=v\nnot a line\n=x\n",
+            &[("R", "2"), ("S.t-u", "v")],
+        );
+    }
+
+    /// A scratch home, system directory and project.
+    struct Fixture {
+        _dir: tempfile::TempDir,
+        root: PathBuf,
+    }
+
+    impl Fixture {
+        fn new() -> Fixture {
+            let dir = tempfile::tempdir().expect("tempdir");
+            let root = fs::canonicalize(dir.path()).expect("canonical");
+            Fixture { _dir: dir, root }
+        }
+
+        fn path(&self, relative: &str) -> PathBuf {
+            self.root.join(relative)
+        }
+
+        fn write(&self, relative: &str, text: &str) {
+            let path = self.path(relative);
+            fs::create_dir_all(path.parent().expect("parent")).expect("mkdir");
+            fs::write(path, text).expect("write");
+        }
+
+        fn env(&self, extra: &[(&str, &str)]) -> LoaderEnv {
+            let system = self.path("etc/settings.json");
+            let mut vars: Vec<(&str, &str)> = vec![(
+                "GEMINI_CLI_SYSTEM_SETTINGS_PATH",
+                system.to_str().expect("utf-8"),
+            )];
+            vars.extend_from_slice(extra);
+            let mut loader_env = env(&vars, self.path("home").to_str().expect("utf-8"));
+            loader_env.vars.insert("ME".to_owned(), "me".to_owned());
+            loader_env
+        }
+
+        fn load(&self, extra: &[(&str, &str)]) -> (LoadedWorkspace, Registry) {
+            let loaded = load_workspace(self.env(extra), &self.path("project"));
+            let registry = Registry::build(&loaded.input);
+            (loaded, registry)
+        }
+    }
+
+    fn hook(name: &str) -> String {
+        format!(
+            r#"{{"hooks": {{"BeforeTool": [{{"hooks": [{{"type": "command", "name": "{name}", "command": "run $ME"}}]}}]}}}}"#
+        )
+    }
+
+    fn summary(registry: &Registry) -> Vec<String> {
+        registry
+            .entries()
+            .map(|e| {
+                format!(
+                    "{} {} {}",
+                    e.source,
+                    e.config.display_name(),
+                    e.config.command.as_deref().unwrap_or("")
+                )
+            })
+            .collect()
+    }
+
+    #[test]
+    fn all_layers_are_read_and_labelled() {
+        let fx = Fixture::new();
+        fx.write("home/.gemini/settings.json", &hook("user"));
+        fx.write("etc/settings.json", &hook("system"));
+        fx.write("etc/system-defaults.json", &hook("defaults"));
+        fx.write(
+            "project/.gemini/settings.json",
+            &format!("// jsonc\n{}", hook("project")),
+        );
+        let (loaded, registry) = fx.load(&[]);
+        assert_eq!(loaded.trust, TrustDecision::FeatureDisabled);
+        assert!(loaded.diagnostics.is_empty(), "{:?}", loaded.diagnostics);
+        assert_eq!(
+            summary(&registry),
+            [
+                "project project run me",
+                "user user run me",
+                "system system run me",
+                "system-defaults defaults run me"
+            ]
+        );
+        let plan = registry
+            .plan(HookEventName::BeforeTool, &MatchContext::tool("read_file"))
+            .expect("plan");
+        assert_eq!(
+            plan.hooks[0].origin.path.as_deref(),
+            Some(fx.path("project/.gemini/settings.json").as_path())
+        );
+    }
+
+    #[test]
+    fn missing_files_are_silent_and_unreadable_ones_reported() {
+        let fx = Fixture::new();
+        // A directory where the user file should be cannot be read.
+        fs::create_dir_all(fx.path("home/.gemini/settings.json")).expect("mkdir");
+        fx.write("project/.gemini/settings.json", "{ broken");
+        let (loaded, registry) = fx.load(&[]);
+        let errors: Vec<&Diagnostic> = loaded.diagnostics.iter().collect();
+        assert_eq!(errors.len(), 1, "{errors:?}");
+        assert_eq!(errors[0].severity, Severity::Error);
+        assert_eq!(
+            errors[0].path.as_deref(),
+            Some(fx.path("home/.gemini/settings.json").as_path())
+        );
+        assert!(registry.entries().next().is_none());
+        // The broken project file is reported by the registry build, with its position.
+        let parse_errors: Vec<String> = registry
+            .diagnostics()
+            .iter()
+            .map(|d| d.to_string())
+            .collect();
+        assert_eq!(parse_errors.len(), 1, "{parse_errors:?}");
+        assert!(
+            parse_errors[0].contains("project/.gemini/settings.json:1:3"),
+            "{parse_errors:?}"
+        );
+    }
+
+    #[test]
+    fn the_home_directory_is_not_its_own_project() {
+        let fx = Fixture::new();
+        fx.write("home/.gemini/settings.json", &hook("user"));
+        let loaded = load_workspace(fx.env(&[]), &fx.path("home"));
+        let registry = Registry::build(&loaded.input);
+        assert_eq!(summary(&registry), ["user user run me"]);
+    }
+
+    fn write_extension(fx: &Fixture, dir: &str, name: &str, hooks: Option<&str>) {
+        fx.write(
+            &format!("{dir}/gemini-extension.json"),
+            &format!(
+                r#"{{"name": "{name}", "version": "1.0.0", "settings": [{{"name": "Key", "envVar": "KEY"}}, {{"name": "bad"}}]}}"#
+            ),
+        );
+        if let Some(hooks) = hooks {
+            fx.write(&format!("{dir}/hooks/hooks.json"), hooks);
+        }
+    }
+
+    const EXT_HOOKS: &str = r#"{"hooks": {"BeforeTool": [{"hooks": [
+        {"type": "command", "command": "${extensionPath}${/}gate.sh ${KEY} ${OTHER}"}]}]}}"#;
+
+    #[test]
+    fn extensions_are_found_hydrated_and_enabled_per_path() {
+        let fx = Fixture::new();
+        let exts = "home/.gemini/extensions";
+        write_extension(&fx, &format!("{exts}/b-ext"), "b-ext", Some(EXT_HOOKS));
+        fx.write(&format!("{exts}/b-ext/.env"), "KEY=user-key\nOTHER=o\n");
+        // A linked install: the files live elsewhere; the .env stays under the name.
+        write_extension(&fx, "src/linked", "a-linked", Some(EXT_HOOKS));
+        let source = fx.path("src/linked");
+        fx.write(
+            &format!("{exts}/a-linked/.gemini-extension-install.json"),
+            &format!(r#"{{"type": "link", "source": "{}"}}"#, source.display()),
+        );
+        // Skipped: no manifest, a bad name, a duplicate name; a plain file is not an extension.
+        fs::create_dir_all(fx.path(&format!("{exts}/c-empty"))).expect("mkdir");
+        write_extension(&fx, &format!("{exts}/d-bad"), "bad name", None);
+        write_extension(&fx, &format!("{exts}/e-dup"), "b-ext", Some(EXT_HOOKS));
+        // Disabled for the project only.
+        write_extension(&fx, &format!("{exts}/f-off"), "f-off", Some(EXT_HOOKS));
+        fx.write(
+            &format!("{exts}/extension-enablement.json"),
+            &format!(
+                r#"{{"f-off": {{"overrides": ["!{}/*"]}}}}"#,
+                fx.path("project").display()
+            ),
+        );
+        fx.write("project/.env", "KEY=workspace-key\n");
+
+        let (loaded, registry) = fx.load(&[]);
+        let warnings: Vec<String> = loaded
+            .diagnostics
+            .iter()
+            .map(|d| format!("{} {}", d.severity, d.message))
+            .collect();
+        assert_eq!(
+            warnings,
+            [
+                "warning skipping extension: configuration file not found",
+                "warning skipping extension: Invalid extension name: \"bad name\". Only letters \
+                 (a-z, A-Z), numbers (0-9), and dashes (-) are allowed.",
+                "warning skipping extension: an extension named \"b-ext\" is already loaded",
+            ]
+        );
+        let names: Vec<&str> = loaded
+            .input
+            .extensions
+            .iter()
+            .map(|e| e.name.as_str())
+            .collect();
+        assert_eq!(names, ["a-linked", "b-ext", "f-off"]);
+        let active: Vec<bool> = loaded.input.extensions.iter().map(|e| e.active).collect();
+        assert_eq!(active, [true, true, false]);
+        assert_eq!(
+            loaded.input.extensions[1].settings,
+            [ExtensionSetting {
+                name: "Key".to_owned(),
+                env_var: "KEY".to_owned()
+            }]
+        );
+
+        let commands: Vec<&str> = registry
+            .entries()
+            .map(|e| e.config.command.as_deref().unwrap_or(""))
+            .collect();
+        assert_eq!(
+            commands,
+            [
+                format!("{}/gate.sh workspace-key ${{OTHER}}", source.display()),
+                format!(
+                    "{}/gate.sh workspace-key o",
+                    fx.path(&format!("{exts}/b-ext")).display()
+                ),
+            ]
+        );
+        let env: Vec<Vec<(String, String)>> =
+            registry.entries().map(|e| e.config.env.clone()).collect();
+        let key = |v: &str| vec![("KEY".to_owned(), v.to_owned())];
+        assert_eq!(env, [key("workspace-key"), key("workspace-key")]);
+
+        // Untrusted: the project's .env is not read; extension hooks still run.
+        let (loaded, registry) = fx.load(&[("GEMINI_CLI_TRUST_WORKSPACE", "false")]);
+        assert_eq!(loaded.trust, TrustDecision::ForcedByEnv(false));
+        let env: Vec<Vec<(String, String)>> =
+            registry.entries().map(|e| e.config.env.clone()).collect();
+        assert_eq!(env, [Vec::new(), key("user-key")]);
+    }
+
+    /// The settings and files one folder-trust case is decided from.
+    struct TrustCase<'a> {
+        user: &'a str,
+        system: &'a str,
+        project: &'a str,
+        trusted_folders: Option<String>,
+        vars: &'a [(&'a str, &'a str)],
+    }
+
+    fn check_trust(fx: &Fixture, case: TrustCase<'_>, expected: TrustDecision) {
+        fx.write("home/.gemini/settings.json", case.user);
+        fx.write("etc/settings.json", case.system);
+        let mut project: Value = serde_json::from_str(case.project).expect("project json");
+        project["hooks"] = serde_json::json!(
+            {"BeforeTool": [{"hooks": [{"type": "command", "command": "p"}]}]}
+        );
+        fx.write("project/.gemini/settings.json", &project.to_string());
+        let trusted_path = fx.path("home/.gemini/trustedFolders.json");
+        match &case.trusted_folders {
+            Some(text) => fx.write("home/.gemini/trustedFolders.json", text),
+            None => {
+                let _ = fs::remove_file(&trusted_path);
+            }
+        }
+        let (loaded, registry) = fx.load(case.vars);
+        let label = format!(
+            "user {} system {} project {} rules {:?} vars {:?}",
+            case.user, case.system, case.project, case.trusted_folders, case.vars
+        );
+        assert_eq!(loaded.trust, expected, "{label}");
+        // Untrusted folders run no settings hooks.
+        let expected_hooks = usize::from(expected.is_trusted());
+        assert_eq!(registry.entries().len(), expected_hooks, "{label}");
+        // Only an invalid rules file is an error.
+        let has_error = loaded
+            .diagnostics
+            .iter()
+            .any(|d| d.severity == Severity::Error);
+        assert_eq!(
+            has_error,
+            expected == TrustDecision::InvalidRules,
+            "{label}"
+        );
+    }
+
+    #[test]
+    fn folder_trust_decisions() {
+        let fx = Fixture::new();
+        let on = r#"{"security": {"folderTrust": {"enabled": true}}}"#;
+        let off = r#"{"security": {"folderTrust": {"enabled": false}}}"#;
+        let parent = fx.root.display().to_string();
+        let project = fx.path("project").display().to_string();
+        let rules = |pairs: &[(&str, &str)]| {
+            let body: Vec<String> = pairs
+                .iter()
+                .map(|(path, level)| format!("\"{path}\": \"{level}\""))
+                .collect();
+            Some(format!("// rules\n{{{}}}", body.join(", ")))
+        };
+        let case = |user, system, project, trusted_folders, vars| TrustCase {
+            user,
+            system,
+            project,
+            trusted_folders,
+            vars,
+        };
+        use TrustDecision::*;
+        check_trust(&fx, case("{}", "{}", "{}", None, &[]), FeatureDisabled);
+        check_trust(&fx, case(on, "{}", "{}", None, &[]), NoRule);
+        // The project cannot switch the feature off for itself.
+        check_trust(&fx, case(on, "{}", off, None, &[]), NoRule);
+        // The system file wins over the user file.
+        check_trust(&fx, case(on, off, "{}", None, &[]), FeatureDisabled);
+        let trust_parent_dir = rules(&[(&parent, "TRUST_FOLDER")]);
+        check_trust(&fx, case(on, "{}", "{}", trust_parent_dir, &[]), Rule(true));
+        // The longest rule wins.
+        let deny_project = rules(&[(&parent, "TRUST_FOLDER"), (&project, "DO_NOT_TRUST")]);
+        check_trust(&fx, case(on, "{}", "{}", deny_project, &[]), Rule(false));
+        let trust_parent = rules(&[(&format!("{project}/sub"), "TRUST_PARENT")]);
+        check_trust(&fx, case(on, "{}", "{}", trust_parent, &[]), Rule(true));
+        let elsewhere = rules(&[(&format!("{parent}/elsewhere"), "TRUST_FOLDER")]);
+        check_trust(&fx, case(on, "{}", "{}", elsewhere, &[]), NoRule);
+        let not_object = Some("[]".to_owned());
+        check_trust(&fx, case(on, "{}", "{}", not_object, &[]), InvalidRules);
+        let bad_level = rules(&[(&parent, "TRUST_ALL")]);
+        check_trust(&fx, case(on, "{}", "{}", bad_level, &[]), InvalidRules);
+        let force_on: &[(&str, &str)] = &[("GEMINI_CLI_TRUST_WORKSPACE", "true")];
+        check_trust(&fx, case(on, "{}", "{}", None, force_on), ForcedByEnv(true));
+        let force_off: &[(&str, &str)] = &[("GEMINI_CLI_TRUST_WORKSPACE", "false")];
+        check_trust(
+            &fx,
+            case("{}", "{}", "{}", None, force_off),
+            ForcedByEnv(false),
+        );
+        let other: &[(&str, &str)] = &[("GEMINI_CLI_TRUST_WORKSPACE", "yes")];
+        check_trust(&fx, case(on, "{}", "{}", None, other), NoRule);
+    }
+
+    #[test]
+    fn trust_rules_resolve_symlinks() {
+        let fx = Fixture::new();
+        fs::create_dir_all(fx.path("real/project")).expect("mkdir");
+        std::os::unix::fs::symlink(fx.path("real"), fx.path("link")).expect("symlink");
+        let folders = TrustedFolders {
+            path: PathBuf::new(),
+            rules: vec![(
+                fx.path("link").display().to_string(),
+                TrustLevel::TrustFolder,
+            )],
+            errors: Vec::new(),
+        };
+        assert_eq!(
+            folders.is_path_trusted(&fx.path("real/project")),
+            Some(true)
+        );
+        assert_eq!(
+            folders.is_path_trusted(&fx.path("link/project")),
+            Some(true)
+        );
+        assert_eq!(folders.is_path_trusted(&fx.path("realm")), None);
+    }
+
+    #[test]
+    fn a_shared_layer_can_be_replaced() {
+        let fx = Fixture::new();
+        fx.write("home/.gemini/settings.json", &hook("old"));
+        let mut shared = SharedLayers::load(fx.env(&[]));
+        fx.write("home/.gemini/settings.json", &hook("new"));
+        let reread = read_layer(Source::User, &shared.paths.user).expect("readable");
+        shared.replace_layer(Source::User, reread);
+        let project = ProjectLayer::load(&shared, &fx.path("project"));
+        let registry = Registry::build(&assemble(&shared, &project).input);
+        assert_eq!(summary(&registry), ["user new run me"]);
+    }
+}
