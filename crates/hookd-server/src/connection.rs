@@ -301,6 +301,7 @@ impl Connection {
             event,
             env,
             generation: snapshot.generation,
+            project_id: snapshot.project_id.clone(),
         };
         self.runs.spawn(run.execute(request, plan));
     }
@@ -360,6 +361,8 @@ struct Run {
     event: HookEventName,
     env: Env,
     generation: u64,
+    /// Gemini CLI's id of the project, for the default plans directory.
+    project_id: String,
 }
 
 impl Run {
@@ -380,7 +383,13 @@ impl Run {
             plans_dir: request
                 .plans_dir
                 .clone()
-                .unwrap_or_else(|| self.shared.default_plans_dir(&request)),
+                .unwrap_or_else(|| {
+                    hookd_core::env::default_plans_dir(
+                        &self.shared.registries.gemini_home().display().to_string(),
+                        &self.project_id,
+                        &request.session_id,
+                    )
+                }),
             env: Arc::clone(&self.env),
         };
 

@@ -115,6 +115,7 @@ pub(crate) fn diagnostic(diagnostic: &Diagnostic) -> wire::Diagnostic {
         severity: match diagnostic.severity {
             Severity::Error => wire::Severity::Error,
             Severity::Warning => wire::Severity::Warning,
+            Severity::Info => wire::Severity::Info,
         },
         path: diagnostic
             .path
@@ -137,7 +138,6 @@ pub(crate) fn list(id: RequestId, cwd: String, snapshot: &Snapshot) -> wire::Lis
         generation: snapshot.generation,
         hooks: registry
             .entries()
-            .iter()
             .map(|entry| wire::ListedHook {
                 event: entry.event.as_str().to_owned(),
                 name: entry.config.panel_name().to_owned(),
@@ -157,7 +157,7 @@ pub(crate) fn list(id: RequestId, cwd: String, snapshot: &Snapshot) -> wire::Lis
                 hook_type: entry.config.hook_type.as_str().to_owned(),
             })
             .collect(),
-        diagnostics: registry.diagnostics().iter().map(diagnostic).collect(),
+        diagnostics: snapshot.diagnostics().map(diagnostic).collect(),
     }
 }
 
@@ -175,12 +175,7 @@ pub(crate) async fn status(shared: &Arc<Shared>, id: RequestId) -> wire::StatusR
             cwd: snapshot.project_dir.display().to_string(),
             generation: snapshot.generation,
             hooks: snapshot.registry.entries().len() as u64,
-            diagnostics: snapshot
-                .registry
-                .diagnostics()
-                .iter()
-                .map(diagnostic)
-                .collect(),
+            diagnostics: snapshot.diagnostics().map(diagnostic).collect(),
         })
         .collect();
     wire::StatusResponse {

@@ -4,7 +4,6 @@ use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::Instant;
 
-use hookd_protocol::EventRequest;
 use hookd_runner::fire::RunnerConfig;
 use hookd_runner::process::ProcessLimits;
 use tokio::sync::Semaphore;
@@ -61,18 +60,6 @@ impl Shared {
             hard_stop: CancellationToken::new(),
             config,
         }
-    }
-
-    /// Gemini CLI's default plans directory for a request that did not name one.
-    pub(crate) fn default_plans_dir(&self, request: &EventRequest) -> String {
-        let project_id = self
-            .registries
-            .project_id(std::path::Path::new(&request.cwd));
-        hookd_core::env::default_plans_dir(
-            &self.registries.gemini_home().display().to_string(),
-            &project_id,
-            &request.session_id,
-        )
     }
 }
 

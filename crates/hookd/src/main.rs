@@ -64,7 +64,7 @@ fn main() -> anyhow::Result<()> {
     }
     let socket = match args.socket {
         Some(path) => path,
-        None => hookd_protocol::default_socket_path(&|name| config.env.get(name).cloned()),
+        None => hookd_protocol::default_socket_path(),
     };
 
     let runtime = tokio::runtime::Builder::new_multi_thread()

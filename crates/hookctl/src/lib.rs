@@ -1,0 +1,346 @@
+//! The `hookctl` command line: talk to a running hookd.
+//!
+//! Every subcommand connects to the daemon's socket (`--socket`, else `HOOKD_SOCKET`, else the
+//! default path), sends one request and prints the answer. Results go to stdout; when the
+//! daemon cannot be reached or rejects the request, a one-line reason goes to stderr and the
+//! exit code is non-zero.
+
+use std::io::Read;
+use std::path::{Path, PathBuf};
+use std::process::ExitCode;
+
+use anyhow::{Context, bail};
+use clap::{Parser, Subcommand};
+use hookd_client::{Client, ConnectOptions, EventRequest};
+use hookd_protocol::{ListResponse, StatusResponse};
+use serde_json::{Map, Value};
+
+/// Talk to a running hookd.
+#[derive(Debug, Parser)]
+#[command(name = "hookctl", version)]
+pub struct Cli {
+    /// The daemon's socket [default: $HOOKD_SOCKET, else $XDG_RUNTIME_DIR/hookd/hookd.sock,
+    /// else /tmp/hookd-<uid>/hookd.sock].
+    #[arg(long, global = true)]
+    pub socket: Option<PathBuf>,
+    /// What to do.
+    #[command(subcommand)]
+    pub command: Command,
+}
+
+/// The subcommands.
+#[derive(Debug, Subcommand)]
+pub enum Command {
+    /// Fire one event and print the daemon's aggregate answer as one JSON object.
+    Emit(EmitArgs),
+    /// Show the hooks registered for a project dir, like Gemini CLI's `/hooks panel`.
+    List(ListArgs),
+    /// Show the daemon's status.
+    Status(StatusArgs),
+    /// Check that the daemon answers.
+    Ping,
+}
+
+/// Arguments of `hookctl emit`.
+#[derive(Debug, clap::Args)]
+pub struct EmitArgs {
+    /// The event name (BeforeTool, AfterTool, BeforeAgent, AfterAgent, BeforeModel,
+    /// AfterModel, BeforeToolSelection, SessionStart, SessionEnd, PreCompress, Notification).
+    pub event: String,
+    /// A JSON object with the event's own fields (tool_name, tool_input, prompt, ...); `-`
+    /// reads it from stdin.
+    #[arg(long)]
+    pub input: Option<String>,
+    /// The session's working directory (also the project dir) [default: the current dir].
+    #[arg(long)]
+    pub cwd: Option<PathBuf>,
+    /// The session id passed to hooks.
+    #[arg(long, default_value = "")]
+    pub session: String,
+    /// The transcript path passed to hooks.
+    #[arg(long, default_value = "")]
+    pub transcript: String,
+}
+
+/// Arguments of `hookctl list`.
+#[derive(Debug, clap::Args)]
+pub struct ListArgs {
+    /// The project dir whose registry to show [default: the current dir].
+    #[arg(long)]
+    pub cwd: Option<PathBuf>,
+    /// Print the daemon's answer as JSON.
+    #[arg(long)]
+    pub json: bool,
+}
+
+/// Arguments of `hookctl status`.
+#[derive(Debug, clap::Args)]
+pub struct StatusArgs {
+    /// Print the daemon's answer as JSON.
+    #[arg(long)]
+    pub json: bool,
+}
+
+/// Runs one `hookctl` invocation and returns its exit code.
+pub fn run(cli: Cli) -> ExitCode {
+    let runtime = match tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+    {
+        Ok(runtime) => runtime,
+        Err(err) => {
+            eprintln!("hookctl: cannot start the async runtime: {err}");
+            return ExitCode::FAILURE;
+        }
+    };
+    match runtime.block_on(execute(cli)) {
+        Ok(output) => {
+            print!("{output}");
+            ExitCode::SUCCESS
+        }
+        Err(err) => {
+            eprintln!("hookctl: {err:#}");
+            ExitCode::FAILURE
+        }
+    }
+}
+
+/// Runs the subcommand and returns what to print on stdout.
+pub async fn execute(cli: Cli) -> anyhow::Result<String> {
+    let socket = cli
+        .socket
+        .clone()
+        .unwrap_or_else(hookd_protocol::default_socket_path);
+    match cli.command {
+        Command::Emit(args) => emit(&socket, args).await,
+        Command::List(args) => {
+            let cwd = absolute_cwd(args.cwd)?;
+            let client = connect(&socket, false).await?;
+            let listing = client
+                .list(cwd.display().to_string())
+                .await
+                .context("list failed")?;
+            if args.json {
+                Ok(to_json_line(&listing)?)
+            } else {
+                Ok(render_list(&listing))
+            }
+        }
+        Command::Status(args) => {
+            let client = connect(&socket, false).await?;
+            let status = client.status().await.context("status failed")?;
+            if args.json {
+                Ok(to_json_line(&status)?)
+            } else {
+                Ok(render_status(&status))
+            }
+        }
+        Command::Ping => {
+            let client = connect(&socket, false).await?;
+            let started = std::time::Instant::now();
+            client.ping().await.context("ping failed")?;
+            Ok(format!(
+                "pong from {} in {} µs\n",
+                socket.display(),
+                started.elapsed().as_micros()
+            ))
+        }
+    }
+}
+
+/// Connects and says hello; `send_env` passes this process's environment for hooks to use.
+async fn connect(socket: &Path, send_env: bool) -> anyhow::Result<Client> {
+    let env = send_env.then(|| {
+        std::env::vars_os()
+            .filter_map(|(name, value)| Some((name.into_string().ok()?, value.into_string().ok()?)))
+            .collect()
+    });
+    let options = ConnectOptions {
+        client_name: format!("hookctl/{}", env!("CARGO_PKG_VERSION")),
+        env,
+        ..ConnectOptions::default()
+    };
+    Client::connect(socket, options)
+        .await
+        .with_context(|| format!("cannot reach hookd at {}", socket.display()))
+}
+
+/// `hookctl emit`.
+async fn emit(socket: &Path, args: EmitArgs) -> anyhow::Result<String> {
+    let input = read_input(args.input.as_deref())?;
+    let cwd = absolute_cwd(args.cwd)?;
+    // Hooks run with the caller's environment, as they would inside the agent CLI.
+    let client = connect(socket, true).await?;
+    let mut request = EventRequest::new(args.event, cwd.display().to_string());
+    request.input = input;
+    request.session_id = args.session;
+    request.transcript_path = args.transcript;
+    let response = client.event(request).await.context("the daemon rejected the event")?;
+    to_json_line(&response.result)
+}
+
+/// Reads the `--input` object from a file, from stdin (`-`), or nothing (`{}`).
+fn read_input(input: Option<&str>) -> anyhow::Result<Map<String, Value>> {
+    let text = match input {
+        None => return Ok(Map::new()),
+        Some("-") => {
+            let mut text = String::new();
+            std::io::stdin()
+                .read_to_string(&mut text)
+                .context("cannot read the event input from stdin")?;
+            text
+        }
+        Some(path) => std::fs::read_to_string(path)
+            .with_context(|| format!("cannot read the event input from {path}"))?,
+    };
+    if text.trim().is_empty() {
+        return Ok(Map::new());
+    }
+    match serde_json::from_str::<Value>(&text).context("the event input is not valid JSON")? {
+        Value::Object(map) => Ok(map),
+        other => bail!(
+            "the event input must be a JSON object, not {}",
+            json_type(&other)
+        ),
+    }
+}
+
+/// The JSON type name of a value, for messages.
+fn json_type(value: &Value) -> &'static str {
+    match value {
+        Value::Null => "null",
+        Value::Bool(_) => "a boolean",
+        Value::Number(_) => "a number",
+        Value::String(_) => "a string",
+        Value::Array(_) => "an array",
+        Value::Object(_) => "an object",
+    }
+}
+
+/// `--cwd` made absolute, or the current directory.
+fn absolute_cwd(cwd: Option<PathBuf>) -> anyhow::Result<PathBuf> {
+    let current = std::env::current_dir().context("cannot determine the current directory")?;
+    Ok(match cwd {
+        Some(dir) if dir.is_absolute() => dir,
+        Some(dir) => current.join(dir),
+        None => current,
+    })
+}
+
+/// One JSON object and a newline.
+fn to_json_line<T: serde::Serialize>(value: &T) -> anyhow::Result<String> {
+    let mut text = serde_json::to_string(value).context("cannot encode the answer")?;
+    text.push('\n');
+    Ok(text)
+}
+
+/// The registry as Gemini CLI's `/hooks panel` shows it, grouped by event in registry order,
+/// with the timeout printed in milliseconds (Gemini CLI prints the millisecond number with an
+/// `s` suffix; hookd says what it means).
+pub fn render_list(listing: &ListResponse) -> String {
+    use std::fmt::Write;
+    let mut out = String::new();
+    if !listing.hooks_enabled {
+        out.push_str("Hooks are disabled (hooksConfig.enabled is false).\n");
+    }
+    if listing.hooks.is_empty() {
+        out.push_str("No hooks configured.\n");
+    }
+    let mut events: Vec<&str> = Vec::new();
+    for hook in &listing.hooks {
+        if !events.contains(&hook.event.as_str()) {
+            events.push(&hook.event);
+        }
+    }
+    for event in events {
+        let _ = writeln!(out, "{event}:");
+        for hook in listing.hooks.iter().filter(|hook| hook.event == event) {
+            let state = if hook.enabled { "enabled" } else { "disabled" };
+            let _ = writeln!(out, "  {} [{state}]", hook.name);
+            if let Some(description) = &hook.description {
+                let _ = writeln!(out, "    {description}");
+            }
+            let mut source = hook.source.clone();
+            if let Some(extension) = &hook.extension {
+                source = format!("{source} {extension}");
+            }
+            match &hook.path {
+                Some(path) => {
+                    let _ = writeln!(out, "    Source: {source} ({path})");
+                }
+                None => {
+                    let _ = writeln!(out, "    Source: {source}");
+                }
+            }
+            if let Some(command) = hook.command.as_ref().filter(|command| **command != hook.name)
+            {
+                let _ = writeln!(out, "    Command: {command}");
+            }
+            if let Some(matcher) = &hook.matcher {
+                let _ = writeln!(out, "    Matcher: {matcher}");
+            }
+            if hook.sequential {
+                out.push_str("    Sequential\n");
+            }
+            let _ = writeln!(out, "    Timeout: {} ms", hook.timeout_ms);
+        }
+    }
+    if !listing.diagnostics.is_empty() {
+        out.push_str("Problems:\n");
+        for diagnostic in &listing.diagnostics {
+            let _ = writeln!(out, "  {}", render_diagnostic(diagnostic));
+        }
+    }
+    out
+}
+
+/// One diagnostic as `severity: path:line:column: key: message`.
+fn render_diagnostic(diagnostic: &hookd_protocol::Diagnostic) -> String {
+    let severity = match diagnostic.severity {
+        hookd_protocol::Severity::Error => "error",
+        hookd_protocol::Severity::Warning => "warning",
+    };
+    let mut text = format!("{severity}: ");
+    if let Some(path) = &diagnostic.path {
+        text.push_str(path);
+        if let Some(line) = diagnostic.line {
+            text.push_str(&format!(":{line}"));
+            if let Some(column) = diagnostic.column {
+                text.push_str(&format!(":{column}"));
+            }
+        }
+        text.push_str(": ");
+    }
+    if let Some(key) = &diagnostic.key {
+        text.push_str(key);
+        text.push_str(": ");
+    }
+    text.push_str(&diagnostic.message);
+    text
+}
+
+/// The daemon's status in a few lines.
+pub fn render_status(status: &StatusResponse) -> String {
+    use std::fmt::Write;
+    let mut out = String::new();
+    let _ = writeln!(out, "hookd {} (pid {})", status.version, status.pid);
+    let _ = writeln!(out, "uptime: {} s", status.uptime_ms / 1000);
+    let _ = writeln!(out, "connections: {}", status.connections);
+    let _ = writeln!(
+        out,
+        "hooks: {} running, {} queued, at most {} at once",
+        status.hooks_running, status.hooks_queued, status.max_hooks
+    );
+    let _ = writeln!(out, "events served: {}", status.events_served);
+    for registry in &status.registries {
+        let _ = writeln!(
+            out,
+            "registry {}: generation {}, {} hooks",
+            registry.cwd, registry.generation, registry.hooks
+        );
+        for diagnostic in &registry.diagnostics {
+            let _ = writeln!(out, "  {}", render_diagnostic(diagnostic));
+        }
+    }
+    out
+}
