@@ -4,9 +4,9 @@
 //!
 //! - **Spawning.** The command starts in its own process group with a complete, explicit
 //!   environment and three real pipes. The program is resolved against the `PATH` of that
-//!   environment here rather than by the standard library, because a changed environment plus
-//!   a bare program name makes the standard library fall back from `posix_spawn` to `fork`,
-//!   which is much slower for a large daemon.
+//!   environment here (and remembered) rather than by the standard library, because a
+//!   replaced environment plus a bare program name makes the standard library fall back from
+//!   `posix_spawn` to `fork`, which is much slower for a large daemon.
 //! - **Running.** stdin is written while stdout and stderr are drained, all in one future, so
 //!   a hook that never reads its input or floods its output cannot deadlock us. Each stream is
 //!   captured up to a cap; the rest is read and counted but discarded. The run ends when the
@@ -27,6 +27,7 @@ use std::os::unix::fs::PermissionsExt;
 use std::path::{Path, PathBuf};
 use std::pin::pin;
 use std::process::{ExitStatus, Stdio};
+use std::sync::{Mutex, PoisonError};
 use std::time::Duration;
 
 use bytes::Bytes;
@@ -34,7 +35,7 @@ use hookd_core::result::{HookOutcome, HookRun, StreamName};
 use nix::sys::signal::{Signal, killpg};
 use nix::unistd::Pid;
 use tokio::io::{AsyncRead, AsyncReadExt, AsyncWriteExt};
-use tokio::process::{ChildStdin, Command};
+use tokio::process::{Child, ChildStdin, Command};
 use tokio::time::{Instant, sleep_until};
 use tokio_util::sync::CancellationToken;
 
@@ -50,8 +51,9 @@ pub const DEFAULT_KILL_GRACE: Duration = Duration::from_secs(2);
 /// group while holding a pipe, or the child is stuck in the kernel.
 const KILL_SLACK: Duration = Duration::from_millis(200);
 
-/// The first buffer reserved for a stream that produces output.
-const INITIAL_CAPTURE: usize = 8 * 1024;
+/// The first buffer reserved for a stream that produces output. Most hooks print a small JSON
+/// object; staying under 1 KiB keeps this a small-bin allocation in glibc.
+const INITIAL_CAPTURE: usize = 512;
 
 /// The read size once a stream is over its cap: one default Linux pipe buffer.
 const DISCARD_CHUNK: usize = 64 * 1024;
@@ -115,32 +117,7 @@ pub async fn run_process(
         );
     }
 
-    let program = match resolve_program(&spec.program, &spec.env, &spec.cwd) {
-        Some(program) => program,
-        None => {
-            let message = spawn_failure_message(
-                &spec.program,
-                &spec.cwd,
-                &io::Error::new(io::ErrorKind::NotFound, "not found in PATH"),
-            );
-            return spawn_failed(message, started);
-        }
-    };
-
-    let mut command = Command::new(&program);
-    command
-        // Keep the name as given for argv[0]: bash prefixes its own messages with it, and
-        // hooks' stderr (e.g. `bash: line 1: x: command not found`) can become a deny reason.
-        .arg0(&spec.program)
-        .args(&spec.args)
-        .current_dir(&spec.cwd)
-        .env_clear()
-        .envs(spec.env.iter().map(|(name, value)| (name, value)))
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .process_group(0);
-    let mut child = match command.spawn() {
+    let mut child = match spawn_child(&spec) {
         Ok(child) => child,
         Err(error) => {
             let message = spawn_failure_message(&spec.program, &spec.cwd, &error);
@@ -399,6 +376,121 @@ fn spawn_failed(message: String, started: Instant) -> HookRun {
     )
 }
 
+/// Starts the process: own process group, exactly the given environment, three pipes.
+///
+/// The program comes from [`PROGRAMS`]; if a remembered path no longer works, the lookup is
+/// done afresh once before giving up.
+fn spawn_child(spec: &ProcessSpec) -> io::Result<Child> {
+    let path_var = path_variable(&spec.env);
+    let (program, remembered) = PROGRAMS.find(&spec.program, path_var, &spec.cwd)?;
+    match command(spec, &program).spawn() {
+        Err(error) if remembered && error.kind() == io::ErrorKind::NotFound => {
+            PROGRAMS.forget(&spec.program, path_var);
+            let (program, _) = PROGRAMS.find(&spec.program, path_var, &spec.cwd)?;
+            command(spec, &program).spawn()
+        }
+        spawned => spawned,
+    }
+}
+
+fn command(spec: &ProcessSpec, program: &Path) -> Command {
+    let mut command = Command::new(program);
+    command
+        // Keep the name as given for argv[0]: bash prefixes its own messages with it, and a
+        // hook's stderr (e.g. `bash: line 1: x: command not found`) can become a deny reason.
+        .arg0(&spec.program)
+        .args(&spec.args)
+        .current_dir(&spec.cwd)
+        .env_clear()
+        .envs(spec.env.iter().map(|(name, value)| (name, value)))
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .process_group(0);
+    command
+}
+
+/// The value of the last `PATH` in `env` (later entries override earlier ones).
+fn path_variable(env: &[(String, String)]) -> Option<&str> {
+    env.iter()
+        .rev()
+        .find(|(name, _)| name == "PATH")
+        .map(|(_, value)| value.as_str())
+}
+
+/// Program lookups remembered across runs, shared by the whole daemon.
+static PROGRAMS: ProgramCache = ProgramCache::new();
+
+/// How many (program, `PATH`) pairs [`ProgramCache`] remembers.
+const PROGRAM_CACHE_SIZE: usize = 32;
+
+/// Remembers where a program was found on a given `PATH`.
+///
+/// Nearly every hook runs `bash` with the same few `PATH`s, and searching a long `PATH` costs
+/// a failed `stat` per entry on every run — measurable next to a 1 ms spawn. A remembered path
+/// that stops working is forgotten by [`spawn_child`]; lookups that depend on the working
+/// directory (an empty `PATH` entry) are never remembered.
+struct ProgramCache {
+    entries: Mutex<Vec<CachedProgram>>,
+}
+
+struct CachedProgram {
+    program: PathBuf,
+    path_var: String,
+    found: PathBuf,
+}
+
+impl ProgramCache {
+    const fn new() -> ProgramCache {
+        ProgramCache {
+            entries: Mutex::new(Vec::new()),
+        }
+    }
+
+    /// The executable to run for `program`, and whether it came from the cache.
+    fn find(
+        &self,
+        program: &Path,
+        path_var: Option<&str>,
+        cwd: &Path,
+    ) -> io::Result<(PathBuf, bool)> {
+        let not_found = || io::Error::new(io::ErrorKind::NotFound, "not found in PATH");
+        if program.as_os_str().as_bytes().contains(&b'/') {
+            return Ok((program.to_path_buf(), false));
+        }
+        let path_var = path_var.ok_or_else(not_found)?;
+        {
+            let entries = self.entries.lock().unwrap_or_else(PoisonError::into_inner);
+            let hit = entries
+                .iter()
+                .find(|entry| entry.program == program && entry.path_var == path_var);
+            if let Some(entry) = hit {
+                return Ok((entry.found.clone(), true));
+            }
+        }
+        let (found, from_cwd) = search_path(program, path_var, cwd).ok_or_else(not_found)?;
+        if !from_cwd {
+            let mut entries = self.entries.lock().unwrap_or_else(PoisonError::into_inner);
+            if entries.len() >= PROGRAM_CACHE_SIZE {
+                entries.remove(0);
+            }
+            entries.push(CachedProgram {
+                program: program.to_path_buf(),
+                path_var: path_var.to_owned(),
+                found: found.clone(),
+            });
+        }
+        Ok((found, false))
+    }
+
+    fn forget(&self, program: &Path, path_var: Option<&str>) {
+        let mut entries = self.entries.lock().unwrap_or_else(PoisonError::into_inner);
+        entries.retain(|entry| {
+            !(entry.program == program && Some(entry.path_var.as_str()) == path_var)
+        });
+    }
+}
+
 /// Says why a spawn failed. A missing working directory and a missing program both come back
 /// from the kernel as "not found", so the directory is checked separately, and only on failure
 /// to keep it off the fast path.
@@ -416,29 +508,19 @@ fn spawn_failure_message(program: &Path, cwd: &Path, error: &io::Error) -> Strin
     }
 }
 
-/// Finds the executable a program name refers to, searching the `PATH` of the environment the
-/// hook will get (as a shell or Node's `spawn` would). Names containing `/` are used as given.
-///
-/// Handing the standard library an absolute path keeps it on the `posix_spawn` path even though
-/// the environment was replaced.
-fn resolve_program(program: &Path, env: &[(String, String)], cwd: &Path) -> Option<PathBuf> {
-    if program.as_os_str().as_bytes().contains(&b'/') {
-        return Some(program.to_path_buf());
-    }
+/// Searches `path_var` for an executable file named `program`, as a shell or Node's `spawn`
+/// would with the hook's environment. Also says whether it was found through an empty entry,
+/// which means the working directory.
+fn search_path(program: &Path, path_var: &str, cwd: &Path) -> Option<(PathBuf, bool)> {
     if program.as_os_str().is_empty() {
         return None;
     }
-    let path = env
-        .iter()
-        .rev()
-        .find(|(name, _)| name == "PATH")
-        .map(|(_, value)| value.as_str())?;
-    path.split(':').find_map(|dir| {
-        // An empty entry means the current directory, which for the hook is its cwd.
-        let dir = if dir.is_empty() { cwd } else { Path::new(dir) };
+    path_var.split(':').find_map(|dir| {
+        let from_cwd = dir.is_empty();
+        let dir = if from_cwd { cwd } else { Path::new(dir) };
         let candidate = dir.join(program);
         let meta = std::fs::metadata(&candidate).ok()?;
-        (meta.is_file() && meta.permissions().mode() & 0o111 != 0).then_some(candidate)
+        (meta.is_file() && meta.permissions().mode() & 0o111 != 0).then_some((candidate, from_cwd))
     })
 }
 
@@ -822,40 +904,67 @@ mod tests {
     }
 
     #[test]
-    fn program_resolution() {
+    fn program_lookup() {
         let dir = tempfile::tempdir().expect("tempdir");
         let tool = dir.path().join("tool");
         let mut file = std::fs::File::create(&tool).expect("create");
         file.write_all(b"#!/bin/sh\n").expect("write");
-        let plain = dir.path().join("plain");
-        std::fs::File::create(&plain).expect("create");
         std::fs::set_permissions(&tool, std::fs::Permissions::from_mode(0o755)).expect("chmod");
+        std::fs::File::create(dir.path().join("plain")).expect("create");
 
         let dir_str = dir.path().to_str().expect("utf-8 temp dir").to_owned();
-        let root = Path::new("/");
         let with_dir = format!("/nonexistent:{dir_str}");
-        // (program, PATH if set, cwd, expected)
-        let cases: [(&str, Option<&str>, &Path, Option<&Path>); 8] = [
-            ("tool", Some(&with_dir), root, Some(&tool)),
+        let via_cwd = ":/nonexistent";
+        let root = Path::new("/");
+        let cache = ProgramCache::new();
+        // (program, PATH if set, cwd, expected path and whether it came from the cache)
+        type Found<'a> = Option<(&'a Path, bool)>;
+        let cases: [(&str, Option<&str>, &Path, Found<'_>); 10] = [
+            ("tool", Some(&with_dir), root, Some((&tool, false))),
+            ("tool", Some(&with_dir), root, Some((&tool, true))),
             ("plain", Some(&dir_str), root, None),
             ("tool", Some("/nonexistent"), root, None),
             ("tool", None, root, None),
-            ("./x", None, root, Some(Path::new("./x"))),
-            ("/bin/sh", None, root, Some(Path::new("/bin/sh"))),
+            ("./x", None, root, Some((Path::new("./x"), false))),
+            ("/bin/sh", None, root, Some((Path::new("/bin/sh"), false))),
             ("", Some(&dir_str), root, None),
-            // An empty PATH entry searches the hook's working directory.
-            ("tool", Some(":/nonexistent"), dir.path(), Some(&tool)),
+            // An empty PATH entry searches the hook's working directory, and is not remembered.
+            ("tool", Some(via_cwd), dir.path(), Some((&tool, false))),
+            ("tool", Some(via_cwd), dir.path(), Some((&tool, false))),
         ];
-        for (program, path, cwd, expected) in cases {
-            let env: Vec<(String, String)> = path
-                .map(|path| ("PATH".to_owned(), path.to_owned()))
-                .into_iter()
-                .collect();
-            assert_eq!(
-                resolve_program(Path::new(program), &env, cwd).as_deref(),
-                expected,
-                "{program} in {path:?}"
-            );
+        for (program, path_var, cwd, expected) in cases {
+            let found = cache.find(Path::new(program), path_var, cwd).ok();
+            let found = found
+                .as_ref()
+                .map(|(path, cached)| (path.as_path(), *cached));
+            assert_eq!(found, expected, "{program} in {path_var:?}");
         }
+        cache.forget(Path::new("tool"), Some(&with_dir));
+        let found = cache.find(Path::new("tool"), Some(&with_dir), root).ok();
+        assert_eq!(found, Some((tool, false)));
+    }
+
+    #[tokio::test]
+    async fn a_remembered_program_that_vanished_is_looked_up_again() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let first = dir.path().join("first");
+        let second = dir.path().join("second");
+        for bin in [&first, &second] {
+            std::fs::create_dir(bin).expect("mkdir");
+            std::os::unix::fs::symlink("/bin/sh", bin.join("hookd-test-sh")).expect("symlink");
+        }
+        let path_var = format!("{}:{}:{PATH}", first.display(), second.display());
+        let spec = ProcessSpec {
+            program: PathBuf::from("hookd-test-sh"),
+            env: vec![("PATH".to_owned(), path_var)],
+            ..spec("echo ok")
+        };
+        assert_eq!(run(spec.clone()).await.outcome, exited(0));
+        std::fs::remove_file(first.join("hookd-test-sh")).expect("rm");
+        let result = run(spec).await;
+        assert_eq!(
+            (result.outcome, result.stdout.as_str()),
+            (exited(0), "ok\n")
+        );
     }
 }

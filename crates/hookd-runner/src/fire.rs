@@ -1,0 +1,552 @@
+//! Running the plan of one firing (spec §4.7): every hook of it, in parallel or one at a time.
+//!
+//! The pure rules come from `hookd-core`: the stdin payload, command expansion, the hook's
+//! environment, interpreting its output and sequential chaining. This module only adds the
+//! processes and the scheduling around them:
+//!
+//! - **Parallel** plans start every hook at once. The firing's payload is serialised once and
+//!   shared by all its hooks. Results come back in plan order; `on_result` hears about each
+//!   as it completes.
+//! - **Sequential** plans run the hooks one at a time in plan order and never stop early; each
+//!   hook's payload is built from the input as chained by the hooks before it.
+//!
+//! Every hook process holds a permit of the daemon-wide [`RunnerConfig::hook_slots`] semaphore
+//! from just before it is spawned until its result is known, so the number of hook processes
+//! across all clients is bounded; hooks beyond the cap wait in line and are never dropped.
+//!
+//! All hooks of a firing are driven by the caller's task: no task is spawned per hook.
+
+use std::borrow::Cow;
+use std::path::PathBuf;
+use std::sync::Arc;
+use std::time::Duration;
+
+use bytes::Bytes;
+use futures_util::StreamExt;
+use futures_util::stream::FuturesUnordered;
+use hookd_core::chain::apply_chain;
+use hookd_core::command::{CommandVars, expand_command};
+use hookd_core::env::hook_environment;
+use hookd_core::event::HookEventName;
+use hookd_core::model::{HookEntry, HookType};
+use hookd_core::output::hook_result;
+use hookd_core::payload::{BaseFields, build_payload};
+use hookd_core::plan::Plan;
+use hookd_core::result::{HookOutcome, HookResult, HookRun};
+use serde_json::{Map, Value};
+use tokio::sync::Semaphore;
+use tokio_util::sync::CancellationToken;
+
+use crate::process::{ProcessLimits, ProcessSpec, run_process};
+
+/// The default number of hook processes that may run at once across the whole daemon.
+pub const DEFAULT_HOOK_SLOTS: usize = 64;
+
+/// The error Gemini CLI reports for a `runtime` hook read from a file: it has no function.
+const RUNTIME_HOOK_ERROR: &str = "hookConfig.action is not a function";
+
+/// The error Gemini CLI reports for a command-like hook without a command.
+const MISSING_COMMAND_ERROR: &str = "Command hook missing command";
+
+/// How hook processes are run, shared by every firing of the daemon.
+#[derive(Debug, Clone)]
+pub struct RunnerConfig {
+    /// Output caps and the kill grace period that apply to every hook process.
+    pub limits: ProcessLimits,
+    /// The shell a command runs in as `<shell> -c <command>` (`bash`, looked up in the hook's
+    /// `PATH`, unless this is a path).
+    pub shell: PathBuf,
+    /// Caps how many hook processes run at once across the daemon; each process holds one
+    /// permit from spawn to result.
+    pub hook_slots: Arc<Semaphore>,
+}
+
+impl Default for RunnerConfig {
+    fn default() -> Self {
+        RunnerConfig {
+            limits: ProcessLimits::default(),
+            shell: PathBuf::from("bash"),
+            hook_slots: Arc::new(Semaphore::new(DEFAULT_HOOK_SLOTS)),
+        }
+    }
+}
+
+/// One firing of an event, as a client asked for it.
+#[derive(Debug, Clone, PartialEq)]
+pub struct FireRequest {
+    /// The event that fired.
+    pub event: HookEventName,
+    /// The event's own fields (`tool_name`, `tool_input`, `prompt`, ...), as the client sent
+    /// them.
+    pub input: Map<String, Value>,
+    /// The base fields of the payload; `base.cwd` is also every hook's working directory.
+    pub base: BaseFields,
+    /// What `$GEMINI_PROJECT_DIR` and friends expand to (the session's working directory).
+    pub project_dir: String,
+    /// What `$GEMINI_PLANS_DIR` expands to.
+    pub plans_dir: String,
+    /// The client's environment, which every hook's environment starts from.
+    pub env: Arc<Vec<(String, String)>>,
+}
+
+/// Runs every hook of `plan` for one firing and returns their results in plan order.
+///
+/// `on_result(index, result)` is called once per hook, as each completes, with its index in
+/// the plan. After `cancel` fires, running hooks are stopped and hooks not yet started are
+/// reported as cancelled without being spawned; every hook still gets a result.
+pub async fn run_plan(
+    plan: &Plan,
+    request: &FireRequest,
+    config: &RunnerConfig,
+    cancel: &CancellationToken,
+    on_result: &mut (dyn FnMut(usize, &HookResult) + Send),
+) -> Vec<HookResult> {
+    let firing = Firing {
+        request,
+        config,
+        cancel,
+        vars: CommandVars {
+            project_dir: &request.project_dir,
+            plans_dir: &request.plans_dir,
+            session_id: &request.base.session_id,
+        },
+    };
+    // With a single hook both ways are the same, and the sequential one has less machinery.
+    if plan.sequential || plan.hooks.len() <= 1 {
+        firing.run_sequential(&plan.hooks, on_result).await
+    } else {
+        firing.run_parallel(&plan.hooks, on_result).await
+    }
+}
+
+/// Everything the hooks of one firing share.
+struct Firing<'a> {
+    request: &'a FireRequest,
+    config: &'a RunnerConfig,
+    cancel: &'a CancellationToken,
+    vars: CommandVars<'a>,
+}
+
+impl Firing<'_> {
+    async fn run_parallel(
+        &self,
+        hooks: &[Arc<HookEntry>],
+        on_result: &mut (dyn FnMut(usize, &HookResult) + Send),
+    ) -> Vec<HookResult> {
+        let stdin = self.payload(&self.request.input);
+        let mut running: FuturesUnordered<_> = hooks
+            .iter()
+            .enumerate()
+            .map(|(index, entry)| {
+                let stdin = stdin.clone();
+                async move { (index, self.run_hook(entry, stdin).await) }
+            })
+            .collect();
+        let mut results: Vec<Option<HookResult>> = hooks.iter().map(|_| None).collect();
+        while let Some((index, result)) = running.next().await {
+            on_result(index, &result);
+            if let Some(slot) = results.get_mut(index) {
+                *slot = Some(result);
+            }
+        }
+        // Every future above completed, so every slot is filled.
+        results.into_iter().flatten().collect()
+    }
+
+    async fn run_sequential(
+        &self,
+        hooks: &[Arc<HookEntry>],
+        on_result: &mut (dyn FnMut(usize, &HookResult) + Send),
+    ) -> Vec<HookResult> {
+        // The input is only copied once a hook actually changes it.
+        let mut input = Cow::Borrowed(&self.request.input);
+        let mut results = Vec::with_capacity(hooks.len());
+        for (index, entry) in hooks.iter().enumerate() {
+            let result = self.run_hook(entry, self.payload(&input)).await;
+            on_result(index, &result);
+            let is_last = index + 1 == hooks.len();
+            // Chaining only ever uses a successful hook's output (spec §4.7).
+            if !is_last && result.success && result.output.is_some() {
+                apply_chain(self.request.event, input.to_mut(), &result);
+            }
+            results.push(result);
+        }
+        results
+    }
+
+    /// The stdin payload for `input`: compact JSON in Gemini CLI's key order.
+    fn payload(&self, input: &Map<String, Value>) -> Bytes {
+        let payload = build_payload(self.request.event, &self.request.base, input);
+        // Serialising a map with string keys cannot fail.
+        Bytes::from(serde_json::to_vec(&payload).unwrap_or_default())
+    }
+
+    /// Runs one hook: refuses what cannot run, waits for a process slot, spawns, interprets.
+    async fn run_hook(&self, entry: &HookEntry, stdin: Bytes) -> HookResult {
+        let command = match runnable_command(entry) {
+            Ok(command) => command,
+            Err(message) => {
+                return hook_result(
+                    entry,
+                    not_run(HookOutcome::Refused {
+                        message: message.to_owned(),
+                    }),
+                );
+            }
+        };
+        let permit = tokio::select! {
+            biased;
+            () = self.cancel.cancelled() => None,
+            permit = self.config.hook_slots.acquire() => permit.ok(),
+        };
+        // A closed semaphore means the daemon is shutting down: the same as a cancellation.
+        let Some(permit) = permit else {
+            return hook_result(entry, not_run(HookOutcome::Cancelled));
+        };
+        let spec = ProcessSpec {
+            program: self.config.shell.clone(),
+            args: vec!["-c".to_owned(), expand_command(command, &self.vars)],
+            cwd: PathBuf::from(&self.request.base.cwd),
+            env: hook_environment(&self.request.env, &self.vars, &entry.config.env),
+            stdin,
+            timeout: Duration::from_millis(entry.config.timeout_ms()),
+        };
+        let run = run_process(spec, &self.config.limits, self.cancel).await;
+        drop(permit);
+        hook_result(entry, run)
+    }
+}
+
+/// The command a hook runs, or why it cannot run at all (as Gemini CLI words it).
+fn runnable_command(entry: &HookEntry) -> Result<&str, &'static str> {
+    match entry.config.hook_type {
+        HookType::Runtime => Err(RUNTIME_HOOK_ERROR),
+        HookType::Command | HookType::Plugin => entry
+            .config
+            .command
+            .as_deref()
+            .filter(|command| !command.is_empty())
+            .ok_or(MISSING_COMMAND_ERROR),
+    }
+}
+
+/// The record of a hook that was never spawned.
+fn not_run(outcome: HookOutcome) -> HookRun {
+    HookRun {
+        outcome,
+        stdout: String::new(),
+        stderr: String::new(),
+        duration: Duration::ZERO,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    use std::path::Path;
+    use std::time::Instant;
+
+    use hookd_core::model::{HookConfig, Origin, Source};
+    use serde_json::json;
+
+    const PATH: &str = "/usr/local/bin:/usr/bin:/bin";
+
+    fn entry(hook_type: HookType, command: Option<&str>) -> Arc<HookEntry> {
+        Arc::new(HookEntry {
+            event: HookEventName::BeforeTool,
+            config: HookConfig {
+                hook_type,
+                command: command.map(str::to_owned),
+                name: None,
+                description: None,
+                timeout_ms: Some(30_000),
+                env: Vec::new(),
+                raw: Map::new(),
+            },
+            source: Source::User,
+            origin: Origin::default(),
+            matcher: None,
+            sequential: false,
+            enabled: true,
+        })
+    }
+
+    fn command(command: &str) -> Arc<HookEntry> {
+        entry(HookType::Command, Some(command))
+    }
+
+    fn plan(hooks: Vec<Arc<HookEntry>>, sequential: bool) -> Plan {
+        Plan {
+            event: HookEventName::BeforeTool,
+            hooks,
+            sequential,
+        }
+    }
+
+    fn request(cwd: &Path) -> FireRequest {
+        let input = json!({"tool_name": "write_file", "tool_input": {"x": 0}});
+        FireRequest {
+            event: HookEventName::BeforeTool,
+            input: input.as_object().cloned().unwrap_or_default(),
+            base: BaseFields {
+                session_id: "s-1".to_owned(),
+                transcript_path: String::new(),
+                cwd: cwd.to_str().expect("utf-8 temp dir").to_owned(),
+                timestamp: "2026-01-01T00:00:00.000Z".to_owned(),
+            },
+            project_dir: cwd.to_str().expect("utf-8 temp dir").to_owned(),
+            plans_dir: "/plans".to_owned(),
+            env: Arc::new(vec![("PATH".to_owned(), PATH.to_owned())]),
+        }
+    }
+
+    fn config(slots: usize) -> RunnerConfig {
+        RunnerConfig {
+            hook_slots: Arc::new(Semaphore::new(slots)),
+            ..RunnerConfig::default()
+        }
+    }
+
+    /// What a firing produced: the results and the order `on_result` saw them in.
+    struct Fired {
+        results: Vec<HookResult>,
+        completion_order: Vec<usize>,
+        elapsed: Duration,
+    }
+
+    async fn fire(plan: &Plan, request: &FireRequest, config: &RunnerConfig) -> Fired {
+        fire_with_cancel(plan, request, config, &CancellationToken::new()).await
+    }
+
+    async fn fire_with_cancel(
+        plan: &Plan,
+        request: &FireRequest,
+        config: &RunnerConfig,
+        cancel: &CancellationToken,
+    ) -> Fired {
+        let mut completion_order = Vec::new();
+        let started = Instant::now();
+        let results = run_plan(plan, request, config, cancel, &mut |index, result| {
+            assert_eq!(result.event, HookEventName::BeforeTool);
+            completion_order.push(index);
+        })
+        .await;
+        let elapsed = started.elapsed();
+        assert_eq!(results.len(), plan.hooks.len());
+        assert_eq!(completion_order.len(), plan.hooks.len());
+        Fired {
+            results,
+            completion_order,
+            elapsed,
+        }
+    }
+
+    fn stdouts(results: &[HookResult]) -> Vec<&str> {
+        results
+            .iter()
+            .map(|result| result.stdout.as_str())
+            .collect()
+    }
+
+    #[tokio::test]
+    async fn parallel_hooks_run_at_once_and_report_in_plan_order() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let hooks = (0..5)
+            .map(|i| command(&format!("sleep 1; echo {i}")))
+            .collect();
+        let fired = fire(&plan(hooks, false), &request(dir.path()), &config(16)).await;
+        assert_eq!(stdouts(&fired.results), ["0\n", "1\n", "2\n", "3\n", "4\n"]);
+        assert!(
+            fired.elapsed < Duration::from_secs(4),
+            "{:?}",
+            fired.elapsed
+        );
+        let mut seen = fired.completion_order.clone();
+        seen.sort_unstable();
+        assert_eq!(seen, [0, 1, 2, 3, 4]);
+    }
+
+    #[tokio::test]
+    async fn on_result_follows_completion_order() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let fifo = dir.path().join("go");
+        let status = std::process::Command::new("mkfifo")
+            .arg(&fifo)
+            .status()
+            .expect("mkfifo");
+        assert!(status.success());
+        // Hook 0 cannot finish before hook 1 has written to the fifo.
+        let hooks = vec![
+            command("read line < go; sleep 1; echo first"),
+            command("echo go > go; echo second"),
+        ];
+        let fired = fire(&plan(hooks, false), &request(dir.path()), &config(16)).await;
+        assert_eq!(stdouts(&fired.results), ["first\n", "second\n"]);
+        assert_eq!(fired.completion_order, [1, 0]);
+    }
+
+    #[tokio::test]
+    async fn hook_slots_cap_concurrent_processes() {
+        // Each hook holds a lock directory for a second; overlapping hooks fail to take it.
+        let dir = tempfile::tempdir().expect("tempdir");
+        let hook = "mkdir lock || exit 9; sleep 1; rmdir lock";
+        let hooks: Vec<_> = (0..3).map(|_| command(hook)).collect();
+        let cases = [(1, true), (3, false)];
+        for (slots, all_alone) in cases {
+            let fired = fire(
+                &plan(hooks.clone(), false),
+                &request(dir.path()),
+                &config(slots),
+            )
+            .await;
+            let codes: Vec<_> = fired.results.iter().map(|r| r.exit_code).collect();
+            assert_eq!(
+                codes.iter().all(|code| *code == Some(0)),
+                all_alone,
+                "{slots} slots: {codes:?}"
+            );
+            let _ = std::fs::remove_dir(dir.path().join("lock"));
+        }
+    }
+
+    #[tokio::test]
+    async fn parallel_hooks_share_one_payload() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let hooks = (0..3).map(|_| command("cat")).collect();
+        let fired = fire(&plan(hooks, false), &request(dir.path()), &config(16)).await;
+        let expected = concat!(
+            r#"{"session_id":"s-1","transcript_path":"","cwd":"CWD","#,
+            r#""hook_event_name":"BeforeTool","timestamp":"2026-01-01T00:00:00.000Z","#,
+            r#""tool_name":"write_file","tool_input":{"x":0}}"#
+        )
+        .replace("CWD", dir.path().to_str().expect("utf-8"));
+        assert_eq!(stdouts(&fired.results), [expected.as_str(); 3]);
+    }
+
+    #[tokio::test]
+    async fn sequential_hooks_see_the_chained_input() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let hooks = vec![
+            command(r#"echo '{"hookSpecificOutput":{"tool_input":{"a":1}}}'"#),
+            // Echoing the payload back makes it this hook's (JSON) output.
+            command("cat"),
+            command("cat"),
+        ];
+        let fired = fire(&plan(hooks, true), &request(dir.path()), &config(16)).await;
+        assert_eq!(fired.completion_order, [0, 1, 2]);
+        let seen: Vec<Option<&Value>> = fired.results[1..]
+            .iter()
+            .map(|result| result.output.as_ref().and_then(|o| o.get("tool_input")))
+            .collect();
+        // Hook 1 saw the merged input; hook 1's own output has no hookSpecificOutput, so
+        // hook 2 saw the same.
+        let merged = json!({"x": 0, "a": 1});
+        assert_eq!(seen, [Some(&merged), Some(&merged)]);
+    }
+
+    #[tokio::test]
+    async fn sequential_plans_run_one_at_a_time() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let hook = "mkdir lock || exit 9; sleep 1; rmdir lock";
+        let hooks: Vec<_> = (0..2).map(|_| command(hook)).collect();
+        let fired = fire(&plan(hooks, true), &request(dir.path()), &config(16)).await;
+        let codes: Vec<_> = fired.results.iter().map(|r| r.exit_code).collect();
+        assert_eq!(codes, [Some(0), Some(0)]);
+    }
+
+    #[tokio::test]
+    async fn hooks_that_cannot_run_are_refused_without_spawning() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let cases = [
+            (entry(HookType::Runtime, None), RUNTIME_HOOK_ERROR),
+            (
+                entry(HookType::Runtime, Some("echo hi")),
+                RUNTIME_HOOK_ERROR,
+            ),
+            (entry(HookType::Plugin, None), MISSING_COMMAND_ERROR),
+            (entry(HookType::Command, Some("")), MISSING_COMMAND_ERROR),
+        ];
+        for (hook, message) in cases {
+            // No slots at all: a hook that tried to spawn would wait forever.
+            let fired = fire(&plan(vec![hook], false), &request(dir.path()), &config(0)).await;
+            let result = &fired.results[0];
+            assert_eq!(
+                (&result.outcome, result.duration, result.error.as_deref()),
+                (
+                    &HookOutcome::Refused {
+                        message: message.to_owned()
+                    },
+                    Duration::ZERO,
+                    Some(message)
+                )
+            );
+        }
+    }
+
+    #[tokio::test]
+    async fn commands_are_expanded_and_get_the_hook_environment() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let mut hook = (*command("echo $GEMINI_SESSION_ID \"$GEMINI_PLANS_DIR\" \"$FOO\"")).clone();
+        hook.config.env = vec![("FOO".to_owned(), "bar".to_owned())];
+        let fired = fire(
+            &plan(vec![Arc::new(hook)], false),
+            &request(dir.path()),
+            &config(16),
+        )
+        .await;
+        assert_eq!(stdouts(&fired.results), ["s-1 /plans bar\n"]);
+    }
+
+    #[tokio::test]
+    async fn hooks_run_in_the_session_directory_with_their_timeout() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let mut slow = (*command("sleep 30")).clone();
+        slow.config.timeout_ms = Some(500);
+        let hooks = vec![command("pwd"), Arc::new(slow)];
+        let fired = fire(&plan(hooks, false), &request(dir.path()), &config(16)).await;
+        let cwd = format!("{}\n", dir.path().display());
+        assert_eq!(fired.results[0].stdout, cwd);
+        assert_eq!(
+            fired.results[1].outcome,
+            HookOutcome::TimedOut { timeout_ms: 500 }
+        );
+        assert!(fired.elapsed < Duration::from_secs(10));
+    }
+
+    #[tokio::test]
+    async fn cancellation_reaches_running_and_queued_hooks() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let hooks: Vec<_> = (0..3).map(|_| command("sleep 30")).collect();
+        for sequential in [false, true] {
+            let plan = plan(hooks.clone(), sequential);
+            let request = request(dir.path());
+            let config = config(1);
+            let cancel = CancellationToken::new();
+            // `join!` polls the firing first, so the hooks are started or queued when the
+            // token fires.
+            let (fired, ()) =
+                tokio::join!(fire_with_cancel(&plan, &request, &config, &cancel), async {
+                    cancel.cancel()
+                });
+            let outcomes: Vec<_> = fired.results.iter().map(|r| &r.outcome).collect();
+            assert_eq!(
+                outcomes,
+                [&HookOutcome::Cancelled; 3],
+                "sequential: {sequential}"
+            );
+            assert!(fired.elapsed < Duration::from_secs(10));
+        }
+    }
+
+    #[test]
+    fn run_plan_can_be_spawned() {
+        fn assert_send<T: Send>(_: &T) {}
+        let request = request(Path::new("/"));
+        let config = RunnerConfig::default();
+        let cancel = CancellationToken::new();
+        let plan = plan(Vec::new(), false);
+        let mut on_result = |_: usize, _: &HookResult| {};
+        assert_send(&run_plan(&plan, &request, &config, &cancel, &mut on_result));
+    }
+}
