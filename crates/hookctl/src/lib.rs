@@ -299,6 +299,7 @@ fn render_diagnostic(diagnostic: &hookd_protocol::Diagnostic) -> String {
     let severity = match diagnostic.severity {
         hookd_protocol::Severity::Error => "error",
         hookd_protocol::Severity::Warning => "warning",
+        hookd_protocol::Severity::Info => "info",
     };
     let mut text = format!("{severity}: ");
     if let Some(path) = &diagnostic.path {

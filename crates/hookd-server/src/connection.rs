@@ -266,27 +266,31 @@ impl Connection {
             return;
         };
 
+        // The guard must not live across an await, so decide first and answer afterwards.
         let token = {
             let mut inflight = self
                 .inflight
                 .lock()
                 .unwrap_or_else(std::sync::PoisonError::into_inner);
             if inflight.contains_key(&request.id) {
-                drop(inflight);
-                let error = ProtocolError::new(
-                    ErrorCode::DuplicateId,
-                    format!(
-                        "request id {} is already in flight on this connection",
-                        request.id
-                    ),
-                )
-                .with_id(Some(request.id));
-                send(&self.sink, &error.to_server_message()).await;
-                return;
+                None
+            } else {
+                let token = self.cancel.child_token();
+                inflight.insert(request.id.clone(), token.clone());
+                Some(token)
             }
-            let token = self.cancel.child_token();
-            inflight.insert(request.id.clone(), token.clone());
-            token
+        };
+        let Some(token) = token else {
+            let error = ProtocolError::new(
+                ErrorCode::DuplicateId,
+                format!(
+                    "request id {} is already in flight on this connection",
+                    request.id
+                ),
+            )
+            .with_id(Some(request.id));
+            send(&self.sink, &error.to_server_message()).await;
+            return;
         };
 
         let env = match &request.env {
