@@ -175,7 +175,10 @@ async fn emit(socket: &Path, args: EmitArgs) -> anyhow::Result<String> {
     request.input = input;
     request.session_id = args.session;
     request.transcript_path = args.transcript;
-    let response = client.event(request).await.context("the daemon rejected the event")?;
+    let response = client
+        .event(request)
+        .await
+        .context("the daemon rejected the event")?;
     to_json_line(&response.result)
 }
 
@@ -272,7 +275,10 @@ pub fn render_list(listing: &ListResponse) -> String {
                     let _ = writeln!(out, "    Source: {source}");
                 }
             }
-            if let Some(command) = hook.command.as_ref().filter(|command| **command != hook.name)
+            if let Some(command) = hook
+                .command
+                .as_ref()
+                .filter(|command| **command != hook.name)
             {
                 let _ = writeln!(out, "    Command: {command}");
             }

@@ -94,9 +94,9 @@ impl HookEventName {
     pub fn matcher_kind(self) -> MatcherKind {
         match self {
             HookEventName::BeforeTool | HookEventName::AfterTool => MatcherKind::ToolName,
-            HookEventName::SessionStart | HookEventName::SessionEnd | HookEventName::PreCompress => {
-                MatcherKind::Trigger
-            }
+            HookEventName::SessionStart
+            | HookEventName::SessionEnd
+            | HookEventName::PreCompress => MatcherKind::Trigger,
             _ => MatcherKind::Ignored,
         }
     }
@@ -154,9 +154,9 @@ impl HookEventName {
                 MergeStrategy::FieldReplacement
             }
             HookEventName::BeforeToolSelection => MergeStrategy::ToolSelection,
-            HookEventName::Notification | HookEventName::SessionEnd | HookEventName::PreCompress => {
-                MergeStrategy::Simple
-            }
+            HookEventName::Notification
+            | HookEventName::SessionEnd
+            | HookEventName::PreCompress => MergeStrategy::Simple,
         }
     }
 }

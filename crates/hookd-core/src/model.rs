@@ -202,10 +202,24 @@ mod tests {
             (HookType::Command, Some("n"), Some("c"), "n", "n", "n:c"),
             (HookType::Command, None, Some("c"), "c", "c", ":c"),
             (HookType::Command, Some(""), Some("c"), "c", "c", ":c"),
-            (HookType::Command, None, None, "unknown-command", "unknown-hook", ":"),
+            (
+                HookType::Command,
+                None,
+                None,
+                "unknown-command",
+                "unknown-hook",
+                ":",
+            ),
             (HookType::Plugin, Some("p"), Some("c"), "p", "p", "p:"),
             (HookType::Plugin, None, Some("c"), "c", "c", ":"),
-            (HookType::Runtime, None, None, "unknown-hook", "unknown-hook", ":"),
+            (
+                HookType::Runtime,
+                None,
+                None,
+                "unknown-hook",
+                "unknown-hook",
+                ":",
+            ),
             (HookType::Runtime, Some("r"), None, "r", "r", "r:"),
         ];
         for (hook_type, name, command, display, panel, dedup) in cases {

@@ -225,7 +225,11 @@ impl Connection {
                 send(&self.sink, &ServerMessage::Status(status)).await;
             }
             ClientMessage::Ping(request) => {
-                send(&self.sink, &ServerMessage::Pong(PongMessage { id: request.id })).await;
+                send(
+                    &self.sink,
+                    &ServerMessage::Pong(PongMessage { id: request.id }),
+                )
+                .await;
             }
         }
         true
@@ -384,16 +388,13 @@ impl Run {
                 timestamp: format_timestamp(unix_millis_now()),
             },
             project_dir: request.cwd.clone(),
-            plans_dir: request
-                .plans_dir
-                .clone()
-                .unwrap_or_else(|| {
-                    hookd_core::env::default_plans_dir(
-                        &self.shared.registries.gemini_home().display().to_string(),
-                        &self.project_id,
-                        &request.session_id,
-                    )
-                }),
+            plans_dir: request.plans_dir.clone().unwrap_or_else(|| {
+                hookd_core::env::default_plans_dir(
+                    &self.shared.registries.gemini_home().display().to_string(),
+                    &self.project_id,
+                    &request.session_id,
+                )
+            }),
             env: Arc::clone(&self.env),
         };
 

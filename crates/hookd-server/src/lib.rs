@@ -80,7 +80,10 @@ pub async fn run(
         match stream.peer_cred() {
             Ok(cred) if cred.uid() == uid => {}
             Ok(cred) => {
-                tracing::warn!(peer_uid = cred.uid(), "refused a connection from another user");
+                tracing::warn!(
+                    peer_uid = cred.uid(),
+                    "refused a connection from another user"
+                );
                 continue;
             }
             Err(err) => {
@@ -110,7 +113,10 @@ pub async fn run(
         // Killing takes at most the kill grace; a client that never reads its socket must not
         // hold the daemon up beyond that.
         let bound = shared.config.kill_grace + Duration::from_secs(2);
-        if tokio::time::timeout(bound, connections.wait()).await.is_err() {
+        if tokio::time::timeout(bound, connections.wait())
+            .await
+            .is_err()
+        {
             tracing::warn!("some connections did not close in time; exiting anyway");
         }
     }

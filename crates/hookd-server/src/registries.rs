@@ -182,7 +182,9 @@ impl Registries {
     }
 
     fn lock_cache(&self) -> std::sync::MutexGuard<'_, HashMap<PathBuf, Cached>> {
-        self.by_project.lock().unwrap_or_else(PoisonError::into_inner)
+        self.by_project
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
     }
 
     fn lock_shared(&self) -> std::sync::MutexGuard<'_, Option<Arc<SharedLayers>>> {
