@@ -1,5 +1,8 @@
 //! Runs the real `hookctl` binary against a daemon started in-process on a temp socket.
 
+// Test fixtures may unwrap: a failure here is a failed test, not a daemon bug.
+#![allow(clippy::unwrap_used)]
+
 use std::collections::HashMap;
 use std::io::Write;
 use std::path::{Path, PathBuf};
