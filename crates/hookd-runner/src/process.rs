@@ -138,11 +138,7 @@ pub async fn run_process(
     let mut stdin_task = pin!(feed_stdin(child.stdin.take(), spec.stdin));
     let mut stdin_done = false;
 
-    let deadline = started
-        .checked_add(spec.timeout)
-        .or_else(|| started.checked_add(FAR_FUTURE))
-        .unwrap_or(started);
-    let mut timer = pin!(sleep_until(deadline));
+    let mut timer = pin!(sleep_until(later(started, spec.timeout)));
     let mut phase = Phase::Running;
     let mut stop: Option<StopReason> = None;
     let mut status: Option<io::Result<ExitStatus>> = None;
@@ -170,12 +166,12 @@ pub async fn run_process(
                         stop.get_or_insert(StopReason::TimedOut);
                         signal_group(group, Signal::SIGTERM);
                         phase = Phase::Terminating;
-                        timer.as_mut().reset(Instant::now() + limits.kill_grace);
+                        timer.as_mut().reset(later(Instant::now(), limits.kill_grace));
                     }
                     Phase::Terminating => {
                         signal_group(group, Signal::SIGKILL);
                         phase = Phase::Killed;
-                        timer.as_mut().reset(Instant::now() + KILL_SLACK);
+                        timer.as_mut().reset(later(Instant::now(), KILL_SLACK));
                     }
                     // Whatever still holds a pipe escaped the group; stop waiting for it.
                     Phase::Killed => break,
@@ -185,7 +181,7 @@ pub async fn run_process(
                 stop = Some(StopReason::Cancelled);
                 signal_group(group, Signal::SIGTERM);
                 phase = Phase::Terminating;
-                timer.as_mut().reset(Instant::now() + limits.kill_grace);
+                timer.as_mut().reset(later(Instant::now(), limits.kill_grace));
             }
         }
     }
@@ -211,6 +207,15 @@ pub async fn run_process(
         },
     };
     finished(outcome, out, err, started)
+}
+
+/// `start + duration`, or a time too far away to matter when a configured duration is too
+/// large to represent.
+fn later(start: Instant, duration: Duration) -> Instant {
+    start
+        .checked_add(duration)
+        .or_else(|| start.checked_add(FAR_FUTURE))
+        .unwrap_or(start)
 }
 
 /// Where the run is in its life; what the timer means depends on it.
@@ -885,6 +890,32 @@ mod tests {
         assert!(result.duration < Duration::from_secs(10), "{result:?}");
         assert!(!pid_exists(pid), "hook process {pid} left behind");
         assert!(live_group_members(pid).is_empty());
+    }
+
+    #[tokio::test]
+    async fn huge_durations_do_not_overflow() {
+        let limits = ProcessLimits {
+            kill_grace: Duration::MAX,
+            ..ProcessLimits::default()
+        };
+        let cancel = CancellationToken::new();
+        let cases = [
+            ("exit 0", Duration::MAX, exited(0)),
+            // `sleep` dies of the SIGTERM, so the endless grace period is never waited out.
+            (
+                "sleep 30",
+                Duration::ZERO,
+                HookOutcome::TimedOut { timeout_ms: 0 },
+            ),
+        ];
+        for (script, timeout, outcome) in cases {
+            let spec = ProcessSpec {
+                timeout,
+                ..spec(script)
+            };
+            let result = run_process(spec, &limits, &cancel).await;
+            assert_eq!(result.outcome, outcome, "{script}");
+        }
     }
 
     #[tokio::test]
