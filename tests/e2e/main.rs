@@ -1,0 +1,15 @@
+//! hookd's end-to-end tests: each test starts the real daemon (`hookd_server::run`) on a socket
+//! in its own temp dir, writes settings and executable hook scripts, and talks to it over the
+//! socket with `hookd-client` or with raw frames.
+//!
+//! Tests are independent and run in parallel; none waits by sleeping, and no assertion is
+//! tighter than seconds.
+
+mod decisions;
+mod execution;
+mod lifecycle;
+mod load;
+mod matchers;
+mod parsing;
+mod payload;
+mod robustness;
