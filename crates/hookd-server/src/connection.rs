@@ -71,6 +71,10 @@ pub(crate) async fn serve(stream: UnixStream, shared: Arc<Shared>) {
 
 /// Waits for the client's `hello`; answers it and returns the connection's hook environment,
 /// or answers with an error and returns `None` (the connection then closes).
+///
+/// A first frame that is not a request at all keeps its own code (`bad_json`, `unknown_type`,
+/// ...); a valid request other than `hello` gets `handshake_required`. Either way the
+/// connection closes, as `docs/protocol.md` says.
 async fn handshake(
     reader: &mut FramedRead<tokio::net::unix::OwnedReadHalf, FrameCodec>,
     sink: &Sink,
@@ -120,12 +124,6 @@ async fn handshake(
                 ),
             )
             .with_id(other.id().cloned()),
-            Err(err) if err.code == ErrorCode::BadJson || err.code == ErrorCode::UnknownType => {
-                ProtocolError::new(
-                    ErrorCode::HandshakeRequired,
-                    format!("the first message must be a hello ({})", err.message),
-                )
-            }
             Err(err) => err,
         },
     };
