@@ -12,4 +12,5 @@ mod load;
 mod matchers;
 mod parsing;
 mod payload;
+mod reload;
 mod robustness;

@@ -2,12 +2,15 @@
 
 use std::collections::HashMap;
 use std::path::PathBuf;
+use std::sync::Arc;
 use std::time::Duration;
+
+use crate::control::{Control, Lifecycle};
 
 /// Everything [`crate::run`] needs besides the listener and the stop signal.
 ///
 /// Built by the `hookd` binary from its flags and environment, and by tests directly.
-#[derive(Debug, Clone)]
+#[derive(Clone)]
 pub struct ServerConfig {
     /// At most this many client connections are served at once; more wait in the backlog.
     pub max_connections: usize,
@@ -30,6 +33,28 @@ pub struct ServerConfig {
     pub env: HashMap<String, String>,
     /// The home directory (`~` in settings paths), from `HOME` unless overridden.
     pub home: PathBuf,
+    /// Where reload requests come from (SIGHUP in the `hookd` binary).
+    pub control: Control,
+    /// Who hears about readiness, reloads, shutdown and watchdog ticks (systemd's notify
+    /// socket in the `hookd` binary); `None` tells no one.
+    pub lifecycle: Option<Arc<dyn Lifecycle>>,
+}
+
+impl std::fmt::Debug for ServerConfig {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("ServerConfig")
+            .field("max_connections", &self.max_connections)
+            .field("max_hooks", &self.max_hooks)
+            .field("max_frame_bytes", &self.max_frame_bytes)
+            .field("max_output_bytes", &self.max_output_bytes)
+            .field("kill_grace", &self.kill_grace)
+            .field("shutdown_grace", &self.shutdown_grace)
+            .field("handshake_timeout", &self.handshake_timeout)
+            .field("shell", &self.shell)
+            .field("home", &self.home)
+            .field("lifecycle", &self.lifecycle.is_some())
+            .finish_non_exhaustive()
+    }
 }
 
 impl ServerConfig {
@@ -51,6 +76,8 @@ impl ServerConfig {
             shell: PathBuf::from("bash"),
             env,
             home,
+            control: Control::new(),
+            lifecycle: None,
         }
     }
 

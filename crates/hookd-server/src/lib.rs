@@ -11,6 +11,7 @@
 
 mod config;
 mod connection;
+mod control;
 mod convert;
 mod registries;
 mod shared;
@@ -26,6 +27,7 @@ use tokio_util::sync::CancellationToken;
 use tokio_util::task::TaskTracker;
 
 pub use config::ServerConfig;
+pub use control::{Control, Lifecycle};
 pub use socket::{BindError, bind_socket};
 
 use shared::Shared;
@@ -54,28 +56,50 @@ pub async fn run(
     let connection_slots = Arc::new(Semaphore::new(shared.config.max_connections.max(1)));
     let connections = TaskTracker::new();
     let uid = nix::unistd::getuid().as_raw();
+    let lifecycle = shared.config.lifecycle.clone();
+    let control = shared.config.control.clone();
+    if let Some(lifecycle) = &lifecycle {
+        lifecycle.ready(&shared.registries.summary());
+    }
+    // The watchdog ticks from the accept loop itself: if the loop wedges, the pings stop.
+    let mut watchdog = lifecycle
+        .as_ref()
+        .and_then(|lifecycle| lifecycle.watchdog_interval())
+        .map(|interval| tokio::time::interval(interval.max(Duration::from_millis(10))));
 
     loop {
-        // Take the permit before accepting: excess clients wait in the socket's backlog.
-        let permit = tokio::select! {
+        let housekeeping = tokio::select! {
+            biased;
             _ = cancel.cancelled() => break,
-            permit = Arc::clone(&connection_slots).acquire_owned() => {
-                permit.map_err(|_| ServerError::LimiterClosed)?
+            _ = control.reload_requested() => Housekeeping::Reload,
+            _ = tick(&mut watchdog) => Housekeeping::Watchdog,
+            accepted = accept_one(&listener, &connection_slots, &cancel) => {
+                match accepted? {
+                    Accepted::Stream(stream, permit) => Housekeeping::Serve(stream, permit),
+                    Accepted::Stop => break,
+                    Accepted::Retry => continue,
+                }
             }
         };
-        let stream = tokio::select! {
-            _ = cancel.cancelled() => break,
-            accepted = listener.accept() => match accepted {
-                Ok((stream, _addr)) => stream,
-                Err(err) => {
-                    // Typically EMFILE: back off instead of spinning, never give up.
-                    tracing::warn!(%err, "accept failed; retrying shortly");
-                    tokio::select! {
-                        _ = cancel.cancelled() => break,
-                        _ = tokio::time::sleep(Duration::from_millis(100)) => continue,
-                    }
+        let (stream, permit) = match housekeeping {
+            Housekeeping::Reload => {
+                if let Some(lifecycle) = &lifecycle {
+                    lifecycle.reloading();
                 }
-            },
+                tracing::info!("reloading every settings layer");
+                shared.registries.reload_all().await;
+                if let Some(lifecycle) = &lifecycle {
+                    lifecycle.ready(&shared.registries.summary());
+                }
+                continue;
+            }
+            Housekeeping::Watchdog => {
+                if let Some(lifecycle) = &lifecycle {
+                    lifecycle.watchdog();
+                }
+                continue;
+            }
+            Housekeeping::Serve(stream, permit) => (stream, permit),
         };
         match stream.peer_cred() {
             Ok(cred) if cred.uid() == uid => {}
@@ -98,6 +122,9 @@ pub async fn run(
         });
     }
 
+    if let Some(lifecycle) = &lifecycle {
+        lifecycle.stopping();
+    }
     drop(listener);
     connections.close();
     tracing::info!(
@@ -123,4 +150,58 @@ pub async fn run(
     shared.hard_stop.cancel();
     tracing::info!("stopped");
     Ok(())
+}
+
+/// What woke the accept loop besides a stop.
+enum Housekeeping {
+    /// A reload was requested.
+    Reload,
+    /// The watchdog interval elapsed.
+    Watchdog,
+    /// A connection was accepted with its permit.
+    Serve(tokio::net::UnixStream, tokio::sync::OwnedSemaphorePermit),
+}
+
+/// The result of one accept attempt.
+enum Accepted {
+    /// A connection, with the permit it holds for its lifetime.
+    Stream(tokio::net::UnixStream, tokio::sync::OwnedSemaphorePermit),
+    /// The daemon is stopping.
+    Stop,
+    /// Accepting failed (e.g. out of file descriptors); try again.
+    Retry,
+}
+
+/// Takes a connection permit, then accepts one connection. Excess clients wait in the
+/// socket's backlog rather than being accepted and refused.
+async fn accept_one(
+    listener: &UnixListener,
+    slots: &Arc<Semaphore>,
+    cancel: &CancellationToken,
+) -> Result<Accepted, ServerError> {
+    let permit = Arc::clone(slots)
+        .acquire_owned()
+        .await
+        .map_err(|_| ServerError::LimiterClosed)?;
+    match listener.accept().await {
+        Ok((stream, _addr)) => Ok(Accepted::Stream(stream, permit)),
+        Err(err) => {
+            // Typically EMFILE: back off instead of spinning, never give up.
+            tracing::warn!(%err, "accept failed; retrying shortly");
+            tokio::select! {
+                _ = cancel.cancelled() => Ok(Accepted::Stop),
+                _ = tokio::time::sleep(Duration::from_millis(100)) => Ok(Accepted::Retry),
+            }
+        }
+    }
+}
+
+/// Waits for the next watchdog tick, or forever when there is no watchdog.
+async fn tick(watchdog: &mut Option<tokio::time::Interval>) {
+    match watchdog {
+        Some(interval) => {
+            interval.tick().await;
+        }
+        None => std::future::pending().await,
+    }
 }

@@ -153,6 +153,63 @@ impl Registries {
         snapshot
     }
 
+    /// Re-reads every settings layer and rebuilds every cached registry (SIGHUP, `reload`).
+    ///
+    /// Runs in flight keep the snapshots they started with; the next event sees the new ones.
+    pub(crate) async fn reload_all(&self) {
+        let env = self.env.clone();
+        let fresh = match tokio::task::spawn_blocking(move || SharedLayers::load(env)).await {
+            Ok(shared) => Arc::new(shared),
+            Err(err) => {
+                tracing::error!(%err, "re-reading the shared settings failed; keeping the old ones");
+                return;
+            }
+        };
+        *self.lock_shared() = Some(Arc::clone(&fresh));
+        let dirs: Vec<PathBuf> = self.lock_cache().keys().cloned().collect();
+        for dir in dirs {
+            let generation = self.generation.fetch_add(1, Ordering::Relaxed) + 1;
+            let shared = Arc::clone(&fresh);
+            let gemini_home = self.gemini_home.clone();
+            let built = tokio::task::spawn_blocking(move || {
+                build_snapshot(&shared, dir, generation, &gemini_home)
+            })
+            .await;
+            match built {
+                Ok(snapshot) => {
+                    for diagnostic in snapshot.diagnostics() {
+                        tracing::warn!(project = %snapshot.project_dir.display(), %diagnostic, "settings problem");
+                    }
+                    let now = self.clock.fetch_add(1, Ordering::Relaxed);
+                    self.lock_cache().insert(
+                        snapshot.project_dir.clone(),
+                        Cached {
+                            snapshot: Arc::new(snapshot),
+                            last_used: now,
+                        },
+                    );
+                }
+                Err(err) => {
+                    tracing::error!(%err, "rebuilding a registry failed; keeping the old one")
+                }
+            }
+        }
+    }
+
+    /// A one-line summary for a service manager's status.
+    pub(crate) fn summary(&self) -> String {
+        let cache = self.lock_cache();
+        let hooks: usize = cache
+            .values()
+            .map(|cached| cached.snapshot.registry.entries().len())
+            .sum();
+        format!(
+            "{} project registr{} loaded, {hooks} hooks",
+            cache.len(),
+            if cache.len() == 1 { "y" } else { "ies" }
+        )
+    }
+
     /// Every cached snapshot, for `status`, ordered by project dir.
     pub(crate) async fn snapshots(&self) -> Vec<Arc<Snapshot>> {
         let mut snapshots: Vec<Arc<Snapshot>> = self

@@ -78,6 +78,7 @@ fn main() -> anyhow::Result<()> {
         tracing::info!(socket = %socket.display(), "hookd listening");
         let cancel = CancellationToken::new();
         tokio::spawn(stop_on_signal(cancel.clone()));
+        tokio::spawn(reload_on_sighup(config.control.clone()));
         let result = hookd_server::run(listener, config, cancel).await;
         // The socket file would otherwise make the next start probe a dead path.
         let _ = std::fs::remove_file(&socket);
@@ -100,6 +101,19 @@ async fn stop_on_signal(cancel: CancellationToken) {
         _ = int.recv() => tracing::info!("SIGINT: stopping"),
     }
     cancel.cancel();
+}
+
+/// Turns every SIGHUP into a reload of every settings layer.
+async fn reload_on_sighup(control: hookd_server::Control) {
+    use tokio::signal::unix::{SignalKind, signal};
+    let Ok(mut hangup) = signal(SignalKind::hangup()) else {
+        tracing::error!("cannot install the SIGHUP handler; reload with hookctl instead");
+        return;
+    };
+    while hangup.recv().await.is_some() {
+        tracing::info!("SIGHUP: reloading");
+        control.request_reload();
+    }
 }
 
 /// Logs to stderr; `--log-level` wins over `RUST_LOG`, default `info`.
