@@ -14,3 +14,4 @@ mod parsing;
 mod payload;
 mod reload;
 mod robustness;
+mod shutdown;

@@ -193,9 +193,37 @@ impl Connection {
         if disconnected {
             // The client is gone: nobody will read the results, so stop the hooks.
             self.cancel.cancel();
+            self.runs.close();
+            self.runs.wait().await;
+            return;
         }
+        // The daemon is stopping: in-flight runs finish and send their results; anything new
+        // the client asks meanwhile is refused with `shutting_down`.
         self.runs.close();
-        self.runs.wait().await;
+        loop {
+            tokio::select! {
+                () = self.runs.wait() => break,
+                frame = reader.next() => match frame {
+                    Some(Ok(Frame::Data(body))) => {
+                        let id = hookd_protocol::parse_client_message(&body)
+                            .ok()
+                            .and_then(|message| message.id().cloned());
+                        let error = ProtocolError::new(
+                            ErrorCode::ShuttingDown,
+                            "hookd is stopping and accepts no new requests",
+                        )
+                        .with_id(id);
+                        send(&self.sink, &error.to_server_message()).await;
+                    }
+                    Some(Ok(Frame::TooLarge { .. })) => {}
+                    None | Some(Err(_)) => {
+                        self.cancel.cancel();
+                        self.runs.wait().await;
+                        break;
+                    }
+                },
+            }
+        }
     }
 
     /// Answers one frame. Returns `false` when the connection must close.
