@@ -36,11 +36,14 @@ pub enum ErrorCode {
     ShuttingDown,
     /// The daemon failed in a way that is not the client's fault.
     Internal,
+    /// A settings file could not be edited: it is not a JSON object, or it cannot be read or
+    /// written. The file is left as it was.
+    EditFailed,
 }
 
 impl ErrorCode {
     /// Every code, in declaration order.
-    pub const ALL: [ErrorCode; 12] = [
+    pub const ALL: [ErrorCode; 13] = [
         ErrorCode::BadJson,
         ErrorCode::BadRequest,
         ErrorCode::MissingField,
@@ -53,6 +56,7 @@ impl ErrorCode {
         ErrorCode::DuplicateId,
         ErrorCode::ShuttingDown,
         ErrorCode::Internal,
+        ErrorCode::EditFailed,
     ];
 
     /// The code as it appears on the wire.
@@ -70,6 +74,7 @@ impl ErrorCode {
             ErrorCode::DuplicateId => "duplicate_id",
             ErrorCode::ShuttingDown => "shutting_down",
             ErrorCode::Internal => "internal",
+            ErrorCode::EditFailed => "edit_failed",
         }
     }
 

@@ -28,13 +28,15 @@ pub use error::{ErrorCode, ProtocolError};
 pub use id::RequestId;
 pub use parse::parse_client_message;
 pub use request::{
-    CancelRequest, ClientHello, ClientMessage, EventRequest, ListRequest, PingRequest,
-    StatusRequest, WireEnv,
+    CancelRequest, ClientHello, ClientMessage, DisableAllRequest, DisableRequest, EnableAllRequest,
+    EnableRequest, EventRequest, ListRequest, PingRequest, ReloadRequest, Scope, StatusRequest,
+    SubscribeRequest, WireEnv,
 };
 pub use response::{
-    CancelledMessage, Diagnostic, ErrorMessage, EventResult, HookRecord, HookResultMessage,
-    ListResponse, ListedHook, Outcome, OutputFormat, PongMessage, RegistryStatus, ResultMessage,
-    ServerHello, ServerMessage, Severity, StatusResponse, StreamName,
+    CancelledMessage, Diagnostic, EditedMessage, ErrorMessage, EventResult, HookRecord,
+    HookResultMessage, LastRun, ListResponse, ListedHook, Outcome, OutputFormat, PongMessage,
+    RegistryChangedMessage, RegistryStatus, ReloadedMessage, ResultMessage, ServerHello,
+    ServerMessage, Severity, StatusResponse, StreamName, SubscribedMessage,
 };
 pub use socket::{
     SOCKET_DIR_NAME, SOCKET_ENV_VAR, SOCKET_FILE_NAME, default_socket_path, resolve_socket_path,

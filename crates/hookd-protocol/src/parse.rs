@@ -29,6 +29,10 @@ enum Kind {
     Object,
     /// An object whose values are all strings (an environment).
     StringMap,
+    /// A settings scope: `"user"` or `"project"`.
+    Scope,
+    /// A string that is not empty.
+    NonEmptyString,
 }
 
 /// One field of a message type.
@@ -81,6 +85,35 @@ const LIST: &[Field] = &[
 
 const ID_ONLY: &[Field] = &[required("id", Kind::Id)];
 
+const SUBSCRIBE: &[Field] = &[
+    required("id", Kind::Id),
+    optional("cwd", Kind::AbsolutePath),
+];
+
+const ENABLE: &[Field] = &[
+    required("id", Kind::Id),
+    required("cwd", Kind::AbsolutePath),
+    required("name", Kind::NonEmptyString),
+];
+
+const DISABLE: &[Field] = &[
+    required("id", Kind::Id),
+    required("cwd", Kind::AbsolutePath),
+    required("name", Kind::NonEmptyString),
+    optional("scope", Kind::Scope),
+];
+
+const ENABLE_ALL: &[Field] = &[
+    required("id", Kind::Id),
+    required("cwd", Kind::AbsolutePath),
+];
+
+const DISABLE_ALL: &[Field] = &[
+    required("id", Kind::Id),
+    required("cwd", Kind::AbsolutePath),
+    optional("scope", Kind::Scope),
+];
+
 /// The schema of a message type, or `None` for an unknown type.
 fn schema(type_name: &str) -> Option<&'static [Field]> {
     match type_name {
@@ -88,7 +121,12 @@ fn schema(type_name: &str) -> Option<&'static [Field]> {
         "event" => Some(EVENT),
         "cancel" => Some(CANCEL),
         "list" => Some(LIST),
-        "status" | "ping" => Some(ID_ONLY),
+        "status" | "ping" | "reload" => Some(ID_ONLY),
+        "subscribe" => Some(SUBSCRIBE),
+        "enable" => Some(ENABLE),
+        "disable" => Some(DISABLE),
+        "enable_all" => Some(ENABLE_ALL),
+        "disable_all" => Some(DISABLE_ALL),
         _ => None,
     }
 }
@@ -220,7 +258,25 @@ fn check_field(
         Kind::Id if RequestId::from_json(value).is_none() => {
             wrong("an unsigned 64-bit integer or a string")
         }
-        Kind::String | Kind::AbsolutePath if !value.is_string() => wrong("a string"),
+        Kind::String | Kind::AbsolutePath | Kind::Scope | Kind::NonEmptyString
+            if !value.is_string() =>
+        {
+            wrong("a string")
+        }
+        Kind::NonEmptyString if value.as_str() == Some("") => Err((
+            ErrorCode::BadRequest,
+            format!(
+                "field `{}` of `{type_name}` message must not be empty",
+                field.name
+            ),
+        )),
+        Kind::Scope if !matches!(value.as_str(), Some("user" | "project")) => Err((
+            ErrorCode::BadRequest,
+            format!(
+                "field `{}` of `{type_name}` message must be \"user\" or \"project\", not {value}",
+                field.name
+            ),
+        )),
         Kind::AbsolutePath if !value.as_str().is_some_and(|path| path.starts_with('/')) => Err((
             ErrorCode::BadRequest,
             format!(
@@ -346,7 +402,8 @@ mod tests {
             r#"{"id":2,"type":"Ping"}"#,
             UnknownType,
             number(2),
-            "hello, event, cancel, list, status, ping",
+            "hello, event, cancel, list, status, ping, subscribe, reload, enable, disable, \
+             enable_all, disable_all",
         );
         // Server message types are not client message types.
         check(
@@ -509,6 +566,42 @@ mod tests {
             number(4),
             "missing field `cwd`",
         );
+        check(
+            r#"{"type":"subscribe","id":5,"cwd":"rel"}"#,
+            BadRequest,
+            number(5),
+            "`cwd` of `subscribe` message must be an absolute path",
+        );
+        check(
+            r#"{"type":"enable","id":6,"cwd":"/p"}"#,
+            MissingField,
+            number(6),
+            "missing field `name` in `enable` message",
+        );
+        check(
+            r#"{"type":"enable","id":6,"cwd":"/p","name":""}"#,
+            BadRequest,
+            number(6),
+            "`name` of `enable` message must not be empty",
+        );
+        check(
+            r#"{"type":"disable","id":7,"cwd":"/p","name":"n","scope":"system"}"#,
+            BadRequest,
+            number(7),
+            "`scope` of `disable` message must be \"user\" or \"project\", not \"system\"",
+        );
+        check(
+            r#"{"type":"disable_all","id":8,"cwd":"/p","scope":3}"#,
+            BadRequest,
+            number(8),
+            "`scope` of `disable_all` message must be a string, not the number 3",
+        );
+        check(
+            r#"{"type":"enable_all","id":9}"#,
+            MissingField,
+            number(9),
+            "missing field `cwd` in `enable_all` message",
+        );
     }
 
     #[test]
@@ -567,6 +660,9 @@ mod tests {
             br#"{"type":"list","id":2,"cwd":"/p"}"#,
             br#"{"type":"status","id":3}"#,
             br#"{"type":"ping","id":"x"}"#,
+            br#"{"type":"subscribe","id":4,"cwd":"/p"}"#,
+            br#"{"type":"disable","id":5,"cwd":"/p","name":"n","scope":"project"}"#,
+            br#"{"type":"disable_all","id":6,"cwd":"/p","scope":"user"}"#,
         ];
         let alphabet = b"{}[]\":,0123456789-.eE truefalsnl\\/u\xff\x00abcidtype";
         let mut rng = XorShift(0x9e37_79b9_7f4a_7c15);

@@ -31,11 +31,36 @@ pub enum ClientMessage {
     Status(StatusRequest),
     /// Check that the daemon answers.
     Ping(PingRequest),
+    /// Receive a `registry_changed` frame each time a registry is rebuilt.
+    Subscribe(SubscribeRequest),
+    /// Re-read every settings layer and rebuild every registry now.
+    Reload(ReloadRequest),
+    /// Remove a hook name from the disabled lists of the user and project settings.
+    Enable(EnableRequest),
+    /// Add a hook name to the disabled list of the user (or project) settings.
+    Disable(DisableRequest),
+    /// Empty the disabled lists of the user and project settings.
+    EnableAll(EnableAllRequest),
+    /// Add every configured hook's name to the disabled list of the user (or project) settings.
+    DisableAll(DisableAllRequest),
 }
 
 impl ClientMessage {
     /// The `"type"` tag of every client message, in declaration order.
-    pub const TYPES: [&'static str; 6] = ["hello", "event", "cancel", "list", "status", "ping"];
+    pub const TYPES: [&'static str; 12] = [
+        "hello",
+        "event",
+        "cancel",
+        "list",
+        "status",
+        "ping",
+        "subscribe",
+        "reload",
+        "enable",
+        "disable",
+        "enable_all",
+        "disable_all",
+    ];
 
     /// The message's `"type"` tag.
     pub fn type_name(&self) -> &'static str {
@@ -46,6 +71,12 @@ impl ClientMessage {
             ClientMessage::List(_) => "list",
             ClientMessage::Status(_) => "status",
             ClientMessage::Ping(_) => "ping",
+            ClientMessage::Subscribe(_) => "subscribe",
+            ClientMessage::Reload(_) => "reload",
+            ClientMessage::Enable(_) => "enable",
+            ClientMessage::Disable(_) => "disable",
+            ClientMessage::EnableAll(_) => "enable_all",
+            ClientMessage::DisableAll(_) => "disable_all",
         }
     }
 
@@ -58,6 +89,12 @@ impl ClientMessage {
             ClientMessage::List(request) => Some(&request.id),
             ClientMessage::Status(request) => Some(&request.id),
             ClientMessage::Ping(request) => Some(&request.id),
+            ClientMessage::Subscribe(request) => Some(&request.id),
+            ClientMessage::Reload(request) => Some(&request.id),
+            ClientMessage::Enable(request) => Some(&request.id),
+            ClientMessage::Disable(request) => Some(&request.id),
+            ClientMessage::EnableAll(request) => Some(&request.id),
+            ClientMessage::DisableAll(request) => Some(&request.id),
         }
     }
 }
@@ -181,6 +218,92 @@ pub struct PingRequest {
     pub id: RequestId,
 }
 
+/// Subscribe to registry changes.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct SubscribeRequest {
+    /// The request's id; every `registry_changed` frame of the subscription carries it.
+    pub id: RequestId,
+    /// Only changes of this project directory's registry; absent: every loaded project.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cwd: Option<String>,
+}
+
+/// Re-read every settings layer and rebuild every loaded registry.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ReloadRequest {
+    /// The request's id.
+    pub id: RequestId,
+}
+
+/// Which settings file a `disable` or `disable_all` request writes.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Scope {
+    /// The user settings, `~/.gemini/settings.json` (the default, decision D7).
+    #[default]
+    User,
+    /// The project settings, `<cwd>/.gemini/settings.json`.
+    Project,
+}
+
+impl Scope {
+    /// The scope's wire name (`user`, `project`).
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Scope::User => "user",
+            Scope::Project => "project",
+        }
+    }
+}
+
+/// Enable a hook by name: remove the name from `hooksConfig.disabled` in the user settings and
+/// in the project settings of `cwd`, wherever it appears.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct EnableRequest {
+    /// The request's id.
+    pub id: RequestId,
+    /// The absolute project directory: its settings are the project scope, and its registry
+    /// answers which hooks exist.
+    pub cwd: String,
+    /// The hook's display name.
+    pub name: String,
+}
+
+/// Disable a hook by name: add the name to `hooksConfig.disabled` of one scope.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct DisableRequest {
+    /// The request's id.
+    pub id: RequestId,
+    /// The absolute project directory.
+    pub cwd: String,
+    /// The hook's display name.
+    pub name: String,
+    /// The settings file to write; the user settings when absent.
+    #[serde(default)]
+    pub scope: Scope,
+}
+
+/// Enable every hook: empty `hooksConfig.disabled` in the user and project settings.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct EnableAllRequest {
+    /// The request's id.
+    pub id: RequestId,
+    /// The absolute project directory.
+    pub cwd: String,
+}
+
+/// Disable every hook the project's registry holds, in one scope.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct DisableAllRequest {
+    /// The request's id.
+    pub id: RequestId,
+    /// The absolute project directory.
+    pub cwd: String,
+    /// The settings file to write; the user settings when absent.
+    #[serde(default)]
+    pub scope: Scope,
+}
+
 #[cfg(test)]
 mod tests {
     use serde_json::json;
@@ -255,6 +378,67 @@ mod tests {
             ClientMessage::Ping(PingRequest { id: "p".into() }),
             r#"{"type":"ping","id":"p"}"#,
         );
+        check(
+            ClientMessage::Subscribe(SubscribeRequest {
+                id: 5.into(),
+                cwd: None,
+            }),
+            r#"{"type":"subscribe","id":5}"#,
+        );
+        check(
+            ClientMessage::Subscribe(SubscribeRequest {
+                id: 5.into(),
+                cwd: Some("/p".to_owned()),
+            }),
+            r#"{"type":"subscribe","id":5,"cwd":"/p"}"#,
+        );
+        check(
+            ClientMessage::Reload(ReloadRequest { id: 6.into() }),
+            r#"{"type":"reload","id":6}"#,
+        );
+        check(
+            ClientMessage::Enable(EnableRequest {
+                id: 7.into(),
+                cwd: "/p".to_owned(),
+                name: "guard".to_owned(),
+            }),
+            r#"{"type":"enable","id":7,"cwd":"/p","name":"guard"}"#,
+        );
+        check(
+            ClientMessage::Disable(DisableRequest {
+                id: 8.into(),
+                cwd: "/p".to_owned(),
+                name: "guard".to_owned(),
+                scope: Scope::Project,
+            }),
+            r#"{"type":"disable","id":8,"cwd":"/p","name":"guard","scope":"project"}"#,
+        );
+        check(
+            ClientMessage::EnableAll(EnableAllRequest {
+                id: 9.into(),
+                cwd: "/p".to_owned(),
+            }),
+            r#"{"type":"enable_all","id":9,"cwd":"/p"}"#,
+        );
+        check(
+            ClientMessage::DisableAll(DisableAllRequest {
+                id: 10.into(),
+                cwd: "/p".to_owned(),
+                scope: Scope::User,
+            }),
+            r#"{"type":"disable_all","id":10,"cwd":"/p","scope":"user"}"#,
+        );
+    }
+
+    #[test]
+    fn scope_defaults_to_user() {
+        let parsed =
+            parse_client_message(br#"{"type":"disable","id":1,"cwd":"/p","name":"n"}"#).unwrap();
+        let ClientMessage::Disable(request) = parsed else {
+            panic!("not a disable: {parsed:?}");
+        };
+        assert_eq!(request.scope, Scope::User);
+        assert_eq!(Scope::Project.as_str(), "project");
     }
 
     #[test]

@@ -29,11 +29,19 @@ pub enum ServerMessage {
     Pong(PongMessage),
     /// A request (or a frame that could not become one) failed.
     Error(ErrorMessage),
+    /// Acknowledges a `subscribe` request; `registry_changed` frames follow.
+    Subscribed(SubscribedMessage),
+    /// A registry was rebuilt (sent to subscribers).
+    RegistryChanged(RegistryChangedMessage),
+    /// The answer to a `reload` request, once every registry is rebuilt.
+    Reloaded(ReloadedMessage),
+    /// The answer to `enable`, `disable`, `enable_all` and `disable_all`.
+    Edited(EditedMessage),
 }
 
 impl ServerMessage {
     /// The `"type"` tag of every server message, in declaration order.
-    pub const TYPES: [&'static str; 8] = [
+    pub const TYPES: [&'static str; 12] = [
         "hello",
         "hook_result",
         "result",
@@ -42,6 +50,10 @@ impl ServerMessage {
         "status",
         "pong",
         "error",
+        "subscribed",
+        "registry_changed",
+        "reloaded",
+        "edited",
     ];
 
     /// The message's `"type"` tag.
@@ -55,6 +67,10 @@ impl ServerMessage {
             ServerMessage::Status(_) => "status",
             ServerMessage::Pong(_) => "pong",
             ServerMessage::Error(_) => "error",
+            ServerMessage::Subscribed(_) => "subscribed",
+            ServerMessage::RegistryChanged(_) => "registry_changed",
+            ServerMessage::Reloaded(_) => "reloaded",
+            ServerMessage::Edited(_) => "edited",
         }
     }
 
@@ -70,12 +86,23 @@ impl ServerMessage {
             ServerMessage::Status(message) => Some(&message.id),
             ServerMessage::Pong(message) => Some(&message.id),
             ServerMessage::Error(message) => message.id.as_ref(),
+            ServerMessage::Subscribed(message) => Some(&message.id),
+            ServerMessage::RegistryChanged(message) => Some(&message.id),
+            ServerMessage::Reloaded(message) => Some(&message.id),
+            ServerMessage::Edited(message) => Some(&message.id),
         }
     }
 
-    /// Whether this is the last message for its request id: everything but `hook_result`.
+    /// Whether this is the last message for its request id: everything but `hook_result` and
+    /// the messages of a subscription (`subscribed`, `registry_changed`), which lasts until
+    /// it is cancelled or the connection closes.
     pub fn is_final(&self) -> bool {
-        !matches!(self, ServerMessage::HookResult(_))
+        !matches!(
+            self,
+            ServerMessage::HookResult(_)
+                | ServerMessage::Subscribed(_)
+                | ServerMessage::RegistryChanged(_)
+        )
     }
 }
 
@@ -301,6 +328,25 @@ pub struct ListedHook {
     /// The hook type: `command`, `plugin` or `runtime`.
     #[serde(rename = "type")]
     pub hook_type: String,
+    /// How its latest run went, if it ran since the daemon started.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub last_run: Option<LastRun>,
+}
+
+/// How a hook's latest run went.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct LastRun {
+    /// `true` when the hook exited 0 within its limits.
+    pub success: bool,
+    /// The outcome's kind, as in [`Outcome::kind`] (`exited`, `timed_out`, ...).
+    pub outcome: String,
+    /// How long it ran, in milliseconds.
+    pub duration_ms: f64,
+    /// When it finished, in milliseconds since the Unix epoch.
+    pub finished_at_ms: u64,
+    /// Its error message, for failures.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub error: Option<String>,
 }
 
 /// A problem found while reading settings.
@@ -372,6 +418,65 @@ pub struct RegistryStatus {
     pub hooks: u64,
     /// Problems found while reading its settings.
     pub diagnostics: Vec<Diagnostic>,
+}
+
+/// Acknowledges a `subscribe` request.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct SubscribedMessage {
+    /// The `subscribe` request's id.
+    pub id: RequestId,
+    /// The project directory the subscription is limited to, if any.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cwd: Option<String>,
+}
+
+/// A project's registry was rebuilt and differs from the one before.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct RegistryChangedMessage {
+    /// The `subscribe` request's id.
+    pub id: RequestId,
+    /// The project directory.
+    pub cwd: String,
+    /// The new registry's generation.
+    pub generation: u64,
+    /// Whether hooks are enabled at all for this project.
+    pub hooks_enabled: bool,
+    /// How many hooks the new registry holds.
+    pub hooks: u64,
+    /// The layers whose files changed: `project`, `user`, `system`, `system-defaults`,
+    /// `extension`; empty when only something else changed (such as folder trust).
+    pub layers: Vec<String>,
+    /// The files whose contents changed, appeared or disappeared.
+    pub files: Vec<String>,
+    /// Every problem the new registry has, as `list` reports them.
+    pub diagnostics: Vec<Diagnostic>,
+    /// How many frames this subscription lost before this one because the client did not
+    /// read them fast enough.
+    pub missed: u64,
+}
+
+/// The answer to a `reload` request.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ReloadedMessage {
+    /// The `reload` request's id.
+    pub id: RequestId,
+    /// Every loaded registry after the reload.
+    pub registries: Vec<RegistryStatus>,
+}
+
+/// The answer to a request that edits settings files.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct EditedMessage {
+    /// The request's id.
+    pub id: RequestId,
+    /// Whether any file was written.
+    pub changed: bool,
+    /// What happened, as a sentence for the user.
+    pub message: String,
+    /// The files written.
+    pub files: Vec<String>,
+    /// The generation of the project's registry once the edit is in force.
+    pub generation: u64,
 }
 
 /// The answer to `ping`.
@@ -504,6 +609,13 @@ mod tests {
                         description: Some("blocks rm".to_owned()),
                         command: Some("./guard.sh".to_owned()),
                         hook_type: "command".to_owned(),
+                        last_run: Some(LastRun {
+                            success: false,
+                            outcome: "timed_out".to_owned(),
+                            duration_ms: 5.5,
+                            finished_at_ms: 1_700_000_000_000,
+                            error: Some("Hook timed out after 5ms".to_owned()),
+                        }),
                     },
                     ListedHook {
                         event: "SessionStart".to_owned(),
@@ -518,6 +630,7 @@ mod tests {
                         description: None,
                         command: None,
                         hook_type: "runtime".to_owned(),
+                        last_run: None,
                     },
                 ],
                 diagnostics: vec![
@@ -541,7 +654,7 @@ mod tests {
             }),
             concat!(
                 r#"{"type":"list","id":6,"cwd":"/p","hooks_enabled":true,"generation":2,"hooks":["#,
-                r#"{"event":"BeforeTool","name":"guard","enabled":true,"source":"project","path":"/p/.gemini/settings.json","matcher":"run_shell_command","sequential":false,"timeout_ms":60000,"description":"blocks rm","command":"./guard.sh","type":"command"},"#,
+                r#"{"event":"BeforeTool","name":"guard","enabled":true,"source":"project","path":"/p/.gemini/settings.json","matcher":"run_shell_command","sequential":false,"timeout_ms":60000,"description":"blocks rm","command":"./guard.sh","type":"command","last_run":{"success":false,"outcome":"timed_out","duration_ms":5.5,"finished_at_ms":1700000000000,"error":"Hook timed out after 5ms"}},"#,
                 r#"{"event":"SessionStart","name":"hello","enabled":false,"source":"extension","extension":"greeter","sequential":true,"timeout_ms":5000,"type":"runtime"}],"#,
                 r#""diagnostics":[{"severity":"error","path":"/p/.gemini/settings.json","line":3,"column":7,"message":"expected `,`"},"#,
                 r#"{"severity":"warning","key":"hooks.BeforeTool[0].matcher","message":"unused matcher"}]}"#,
@@ -586,6 +699,44 @@ mod tests {
                 message: "x".to_owned(),
             }),
             r#"{"type":"error","id":null,"code":"bad_json","message":"x"}"#,
+        );
+        check(
+            ServerMessage::Subscribed(SubscribedMessage {
+                id: 10.into(),
+                cwd: Some("/p".to_owned()),
+            }),
+            r#"{"type":"subscribed","id":10,"cwd":"/p"}"#,
+        );
+        check(
+            ServerMessage::RegistryChanged(RegistryChangedMessage {
+                id: 10.into(),
+                cwd: "/p".to_owned(),
+                generation: 4,
+                hooks_enabled: true,
+                hooks: 2,
+                layers: vec!["project".to_owned()],
+                files: vec!["/p/.gemini/settings.json".to_owned()],
+                diagnostics: vec![],
+                missed: 0,
+            }),
+            r#"{"type":"registry_changed","id":10,"cwd":"/p","generation":4,"hooks_enabled":true,"hooks":2,"layers":["project"],"files":["/p/.gemini/settings.json"],"diagnostics":[],"missed":0}"#,
+        );
+        check(
+            ServerMessage::Reloaded(ReloadedMessage {
+                id: 11.into(),
+                registries: vec![],
+            }),
+            r#"{"type":"reloaded","id":11,"registries":[]}"#,
+        );
+        check(
+            ServerMessage::Edited(EditedMessage {
+                id: 12.into(),
+                changed: false,
+                message: "Hook \"x\" is already enabled.".to_owned(),
+                files: vec![],
+                generation: 3,
+            }),
+            r#"{"type":"edited","id":12,"changed":false,"message":"Hook \"x\" is already enabled.","files":[],"generation":3}"#,
         );
     }
 
@@ -674,6 +825,12 @@ mod tests {
         });
         assert!(!hook.is_final());
         assert_eq!(hook.type_name(), "hook_result");
+        let subscribed = ServerMessage::Subscribed(SubscribedMessage {
+            id: 2.into(),
+            cwd: None,
+        });
+        assert!(!subscribed.is_final());
+        assert_eq!(subscribed.id(), Some(&RequestId::Number(2)));
         let error = ServerMessage::Error(ErrorMessage {
             id: None,
             code: ErrorCode::Internal,

@@ -257,6 +257,14 @@ impl Connection {
                 )
                 .await;
             }
+            other => {
+                let error = ProtocolError::new(
+                    ErrorCode::Internal,
+                    format!("`{}` is not implemented yet", other.type_name()),
+                )
+                .with_id(other.id().cloned());
+                send(&self.sink, &error.to_server_message()).await;
+            }
         }
         true
     }

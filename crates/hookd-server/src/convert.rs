@@ -155,6 +155,7 @@ pub(crate) fn list(id: RequestId, cwd: String, snapshot: &Snapshot) -> wire::Lis
                 description: entry.config.description.clone(),
                 command: entry.config.command.clone(),
                 hook_type: entry.config.hook_type.as_str().to_owned(),
+                last_run: None,
             })
             .collect(),
         diagnostics: snapshot.diagnostics().map(diagnostic).collect(),
