@@ -1,7 +1,14 @@
-//! `hookd`: the hook daemon. Parses arguments, sets up logging, binds the socket, turns
-//! SIGTERM/SIGINT into a graceful stop and hands everything to [`hookd_server::run`].
+//! `hookd`: the hook daemon. Parses arguments, sets up logging, takes the listening socket
+//! from systemd or binds its own, turns SIGTERM/SIGINT into a graceful stop and SIGHUP into a
+//! reload, reports its lifecycle to systemd, and hands everything to [`hookd_server::run`].
 
+mod activation;
+mod logging;
+mod notify;
+
+use std::collections::HashMap;
 use std::path::PathBuf;
+use std::sync::Arc;
 use std::time::Duration;
 
 use anyhow::Context;
@@ -41,9 +48,17 @@ struct Args {
 
 fn main() -> anyhow::Result<()> {
     let args = Args::parse();
-    init_logging(args.log_level.as_deref());
+    logging::init(args.log_level.as_deref());
+    // First, while this is the only thread: taking the socket edits the process environment.
+    let activated = activation::take_listener()?;
 
-    let mut config = hookd_server::ServerConfig::from_process_env();
+    let mut env = process_env();
+    let notifier = notify::SystemdNotifier::from_env(&env, std::process::id());
+    notify::remove_service_manager_variables(&mut env);
+    let mut config = hookd_server::ServerConfig::new(env);
+    if let Some(notifier) = notifier {
+        config.lifecycle = Some(Arc::new(notifier));
+    }
     if let Some(n) = args.max_hooks {
         config.max_hooks = n.max(1);
     }
@@ -62,72 +77,103 @@ fn main() -> anyhow::Result<()> {
     if let Some(ms) = args.shutdown_grace_ms {
         config.shutdown_grace = Duration::from_millis(ms);
     }
-    let socket = match args.socket {
-        Some(path) => path,
-        None => hookd_protocol::default_socket_path(),
-    };
 
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .enable_all()
         .build()
         .context("cannot start the async runtime")?;
     runtime.block_on(async move {
-        let listener = hookd_server::bind_socket(&socket)
-            .await
-            .with_context(|| format!("cannot listen on {}", socket.display()))?;
-        tracing::info!(socket = %socket.display(), "hookd listening");
+        let signals = Signals::install().context("cannot install signal handlers")?;
+        let (listener, bound) = match activated {
+            Some(activated) => {
+                if args.socket.is_some() {
+                    tracing::warn!("--socket is ignored: systemd passed the socket");
+                }
+                if activated.ignored > 0 {
+                    tracing::warn!(
+                        ignored = activated.ignored,
+                        "systemd passed more than one socket; serving only the first"
+                    );
+                }
+                let listener = tokio::net::UnixListener::from_std(activated.listener)
+                    .context("cannot use the socket passed by systemd")?;
+                let path = listener
+                    .local_addr()
+                    .ok()
+                    .and_then(|addr| addr.as_pathname().map(|path| path.display().to_string()))
+                    .unwrap_or_else(|| "(unnamed)".to_owned());
+                tracing::info!(socket = %path, "hookd listening on the socket passed by systemd");
+                (listener, None)
+            }
+            None => {
+                let socket = args
+                    .socket
+                    .unwrap_or_else(hookd_protocol::default_socket_path);
+                let listener = hookd_server::bind_socket(&socket)
+                    .await
+                    .with_context(|| format!("cannot listen on {}", socket.display()))?;
+                tracing::info!(socket = %socket.display(), "hookd listening");
+                (listener, Some(socket))
+            }
+        };
         let cancel = CancellationToken::new();
-        tokio::spawn(stop_on_signal(cancel.clone()));
-        tokio::spawn(reload_on_sighup(config.control.clone()));
+        signals.spawn(cancel.clone(), config.control.clone());
         let result = hookd_server::run(listener, config, cancel).await;
-        // The socket file would otherwise make the next start probe a dead path.
-        let _ = std::fs::remove_file(&socket);
+        // A socket we bound ourselves would make the next start probe a dead path. A socket
+        // systemd passed belongs to systemd, which keeps it open for the next start.
+        if let Some(socket) = bound {
+            let _ = std::fs::remove_file(&socket);
+        }
         result.context("hookd stopped with an error")
     })
 }
 
-/// Cancels `cancel` on the first SIGTERM or SIGINT.
-async fn stop_on_signal(cancel: CancellationToken) {
-    use tokio::signal::unix::{SignalKind, signal};
-    let (Ok(mut term), Ok(mut int)) = (
-        signal(SignalKind::terminate()),
-        signal(SignalKind::interrupt()),
-    ) else {
-        tracing::error!("cannot install signal handlers; stop hookd with SIGKILL");
-        return;
-    };
-    tokio::select! {
-        _ = term.recv() => tracing::info!("SIGTERM: stopping"),
-        _ = int.recv() => tracing::info!("SIGINT: stopping"),
-    }
-    cancel.cancel();
+/// The process environment; variables that are not UTF-8 are skipped rather than fatal (the
+/// settings files and hooks can only refer to names and values that are text).
+fn process_env() -> HashMap<String, String> {
+    std::env::vars_os()
+        .filter_map(|(name, value)| Some((name.into_string().ok()?, value.into_string().ok()?)))
+        .collect()
 }
 
-/// Turns every SIGHUP into a reload of every settings layer.
-async fn reload_on_sighup(control: hookd_server::Control) {
-    use tokio::signal::unix::{SignalKind, signal};
-    let Ok(mut hangup) = signal(SignalKind::hangup()) else {
-        tracing::error!("cannot install the SIGHUP handler; reload with hookctl instead");
-        return;
-    };
-    while hangup.recv().await.is_some() {
-        tracing::info!("SIGHUP: reloading");
-        control.request_reload();
-    }
+/// The signals hookd handles, installed before the daemon starts serving so that a SIGHUP or
+/// SIGTERM arriving early never falls back to the default action (which would kill hookd).
+struct Signals {
+    terminate: tokio::signal::unix::Signal,
+    interrupt: tokio::signal::unix::Signal,
+    hangup: tokio::signal::unix::Signal,
 }
 
-/// Logs to stderr; `--log-level` wins over `RUST_LOG`, default `info`.
-fn init_logging(level: Option<&str>) {
-    use tracing_subscriber::EnvFilter;
-    let filter = match level {
-        Some(level) => EnvFilter::new(level),
-        None => EnvFilter::try_from_default_env().unwrap_or_else(|_| EnvFilter::new("info")),
-    };
-    // Colours only for a person at a terminal, never in files or the journal.
-    let ansi = std::io::IsTerminal::is_terminal(&std::io::stderr());
-    tracing_subscriber::fmt()
-        .with_env_filter(filter)
-        .with_ansi(ansi)
-        .with_writer(std::io::stderr)
-        .init();
+impl Signals {
+    /// Installs the handlers; must run inside the runtime.
+    fn install() -> std::io::Result<Signals> {
+        use tokio::signal::unix::{SignalKind, signal};
+        Ok(Signals {
+            terminate: signal(SignalKind::terminate())?,
+            interrupt: signal(SignalKind::interrupt())?,
+            hangup: signal(SignalKind::hangup())?,
+        })
+    }
+
+    /// Turns SIGTERM/SIGINT into a graceful stop (`cancel`) and SIGHUP into reload requests.
+    fn spawn(self, cancel: CancellationToken, control: hookd_server::Control) {
+        let Signals {
+            mut terminate,
+            mut interrupt,
+            mut hangup,
+        } = self;
+        tokio::spawn(async move {
+            tokio::select! {
+                _ = terminate.recv() => tracing::info!("SIGTERM: stopping"),
+                _ = interrupt.recv() => tracing::info!("SIGINT: stopping"),
+            }
+            cancel.cancel();
+        });
+        tokio::spawn(async move {
+            while hangup.recv().await.is_some() {
+                tracing::info!("SIGHUP: reloading");
+                control.request_reload();
+            }
+        });
+    }
 }
