@@ -15,6 +15,8 @@ use hookd_client::{Client, ConnectOptions, EventRequest};
 use hookd_protocol::{ListResponse, StatusResponse};
 use serde_json::{Map, Value};
 
+pub mod service;
+
 /// Talk to a running hookd.
 #[derive(Debug, Parser)]
 #[command(name = "hookctl", version)]
@@ -39,6 +41,8 @@ pub enum Command {
     Status(StatusArgs),
     /// Check that the daemon answers.
     Ping,
+    /// Install, remove or inspect hookd as a systemd user service.
+    Service(service::ServiceArgs),
 }
 
 /// Arguments of `hookctl emit`.
@@ -135,6 +139,7 @@ pub async fn execute(cli: Cli) -> anyhow::Result<String> {
                 Ok(render_status(&status))
             }
         }
+        Command::Service(args) => service::run(args),
         Command::Ping => {
             let client = connect(&socket, false).await?;
             let started = std::time::Instant::now();
