@@ -19,7 +19,7 @@ use hookd_core::HookEventName;
 use hookd_core::payload::{BaseFields, format_timestamp};
 use hookd_protocol::{
     CancelRequest, ClientMessage, ErrorCode, EventRequest, Frame, FrameCodec, ListRequest,
-    PongMessage, ProtocolError, RequestId, ServerHello, ServerMessage, WireEnv,
+    PongMessage, ProtocolError, RequestId, ServerHello, ServerMessage, SubscribeRequest, WireEnv,
 };
 use hookd_runner::fire::{FireRequest, run_plan};
 use tokio::net::UnixStream;
@@ -30,6 +30,7 @@ use tokio_util::sync::CancellationToken;
 use tokio_util::task::TaskTracker;
 
 use crate::convert;
+use crate::manage::Manager;
 use crate::shared::Shared;
 use crate::stats::Stats;
 
@@ -257,13 +258,42 @@ impl Connection {
                 )
                 .await;
             }
-            other => {
-                let error = ProtocolError::new(
-                    ErrorCode::Internal,
-                    format!("`{}` is not implemented yet", other.type_name()),
-                )
-                .with_id(other.id().cloned());
-                send(&self.sink, &error.to_server_message()).await;
+            ClientMessage::Subscribe(request) => self.subscribe(request).await,
+            ClientMessage::Reload(request) => {
+                self.shared.registries.reload_all().await;
+                let registries = self
+                    .shared
+                    .registries
+                    .snapshots()
+                    .await
+                    .iter()
+                    .map(|snapshot| convert::registry_status(snapshot))
+                    .collect();
+                let reply = ServerMessage::Reloaded(hookd_protocol::ReloadedMessage {
+                    id: request.id,
+                    registries,
+                });
+                send(&self.sink, &reply).await;
+            }
+            ClientMessage::Enable(request) => {
+                let manager = Manager::new(&self.shared, Path::new(&request.cwd));
+                let outcome = manager.enable(&request.name).await;
+                self.answer_edit(request.id, outcome).await;
+            }
+            ClientMessage::Disable(request) => {
+                let manager = Manager::new(&self.shared, Path::new(&request.cwd));
+                let outcome = manager.disable(&request.name, request.scope).await;
+                self.answer_edit(request.id, outcome).await;
+            }
+            ClientMessage::EnableAll(request) => {
+                let manager = Manager::new(&self.shared, Path::new(&request.cwd));
+                let outcome = manager.enable_all().await;
+                self.answer_edit(request.id, outcome).await;
+            }
+            ClientMessage::DisableAll(request) => {
+                let manager = Manager::new(&self.shared, Path::new(&request.cwd));
+                let outcome = manager.disable_all(request.scope).await;
+                self.answer_edit(request.id, outcome).await;
             }
         }
         true
@@ -304,30 +334,7 @@ impl Connection {
             return;
         };
 
-        // The guard must not live across an await, so decide first and answer afterwards.
-        let token = {
-            let mut inflight = self
-                .inflight
-                .lock()
-                .unwrap_or_else(std::sync::PoisonError::into_inner);
-            if inflight.contains_key(&request.id) {
-                None
-            } else {
-                let token = self.cancel.child_token();
-                inflight.insert(request.id.clone(), token.clone());
-                Some(token)
-            }
-        };
-        let Some(token) = token else {
-            let error = ProtocolError::new(
-                ErrorCode::DuplicateId,
-                format!(
-                    "request id {} is already in flight on this connection",
-                    request.id
-                ),
-            )
-            .with_id(Some(request.id));
-            send(&self.sink, &error.to_server_message()).await;
+        let Some(token) = self.register(&request.id).await else {
             return;
         };
 
@@ -346,6 +353,106 @@ impl Connection {
             project_id: snapshot.project_id.clone(),
         };
         self.runs.spawn(run.execute(request, plan));
+    }
+
+    /// Answers a management request with `edited`, or with `edit_failed` when no file could
+    /// be edited.
+    async fn answer_edit(
+        &self,
+        id: RequestId,
+        outcome: Result<crate::manage::Outcome, crate::manage::ManageError>,
+    ) {
+        let reply = match outcome {
+            Ok(outcome) => {
+                tracing::info!("{}", outcome.message);
+                convert::edited(id, outcome)
+            }
+            Err(err) => ProtocolError::new(ErrorCode::EditFailed, err.to_string())
+                .with_id(Some(id))
+                .to_server_message(),
+        };
+        send(&self.sink, &reply).await;
+    }
+
+    /// Registers an in-flight request's cancellation token, or answers `duplicate_id`.
+    async fn register(&self, id: &RequestId) -> Option<CancellationToken> {
+        let token = {
+            let mut inflight = self
+                .inflight
+                .lock()
+                .unwrap_or_else(std::sync::PoisonError::into_inner);
+            if inflight.contains_key(id) {
+                None
+            } else {
+                let token = self.cancel.child_token();
+                inflight.insert(id.clone(), token.clone());
+                Some(token)
+            }
+        };
+        if token.is_none() {
+            let error = ProtocolError::new(
+                ErrorCode::DuplicateId,
+                format!("request id {id} is already in flight on this connection"),
+            )
+            .with_id(Some(id.clone()));
+            send(&self.sink, &error.to_server_message()).await;
+        }
+        token
+    }
+
+    /// Answers a `subscribe` request, then sends a `registry_changed` frame per swapped
+    /// registry until the subscription is cancelled, the client goes or the daemon stops.
+    ///
+    /// Announcements come from a bounded broadcast channel: a client that does not read
+    /// makes only its own subscription fall behind, losing the oldest frames (counted in the
+    /// next frame's `missed`), and never slows the daemon.
+    async fn subscribe(&self, request: SubscribeRequest) {
+        let Some(token) = self.register(&request.id).await else {
+            return;
+        };
+        // Subscribed before the acknowledgement, so no change after it can be missed.
+        let mut changes = self.shared.registries.subscribe();
+        let ack = ServerMessage::Subscribed(hookd_protocol::SubscribedMessage {
+            id: request.id.clone(),
+            cwd: request.cwd.clone(),
+        });
+        send(&self.sink, &ack).await;
+        let sink = Arc::clone(&self.sink);
+        let inflight = Arc::clone(&self.inflight);
+        let shutdown = self.shared.shutdown.clone();
+        let filter = request.cwd.map(std::path::PathBuf::from);
+        let id = request.id;
+        self.runs.spawn(async move {
+            let mut missed = 0u64;
+            loop {
+                let change = tokio::select! {
+                    _ = token.cancelled() => break,
+                    _ = shutdown.cancelled() => break,
+                    change = changes.recv() => change,
+                };
+                match change {
+                    Ok(change) => {
+                        if filter
+                            .as_ref()
+                            .is_some_and(|dir| *dir != change.snapshot.project_dir)
+                        {
+                            continue;
+                        }
+                        let frame = convert::registry_changed(id.clone(), &change, missed);
+                        missed = 0;
+                        send(&sink, &frame).await;
+                    }
+                    Err(tokio::sync::broadcast::error::RecvError::Lagged(lost)) => {
+                        missed = missed.saturating_add(lost);
+                    }
+                    Err(tokio::sync::broadcast::error::RecvError::Closed) => break,
+                }
+            }
+            inflight
+                .lock()
+                .unwrap_or_else(std::sync::PoisonError::into_inner)
+                .remove(&id);
+        });
     }
 
     /// Answers a `cancel` request.
@@ -389,7 +496,7 @@ impl Connection {
             return;
         }
         let snapshot = self.shared.registries.get(Path::new(&request.cwd)).await;
-        let message = convert::list(request.id, request.cwd, &snapshot);
+        let message = convert::list(request.id, request.cwd, &snapshot, &self.shared.last_runs);
         send(&self.sink, &ServerMessage::List(message)).await;
     }
 }
@@ -467,6 +574,7 @@ impl Run {
         };
         let (results, ()) = tokio::join!(run, forward);
 
+        self.shared.last_runs.record(&plan.hooks, &results);
         let aggregate = hookd_core::aggregate::aggregate(self.event, &results, &request.input);
         let message = convert::result(request.id.clone(), &aggregate, &results, self.generation);
         self.inflight

@@ -12,7 +12,9 @@ use hookd_core::{HookOutcome, HookResult};
 use hookd_protocol as wire;
 use hookd_protocol::{RequestId, ServerMessage};
 
-use crate::registries::Snapshot;
+use crate::lastrun::LastRuns;
+use crate::manage::Outcome as EditOutcome;
+use crate::registries::{Change, Snapshot};
 use crate::shared::Shared;
 use crate::stats::Stats;
 
@@ -43,7 +45,7 @@ pub(crate) fn hook_record(result: &HookResult) -> wire::HookRecord {
 }
 
 /// The wire form of a typed outcome.
-fn outcome(outcome: &HookOutcome) -> wire::Outcome {
+pub(crate) fn outcome(outcome: &HookOutcome) -> wire::Outcome {
     match outcome {
         HookOutcome::Exited { code } => wire::Outcome::Exited { code: *code },
         HookOutcome::Signalled { signal } => wire::Outcome::Signalled { signal: *signal },
@@ -128,8 +130,14 @@ pub(crate) fn diagnostic(diagnostic: &Diagnostic) -> wire::Diagnostic {
     }
 }
 
-/// The `list` response: every registry entry, disabled ones included, in registry order.
-pub(crate) fn list(id: RequestId, cwd: String, snapshot: &Snapshot) -> wire::ListResponse {
+/// The `list` response: every registry entry, disabled ones included, in registry order,
+/// with each hook's latest run.
+pub(crate) fn list(
+    id: RequestId,
+    cwd: String,
+    snapshot: &Snapshot,
+    last_runs: &LastRuns,
+) -> wire::ListResponse {
     let registry = &snapshot.registry;
     wire::ListResponse {
         id,
@@ -155,11 +163,56 @@ pub(crate) fn list(id: RequestId, cwd: String, snapshot: &Snapshot) -> wire::Lis
                 description: entry.config.description.clone(),
                 command: entry.config.command.clone(),
                 hook_type: entry.config.hook_type.as_str().to_owned(),
-                last_run: None,
+                last_run: last_runs.get(entry),
             })
             .collect(),
         diagnostics: snapshot.diagnostics().map(diagnostic).collect(),
     }
+}
+
+/// One registry's line in `status` and `reloaded`.
+pub(crate) fn registry_status(snapshot: &Snapshot) -> wire::RegistryStatus {
+    wire::RegistryStatus {
+        cwd: snapshot.project_dir.display().to_string(),
+        generation: snapshot.generation,
+        hooks: snapshot.registry.entries().len() as u64,
+        diagnostics: snapshot.diagnostics().map(diagnostic).collect(),
+    }
+}
+
+/// The `registry_changed` frame announcing `change` to the subscription `id`.
+pub(crate) fn registry_changed(id: RequestId, change: &Change, missed: u64) -> ServerMessage {
+    let snapshot = &change.snapshot;
+    ServerMessage::RegistryChanged(wire::RegistryChangedMessage {
+        id,
+        cwd: snapshot.project_dir.display().to_string(),
+        generation: snapshot.generation,
+        hooks_enabled: snapshot.registry.hooks_enabled(),
+        hooks: snapshot.registry.entries().len() as u64,
+        layers: change.layers.clone(),
+        files: change
+            .files
+            .iter()
+            .map(|path| path.display().to_string())
+            .collect(),
+        diagnostics: snapshot.diagnostics().map(diagnostic).collect(),
+        missed,
+    })
+}
+
+/// The `edited` answer of a management request.
+pub(crate) fn edited(id: RequestId, outcome: EditOutcome) -> ServerMessage {
+    ServerMessage::Edited(wire::EditedMessage {
+        id,
+        changed: outcome.changed,
+        message: outcome.message,
+        files: outcome
+            .files
+            .iter()
+            .map(|path| path.display().to_string())
+            .collect(),
+        generation: outcome.generation,
+    })
 }
 
 /// The `status` response.
@@ -172,12 +225,7 @@ pub(crate) async fn status(shared: &Arc<Shared>, id: RequestId) -> wire::StatusR
         .snapshots()
         .await
         .iter()
-        .map(|snapshot| wire::RegistryStatus {
-            cwd: snapshot.project_dir.display().to_string(),
-            generation: snapshot.generation,
-            hooks: snapshot.registry.entries().len() as u64,
-            diagnostics: snapshot.diagnostics().map(diagnostic).collect(),
-        })
+        .map(|snapshot| registry_status(snapshot))
         .collect();
     wire::StatusResponse {
         id,

@@ -6,17 +6,25 @@
 //! live daemon, replacing a stale socket file).
 //!
 //! Roles: the accept loop here (connection semaphore, peer-uid check, graceful stop),
-//! [`connection`] (one per client: handshake, requests, run tasks), `registries` (registries
-//! per project dir, built on first use and cached), `convert` (engine types to wire types).
+//! [`connection`] (one per client: handshake, requests, run tasks, subscriptions),
+//! `registries` (registries per project dir, built on first use, cached, rebuilt and swapped
+//! when their files change), `watcher` (watches the settings files and triggers the
+//! rebuilds), `lastgood` (a bad save keeps the last good version of a file in force),
+//! `manage` (enable/disable by editing settings files), `lastrun` (each hook's latest run),
+//! `convert` (engine types to wire types).
 
 mod config;
 mod connection;
 mod control;
 mod convert;
+mod lastgood;
+mod lastrun;
+mod manage;
 mod registries;
 mod shared;
 mod socket;
 mod stats;
+mod watcher;
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -53,6 +61,12 @@ pub async fn run(
 ) -> Result<(), ServerError> {
     let shared = Arc::new(Shared::new(config, cancel.clone()));
     shared.registries.preload().await;
+    // The watcher lives as long as the accept loop; its token stops it with the daemon.
+    let watcher_stop = CancellationToken::new();
+    let watcher = tokio::spawn(watcher::supervise(
+        Arc::clone(&shared),
+        watcher_stop.clone(),
+    ));
     let connection_slots = Arc::new(Semaphore::new(shared.config.max_connections.max(1)));
     let connections = TaskTracker::new();
     let uid = nix::unistd::getuid().as_raw();
@@ -124,6 +138,10 @@ pub async fn run(
 
     if let Some(lifecycle) = &lifecycle {
         lifecycle.stopping();
+    }
+    watcher_stop.cancel();
+    if let Err(err) = watcher.await {
+        tracing::error!(%err, "the settings watcher failed");
     }
     drop(listener);
     connections.close();

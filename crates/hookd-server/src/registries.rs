@@ -1,28 +1,45 @@
-//! Registries per project directory, built on first use and cached.
+//! Registries per project directory: built on first use, cached, and rebuilt when their files
+//! change.
 //!
 //! The user, system, system-defaults and extension layers are shared by every project and
 //! read once ([`SharedLayers`]); the project layer and the folder-trust decision differ per
-//! project dir. A registry is an immutable [`Snapshot`] behind an `Arc`: a run keeps the
-//! snapshot it started with. Each build gets a new generation number, reported in results.
+//! project dir. A registry is an immutable [`Snapshot`] behind an `Arc`, swapped as a whole:
+//! an event sees the old or the new one, never a mix, and a run keeps the snapshot it started
+//! with. Each swap gets a new generation number, reported in results and `status`.
+//!
+//! Rebuilding is targeted ([`Registries::reload_shared`] when a shared file changed,
+//! [`Registries::rebuild_project`] when one project's did) and skips the swap when the files
+//! read are exactly the same as before, so a spurious file event never bumps a generation.
+//! Every swap is announced on a broadcast channel ([`Registries::subscribe`]) that never
+//! blocks the daemon: a subscriber that falls behind loses the oldest announcements.
 //!
 //! Building reads files, so it runs on the blocking pool; the cached path is a hash lookup
-//! under a short mutex. The cache holds at most [`MAX_CACHED_PROJECTS`] projects; the
-//! least recently used one is dropped first, so a client naming endless directories cannot
-//! grow the daemon without bound.
+//! under a short mutex. Builds, rebuilds and reloads take one async lock, so a build started
+//! from old shared layers can never be cached after a reload that replaced them. The cache
+//! holds at most [`MAX_CACHED_PROJECTS`] projects; the least recently used one is dropped
+//! first, so a client naming endless directories cannot grow the daemon without bound.
+//!
+//! Each file keeps its last good version ([`crate::lastgood`]); settings problems are logged
+//! once when they appear and once when they are resolved, not on every rebuild.
 
-use std::collections::HashMap;
+use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::{Arc, Mutex, PoisonError};
+use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 
-use hookd_core::registry::Registry;
-use hookd_core::settings::Diagnostic;
-use hookd_runner::loader::{LoaderEnv, ProjectLayer, SharedLayers, assemble};
+use hookd_core::registry::{Registry, RegistryInput};
+use hookd_core::settings::{Diagnostic, Severity};
+use hookd_runner::loader::{LayerPaths, LoaderEnv, ProjectLayer, SharedLayers, assemble};
+use tokio::sync::{Notify, broadcast};
 
 use crate::config::ServerConfig;
+use crate::lastgood::LastGood;
 
 /// How many project registries are kept at most.
 pub(crate) const MAX_CACHED_PROJECTS: usize = 256;
+
+/// How many change announcements a subscriber may fall behind before it loses the oldest.
+const CHANGE_CAPACITY: usize = 64;
 
 /// One built registry and what was learned while building it.
 #[derive(Debug)]
@@ -35,6 +52,8 @@ pub(crate) struct Snapshot {
     pub(crate) project_dir: PathBuf,
     /// Gemini CLI's short id of the project, for the default plans directory.
     pub(crate) project_id: String,
+    /// What the registry was built from, to tell whether a rebuild changes anything.
+    input: RegistryInput,
     /// Problems found reading the files (the registry has the parsing ones).
     loader_diagnostics: Vec<Diagnostic>,
 }
@@ -45,6 +64,57 @@ impl Snapshot {
         self.loader_diagnostics
             .iter()
             .chain(self.registry.diagnostics())
+    }
+
+    /// The settings files it was built from, as `(layer label, path, text)`.
+    pub(crate) fn layer_texts(&self) -> impl Iterator<Item = (&str, &Path, &str)> {
+        self.input.layers.iter().map(|layer| {
+            (
+                layer.source.label(),
+                layer.path.as_path(),
+                layer.text.as_str(),
+            )
+        })
+    }
+}
+
+/// A registry that was swapped in, as announced to subscribers.
+#[derive(Debug)]
+pub(crate) struct Change {
+    /// The new snapshot.
+    pub(crate) snapshot: Arc<Snapshot>,
+    /// Labels of the layers whose files changed.
+    pub(crate) layers: Vec<String>,
+    /// The files whose contents changed, appeared or disappeared.
+    pub(crate) files: Vec<PathBuf>,
+}
+
+/// A built registry that has no generation yet.
+struct Built {
+    registry: Registry,
+    project_dir: PathBuf,
+    project_id: String,
+    input: RegistryInput,
+    loader_diagnostics: Vec<Diagnostic>,
+}
+
+impl Built {
+    fn into_snapshot(self, generation: u64) -> Snapshot {
+        Snapshot {
+            registry: self.registry,
+            generation,
+            project_dir: self.project_dir,
+            project_id: self.project_id,
+            input: self.input,
+            loader_diagnostics: self.loader_diagnostics,
+        }
+    }
+
+    /// Whether swapping this in for `old` would change nothing.
+    fn same_as(&self, old: &Snapshot) -> bool {
+        self.input == old.input
+            && self.loader_diagnostics == old.loader_diagnostics
+            && self.project_id == old.project_id
     }
 }
 
@@ -57,9 +127,18 @@ struct Cached {
 /// The registry cache.
 pub(crate) struct Registries {
     env: LoaderEnv,
+    paths: LayerPaths,
     /// The shared layers, read at the first build (or by [`Registries::preload`]).
     shared: Mutex<Option<Arc<SharedLayers>>>,
     by_project: Mutex<HashMap<PathBuf, Cached>>,
+    /// Held by every build, rebuild and reload, never by a cache hit.
+    build_lock: tokio::sync::Mutex<()>,
+    last_good: Arc<Mutex<LastGood>>,
+    /// The problems logged and still present, by text, with their severity.
+    logged: Mutex<BTreeMap<String, Severity>>,
+    changes: broadcast::Sender<Arc<Change>>,
+    /// Signalled when a project enters or leaves the cache, for the watcher.
+    projects_changed: Notify,
     generation: AtomicU64,
     clock: AtomicU64,
     gemini_home: PathBuf,
@@ -68,10 +147,17 @@ pub(crate) struct Registries {
 impl Registries {
     /// An empty cache for the daemon's environment.
     pub(crate) fn new(config: &ServerConfig) -> Registries {
+        let env = LoaderEnv::new(config.env.clone(), config.home.clone());
         Registries {
-            env: LoaderEnv::new(config.env.clone(), config.home.clone()),
+            paths: LayerPaths::resolve(&env),
+            env,
             shared: Mutex::new(None),
             by_project: Mutex::new(HashMap::new()),
+            build_lock: tokio::sync::Mutex::new(()),
+            last_good: Arc::new(Mutex::new(LastGood::default())),
+            logged: Mutex::new(BTreeMap::new()),
+            changes: broadcast::channel(CHANGE_CAPACITY).0,
+            projects_changed: Notify::new(),
             generation: AtomicU64::new(0),
             clock: AtomicU64::new(0),
             gemini_home: crate::shared::gemini_home(config),
@@ -83,117 +169,163 @@ impl Registries {
         &self.gemini_home
     }
 
+    /// Where the shared configuration files are.
+    pub(crate) fn paths(&self) -> &LayerPaths {
+        &self.paths
+    }
+
+    /// The environment settings are resolved and expanded with.
+    pub(crate) fn env(&self) -> &LoaderEnv {
+        &self.env
+    }
+
     /// Reads the shared layers now, so the first event does not pay for it and problems in
     /// them are logged at start.
     pub(crate) async fn preload(&self) {
-        let shared = self.shared_layers().await;
-        for diagnostic in &shared.diagnostics {
-            tracing::warn!(%diagnostic, "settings problem");
-        }
+        let _guard = self.build_lock.lock().await;
+        self.shared_layers_locked().await;
+        drop(_guard);
+        self.log_diagnostics();
     }
 
     /// The registry for `project_dir`, built if it is not cached.
     pub(crate) async fn get(&self, project_dir: &Path) -> Arc<Snapshot> {
-        let now = self.clock.fetch_add(1, Ordering::Relaxed);
-        if let Some(cached) = self.lock_cache().get_mut(project_dir) {
-            cached.last_used = now;
-            return Arc::clone(&cached.snapshot);
+        if let Some(snapshot) = self.cached(project_dir) {
+            return snapshot;
         }
-        let shared = self.shared_layers().await;
-        let generation = self.generation.fetch_add(1, Ordering::Relaxed) + 1;
-        let project_dir = project_dir.to_owned();
-        let gemini_home = self.gemini_home.clone();
-        let built = tokio::task::spawn_blocking(move || {
-            build_snapshot(&shared, project_dir, generation, &gemini_home)
-        })
-        .await;
-        let snapshot = match built {
-            Ok(snapshot) => Arc::new(snapshot),
-            Err(err) => {
-                // Only a panic inside the build gets here; serve an empty registry rather
-                // than take the connection down, and say why.
-                tracing::error!(%err, "building a registry failed");
-                Arc::new(Snapshot {
-                    registry: Registry::build(&hookd_core::registry::RegistryInput::default()),
-                    generation,
-                    project_dir: PathBuf::new(),
-                    project_id: String::new(),
-                    loader_diagnostics: vec![Diagnostic::error(format!(
-                        "building the registry failed: {err}"
-                    ))],
+        let guard = self.build_lock.lock().await;
+        // Another request may have built it while this one waited for the lock.
+        if let Some(snapshot) = self.cached(project_dir) {
+            return snapshot;
+        }
+        let shared = self.shared_layers_locked().await;
+        let built = self.build(&shared, project_dir).await;
+        let snapshot = Arc::new(built.into_snapshot(self.next_generation()));
+        let evicted = {
+            let mut cache = self.lock_cache();
+            let evicted = if cache.len() >= MAX_CACHED_PROJECTS {
+                let oldest = cache
+                    .iter()
+                    .min_by_key(|(_, cached)| cached.last_used)
+                    .map(|(dir, _)| dir.clone());
+                oldest.inspect(|dir| {
+                    cache.remove(dir);
                 })
-            }
+            } else {
+                None
+            };
+            cache.insert(
+                snapshot.project_dir.clone(),
+                Cached {
+                    snapshot: Arc::clone(&snapshot),
+                    last_used: self.clock.fetch_add(1, Ordering::Relaxed),
+                },
+            );
+            evicted
         };
-        for diagnostic in snapshot.diagnostics() {
-            tracing::warn!(project = %snapshot.project_dir.display(), %diagnostic, "settings problem");
+        if let Some(evicted) = evicted {
+            lock(&self.last_good).forget_project(&evicted);
         }
-        let mut cache = self.lock_cache();
-        // Two requests may have built the same project at once; keep the first one cached so
-        // that everyone converges on one generation.
-        if let Some(existing) = cache.get_mut(&snapshot.project_dir) {
-            existing.last_used = now;
-            return Arc::clone(&existing.snapshot);
-        }
-        if cache.len() >= MAX_CACHED_PROJECTS {
-            let oldest = cache
-                .iter()
-                .min_by_key(|(_, cached)| cached.last_used)
-                .map(|(dir, _)| dir.clone());
-            if let Some(oldest) = oldest {
-                cache.remove(&oldest);
-            }
-        }
-        cache.insert(
-            snapshot.project_dir.clone(),
-            Cached {
-                snapshot: Arc::clone(&snapshot),
-                last_used: now,
-            },
-        );
+        drop(guard);
+        self.projects_changed.notify_one();
+        self.log_diagnostics();
         snapshot
     }
 
-    /// Re-reads every settings layer and rebuilds every cached registry (SIGHUP, `reload`).
+    /// The cached registry of `project_dir`, marked as used.
+    fn cached(&self, project_dir: &Path) -> Option<Arc<Snapshot>> {
+        let now = self.clock.fetch_add(1, Ordering::Relaxed);
+        let mut cache = self.lock_cache();
+        let cached = cache.get_mut(project_dir)?;
+        cached.last_used = now;
+        Some(Arc::clone(&cached.snapshot))
+    }
+
+    /// Re-reads every settings layer and rebuilds every cached registry (SIGHUP, `reload`):
+    /// each gets a new generation and is announced, changed or not.
     ///
     /// Runs in flight keep the snapshots they started with; the next event sees the new ones.
     pub(crate) async fn reload_all(&self) {
-        let env = self.env.clone();
-        let fresh = match tokio::task::spawn_blocking(move || SharedLayers::load(env)).await {
-            Ok(shared) => Arc::new(shared),
-            Err(err) => {
-                tracing::error!(%err, "re-reading the shared settings failed; keeping the old ones");
-                return;
-            }
-        };
+        self.reload(true).await;
+    }
+
+    /// Re-reads the shared layers (a user, system, system-defaults or extension file
+    /// changed) and rebuilds the cached registries whose inputs changed.
+    pub(crate) async fn reload_shared(&self) {
+        self.reload(false).await;
+    }
+
+    async fn reload(&self, force: bool) {
+        let guard = self.build_lock.lock().await;
+        let fresh = self.load_shared().await;
         *self.lock_shared() = Some(Arc::clone(&fresh));
-        let dirs: Vec<PathBuf> = self.lock_cache().keys().cloned().collect();
-        for dir in dirs {
-            let generation = self.generation.fetch_add(1, Ordering::Relaxed) + 1;
-            let shared = Arc::clone(&fresh);
-            let gemini_home = self.gemini_home.clone();
-            let built = tokio::task::spawn_blocking(move || {
-                build_snapshot(&shared, dir, generation, &gemini_home)
-            })
-            .await;
-            match built {
-                Ok(snapshot) => {
-                    for diagnostic in snapshot.diagnostics() {
-                        tracing::warn!(project = %snapshot.project_dir.display(), %diagnostic, "settings problem");
-                    }
-                    let now = self.clock.fetch_add(1, Ordering::Relaxed);
-                    self.lock_cache().insert(
-                        snapshot.project_dir.clone(),
-                        Cached {
-                            snapshot: Arc::new(snapshot),
-                            last_used: now,
-                        },
-                    );
-                }
-                Err(err) => {
-                    tracing::error!(%err, "rebuilding a registry failed; keeping the old one")
-                }
-            }
+        for dir in self.project_dirs() {
+            self.rebuild_locked(&fresh, &dir, force).await;
         }
+        drop(guard);
+        self.log_diagnostics();
+    }
+
+    /// Rebuilds the registry of one cached project (its own files changed); does nothing for
+    /// a project that is not cached.
+    pub(crate) async fn rebuild_project(&self, project_dir: &Path) {
+        let guard = self.build_lock.lock().await;
+        let shared = self.shared_layers_locked().await;
+        self.rebuild_locked(&shared, project_dir, false).await;
+        drop(guard);
+        self.log_diagnostics();
+    }
+
+    /// Rebuilds and swaps in one project's registry. The caller holds the build lock.
+    async fn rebuild_locked(&self, shared: &Arc<SharedLayers>, project_dir: &Path, force: bool) {
+        let Some(old) = self
+            .lock_cache()
+            .get(project_dir)
+            .map(|cached| Arc::clone(&cached.snapshot))
+        else {
+            return;
+        };
+        let built = self.build(shared, project_dir).await;
+        if !force && built.same_as(&old) {
+            return;
+        }
+        let snapshot = Arc::new(built.into_snapshot(self.next_generation()));
+        let (layers, files) = changed_files(&old.input, &snapshot.input);
+        if let Some(cached) = self.lock_cache().get_mut(project_dir) {
+            cached.snapshot = Arc::clone(&snapshot);
+        }
+        tracing::debug!(
+            project = %project_dir.display(),
+            generation = snapshot.generation,
+            ?layers,
+            "registry swapped"
+        );
+        // Nobody subscribed is not an error.
+        let _ = self.changes.send(Arc::new(Change {
+            snapshot,
+            layers,
+            files,
+        }));
+    }
+
+    /// Announcements of every registry swap from now on.
+    pub(crate) fn subscribe(&self) -> broadcast::Receiver<Arc<Change>> {
+        self.changes.subscribe()
+    }
+
+    /// Resolves when a project entered or left the cache since the last call.
+    pub(crate) async fn projects_changed(&self) {
+        self.projects_changed.notified().await;
+    }
+
+    /// The cached project directories.
+    pub(crate) fn project_dirs(&self) -> Vec<PathBuf> {
+        self.lock_cache().keys().cloned().collect()
+    }
+
+    /// The current shared layers, if they were read.
+    pub(crate) fn shared(&self) -> Option<Arc<SharedLayers>> {
+        self.lock_shared().clone()
     }
 
     /// A one-line summary for a service manager's status.
@@ -221,52 +353,177 @@ impl Registries {
         snapshots
     }
 
-    /// The shared layers, read on first use.
-    async fn shared_layers(&self) -> Arc<SharedLayers> {
+    fn next_generation(&self) -> u64 {
+        self.generation.fetch_add(1, Ordering::Relaxed) + 1
+    }
+
+    /// The shared layers, read on first use. The caller holds the build lock.
+    async fn shared_layers_locked(&self) -> Arc<SharedLayers> {
         if let Some(shared) = self.lock_shared().as_ref() {
             return Arc::clone(shared);
         }
+        let loaded = self.load_shared().await;
+        *self.lock_shared() = Some(Arc::clone(&loaded));
+        loaded
+    }
+
+    /// Reads the shared layers from disk, keeping the last good version of bad files.
+    async fn load_shared(&self) -> Arc<SharedLayers> {
         let env = self.env.clone();
-        let loaded = tokio::task::spawn_blocking(move || SharedLayers::load(env))
-            .await
-            .map(Arc::new)
-            .unwrap_or_else(|err| {
+        let last_good = Arc::clone(&self.last_good);
+        let loaded = tokio::task::spawn_blocking(move || {
+            let mut shared = SharedLayers::load(env);
+            lock(&last_good).apply_shared(&mut shared);
+            shared
+        })
+        .await;
+        match loaded {
+            Ok(shared) => Arc::new(shared),
+            Err(err) => {
+                // Only a panic inside the loader gets here: keep what was there, if anything.
                 tracing::error!(%err, "reading the shared settings failed");
-                Arc::new(SharedLayers::load(LoaderEnv::default()))
-            });
-        let mut slot = self.lock_shared();
-        Arc::clone(slot.get_or_insert(loaded))
+                self.shared()
+                    .unwrap_or_else(|| Arc::new(SharedLayers::load(LoaderEnv::default())))
+            }
+        }
     }
 
-    fn lock_cache(&self) -> std::sync::MutexGuard<'_, HashMap<PathBuf, Cached>> {
-        self.by_project
-            .lock()
-            .unwrap_or_else(PoisonError::into_inner)
+    /// Reads one project's files and builds its registry on the blocking pool.
+    async fn build(&self, shared: &Arc<SharedLayers>, project_dir: &Path) -> Built {
+        let shared = Arc::clone(shared);
+        let project_dir = project_dir.to_owned();
+        let gemini_home = self.gemini_home.clone();
+        let last_good = Arc::clone(&self.last_good);
+        let fallback_dir = project_dir.clone();
+        let built = tokio::task::spawn_blocking(move || {
+            build_project(&shared, project_dir, &gemini_home, &last_good)
+        })
+        .await;
+        built.unwrap_or_else(|err| {
+            // Only a panic inside the build gets here; serve an empty registry rather than
+            // take the connection down, and say why.
+            tracing::error!(%err, "building a registry failed");
+            Built {
+                registry: Registry::build(&RegistryInput::default()),
+                project_dir: fallback_dir,
+                project_id: String::new(),
+                input: RegistryInput::default(),
+                loader_diagnostics: vec![Diagnostic::error(format!(
+                    "building the registry failed: {err}"
+                ))],
+            }
+        })
     }
 
-    fn lock_shared(&self) -> std::sync::MutexGuard<'_, Option<Arc<SharedLayers>>> {
-        self.shared.lock().unwrap_or_else(PoisonError::into_inner)
+    /// Logs each settings problem once when it appears, and once when it is gone.
+    fn log_diagnostics(&self) {
+        let mut current: BTreeMap<String, Severity> = BTreeMap::new();
+        if let Some(shared) = self.shared() {
+            for diagnostic in &shared.diagnostics {
+                current.insert(diagnostic.to_string(), diagnostic.severity);
+            }
+        }
+        for snapshot in self.lock_cache().values() {
+            for diagnostic in snapshot.snapshot.diagnostics() {
+                current.insert(diagnostic.to_string(), diagnostic.severity);
+            }
+        }
+        let mut logged = lock(&self.logged);
+        for (text, severity) in &current {
+            if logged.contains_key(text) {
+                continue;
+            }
+            match severity {
+                Severity::Error | Severity::Warning => {
+                    tracing::warn!(severity = severity.label(), "settings problem: {text}")
+                }
+                Severity::Info => tracing::info!("settings note: {text}"),
+            }
+        }
+        for (text, severity) in logged.iter() {
+            if !current.contains_key(text) && *severity != Severity::Info {
+                tracing::info!("settings problem resolved: {text}");
+            }
+        }
+        *logged = current;
+    }
+
+    fn lock_cache(&self) -> MutexGuard<'_, HashMap<PathBuf, Cached>> {
+        lock(&self.by_project)
+    }
+
+    fn lock_shared(&self) -> MutexGuard<'_, Option<Arc<SharedLayers>>> {
+        lock(&self.shared)
     }
 }
 
+/// Locks a mutex whose data stays consistent even if a holder panicked (every update is a
+/// single assignment or map operation).
+fn lock<T>(mutex: &Mutex<T>) -> MutexGuard<'_, T> {
+    mutex.lock().unwrap_or_else(PoisonError::into_inner)
+}
+
 /// Reads the project's files and builds its registry (blocking).
-fn build_snapshot(
+fn build_project(
     shared: &SharedLayers,
     project_dir: PathBuf,
-    generation: u64,
     gemini_home: &Path,
-) -> Snapshot {
-    let project = ProjectLayer::load(shared, &project_dir);
+    last_good: &Mutex<LastGood>,
+) -> Built {
+    let mut project = ProjectLayer::load(shared, &project_dir);
+    lock(last_good).apply_project(&mut project);
     let workspace = assemble(shared, &project);
     let registry = Registry::build(&workspace.input);
     let project_id = project_id(gemini_home, &project_dir);
-    Snapshot {
+    Built {
         registry,
-        generation,
         project_dir,
         project_id,
+        input: workspace.input,
         loader_diagnostics: workspace.diagnostics,
     }
+}
+
+/// The layers and files that differ between two registry inputs.
+fn changed_files(old: &RegistryInput, new: &RegistryInput) -> (Vec<String>, Vec<PathBuf>) {
+    let mut layers: BTreeSet<&'static str> = BTreeSet::new();
+    let mut files: BTreeSet<PathBuf> = BTreeSet::new();
+    let texts = |input: &RegistryInput| -> BTreeMap<PathBuf, (&'static str, String)> {
+        input
+            .layers
+            .iter()
+            .map(|layer| {
+                (
+                    layer.path.clone(),
+                    (layer.source.label(), layer.text.clone()),
+                )
+            })
+            .chain(input.extensions.iter().map(|extension| {
+                let text = format!(
+                    "{:?}{:?}{:?}",
+                    extension.hooks_text, extension.active, extension.setting_values
+                );
+                (extension.hooks_file.clone(), ("extension", text))
+            }))
+            .collect()
+    };
+    let (old_texts, new_texts) = (texts(old), texts(new));
+    for (path, (label, text)) in &old_texts {
+        if new_texts.get(path).map(|(_, new)| new) != Some(text) {
+            layers.insert(label);
+            files.insert(path.clone());
+        }
+    }
+    for (path, (label, _)) in &new_texts {
+        if !old_texts.contains_key(path) {
+            layers.insert(label);
+            files.insert(path.clone());
+        }
+    }
+    (
+        layers.into_iter().map(str::to_owned).collect(),
+        files.into_iter().collect(),
+    )
 }
 
 /// Gemini CLI's short id for a project: its entry in `~/.gemini/projects.json`, else the
@@ -277,4 +534,61 @@ fn project_id(gemini_home: &Path, project_dir: &Path) -> String {
         .ok()
         .and_then(|text| hookd_core::env::project_id_from_registry(&text, &project));
     registered.unwrap_or_else(|| hookd_core::env::project_slug(&project))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use hookd_core::Source;
+    use hookd_core::registry::LayerText;
+
+    fn input(layers: &[(Source, &str, &str)]) -> RegistryInput {
+        RegistryInput {
+            layers: layers
+                .iter()
+                .map(|(source, path, text)| LayerText {
+                    source: *source,
+                    path: PathBuf::from(path),
+                    text: (*text).to_owned(),
+                })
+                .collect(),
+            ..RegistryInput::default()
+        }
+    }
+
+    fn check(old: RegistryInput, new: RegistryInput, layers: &[&str], files: &[&str]) {
+        let (got_layers, got_files) = changed_files(&old, &new);
+        assert_eq!(got_layers, layers);
+        let files: Vec<PathBuf> = files.iter().map(PathBuf::from).collect();
+        assert_eq!(got_files, files);
+    }
+
+    #[test]
+    fn changed_files_names_what_differs() {
+        use Source::*;
+        check(
+            input(&[(User, "/u", "{}"), (Project, "/p", "{}")]),
+            input(&[(User, "/u", "{}"), (Project, "/p", "{\"a\":1}")]),
+            &["project"],
+            &["/p"],
+        );
+        check(
+            input(&[(User, "/u", "{}")]),
+            input(&[(User, "/u", "{}"), (Project, "/p", "{}")]),
+            &["project"],
+            &["/p"],
+        );
+        check(
+            input(&[(User, "/u", "{}"), (System, "/s", "{}")]),
+            input(&[(User, "/u", "{ }")]),
+            &["system", "user"],
+            &["/s", "/u"],
+        );
+        check(
+            input(&[(User, "/u", "{}")]),
+            input(&[(User, "/u", "{}")]),
+            &[],
+            &[],
+        );
+    }
 }

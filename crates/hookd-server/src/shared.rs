@@ -10,6 +10,7 @@ use tokio::sync::Semaphore;
 use tokio_util::sync::CancellationToken;
 
 use crate::config::ServerConfig;
+use crate::lastrun::LastRuns;
 use crate::registries::Registries;
 use crate::stats::Stats;
 
@@ -23,6 +24,10 @@ pub(crate) struct Shared {
     pub(crate) runner: RunnerConfig,
     /// Counters for `status`.
     pub(crate) stats: Stats,
+    /// The latest run of each hook, for `list`.
+    pub(crate) last_runs: LastRuns,
+    /// Serializes edits of settings files.
+    pub(crate) edit_lock: tokio::sync::Mutex<()>,
     /// The daemon's environment as hooks get it when a client sends none.
     pub(crate) daemon_env: Arc<Vec<(String, String)>>,
     /// When the daemon started.
@@ -54,6 +59,8 @@ impl Shared {
             registries: Registries::new(&config),
             runner,
             stats: Stats::default(),
+            last_runs: LastRuns::default(),
+            edit_lock: tokio::sync::Mutex::new(()),
             daemon_env: Arc::new(daemon_env),
             started: Instant::now(),
             shutdown,

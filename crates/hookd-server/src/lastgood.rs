@@ -1,0 +1,236 @@
+//! The last good version of every configuration file, so a bad save never takes hooks away.
+//!
+//! A settings file that is not JSON, or whose top level is not an object, would be skipped
+//! whole by the registry build, and every hook it defines would vanish until the user notices.
+//! Instead, for each file the daemon keeps the last text that passed that file-level check;
+//! when a new version fails it, the registry is built from the kept text and an error
+//! diagnostic (file, line and column, message) says so. Fixing the file clears the error, since
+//! the fixed text passes and replaces the kept one. An extension's `hooks/hooks.json` is
+//! treated the same way (it must be JSON with a `hooks` object).
+//!
+//! A file that does not exist (deleted on purpose) is not an error: its layer goes away and its
+//! kept text is forgotten. A file that was never valid since the daemon started has no kept
+//! text; it is skipped with the registry's own diagnostic, as before.
+//!
+//! Problems below the file level (one invalid hook entry) are not masked: the registry keeps
+//! the file's valid parts and reports the invalid ones, as Gemini CLI does.
+
+use std::collections::HashMap;
+use std::path::{Path, PathBuf};
+
+use hookd_core::jsonc;
+use hookd_core::registry::LayerText;
+use hookd_core::settings::Diagnostic;
+use hookd_runner::loader::{ProjectLayer, SharedLayers};
+use serde_json::Value;
+
+/// Kept texts by file path.
+#[derive(Debug, Default)]
+pub(crate) struct LastGood {
+    texts: HashMap<PathBuf, String>,
+}
+
+/// Why a text fails the file-level check: the message and, for syntax errors, the position.
+struct Failure {
+    message: String,
+    position: Option<(usize, usize)>,
+}
+
+impl LastGood {
+    /// Applies the rule to every file of the shared layers: the user, system and
+    /// system-defaults settings and each extension's hooks file.
+    pub(crate) fn apply_shared(&mut self, shared: &mut SharedLayers) {
+        for path in [
+            shared.paths.user.clone(),
+            shared.paths.system.clone(),
+            shared.paths.system_defaults.clone(),
+        ] {
+            if !shared.layers.iter().any(|layer| layer.path == path) {
+                self.texts.remove(&path);
+            }
+        }
+        let mut diagnostics = Vec::new();
+        for layer in &mut shared.layers {
+            diagnostics.extend(self.settings(layer));
+        }
+        for extension in &mut shared.extensions {
+            let path = extension.hooks_file.clone();
+            match &mut extension.hooks_text {
+                Some(text) => {
+                    diagnostics.extend(self.check(&path, text, extension_failure));
+                }
+                None => {
+                    self.texts.remove(&path);
+                }
+            }
+        }
+        shared.diagnostics.extend(diagnostics);
+    }
+
+    /// Applies the rule to a project's settings file.
+    pub(crate) fn apply_project(&mut self, project: &mut ProjectLayer) {
+        let path = hookd_runner::loader::LayerPaths::project_settings(&project.project_dir);
+        match &mut project.layer {
+            Some(layer) => {
+                let diagnostic = self.settings(layer);
+                project.diagnostics.extend(diagnostic);
+            }
+            None => {
+                self.texts.remove(&path);
+            }
+        }
+    }
+
+    /// Forgets what was kept for a project that is no longer loaded.
+    pub(crate) fn forget_project(&mut self, project_dir: &Path) {
+        self.texts
+            .remove(&hookd_runner::loader::LayerPaths::project_settings(
+                project_dir,
+            ));
+    }
+
+    fn settings(&mut self, layer: &mut LayerText) -> Option<Diagnostic> {
+        let path = layer.path.clone();
+        self.check(&path, &mut layer.text, settings_failure)
+    }
+
+    /// Keeps `text` when it passes `fails`, else replaces it with the kept version (when
+    /// there is one) and returns the diagnostic to report.
+    fn check(
+        &mut self,
+        path: &Path,
+        text: &mut String,
+        fails: fn(&str) -> Option<Failure>,
+    ) -> Option<Diagnostic> {
+        let Some(failure) = fails(text) else {
+            match self.texts.get_mut(path) {
+                Some(kept) if kept == text => {}
+                Some(kept) => kept.clone_from(text),
+                None => {
+                    self.texts.insert(path.to_owned(), text.clone());
+                }
+            }
+            return None;
+        };
+        let kept = self.texts.get(path)?;
+        text.clone_from(kept);
+        let mut diagnostic = Diagnostic::error(format!(
+            "{}; hookd keeps using the last valid version of this file until it is fixed",
+            failure.message
+        ))
+        .with_path(path);
+        if let Some((line, column)) = failure.position {
+            diagnostic = diagnostic.with_position(line, column);
+        }
+        Some(diagnostic)
+    }
+}
+
+/// The file-level check of a settings file: JSON with comments, an object at the top.
+fn settings_failure(text: &str) -> Option<Failure> {
+    match jsonc::parse(text) {
+        Ok(Value::Object(_)) => None,
+        Ok(_) => Some(Failure {
+            message: "settings file must contain a JSON object".to_owned(),
+            position: None,
+        }),
+        Err(err) => Some(Failure {
+            message: format!("invalid JSON: {}", err.message),
+            position: Some((err.line, err.column)),
+        }),
+    }
+}
+
+/// The file-level check of an extension's hooks file: JSON with a `hooks` object.
+fn extension_failure(text: &str) -> Option<Failure> {
+    match serde_json::from_str::<Value>(text) {
+        Ok(root) => match root.get("hooks") {
+            Some(Value::Object(_)) => None,
+            _ => Some(Failure {
+                message: "\"hooks\" property must be an object".to_owned(),
+                position: None,
+            }),
+        },
+        Err(err) => {
+            let full = err.to_string();
+            let suffix = format!(" at line {} column {}", err.line(), err.column());
+            Some(Failure {
+                message: format!(
+                    "invalid JSON: {}",
+                    full.strip_suffix(&suffix).unwrap_or(&full)
+                ),
+                position: Some((err.line(), err.column())),
+            })
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use hookd_core::Source;
+
+    /// One version of a file: its text, the text the registry should get, the error position.
+    type Version<'a> = (&'a str, &'a str, Option<(usize, usize)>);
+
+    /// Feeds versions of one settings file in order and checks, for each, the text the
+    /// registry gets and the position of the reported error (`None`: no error).
+    fn check(versions: &[Version<'_>]) {
+        let mut last_good = LastGood::default();
+        for (text, expected_text, expected_error) in versions {
+            let mut layer = LayerText {
+                source: Source::User,
+                path: PathBuf::from("/h/.gemini/settings.json"),
+                text: (*text).to_owned(),
+            };
+            let diagnostic = last_good.settings(&mut layer);
+            assert_eq!(layer.text, *expected_text, "version {text:?}");
+            assert_eq!(
+                diagnostic.as_ref().map(|d| (d.line, d.column)),
+                expected_error.map(|(l, c)| (Some(l), Some(c))),
+                "version {text:?}: {diagnostic:?}"
+            );
+        }
+    }
+
+    #[test]
+    fn a_bad_version_falls_back_to_the_last_good_one() {
+        check(&[
+            // Never valid yet: passed through, the registry reports it.
+            ("{", "{", None),
+            ("{\"a\": 1}", "{\"a\": 1}", None),
+            ("{\n\"a\": 1,\n}", "{\"a\": 1}", Some((3, 1))),
+            ("{\"a\": 2}", "{\"a\": 2}", None),
+            ("", "{\"a\": 2}", Some((1, 0))),
+        ]);
+    }
+
+    #[test]
+    fn non_object_top_level_is_a_file_level_failure() {
+        let mut last_good = LastGood::default();
+        let path = PathBuf::from("/p/.gemini/settings.json");
+        let mut text = "{}".to_owned();
+        assert!(
+            last_good
+                .check(&path, &mut text, settings_failure)
+                .is_none()
+        );
+        let mut text = "[1]".to_owned();
+        let diagnostic = last_good.check(&path, &mut text, settings_failure);
+        assert_eq!(text, "{}");
+        assert!(diagnostic.unwrap().message.contains("JSON object"));
+    }
+
+    #[test]
+    fn extension_hooks_need_a_hooks_object() {
+        let cases = [
+            ("{\"hooks\": {}}", false),
+            ("{\"hooks\": []}", true),
+            ("{}", true),
+            ("{\"hooks\": {}", true),
+        ];
+        for (text, fails) in cases {
+            assert_eq!(extension_failure(text).is_some(), fails, "{text}");
+        }
+    }
+}

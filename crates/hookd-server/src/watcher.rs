@@ -1,0 +1,442 @@
+//! Watching the configuration files, so the next event after a save sees the new hooks.
+//!
+//! [`Watcher`] owns a `notify` watcher. Its callback runs on notify's own thread and only
+//! `try_send`s into a bounded channel; when the channel is full the event is dropped and a
+//! flag is set, and the next batch then reloads everything, so nothing is missed and the
+//! callback never blocks.
+//!
+//! Directories are watched, not files, and never recursively: editors save by writing a new
+//! file and renaming it over the old one, which a watch on the old file would not survive. The
+//! watched directories are those holding the files that matter: the user settings, the system
+//! settings and system defaults, the trusted-folders and extension-enablement files, the
+//! extensions directory, each extension's directory and its `hooks/` directory, and each loaded
+//! project's `.gemini/` directory (plus the project directory itself when extensions may read
+//! its `.env`). When a directory does not exist yet, its nearest existing ancestor is watched
+//! for the one name on the way, so creating `.gemini/` (or the extensions directory) is seen.
+//!
+//! Events are filtered by file name (so reads of our own, swap files and unrelated files are
+//! ignored), collected for [`DEBOUNCE`] after the first one, and then turned into the smallest
+//! rebuild: a shared file → re-read the shared layers and rebuild the registries whose inputs
+//! changed; a project file → rebuild that project. Before every rebuild the watch set is
+//! brought up to date, so a file created in a new directory is either seen by the rebuild's
+//! read or by the new watch. A project that enters the cache gets its watches and one rebuild
+//! for the same reason; one that leaves it loses them.
+
+use std::collections::{BTreeMap, BTreeSet, HashSet};
+use std::ffi::OsString;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::time::Duration;
+
+use notify::event::{AccessKind, AccessMode};
+use notify::{Event, EventKind, RecommendedWatcher, RecursiveMode, Watcher as _};
+use tokio::sync::mpsc;
+use tokio_util::sync::CancellationToken;
+
+use crate::shared::Shared;
+
+/// How long events are collected after the first one before rebuilding. Short: an editor's
+/// save is a burst of a few events within a millisecond or two, and the goal is that the next
+/// event after a save sees it (well under 100 ms).
+pub(crate) const DEBOUNCE: Duration = Duration::from_millis(20);
+
+/// How many filesystem events may wait for the watcher task.
+const EVENT_CAPACITY: usize = 1024;
+
+/// How long to wait before trying again when the watcher cannot be created.
+const RETRY_AFTER: Duration = Duration::from_secs(5);
+
+/// What a changed file affects.
+#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord)]
+enum Scope {
+    /// A file every project reads.
+    Shared,
+    /// One project's own files.
+    Project(PathBuf),
+}
+
+/// What a watched directory is watched for: names in it (`None`: any name) and what they
+/// affect.
+type Interests = Vec<(Option<OsString>, Scope)>;
+
+/// The filesystem watcher of one daemon.
+pub(crate) struct Watcher {
+    shared: Arc<Shared>,
+    inner: RecommendedWatcher,
+    events: mpsc::Receiver<notify::Result<Event>>,
+    /// Set by the callback when it had to drop an event.
+    overflowed: Arc<AtomicBool>,
+    /// Events dropped since start, for the logs.
+    dropped: Arc<AtomicU64>,
+    /// Watched directories and what each is watched for.
+    watched: BTreeMap<PathBuf, Interests>,
+    /// The projects that had their watches set up.
+    projects: HashSet<PathBuf>,
+}
+
+/// The changes collected in one debounce window.
+#[derive(Debug, Default)]
+struct Batch {
+    everything: bool,
+    shared: bool,
+    projects: BTreeSet<PathBuf>,
+}
+
+impl Watcher {
+    /// Creates the watcher; nothing is watched until [`Watcher::run`].
+    pub(crate) fn new(shared: Arc<Shared>) -> notify::Result<Watcher> {
+        let (sender, events) = mpsc::channel(EVENT_CAPACITY);
+        let overflowed = Arc::new(AtomicBool::new(false));
+        let dropped = Arc::new(AtomicU64::new(0));
+        let inner = notify::recommended_watcher({
+            let overflowed = Arc::clone(&overflowed);
+            let dropped = Arc::clone(&dropped);
+            move |event: notify::Result<Event>| {
+                // Opening and reading (our own reads included) change nothing.
+                if let Ok(event) = &event {
+                    if is_read_only(&event.kind) {
+                        return;
+                    }
+                }
+                if sender.try_send(event).is_err() {
+                    overflowed.store(true, Ordering::Release);
+                    dropped.fetch_add(1, Ordering::Relaxed);
+                }
+            }
+        })?;
+        Ok(Watcher {
+            shared,
+            inner,
+            events,
+            overflowed,
+            dropped,
+            watched: BTreeMap::new(),
+            projects: HashSet::new(),
+        })
+    }
+
+    /// Watches and rebuilds until `cancel` fires.
+    pub(crate) async fn run(mut self, cancel: CancellationToken) {
+        self.update_watches();
+        loop {
+            tokio::select! {
+                biased;
+                _ = cancel.cancelled() => return,
+                _ = self.shared.registries.projects_changed() => {
+                    let added = self.update_watches();
+                    for project in added {
+                        self.shared.registries.rebuild_project(&project).await;
+                    }
+                }
+                event = self.events.recv() => {
+                    let Some(event) = event else { return };
+                    let mut batch = Batch::default();
+                    self.classify(event, &mut batch);
+                    let deadline = tokio::time::Instant::now() + DEBOUNCE;
+                    loop {
+                        tokio::select! {
+                            _ = tokio::time::sleep_until(deadline) => break,
+                            event = self.events.recv() => match event {
+                                Some(event) => self.classify(event, &mut batch),
+                                None => break,
+                            },
+                        }
+                    }
+                    if self.overflowed.swap(false, Ordering::AcqRel) {
+                        tracing::warn!(
+                            dropped = self.dropped.load(Ordering::Relaxed),
+                            "too many file events at once; reloading everything"
+                        );
+                        batch.everything = true;
+                    }
+                    self.apply(batch).await;
+                }
+            }
+        }
+    }
+
+    /// Rebuilds what a batch of events affects.
+    async fn apply(&mut self, batch: Batch) {
+        // Watches first: a file written from now on is seen by a watch, one written before by
+        // the rebuild's read.
+        self.update_watches();
+        let shared = Arc::clone(&self.shared);
+        let registries = &shared.registries;
+        if batch.everything || batch.shared {
+            tracing::debug!(everything = batch.everything, "shared settings changed");
+            registries.reload_shared().await;
+            // Extensions may have come or gone with their linked source directories.
+            self.update_watches();
+        }
+        if !batch.everything && !batch.shared {
+            for project in &batch.projects {
+                tracing::debug!(project = %project.display(), "project settings changed");
+                registries.rebuild_project(project).await;
+            }
+        }
+    }
+
+    /// Adds what one event affects to the batch.
+    fn classify(&self, event: notify::Result<Event>, batch: &mut Batch) {
+        let event = match event {
+            Ok(event) => event,
+            Err(err) => {
+                tracing::warn!(%err, "file watching error; reloading everything");
+                batch.everything = true;
+                return;
+            }
+        };
+        if event.need_rescan() {
+            batch.everything = true;
+            return;
+        }
+        for path in &event.paths {
+            let mut scopes: Vec<&Scope> = Vec::new();
+            // An event about a watched directory itself (removed, moved) affects all it is
+            // watched for.
+            if let Some(interests) = self.watched.get(path) {
+                scopes.extend(interests.iter().map(|(_, scope)| scope));
+            }
+            if let (Some(parent), Some(name)) = (path.parent(), path.file_name()) {
+                if let Some(interests) = self.watched.get(parent) {
+                    scopes.extend(
+                        interests
+                            .iter()
+                            .filter(|(wanted, _)| wanted.as_deref().is_none_or(|w| w == name))
+                            .map(|(_, scope)| scope),
+                    );
+                }
+            }
+            for scope in scopes {
+                match scope {
+                    Scope::Shared => batch.shared = true,
+                    Scope::Project(dir) => {
+                        batch.projects.insert(dir.clone());
+                    }
+                }
+            }
+        }
+    }
+
+    /// Brings the watched directories in line with the current files and projects; returns
+    /// the projects that were not watched before.
+    fn update_watches(&mut self) -> Vec<PathBuf> {
+        let registries = &self.shared.registries;
+        let paths = registries.paths().clone();
+        let shared_layers = registries.shared();
+        let projects = registries.project_dirs();
+
+        let mut targets: Vec<(PathBuf, Target, Scope)> = Vec::new();
+        for file in [
+            &paths.user,
+            &paths.system,
+            &paths.system_defaults,
+            &paths.trusted_folders,
+            &paths.extension_enablement,
+        ] {
+            targets.push((file.clone(), Target::File, Scope::Shared));
+        }
+        targets.push((
+            paths.extensions_dir.clone(),
+            Target::Children,
+            Scope::Shared,
+        ));
+        // Installed extensions as they are on disk now (a new one may not be loaded yet),
+        // and the linked sources of the loaded ones.
+        let mut extension_dirs: BTreeSet<PathBuf> = std::fs::read_dir(&paths.extensions_dir)
+            .map(|entries| {
+                entries
+                    .filter_map(Result::ok)
+                    .map(|entry| entry.path())
+                    .filter(|path| path.is_dir())
+                    .collect()
+            })
+            .unwrap_or_default();
+        let has_extensions = shared_layers
+            .as_ref()
+            .is_some_and(|shared| !shared.extensions.is_empty())
+            || !extension_dirs.is_empty();
+        if let Some(shared) = &shared_layers {
+            extension_dirs.extend(shared.extensions.iter().map(|e| e.path.clone()));
+        }
+        for dir in extension_dirs {
+            targets.push((dir.join("hooks"), Target::Children, Scope::Shared));
+            targets.push((dir, Target::Children, Scope::Shared));
+        }
+        for project in &projects {
+            let scope = Scope::Project(project.clone());
+            targets.push((
+                hookd_runner::loader::LayerPaths::project_settings(project),
+                Target::File,
+                scope.clone(),
+            ));
+            if has_extensions {
+                targets.push((project.join(".env"), Target::File, scope));
+            }
+        }
+
+        let mut desired: BTreeMap<PathBuf, Interests> = BTreeMap::new();
+        for (path, target, scope) in targets {
+            if let Some((dir, name)) = resolve(&path, target) {
+                let interests = desired.entry(dir).or_default();
+                if !interests.contains(&(name.clone(), scope.clone())) {
+                    interests.push((name, scope));
+                }
+            }
+        }
+
+        let stale: Vec<PathBuf> = self
+            .watched
+            .keys()
+            .filter(|dir| !desired.contains_key(*dir))
+            .cloned()
+            .collect();
+        for dir in stale {
+            // The directory may be gone already, which removed the watch with it.
+            let _ = self.inner.unwatch(&dir);
+            self.watched.remove(&dir);
+        }
+        for (dir, interests) in desired {
+            if !self.watched.contains_key(&dir) {
+                if let Err(err) = self.inner.watch(&dir, RecursiveMode::NonRecursive) {
+                    tracing::debug!(dir = %dir.display(), %err, "cannot watch a directory");
+                    continue;
+                }
+            }
+            self.watched.insert(dir, interests);
+        }
+
+        let current: HashSet<PathBuf> = projects.into_iter().collect();
+        let added: Vec<PathBuf> = current.difference(&self.projects).cloned().collect();
+        self.projects = current;
+        added
+    }
+}
+
+/// Whether a target is one file or a directory whose every entry matters.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Target {
+    File,
+    Children,
+}
+
+/// The directory to watch for `path` and the name to filter on: the file's own directory
+/// and name, a directory itself with any name, or, when a directory on the way does not exist,
+/// the nearest existing ancestor and the name of the next directory down.
+fn resolve(path: &Path, target: Target) -> Option<(PathBuf, Option<OsString>)> {
+    if target == Target::Children && path.is_dir() {
+        return Some((path.to_owned(), None));
+    }
+    let mut child = path;
+    let mut dir = path.parent()?;
+    loop {
+        if dir.is_dir() {
+            return Some((dir.to_owned(), child.file_name().map(OsString::from)));
+        }
+        child = dir;
+        dir = dir.parent()?;
+    }
+}
+
+/// Events that cannot change a file's contents: opening, reading, closing without writing.
+fn is_read_only(kind: &EventKind) -> bool {
+    match kind {
+        EventKind::Access(AccessKind::Close(AccessMode::Write)) => false,
+        EventKind::Access(_) => true,
+        _ => false,
+    }
+}
+
+/// Runs the watcher for the daemon's lifetime, recreating it if it cannot be created (for
+/// example when the user's inotify instances are exhausted) or if it stops by itself.
+pub(crate) async fn supervise(shared: Arc<Shared>, cancel: CancellationToken) {
+    let mut warned = false;
+    loop {
+        match Watcher::new(Arc::clone(&shared)) {
+            Ok(watcher) => {
+                if warned {
+                    tracing::info!("watching settings files again");
+                }
+                warned = false;
+                watcher.run(cancel.clone()).await;
+                if cancel.is_cancelled() {
+                    return;
+                }
+                tracing::warn!("the settings watcher stopped; restarting it");
+                // Whatever changed while it was down is picked up by a full reload.
+                shared.registries.reload_shared().await;
+            }
+            Err(err) => {
+                if !warned {
+                    tracing::warn!(
+                        %err,
+                        "cannot watch settings files; edits need `hookctl reload` (or SIGHUP) \
+                         until watching works"
+                    );
+                    warned = true;
+                }
+            }
+        }
+        tokio::select! {
+            _ = cancel.cancelled() => return,
+            _ = tokio::time::sleep(RETRY_AFTER) => {}
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn check(path: &Path, target: Target, expected: Option<(&Path, Option<&str>)>) {
+        let got = resolve(path, target);
+        let expected = expected.map(|(dir, name)| (dir.to_owned(), name.map(OsString::from)));
+        assert_eq!(got, expected, "{path:?} {target:?}");
+    }
+
+    #[test]
+    fn watches_the_nearest_existing_directory() {
+        let temp = tempfile::tempdir().unwrap_or_else(|err| panic!("temp dir: {err}"));
+        let root = temp.path();
+        std::fs::create_dir_all(root.join("p/.gemini")).unwrap_or_else(|err| panic!("{err}"));
+        check(
+            &root.join("p/.gemini/settings.json"),
+            Target::File,
+            Some((&root.join("p/.gemini"), Some("settings.json"))),
+        );
+        check(
+            &root.join("q/.gemini/settings.json"),
+            Target::File,
+            Some((root, Some("q"))),
+        );
+        check(
+            &root.join("p/.gemini"),
+            Target::Children,
+            Some((&root.join("p/.gemini"), None)),
+        );
+        check(
+            &root.join("p/ext"),
+            Target::Children,
+            Some((&root.join("p"), Some("ext"))),
+        );
+    }
+
+    #[test]
+    fn reads_are_not_changes() {
+        use notify::event::{CreateKind, ModifyKind};
+        let cases = [
+            (EventKind::Access(AccessKind::Open(AccessMode::Any)), true),
+            (EventKind::Access(AccessKind::Close(AccessMode::Read)), true),
+            (
+                EventKind::Access(AccessKind::Close(AccessMode::Write)),
+                false,
+            ),
+            (EventKind::Create(CreateKind::File), false),
+            (EventKind::Modify(ModifyKind::Any), false),
+        ];
+        for (kind, read_only) in cases {
+            assert_eq!(is_read_only(&kind), read_only, "{kind:?}");
+        }
+    }
+}
