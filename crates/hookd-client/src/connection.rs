@@ -21,6 +21,9 @@ pub(crate) enum Route {
     Once(oneshot::Sender<ServerMessage>),
     /// A streaming event: `hook_result` messages, then the final one.
     Stream(mpsc::Sender<ServerMessage>),
+    /// A subscription: messages are dropped when its consumer falls behind, so an unread
+    /// subscription never holds up the connection's other answers.
+    Lossy(mpsc::Sender<ServerMessage>),
 }
 
 /// The requests waiting for answers, shared by the client and the reader task.
@@ -81,6 +84,11 @@ impl Pending {
                 // A non-streaming request never asked for hook results; ignore stray ones.
                 Some(Route::Once(_)) if !message.is_final() => return,
                 Some(Route::Stream(sender)) if !message.is_final() => sender.clone(),
+                Some(Route::Lossy(sender)) if !message.is_final() => {
+                    // Full: the consumer lags and loses this frame; closed: it is gone.
+                    let _ = sender.try_send(message);
+                    return;
+                }
                 Some(_) => match table.routes.remove(&id) {
                     Some(Route::Once(sender)) => {
                         // The receiver may be gone already; that is its choice.
@@ -88,6 +96,10 @@ impl Pending {
                         return;
                     }
                     Some(Route::Stream(sender)) => sender,
+                    Some(Route::Lossy(sender)) => {
+                        let _ = sender.try_send(message);
+                        return;
+                    }
                     None => return,
                 },
             }

@@ -11,6 +11,7 @@
 mod connection;
 mod error;
 mod event;
+mod subscription;
 
 use std::path::Path;
 use std::sync::Arc;
@@ -20,9 +21,10 @@ use std::time::Duration;
 use bytes::Bytes;
 use futures_util::{SinkExt, StreamExt};
 use hookd_protocol::{
-    CancelRequest, ClientHello, ClientMessage, Frame, FrameCodec, ListRequest, ListResponse,
-    PROTOCOL_VERSION, PingRequest, RequestId, ServerHello, ServerMessage, StatusRequest,
-    StatusResponse, encode, parse_server_message,
+    CancelRequest, ClientHello, ClientMessage, DisableAllRequest, DisableRequest, EnableAllRequest,
+    EnableRequest, Frame, FrameCodec, ListRequest, ListResponse, PROTOCOL_VERSION, PingRequest,
+    ReloadRequest, RequestId, ServerHello, ServerMessage, StatusRequest, StatusResponse,
+    SubscribeRequest, encode, parse_server_message,
 };
 use tokio::net::UnixStream;
 use tokio::net::unix::OwnedReadHalf;
@@ -32,7 +34,9 @@ use tokio_util::codec::{FramedRead, FramedWrite};
 
 pub use error::{ClientError, Result};
 pub use event::{EventRequest, EventResponse, EventStream, EventStreamItem};
+pub use hookd_protocol::{EditedMessage, RegistryChangedMessage, RegistryStatus, Scope};
 pub use hookd_protocol::{default_socket_path, resolve_socket_path};
+pub use subscription::Subscription;
 
 use connection::{Pending, Route};
 
@@ -41,6 +45,10 @@ const OUTGOING_CAPACITY: usize = 64;
 
 /// How many answers of one streaming event may wait for its consumer.
 const STREAM_CAPACITY: usize = 32;
+
+/// How many registry changes may wait for a subscription's consumer before newer ones are
+/// dropped.
+const SUBSCRIPTION_CAPACITY: usize = 64;
 
 /// How to connect.
 #[derive(Debug, Clone, PartialEq)]
@@ -245,6 +253,108 @@ impl Client {
         }
     }
 
+    /// Subscribes to registry changes, of one project directory (`cwd`, absolute) or of
+    /// every loaded project, and waits for the daemon's acknowledgement.
+    ///
+    /// Changes wait in a bounded buffer; when the consumer falls behind, newer changes are
+    /// dropped rather than holding up the connection (the daemon likewise drops the oldest
+    /// and counts them in `missed`). Dropping the subscription cancels it on the daemon.
+    pub async fn subscribe(&self, cwd: Option<String>) -> Result<Subscription> {
+        let id = self.next_id();
+        let body = encode(&ClientMessage::Subscribe(SubscribeRequest {
+            id: id.clone(),
+            cwd,
+        }));
+        let (sender, answers) = mpsc::channel(SUBSCRIPTION_CAPACITY);
+        self.register(id.clone(), Route::Lossy(sender))?;
+        if let Err(error) = self.send(body).await {
+            self.abandon(&id, false);
+            return Err(error);
+        }
+        // From here the subscription owns the registration: dropping it cancels.
+        Subscription::new(self.clone(), id, answers)
+            .acknowledged()
+            .await
+    }
+
+    /// Asks the daemon to re-read every settings layer and rebuild every registry; returns
+    /// the registries once rebuilt.
+    pub async fn reload(&self) -> Result<Vec<RegistryStatus>> {
+        let id = self.next_id();
+        let message = ClientMessage::Reload(ReloadRequest { id: id.clone() });
+        match self.request(id, message, false).await? {
+            ServerMessage::Reloaded(reloaded) => Ok(reloaded.registries),
+            other => Err(unexpected_or_server_error("reload", other)),
+        }
+    }
+
+    /// Enables the hook `name`: removes it from the disabled lists of the user settings and
+    /// of the project settings of `cwd`.
+    pub async fn enable(
+        &self,
+        cwd: impl Into<String>,
+        name: impl Into<String>,
+    ) -> Result<EditedMessage> {
+        let id = self.next_id();
+        let message = ClientMessage::Enable(EnableRequest {
+            id: id.clone(),
+            cwd: cwd.into(),
+            name: name.into(),
+        });
+        self.edit("enable", id, message).await
+    }
+
+    /// Disables the hook `name` by adding it to the disabled list of `scope` (the user
+    /// settings, or the project settings of `cwd`).
+    pub async fn disable(
+        &self,
+        cwd: impl Into<String>,
+        name: impl Into<String>,
+        scope: Scope,
+    ) -> Result<EditedMessage> {
+        let id = self.next_id();
+        let message = ClientMessage::Disable(DisableRequest {
+            id: id.clone(),
+            cwd: cwd.into(),
+            name: name.into(),
+            scope,
+        });
+        self.edit("disable", id, message).await
+    }
+
+    /// Enables every hook: empties the disabled lists of the user and project settings.
+    pub async fn enable_all(&self, cwd: impl Into<String>) -> Result<EditedMessage> {
+        let id = self.next_id();
+        let message = ClientMessage::EnableAll(EnableAllRequest {
+            id: id.clone(),
+            cwd: cwd.into(),
+        });
+        self.edit("enable_all", id, message).await
+    }
+
+    /// Disables every hook configured for `cwd`, in `scope`.
+    pub async fn disable_all(&self, cwd: impl Into<String>, scope: Scope) -> Result<EditedMessage> {
+        let id = self.next_id();
+        let message = ClientMessage::DisableAll(DisableAllRequest {
+            id: id.clone(),
+            cwd: cwd.into(),
+            scope,
+        });
+        self.edit("disable_all", id, message).await
+    }
+
+    async fn edit(
+        &self,
+        request: &'static str,
+        id: RequestId,
+        message: ClientMessage,
+    ) -> Result<EditedMessage> {
+        match self.request(id, message, false).await? {
+            ServerMessage::Edited(edited) => Ok(edited),
+            other => Err(unexpected_or_server_error(request, other)),
+        }
+    }
+
     fn next_id(&self) -> RequestId {
         RequestId::Number(self.shared.next_id.fetch_add(1, Ordering::Relaxed))
     }
@@ -300,7 +410,7 @@ impl Client {
     /// Forgets a request nobody waits for any more, and if `cancel`, asks the daemon to
     /// cancel it. Runs in `Drop`, so it cannot wait: a full queue skips the cancel, and the
     /// daemon's answers to both requests are dropped on arrival as unroutable.
-    fn abandon(&self, id: &RequestId, cancel: bool) {
+    pub(crate) fn abandon(&self, id: &RequestId, cancel: bool) {
         self.shared.pending.remove(id);
         if cancel {
             let message = ClientMessage::Cancel(CancelRequest {

@@ -534,3 +534,86 @@ async fn an_oversized_answer_is_skipped() {
     drop(client);
     fake.finish().await;
 }
+
+/// A `registry_changed` frame for subscription `id`.
+fn change_frame(id: &Value, generation: u64) -> Value {
+    json!({"type": "registry_changed", "id": id, "cwd": "/p", "generation": generation,
+           "hooks_enabled": true, "hooks": 1, "layers": ["project"],
+           "files": ["/p/.gemini/settings.json"], "diagnostics": [], "missed": 0})
+}
+
+#[tokio::test]
+async fn subscription_receives_changes_and_cancels_when_dropped() {
+    let fake = fake(|mut peer| async move {
+        peer.handshake().await;
+        assert_eq!(
+            peer.recv().await.unwrap(),
+            json!({"type": "subscribe", "id": 1, "cwd": "/p"})
+        );
+        peer.send(json!({"type": "subscribed", "id": 1, "cwd": "/p"}))
+            .await;
+        peer.send(change_frame(&json!(1), 2)).await;
+        // Other requests still work while the subscription is open.
+        assert_eq!(
+            peer.recv().await.unwrap(),
+            json!({"type": "reload", "id": 2})
+        );
+        peer.send(change_frame(&json!(1), 3)).await;
+        peer.send(json!({"type": "reloaded", "id": 2, "registries": []}))
+            .await;
+        assert_eq!(
+            peer.recv().await.unwrap(),
+            json!({"type": "disable", "id": 3, "cwd": "/p", "name": "n", "scope": "project"})
+        );
+        peer.send(
+            json!({"type": "edited", "id": 3, "changed": true, "message": "done",
+                         "files": ["/p/.gemini/settings.json"], "generation": 4}),
+        )
+        .await;
+        // Dropping the subscription cancels it.
+        assert_eq!(
+            peer.recv().await.unwrap(),
+            json!({"type": "cancel", "id": 4, "target": 1})
+        );
+        peer.expect_closed().await;
+    });
+    let client = connect(&fake).await;
+    let mut subscription = client.subscribe(Some("/p".to_owned())).await.unwrap();
+    assert_eq!(subscription.id(), &RequestId::Number(1));
+    assert_eq!(subscription.recv().await.unwrap().unwrap().generation, 2);
+    assert!(client.reload().await.unwrap().is_empty());
+    assert_eq!(subscription.recv().await.unwrap().unwrap().generation, 3);
+    let edited = client
+        .disable("/p", "n", crate::Scope::Project)
+        .await
+        .unwrap();
+    assert_eq!((edited.changed, edited.generation), (true, 4));
+    drop(subscription);
+    drop(client);
+    fake.finish().await;
+}
+
+#[tokio::test]
+async fn a_refused_subscription_is_an_error() {
+    let fake = fake(|mut peer| async move {
+        peer.handshake().await;
+        assert_eq!(peer.recv().await.unwrap()["type"], "subscribe");
+        peer.send(json!({"type": "error", "id": 1, "code": "bad_request", "message": "no"}))
+            .await;
+        peer.expect_closed().await;
+    });
+    let client = connect(&fake).await;
+    let error = client.subscribe(None).await.unwrap_err();
+    assert!(
+        matches!(
+            error,
+            ClientError::Server {
+                code: ErrorCode::BadRequest,
+                ..
+            }
+        ),
+        "{error}"
+    );
+    drop(client);
+    fake.finish().await;
+}
