@@ -1,9 +1,10 @@
 //! The `hookctl` command line: talk to a running hookd.
 //!
-//! Every subcommand connects to the daemon's socket (`--socket`, else `HOOKD_SOCKET`, else the
-//! default path), sends one request and prints the answer. Results go to stdout; when the
-//! daemon cannot be reached or rejects the request, a one-line reason goes to stderr and the
-//! exit code is non-zero.
+//! Every subcommand but `validate` and `service` connects to the daemon's socket (`--socket`,
+//! else `HOOKD_SOCKET`, else the default path), sends one request and prints the answer.
+//! Results go to stdout; when the daemon cannot be reached or rejects the request, a one-line
+//! reason goes to stderr and the exit code is non-zero. `validate` prints its report on stdout
+//! and exits 1 when the file has errors.
 
 use std::io::Read;
 use std::path::{Path, PathBuf};
@@ -15,6 +16,7 @@ use hookd_client::{Client, ConnectOptions, EventRequest};
 use hookd_protocol::{ListResponse, StatusResponse};
 use serde_json::{Map, Value};
 
+pub mod manage;
 pub mod service;
 
 /// Talk to a running hookd.
@@ -43,6 +45,24 @@ pub enum Command {
     Ping,
     /// Install, remove or inspect hookd as a systemd user service.
     Service(service::ServiceArgs),
+    /// Enable a hook: remove its name from the disabled lists of the user settings and the
+    /// project settings.
+    Enable(manage::EnableArgs),
+    /// Disable a hook: add its name to the disabled list of the user settings (or, with
+    /// --project, of that project's settings).
+    Disable(manage::DisableArgs),
+    /// Enable every hook: empty the disabled lists of the user and project settings.
+    EnableAll(manage::AllArgs),
+    /// Disable every hook of a project: add all their names to the disabled list of the user
+    /// settings (or, with --project, of that project's settings).
+    DisableAll(manage::AllArgs),
+    /// Re-read every settings file and rebuild every registry now.
+    Reload,
+    /// Print each registry change as one JSON line as the daemon announces it.
+    Watch(manage::WatchArgs),
+    /// Check a settings file (or an extension's hooks/hooks.json) without loading it; exits 1
+    /// when it has errors. Needs no daemon.
+    Validate(manage::ValidateArgs),
 }
 
 /// Arguments of `hookctl emit`.
@@ -102,10 +122,16 @@ pub fn run(cli: Cli) -> ExitCode {
             print!("{output}");
             ExitCode::SUCCESS
         }
-        Err(err) => {
-            eprintln!("hookctl: {err:#}");
-            ExitCode::FAILURE
-        }
+        Err(err) => match err.downcast_ref::<manage::Reported>() {
+            Some(reported) => {
+                print!("{}", reported.report);
+                ExitCode::FAILURE
+            }
+            None => {
+                eprintln!("hookctl: {err:#}");
+                ExitCode::FAILURE
+            }
+        },
     }
 }
 
@@ -140,6 +166,15 @@ pub async fn execute(cli: Cli) -> anyhow::Result<String> {
             }
         }
         Command::Service(args) => service::run(args),
+        Command::Validate(args) => manage::validate(args),
+        Command::Enable(args) => manage::enable(&connect(&socket, false).await?, args).await,
+        Command::Disable(args) => manage::disable(&connect(&socket, false).await?, args).await,
+        Command::EnableAll(args) => manage::enable_all(&connect(&socket, false).await?, args).await,
+        Command::DisableAll(args) => {
+            manage::disable_all(&connect(&socket, false).await?, args).await
+        }
+        Command::Reload => manage::reload(&connect(&socket, false).await?).await,
+        Command::Watch(args) => manage::watch(&connect(&socket, false).await?, args).await,
         Command::Ping => {
             let client = connect(&socket, false).await?;
             let started = std::time::Instant::now();
@@ -294,6 +329,20 @@ pub fn render_list(listing: &ListResponse) -> String {
                 out.push_str("    Sequential\n");
             }
             let _ = writeln!(out, "    Timeout: {} ms", hook.timeout_ms);
+            if let Some(run) = &hook.last_run {
+                let result = if run.success { "ok" } else { "failed" };
+                let _ = write!(
+                    out,
+                    "    Last run: {result} in {:.1} ms ({})",
+                    run.duration_ms, run.outcome
+                );
+                match &run.error {
+                    Some(error) => {
+                        let _ = writeln!(out, ": {error}");
+                    }
+                    None => out.push('\n'),
+                }
+            }
         }
     }
     if !listing.diagnostics.is_empty() {
