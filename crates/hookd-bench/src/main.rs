@@ -1,2 +1,87 @@
-//! placeholder
-fn main() {}
+//! `hookd-bench`: measures hookd against its floors.
+//!
+//! Without a subcommand it runs the benchmark ([`bench::run`]) and prints the table
+//! ([`report::table`]). The hidden subcommands are the helper processes it starts: the
+//! daemon under test and the echo server of the raw ping-pong.
+
+mod bench;
+mod breakdown;
+mod child;
+mod daemon;
+mod echo;
+mod fixture;
+mod frame;
+mod lean;
+mod report;
+mod spawn;
+mod stats;
+
+use std::path::PathBuf;
+
+use clap::{Parser, Subcommand};
+
+/// Measures hookd: a no-hook event against a raw socket ping-pong, a `true` hook against a
+/// direct `bash -c true`, five parallel hooks against one, and the daemon's memory.
+#[derive(Debug, Parser)]
+#[command(name = "hookd-bench", version)]
+struct Cli {
+    #[command(subcommand)]
+    helper: Option<Helper>,
+    /// Measured iterations of each hook row (the socket rows take 100 times more); warm-up
+    /// comes on top [default: 2000, about 1–2 minutes on a 2-core machine].
+    #[arg(long)]
+    iterations: Option<usize>,
+    /// A run of a few seconds, to check that everything works.
+    #[arg(long)]
+    quick: bool,
+    /// Print the results as JSON on stdout; the table then goes to stderr.
+    #[arg(long)]
+    json: bool,
+    /// The daemon's tokio runtime, to compare flavors; `hookd` itself uses multi-thread.
+    #[arg(long, value_enum, default_value = "multi-thread")]
+    daemon_runtime: daemon::RuntimeFlavor,
+}
+
+/// Helper processes started by the benchmark itself.
+#[derive(Debug, Subcommand)]
+enum Helper {
+    /// Answers every frame on a socket with a fixed frame (the ping-pong floor).
+    #[command(hide = true)]
+    EchoServer {
+        /// The socket to listen on.
+        socket: PathBuf,
+        /// The size of the reply body.
+        #[arg(long)]
+        reply_bytes: usize,
+    },
+    /// Runs the daemon under test.
+    #[command(hide = true)]
+    Daemon(daemon::DaemonArgs),
+}
+
+fn main() -> anyhow::Result<()> {
+    let cli = Cli::parse();
+    match cli.helper {
+        Some(Helper::EchoServer {
+            socket,
+            reply_bytes,
+        }) => echo::serve(&socket, reply_bytes),
+        Some(Helper::Daemon(args)) => daemon::serve(args),
+        None => {
+            let options =
+                bench::Options::new(cli.iterations, cli.quick, cli.json, cli.daemon_runtime);
+            let report = bench::run(options)?;
+            let table = report::table(&report);
+            if report.options.json {
+                eprint!("{table}");
+                println!(
+                    "{}",
+                    serde_json::to_string_pretty(&report::to_json(&report))?
+                );
+            } else {
+                print!("{table}");
+            }
+            Ok(())
+        }
+    }
+}

@@ -1,0 +1,112 @@
+//! The daemon under test, run as `hookd-bench daemon` in its own process.
+//!
+//! It does what the `hookd` binary does: a tokio runtime (multi-threaded unless asked
+//! otherwise), [`hookd_server::bind_socket`], then [`hookd_server::run`] with a
+//! [`hookd_server::ServerConfig`] built from an environment, and `info` logging to stderr
+//! (the parent sends that to a file). The environment is built from the arguments only, so
+//! the machine's own Gemini CLI settings cannot leak in.
+
+use std::collections::HashMap;
+use std::path::PathBuf;
+
+use anyhow::Context;
+use tokio_util::sync::CancellationToken;
+
+use crate::echo::{announce_ready, wait_for_stdin_eof};
+
+/// Which tokio runtime the daemon runs on.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum RuntimeFlavor {
+    /// The multi-threaded runtime, as the `hookd` binary uses.
+    MultiThread,
+    /// A single-threaded runtime, for comparison.
+    CurrentThread,
+}
+
+impl RuntimeFlavor {
+    /// The flag value that selects this flavor.
+    pub fn as_arg(self) -> &'static str {
+        match self {
+            RuntimeFlavor::MultiThread => "multi-thread",
+            RuntimeFlavor::CurrentThread => "current-thread",
+        }
+    }
+}
+
+/// Where the daemon child listens and which files it reads.
+#[derive(Debug, Clone, clap::Args)]
+pub struct DaemonArgs {
+    /// The socket to listen on.
+    pub socket: PathBuf,
+    /// The daemon's `HOME`.
+    #[arg(long)]
+    pub home: PathBuf,
+    /// Where the daemon looks for the system settings (a file that need not exist).
+    #[arg(long)]
+    pub system_settings: PathBuf,
+    /// Where the daemon looks for the system defaults (a file that need not exist).
+    #[arg(long)]
+    pub system_defaults: PathBuf,
+    /// The tokio runtime flavor.
+    #[arg(long, value_enum, default_value = "multi-thread")]
+    pub runtime: RuntimeFlavor,
+}
+
+/// Runs the daemon until stdin closes, then stops it gracefully.
+pub fn serve(args: DaemonArgs) -> anyhow::Result<()> {
+    init_logging();
+    let config = hookd_server::ServerConfig::new(daemon_env(&args));
+    let runtime = match args.runtime {
+        RuntimeFlavor::MultiThread => tokio::runtime::Builder::new_multi_thread(),
+        RuntimeFlavor::CurrentThread => tokio::runtime::Builder::new_current_thread(),
+    }
+    .enable_all()
+    .build()
+    .context("cannot start the async runtime")?;
+    runtime.block_on(async move {
+        let listener = hookd_server::bind_socket(&args.socket)
+            .await
+            .with_context(|| format!("cannot listen on {}", args.socket.display()))?;
+        let cancel = CancellationToken::new();
+        // A plain thread, not a blocking task: the runtime must not wait for it at exit.
+        std::thread::spawn({
+            let cancel = cancel.clone();
+            move || {
+                wait_for_stdin_eof();
+                cancel.cancel();
+            }
+        });
+        announce_ready()?;
+        hookd_server::run(listener, config, cancel)
+            .await
+            .context("the daemon stopped with an error")
+    })
+}
+
+/// The daemon's environment: a private home, system layers pointing at files that do not
+/// exist, and the benchmark's `PATH` so that hooks find `bash` and `true`.
+fn daemon_env(args: &DaemonArgs) -> HashMap<String, String> {
+    let mut env = HashMap::new();
+    env.insert("HOME".to_owned(), args.home.display().to_string());
+    env.insert(
+        "PATH".to_owned(),
+        std::env::var("PATH").unwrap_or_else(|_| "/usr/bin:/bin".to_owned()),
+    );
+    env.insert(
+        "GEMINI_CLI_SYSTEM_SETTINGS_PATH".to_owned(),
+        args.system_settings.display().to_string(),
+    );
+    env.insert(
+        "GEMINI_CLI_SYSTEM_DEFAULTS_PATH".to_owned(),
+        args.system_defaults.display().to_string(),
+    );
+    env
+}
+
+/// Logs at `info` to stderr, like `hookd` does by default.
+fn init_logging() {
+    tracing_subscriber::fmt()
+        .with_env_filter(tracing_subscriber::EnvFilter::new("info"))
+        .with_writer(std::io::stderr)
+        .init();
+}
