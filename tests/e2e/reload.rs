@@ -20,13 +20,22 @@ impl Recorder {
 
 impl Lifecycle for Recorder {
     fn ready(&self, status: &str) {
-        self.0.lock().expect("recorder lock").push(format!("ready: {status}"));
+        self.0
+            .lock()
+            .expect("recorder lock")
+            .push(format!("ready: {status}"));
     }
     fn reloading(&self) {
-        self.0.lock().expect("recorder lock").push("reloading".into());
+        self.0
+            .lock()
+            .expect("recorder lock")
+            .push("reloading".into());
     }
     fn stopping(&self) {
-        self.0.lock().expect("recorder lock").push("stopping".into());
+        self.0
+            .lock()
+            .expect("recorder lock")
+            .push("stopping".into());
     }
 }
 
