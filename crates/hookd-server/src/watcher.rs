@@ -118,17 +118,15 @@ impl Watcher {
 
     /// Watches and rebuilds until `cancel` fires.
     pub(crate) async fn run(mut self, cancel: CancellationToken) {
-        self.update_watches();
+        self.sync_watches().await;
+        // The shared files were read before they were watched; read them once more so a
+        // write in between is not missed (nothing is swapped if nothing changed).
+        self.shared.registries.reload_shared().await;
         loop {
             tokio::select! {
                 biased;
                 _ = cancel.cancelled() => return,
-                _ = self.shared.registries.projects_changed() => {
-                    let added = self.update_watches();
-                    for project in added {
-                        self.shared.registries.rebuild_project(&project).await;
-                    }
-                }
+                _ = self.shared.registries.projects_changed() => self.sync_watches().await,
                 event = self.events.recv() => {
                     let Some(event) = event else { return };
                     let mut batch = Batch::default();
@@ -156,18 +154,28 @@ impl Watcher {
         }
     }
 
+    /// Updates the watches, then rebuilds the projects that were not watched before: a file
+    /// of theirs written before the watch existed is seen by that rebuild's read, one written
+    /// after by the watch.
+    async fn sync_watches(&mut self) {
+        let added = self.update_watches();
+        for project in added {
+            self.shared.registries.rebuild_project(&project).await;
+        }
+    }
+
     /// Rebuilds what a batch of events affects.
     async fn apply(&mut self, batch: Batch) {
         // Watches first: a file written from now on is seen by a watch, one written before by
         // the rebuild's read.
-        self.update_watches();
+        self.sync_watches().await;
         let shared = Arc::clone(&self.shared);
         let registries = &shared.registries;
         if batch.everything || batch.shared {
             tracing::debug!(everything = batch.everything, "shared settings changed");
             registries.reload_shared().await;
             // Extensions may have come or gone with their linked source directories.
-            self.update_watches();
+            self.sync_watches().await;
         }
         if !batch.everything && !batch.shared {
             for project in &batch.projects {
