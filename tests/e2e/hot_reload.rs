@@ -11,7 +11,7 @@ use std::path::Path;
 use std::time::Duration;
 
 use hookd_client::Client;
-use hookd_e2e::{Daemon, command_hook, fire, settings, wait_until, within, write};
+use hookd_e2e::{Daemon, command_hook, fire, settings, within, write};
 use hookd_protocol::{Severity, StatusResponse};
 use serde_json::{Value, json};
 

@@ -109,7 +109,7 @@ fn write_fixture(machine: &Machine) {
     )]);
     write(
         &machine.project.join(".gemini/settings.json"),
-        &serde_json::to_string_pretty(&project).unwrap(),
+        &serde_json::to_string_pretty(&project).expect("json"),
     );
 }
 
@@ -131,7 +131,7 @@ async fn disable_and_enable_round_trip_through_the_user_settings_and_survive_a_r
             "Hook \"guard\" disabled by adding it to the disabled list in user ({user}) settings."
         )
     );
-    assert_eq!(edited.files, [user.clone()]);
+    assert_eq!(edited.files, std::slice::from_ref(&user));
     // In force for the very next event, no waiting.
     assert_eq!(ran(&client, &cwd).await, ["lint", "audit"]);
     let text = std::fs::read_to_string(machine.user_settings()).unwrap();
