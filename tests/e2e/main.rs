@@ -7,11 +7,14 @@
 
 mod decisions;
 mod execution;
+mod hot_reload;
 mod lifecycle;
 mod load;
+mod manage;
 mod matchers;
 mod parsing;
 mod payload;
 mod reload;
+mod reload_load;
 mod robustness;
 mod shutdown;
