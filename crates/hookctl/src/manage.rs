@@ -71,7 +71,7 @@ pub struct Reported {
 
 /// `hookctl enable`.
 pub async fn enable(client: &Client, args: EnableArgs) -> anyhow::Result<String> {
-    let cwd = crate::absolute_cwd(args.project)?;
+    let cwd = project_dir(args.project)?;
     let edited = client
         .enable(cwd.display().to_string(), args.name)
         .await
@@ -82,7 +82,7 @@ pub async fn enable(client: &Client, args: EnableArgs) -> anyhow::Result<String>
 /// `hookctl disable`.
 pub async fn disable(client: &Client, args: DisableArgs) -> anyhow::Result<String> {
     let scope = scope_of(&args.project);
-    let cwd = crate::absolute_cwd(args.project)?;
+    let cwd = project_dir(args.project)?;
     let edited = client
         .disable(cwd.display().to_string(), args.name, scope)
         .await
@@ -92,7 +92,7 @@ pub async fn disable(client: &Client, args: DisableArgs) -> anyhow::Result<Strin
 
 /// `hookctl enable-all`.
 pub async fn enable_all(client: &Client, args: AllArgs) -> anyhow::Result<String> {
-    let cwd = crate::absolute_cwd(args.project)?;
+    let cwd = project_dir(args.project)?;
     let edited = client
         .enable_all(cwd.display().to_string())
         .await
@@ -103,12 +103,29 @@ pub async fn enable_all(client: &Client, args: AllArgs) -> anyhow::Result<String
 /// `hookctl disable-all`.
 pub async fn disable_all(client: &Client, args: AllArgs) -> anyhow::Result<String> {
     let scope = scope_of(&args.project);
-    let cwd = crate::absolute_cwd(args.project)?;
+    let cwd = project_dir(args.project)?;
     let edited = client
         .disable_all(cwd.display().to_string(), scope)
         .await
         .context("disable-all failed")?;
     Ok(format!("{}\n", edited.message))
+}
+
+/// `--project DIR` made absolute and free of `.` and `..` components (without resolving
+/// symlinks: agents name their directories as they see them), or the current dir.
+fn project_dir(project: Option<PathBuf>) -> anyhow::Result<PathBuf> {
+    let absolute = crate::absolute_cwd(project)?;
+    let mut clean = PathBuf::new();
+    for component in absolute.components() {
+        match component {
+            std::path::Component::CurDir => {}
+            std::path::Component::ParentDir => {
+                clean.pop();
+            }
+            other => clean.push(other),
+        }
+    }
+    Ok(clean)
 }
 
 /// `--project DIR` chooses the project scope; without it the user settings are written (D7).
@@ -155,7 +172,7 @@ pub async fn watch(client: &Client, args: WatchArgs) -> anyhow::Result<String> {
             anyhow::bail!("the daemon closed the connection");
         };
         let change = change.context("the subscription failed")?;
-        let line = crate::to_json_line(&change)?;
+        let line = crate::to_json_line(&hookd_protocol::ServerMessage::RegistryChanged(change))?;
         let mut stdout = std::io::stdout().lock();
         stdout
             .write_all(line.as_bytes())
