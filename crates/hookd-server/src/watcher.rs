@@ -83,6 +83,12 @@ struct Batch {
     projects: BTreeSet<PathBuf>,
 }
 
+impl Batch {
+    fn is_empty(&self) -> bool {
+        !self.everything && !self.shared && self.projects.is_empty()
+    }
+}
+
 impl Watcher {
     /// Creates the watcher; nothing is watched until [`Watcher::run`].
     pub(crate) fn new(shared: Arc<Shared>) -> notify::Result<Watcher> {
@@ -148,7 +154,10 @@ impl Watcher {
                         );
                         batch.everything = true;
                     }
-                    self.apply(batch).await;
+                    // Events about unrelated files in a watched directory cost nothing more.
+                    if !batch.is_empty() {
+                        self.apply(batch).await;
+                    }
                 }
             }
         }
