@@ -11,7 +11,7 @@ use std::time::{Duration, Instant};
 
 use anyhow::Context;
 use hookd_client::{Client, ConnectOptions};
-use hookd_protocol::{ServerMessage, parse_server_message};
+use hookd_protocol::{EventResult, ServerMessage, parse_server_message};
 
 use crate::breakdown::Breakdown;
 use crate::child::{Helper, Memory};
@@ -109,6 +109,8 @@ pub struct Report {
     pub response_bytes: usize,
     /// Raw Unix-socket ping-pong between two processes: the floor.
     pub raw: Summary,
+    /// The same ping-pong answered by a tokio server built like the daemon, without parsing.
+    pub tokio_echo: Summary,
     /// No-hook event through the daemon, lean blocking client.
     pub no_hook_lean: Summary,
     /// No-hook event through the daemon, the async `hookd-client`.
@@ -122,14 +124,8 @@ pub struct Report {
     pub raw_concurrent: Throughput,
     /// No-hook events on several connections at once, lean client.
     pub no_hook_concurrent: Throughput,
-    /// One `true` hook through the daemon.
-    pub one_hook: Summary,
-    /// `bash -c true` spawned directly.
-    pub direct_spawn: Summary,
-    /// Five parallel `true` hooks through the daemon.
-    pub five_hooks: Summary,
-    /// Five `bash -c true` spawned directly at once.
-    pub five_direct: Summary,
+    /// The hook rows.
+    pub hooks: HookRows,
     /// The daemon's memory right after it started.
     pub memory_idle: Memory,
     /// The daemon's memory after the runs, connections closed.
@@ -138,11 +134,13 @@ pub struct Report {
     pub elapsed: Duration,
 }
 
-/// CPU time per request of the two servers of the socket rows.
+/// CPU time per request of the servers of the socket rows.
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub struct SocketCpu {
     /// The echo server's CPU time per round trip.
     pub echo_per_round_trip: Duration,
+    /// The tokio echo server's CPU time per round trip.
+    pub tokio_echo_per_round_trip: Duration,
     /// The daemon's CPU time per no-hook event.
     pub daemon_per_event: Duration,
 }
@@ -269,6 +267,21 @@ pub fn run(options: Options) -> anyhow::Result<Report> {
         &fixture.path("echo.log"),
     )?;
 
+    let tokio_echo_socket = fixture.path("tokio-echo.sock");
+    let tokio_echo = Helper::start(
+        "tokio echo server",
+        &[
+            "echo-server".into(),
+            tokio_echo_socket.clone().into(),
+            "--reply-bytes".into(),
+            probe.response.len().to_string().into(),
+            "--tokio".into(),
+            options.daemon_runtime.as_arg().into(),
+        ],
+        &env,
+        &fixture.path("tokio-echo.log"),
+    )?;
+
     let runtime = tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()
@@ -279,6 +292,11 @@ pub fn run(options: Options) -> anyhow::Result<Report> {
 
     let mut socket_rows = SocketRows {
         raw: PingPong::connect(&echo_socket, &requests.no_hook_body, probe.response.len())?,
+        tokio_echo: PingPong::connect(
+            &tokio_echo_socket,
+            &requests.no_hook_body,
+            probe.response.len(),
+        )?,
         lean: NoHookEvent {
             connection: lean,
             request: &requests.no_hook,
@@ -289,8 +307,8 @@ pub fn run(options: Options) -> anyhow::Result<Report> {
         client_request: fixture.client_event(TOOL_NO_HOOK),
     };
     progress("measuring socket round trips");
-    let (raw, no_hook_lean, no_hook_async, socket_cpu) =
-        socket_rows.measure(&options, &echo, &daemon)?;
+    let ([raw, tokio_echo_row, no_hook_lean, no_hook_async], socket_cpu) =
+        socket_rows.measure(&options, [&echo, &tokio_echo, &daemon])?;
     let lean = socket_rows.lean.connection;
     drop(client);
 
@@ -316,8 +334,7 @@ pub fn run(options: Options) -> anyhow::Result<Report> {
         direct_spawn_env(&fixture),
         fixture.hook_stdin(TOOL_ONE_HOOK),
     )?;
-    let [one_hook, direct_spawn, five_hooks, five_direct] =
-        measure_hooks(&options, lean, &requests, &direct)?;
+    let hooks = measure_hooks(&options, lean, &requests, &direct)?;
 
     // Idle again: every connection of this process is closed. A ping on a fresh connection
     // makes sure the daemon has run since the last of them closed.
@@ -327,6 +344,7 @@ pub fn run(options: Options) -> anyhow::Result<Report> {
     let memory_after = daemon.memory()?;
 
     echo.stop()?;
+    tokio_echo.stop()?;
     daemon.stop()?;
     drop(fixture);
     Ok(Report {
@@ -335,16 +353,14 @@ pub fn run(options: Options) -> anyhow::Result<Report> {
         request_bytes: requests.no_hook_body.len(),
         response_bytes: probe.response.len(),
         raw,
+        tokio_echo: tokio_echo_row,
         no_hook_lean,
         no_hook_async,
         socket_cpu,
         breakdown,
         raw_concurrent,
         no_hook_concurrent,
-        one_hook,
-        direct_spawn,
-        five_hooks,
-        five_direct,
+        hooks,
         memory_idle,
         memory_after,
         elapsed: started.elapsed(),
@@ -396,8 +412,8 @@ fn probe(lean: &mut LeanConnection, requests: &Requests) -> anyhow::Result<Probe
     Ok(Probe { response })
 }
 
-/// Checks that `body` is a successful `result` with `hooks` hook records.
-fn check_event_answer(body: &[u8], hooks: usize) -> anyhow::Result<()> {
+/// Checks that `body` is a successful `result` with `hooks` hook records, and returns it.
+fn check_event_answer(body: &[u8], hooks: usize) -> anyhow::Result<EventResult> {
     let message = parse_server_message(body).with_context(|| {
         format!(
             "the daemon's answer is not readable: {}",
@@ -412,12 +428,13 @@ fn check_event_answer(body: &[u8], hooks: usize) -> anyhow::Result<()> {
         "expected {hooks} successful hooks, got: {}",
         String::from_utf8_lossy(body)
     );
-    Ok(())
+    Ok(result.result)
 }
 
-/// The three rows compared at socket scale.
+/// The rows compared at socket scale.
 struct SocketRows<'a> {
     raw: PingPong,
+    tokio_echo: PingPong,
     lean: NoHookEvent<'a>,
     client: &'a Client,
     runtime: &'a tokio::runtime::Runtime,
@@ -425,23 +442,25 @@ struct SocketRows<'a> {
 }
 
 impl SocketRows<'_> {
-    /// Measures the raw ping-pong, the lean no-hook event and the async-client no-hook event
-    /// in rotating batches, and what each server's CPU time was meanwhile.
+    /// Measures the raw ping-pong, the tokio ping-pong, the lean no-hook event and the
+    /// async-client no-hook event in rotating batches, and what each server's CPU time was
+    /// meanwhile. `servers` are the echo server, the tokio echo server and the daemon.
     fn measure(
         &mut self,
         options: &Options,
-        echo: &Helper,
-        daemon: &Helper,
-    ) -> anyhow::Result<(Summary, Summary, Summary, SocketCpu)> {
+        servers: [&Helper; 3],
+    ) -> anyhow::Result<([Summary; 4], SocketCpu)> {
         let warmup = options.warmup_iterations() * SOCKET_SAMPLES_PER_ITERATION;
-        let mut discard: [Samples; 3] = Default::default();
+        let mut discard: [Samples; 4] = Default::default();
         for (variant, samples) in discard.iter_mut().enumerate() {
             self.batch(variant, warmup, samples)?;
         }
-        let mut measured: [Samples; 3] = Default::default();
+        let mut measured: [Samples; 4] = Default::default();
         let rounds = options.socket_samples().div_ceil(SOCKET_BATCH);
-        let echo_cpu = echo.cpu_time()?;
-        let daemon_cpu = daemon.cpu_time()?;
+        let mut cpu_before = [Duration::ZERO; 3];
+        for (before, server) in cpu_before.iter_mut().zip(servers) {
+            *before = server.cpu_time()?;
+        }
         for round in 0..rounds {
             for step in 0..measured.len() {
                 let variant = (round + step) % measured.len();
@@ -449,14 +468,17 @@ impl SocketRows<'_> {
             }
         }
         let round_trips = u32::try_from(rounds * SOCKET_BATCH).unwrap_or(u32::MAX);
+        let mut used = [Duration::ZERO; 3];
+        for ((used, before), server) in used.iter_mut().zip(cpu_before).zip(servers) {
+            *used = server.cpu_time()?.saturating_sub(before);
+        }
         // Both daemon rows send the same event, so the daemon's share is per event of either.
         let socket_cpu = SocketCpu {
-            echo_per_round_trip: echo.cpu_time()?.saturating_sub(echo_cpu) / round_trips,
-            daemon_per_event: daemon.cpu_time()?.saturating_sub(daemon_cpu)
-                / round_trips.saturating_mul(2),
+            echo_per_round_trip: used[0] / round_trips,
+            tokio_echo_per_round_trip: used[1] / round_trips,
+            daemon_per_event: used[2] / round_trips.saturating_mul(2),
         };
-        let [raw, lean, client] = measured;
-        Ok((raw.summary(), lean.summary(), client.summary(), socket_cpu))
+        Ok((measured.map(|samples| samples.summary()), socket_cpu))
     }
 
     /// Runs `count` round trips of one variant, recording each.
@@ -464,7 +486,8 @@ impl SocketRows<'_> {
         let started = Instant::now();
         match variant {
             0 => timed_loop(&mut self.raw, count, samples)?,
-            1 => timed_loop(&mut self.lean, count, samples)?,
+            1 => timed_loop(&mut self.tokio_echo, count, samples)?,
+            2 => timed_loop(&mut self.lean, count, samples)?,
             _ => {
                 let client = self.client;
                 let request = &self.client_request;
@@ -587,6 +610,25 @@ fn concurrent_round<T: RoundTrip + Send>(
     })
 }
 
+/// The hook rows, and the one-hook row split at the runner's own timing.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct HookRows {
+    /// One `true` hook through the daemon.
+    pub one_hook: Summary,
+    /// `bash -c true` spawned directly.
+    pub direct_spawn: Summary,
+    /// Five parallel `true` hooks through the daemon.
+    pub five_hooks: Summary,
+    /// Five `bash -c true` spawned directly at once.
+    pub five_direct: Summary,
+    /// The one hook's `duration_ms` as the daemon's runner reports it: from just before the
+    /// spawn until the process is reaped and its output read.
+    pub one_hook_runner: Summary,
+    /// The one-hook round trip minus the runner's duration: the socket both ways, parsing,
+    /// planning, building the payload and environment, and the result.
+    pub one_hook_outside_runner: Summary,
+}
+
 /// Measures one hook through the daemon, the same hook spawned directly, five hooks through
 /// the daemon and five spawned directly, one of each per round in rotating order.
 fn measure_hooks(
@@ -594,9 +636,11 @@ fn measure_hooks(
     mut lean: LeanConnection,
     requests: &Requests,
     direct: &DirectSpawn,
-) -> anyhow::Result<[Summary; 4]> {
+) -> anyhow::Result<HookRows> {
     let mut discard: [Samples; 4] = Default::default();
     let mut measured: [Samples; 4] = Default::default();
+    let mut runner = Samples::default();
+    let mut outside_runner = Samples::default();
     let warmup = options.warmup_iterations();
     for round in 0..warmup + options.iterations {
         let samples = if round < warmup {
@@ -610,8 +654,15 @@ fn measure_hooks(
             match variant {
                 0 => {
                     let answer = lean.round_trip(&requests.one_hook)?;
-                    samples[variant].push(started.elapsed());
-                    check_event_answer(answer, 1)?;
+                    let round_trip = started.elapsed();
+                    samples[variant].push(round_trip);
+                    let result = check_event_answer(answer, 1)?;
+                    if round >= warmup {
+                        let hook_ms = result.hooks.first().map_or(0.0, |hook| hook.duration_ms);
+                        let hook = Duration::try_from_secs_f64(hook_ms / 1e3).unwrap_or_default();
+                        runner.push(hook);
+                        outside_runner.push(round_trip.saturating_sub(hook));
+                    }
                 }
                 1 => {
                     direct.run_once()?;
@@ -629,7 +680,16 @@ fn measure_hooks(
             }
         }
     }
-    Ok(measured.map(|samples| samples.summary()))
+    let [one_hook, direct_spawn, five_hooks, five_direct] =
+        measured.map(|samples| samples.summary());
+    Ok(HookRows {
+        one_hook,
+        direct_spawn,
+        five_hooks,
+        five_direct,
+        one_hook_runner: runner.summary(),
+        one_hook_outside_runner: outside_runner.summary(),
+    })
 }
 
 /// The environment of the directly spawned hook: what the daemon's hooks get (its own

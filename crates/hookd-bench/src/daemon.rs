@@ -24,6 +24,14 @@ pub enum RuntimeFlavor {
 }
 
 impl RuntimeFlavor {
+    /// A runtime builder of this flavor.
+    pub fn builder(self) -> tokio::runtime::Builder {
+        match self {
+            RuntimeFlavor::MultiThread => tokio::runtime::Builder::new_multi_thread(),
+            RuntimeFlavor::CurrentThread => tokio::runtime::Builder::new_current_thread(),
+        }
+    }
+
     /// The flag value that selects this flavor.
     pub fn as_arg(self) -> &'static str {
         match self {
@@ -56,13 +64,12 @@ pub struct DaemonArgs {
 pub fn serve(args: DaemonArgs) -> anyhow::Result<()> {
     init_logging();
     let config = hookd_server::ServerConfig::new(daemon_env(&args));
-    let runtime = match args.runtime {
-        RuntimeFlavor::MultiThread => tokio::runtime::Builder::new_multi_thread(),
-        RuntimeFlavor::CurrentThread => tokio::runtime::Builder::new_current_thread(),
-    }
-    .enable_all()
-    .build()
-    .context("cannot start the async runtime")?;
+    let runtime = args
+        .runtime
+        .builder()
+        .enable_all()
+        .build()
+        .context("cannot start the async runtime")?;
     runtime.block_on(async move {
         let listener = hookd_server::bind_socket(&args.socket)
             .await

@@ -6,13 +6,25 @@
 //! reads and two wake-ups. The client side is [`PingPong`]. Frames have the sizes of a
 //! no-hook event request and its response, so the comparison with the daemon is like for
 //! like.
+//!
+//! [`serve_tokio`] is the same server written the way the daemon is: a tokio runtime, the
+//! protocol's [`FrameCodec`] on each half of the split stream, the write half behind an
+//! async mutex. It answers without parsing, so it is the floor of any tokio daemon built
+//! like hookd; what the daemon costs beyond it is hookd's own work.
 
 use std::io::{self, BufRead, Write};
 use std::os::unix::net::{UnixListener, UnixStream};
 use std::path::Path;
 
-use anyhow::Context;
+use std::sync::Arc;
 
+use anyhow::Context;
+use bytes::Bytes;
+use futures_util::{SinkExt, StreamExt};
+use hookd_protocol::FrameCodec;
+use tokio_util::codec::{FramedRead, FramedWrite};
+
+use crate::daemon::RuntimeFlavor;
 use crate::frame::{FrameReader, frame, write_framed};
 
 /// A JSON object of exactly `len` bytes (at least 8), so the reply looks like a message.
@@ -43,6 +55,41 @@ pub fn serve(socket: &Path, reply_bytes: usize) -> anyhow::Result<()> {
         });
     }
     Ok(())
+}
+
+/// Runs the tokio echo server on `socket` until stdin closes; prints `ready` like [`serve`].
+pub fn serve_tokio(socket: &Path, reply_bytes: usize, flavor: RuntimeFlavor) -> anyhow::Result<()> {
+    let runtime = flavor
+        .builder()
+        .enable_all()
+        .build()
+        .context("cannot start the async runtime")?;
+    let reply = Bytes::from(filler_body(reply_bytes));
+    runtime.block_on(async move {
+        let listener = tokio::net::UnixListener::bind(socket)
+            .with_context(|| format!("cannot listen on {}", socket.display()))?;
+        announce_ready()?;
+        std::thread::spawn(exit_when_stdin_closes);
+        loop {
+            let (stream, _) = listener.accept().await.context("accept failed")?;
+            tokio::spawn(answer_frames_async(stream, reply.clone()));
+        }
+    })
+}
+
+/// The tokio server's connection task: the daemon's framing, no parsing.
+async fn answer_frames_async(stream: tokio::net::UnixStream, reply: Bytes) {
+    let (read, write) = stream.into_split();
+    let mut reader = FramedRead::new(read, FrameCodec::new());
+    let writer = Arc::new(tokio::sync::Mutex::new(FramedWrite::new(
+        write,
+        FrameCodec::new(),
+    )));
+    while let Some(Ok(_frame)) = reader.next().await {
+        if writer.lock().await.send(reply.clone()).await.is_err() {
+            return;
+        }
+    }
 }
 
 /// Answers every frame on `stream` with `reply` until the peer closes.

@@ -53,6 +53,9 @@ enum Helper {
         /// The size of the reply body.
         #[arg(long)]
         reply_bytes: usize,
+        /// Serve with tokio and the protocol's codec on this runtime instead of blocking std.
+        #[arg(long, value_enum)]
+        tokio: Option<daemon::RuntimeFlavor>,
     },
     /// Runs the daemon under test.
     #[command(hide = true)]
@@ -65,7 +68,13 @@ fn main() -> anyhow::Result<()> {
         Some(Helper::EchoServer {
             socket,
             reply_bytes,
+            tokio: None,
         }) => echo::serve(&socket, reply_bytes),
+        Some(Helper::EchoServer {
+            socket,
+            reply_bytes,
+            tokio: Some(flavor),
+        }) => echo::serve_tokio(&socket, reply_bytes, flavor),
         Some(Helper::Daemon(args)) => daemon::serve(args),
         None => {
             let options =

@@ -56,27 +56,39 @@ pub fn ratios(report: &Report) -> Vec<Ratio> {
             Some(1.3),
         ),
         Ratio::new(
+            "tokio ping-pong / raw ping-pong",
+            &report.tokio_echo,
+            &report.raw,
+            None,
+        ),
+        Ratio::new(
+            "no-hook event / tokio ping-pong",
+            &report.no_hook_lean,
+            &report.tokio_echo,
+            None,
+        ),
+        Ratio::new(
             "1 hook via daemon / direct spawn",
-            &report.one_hook,
-            &report.direct_spawn,
+            &report.hooks.one_hook,
+            &report.hooks.direct_spawn,
             Some(1.15),
         ),
         Ratio::new(
             "5 parallel hooks / 1 hook",
-            &report.five_hooks,
-            &report.one_hook,
+            &report.hooks.five_hooks,
+            &report.hooks.one_hook,
             Some(1.5),
         ),
         Ratio::new(
             "5 direct spawns / 1 direct spawn",
-            &report.five_direct,
-            &report.direct_spawn,
+            &report.hooks.five_direct,
+            &report.hooks.direct_spawn,
             None,
         ),
         Ratio::new(
             "5 hooks via daemon / 5 direct spawns",
-            &report.five_hooks,
-            &report.five_direct,
+            &report.hooks.five_hooks,
+            &report.hooks.five_direct,
             None,
         ),
     ]
@@ -134,7 +146,7 @@ pub fn table(report: &Report) -> String {
         report.machine.cpu_model,
         report.machine.kernel,
         options.daemon_runtime.as_arg(),
-        report.one_hook.count,
+        report.hooks.one_hook.count,
         report.raw.count,
         report.elapsed.as_secs_f64(),
     );
@@ -148,7 +160,8 @@ pub fn table(report: &Report) -> String {
         out,
         "client for the daemon rows: lean blocking std UnixStream speaking the protocol \
          (hello, then pre-encoded event frames, one at a time, fixed id); the async \
-         hookd-client row is for comparison"
+         hookd-client row is for comparison; the tokio ping-pong is a tokio server built \
+         like the daemon (same runtime, FrameCodec, shared sink) that answers without parsing"
     );
     let _ = writeln!(out);
 
@@ -157,10 +170,16 @@ pub fn table(report: &Report) -> String {
         "{:<48} {:>12} {:>12} {:>18}",
         "row", "p50", "p99", "throughput"
     );
-    let latency_rows: [(&str, &Summary, Unit, &str); 3] = [
+    let latency_rows: [(&str, &Summary, Unit, &str); 4] = [
         (
             "raw ping-pong, 1 conn (floor)",
             &report.raw,
+            Unit::Micros,
+            "rt/s",
+        ),
+        (
+            "tokio ping-pong, 1 conn (no JSON)",
+            &report.tokio_echo,
             Unit::Micros,
             "rt/s",
         ),
@@ -208,15 +227,21 @@ pub fn table(report: &Report) -> String {
         let _ = writeln!(out, "{name:<48} {:>12} {:>12} {rate:>18}", "-", "-");
     }
     let hook_rows: [(&str, &Summary); 4] = [
-        ("1 `true` hook via daemon", &report.one_hook),
-        ("`bash -c true` spawned directly", &report.direct_spawn),
-        ("5 parallel `true` hooks via daemon", &report.five_hooks),
+        ("1 `true` hook via daemon", &report.hooks.one_hook),
+        (
+            "`bash -c true` spawned directly",
+            &report.hooks.direct_spawn,
+        ),
+        (
+            "5 parallel `true` hooks via daemon",
+            &report.hooks.five_hooks,
+        ),
         (
             "5 `bash -c true` spawned directly at once",
-            &report.five_direct,
+            &report.hooks.five_direct,
         ),
     ];
-    for (name, summary) in hook_rows {
+    for (index, (name, summary)) in hook_rows.into_iter().enumerate() {
         let _ = writeln!(
             out,
             "{name:<48} {:>12} {:>12} {:>18}",
@@ -224,6 +249,23 @@ pub fn table(report: &Report) -> String {
             format_latency(summary.p99, Unit::Millis),
             "",
         );
+        if index == 0 {
+            // Where the one-hook time goes, by the daemon's own clock.
+            let _ = writeln!(
+                out,
+                "{:<48} {:>12} {:>12}",
+                "  of which the runner's hook duration",
+                format_latency(report.hooks.one_hook_runner.p50, Unit::Millis),
+                format_latency(report.hooks.one_hook_runner.p99, Unit::Millis),
+            );
+            let _ = writeln!(
+                out,
+                "{:<48} {:>12} {:>12}",
+                "  and the rest of the round trip",
+                format_latency(report.hooks.one_hook_outside_runner.p50, Unit::Micros),
+                format_latency(report.hooks.one_hook_outside_runner.p99, Unit::Micros),
+            );
+        }
     }
     let _ = writeln!(out);
 
@@ -249,9 +291,10 @@ pub fn table(report: &Report) -> String {
     let _ = writeln!(out);
     let _ = writeln!(
         out,
-        "server CPU per request (socket rows): echo server {:.1} µs per round trip, daemon \
-         {:.1} µs per no-hook event",
+        "server CPU per request (socket rows): echo server {:.1} µs per round trip, tokio echo \
+         server {:.1} µs, daemon {:.1} µs per no-hook event",
         micros(report.socket_cpu.echo_per_round_trip),
+        micros(report.socket_cpu.tokio_echo_per_round_trip),
         micros(report.socket_cpu.daemon_per_event),
     );
     let _ = writeln!(
@@ -315,18 +358,22 @@ pub fn to_json(report: &Report) -> Value {
         },
         "rows": {
             "raw_ping_pong": report.raw.to_json(),
+            "tokio_ping_pong": report.tokio_echo.to_json(),
             "no_hook_lean": report.no_hook_lean.to_json(),
             "no_hook_async_client": report.no_hook_async.to_json(),
             "raw_ping_pong_concurrent": throughput(&report.raw_concurrent),
             "no_hook_lean_concurrent": throughput(&report.no_hook_concurrent),
-            "one_hook": report.one_hook.to_json(),
-            "direct_spawn": report.direct_spawn.to_json(),
-            "five_hooks": report.five_hooks.to_json(),
-            "five_direct_spawns": report.five_direct.to_json(),
+            "one_hook": report.hooks.one_hook.to_json(),
+            "direct_spawn": report.hooks.direct_spawn.to_json(),
+            "five_hooks": report.hooks.five_hooks.to_json(),
+            "five_direct_spawns": report.hooks.five_direct.to_json(),
+            "one_hook_runner_duration": report.hooks.one_hook_runner.to_json(),
+            "one_hook_outside_runner": report.hooks.one_hook_outside_runner.to_json(),
         },
         "ratios": ratios,
         "server_cpu_us": {
             "echo_per_round_trip": micros(report.socket_cpu.echo_per_round_trip),
+            "tokio_echo_per_round_trip": micros(report.socket_cpu.tokio_echo_per_round_trip),
             "daemon_per_no_hook_event": micros(report.socket_cpu.daemon_per_event),
         },
         "in_process_us": {
