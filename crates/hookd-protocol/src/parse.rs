@@ -131,12 +131,41 @@ fn schema(type_name: &str) -> Option<&'static [Field]> {
     }
 }
 
+/// The tag of a message, read without building the rest of it.
+#[derive(serde::Deserialize)]
+struct Tag<'a> {
+    #[serde(rename = "type", borrow)]
+    kind: Option<std::borrow::Cow<'a, str>>,
+}
+
+/// The typed fast path for the hot request types: the tag is read first (other fields are
+/// skipped, not built), then the request struct is deserialized straight from the bytes.
+///
+/// It answers only when it reaches exactly the message the classifying path would (the
+/// schema's extra checks are repeated here); on anything unusual it returns `None` and the
+/// classifying path decides, so error messages never depend on which path ran.
+fn parse_fast(body: &[u8]) -> Option<ClientMessage> {
+    let tag: Tag<'_> = serde_json::from_slice(body).ok()?;
+    match tag.kind.as_deref()? {
+        "event" => {
+            let request: crate::request::EventRequest = serde_json::from_slice(body).ok()?;
+            let absolute = request.cwd.starts_with('/');
+            absolute.then_some(ClientMessage::Event(request))
+        }
+        "ping" => serde_json::from_slice(body).ok().map(ClientMessage::Ping),
+        _ => None,
+    }
+}
+
 /// Parses one client frame body, or says precisely why it is not a valid message.
 ///
 /// The error carries the frame's `id` whenever one could be read, so the `error` frame can
 /// be matched to the request. Optional fields given as `null` count as absent. Unknown fields
 /// are ignored. Never panics, whatever the input.
 pub fn parse_client_message(body: &[u8]) -> Result<ClientMessage, ProtocolError> {
+    if let Some(message) = parse_fast(body) {
+        return Ok(message);
+    }
     let text = std::str::from_utf8(body).map_err(|error| {
         ProtocolError::new(
             ErrorCode::BadJson,

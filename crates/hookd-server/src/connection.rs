@@ -229,7 +229,7 @@ impl Connection {
 
     /// Answers one frame. Returns `false` when the connection must close.
     async fn handle_frame(&self, body: Bytes) -> bool {
-        let message = match hookd_protocol::parse_client_message(&body) {
+        let message = match parse_off_thread_if_large(body).await {
             Ok(message) => message,
             Err(err) => {
                 send(&self.sink, &err.to_server_message()).await;
@@ -583,6 +583,25 @@ impl Run {
             .remove(&request.id);
         send(&self.sink, &message).await;
     }
+}
+
+/// Frames above this size are parsed on the blocking pool, so that one client's 64 MiB
+/// request cannot stall every other connection of a single-threaded daemon.
+const INLINE_PARSE_LIMIT: usize = 256 * 1024;
+
+/// Parses a request frame, on the blocking pool when it is large.
+async fn parse_off_thread_if_large(body: Bytes) -> Result<ClientMessage, ProtocolError> {
+    if body.len() <= INLINE_PARSE_LIMIT {
+        return hookd_protocol::parse_client_message(&body);
+    }
+    tokio::task::spawn_blocking(move || hookd_protocol::parse_client_message(&body))
+        .await
+        .unwrap_or_else(|err| {
+            Err(ProtocolError::new(
+                ErrorCode::Internal,
+                format!("parsing the request failed: {err}"),
+            ))
+        })
 }
 
 /// Milliseconds since the Unix epoch, for the payload's `timestamp`.

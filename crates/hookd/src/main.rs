@@ -44,6 +44,12 @@ struct Args {
     /// Milliseconds a graceful stop waits for in-flight runs before killing them.
     #[arg(long)]
     shutdown_grace_ms: Option<u64>,
+    /// Worker threads for the daemon's own work. 1 (the default) runs everything on one
+    /// thread, which answers fastest: no request is handed between threads. Hook processes
+    /// run in parallel either way; settings files are read and large requests parsed on a
+    /// separate blocking pool.
+    #[arg(long, default_value_t = 1)]
+    threads: usize,
 }
 
 fn main() -> anyhow::Result<()> {
@@ -78,7 +84,14 @@ fn main() -> anyhow::Result<()> {
         config.shutdown_grace = Duration::from_millis(ms);
     }
 
-    let runtime = tokio::runtime::Builder::new_multi_thread()
+    let mut builder = if args.threads <= 1 {
+        tokio::runtime::Builder::new_current_thread()
+    } else {
+        let mut builder = tokio::runtime::Builder::new_multi_thread();
+        builder.worker_threads(args.threads);
+        builder
+    };
+    let runtime = builder
         .enable_all()
         .build()
         .context("cannot start the async runtime")?;
