@@ -1,8 +1,9 @@
 //! `hookd-bench`: measures hookd against its floors.
 //!
 //! Without a subcommand it runs the benchmark ([`bench::run`]) and prints the table
-//! ([`report::table`]). The hidden subcommands are the helper processes it starts: the
-//! daemon under test and the echo server of the raw ping-pong.
+//! ([`report::table`]). `hookd-bench reload` measures how long a settings save takes to reach
+//! the next event ([`reload::run`]). The hidden subcommands are the helper processes it
+//! starts: the daemon under test and the echo server of the raw ping-pong.
 
 mod bench;
 mod breakdown;
@@ -12,6 +13,7 @@ mod echo;
 mod fixture;
 mod frame;
 mod lean;
+mod reload;
 mod report;
 mod spawn;
 mod stats;
@@ -45,6 +47,13 @@ struct Cli {
 /// Helper processes started by the benchmark itself.
 #[derive(Debug, Subcommand)]
 enum Helper {
+    /// Measures the time from a settings save (renamed over, or rewritten in place) to the
+    /// first event that runs the new hooks, debounce included.
+    Reload {
+        /// Saves measured for each way of saving.
+        #[arg(long, default_value_t = reload::DEFAULT_EDITS)]
+        edits: usize,
+    },
     /// Answers every frame on a socket with a fixed frame (the ping-pong floor).
     #[command(hide = true)]
     EchoServer {
@@ -76,6 +85,10 @@ fn main() -> anyhow::Result<()> {
             tokio: Some(flavor),
         }) => echo::serve_tokio(&socket, reply_bytes, flavor),
         Some(Helper::Daemon(args)) => daemon::serve(args),
+        Some(Helper::Reload { edits }) => {
+            print!("{}", reload::run(edits)?);
+            Ok(())
+        }
         None => {
             let options =
                 bench::Options::new(cli.iterations, cli.quick, cli.json, cli.daemon_runtime);

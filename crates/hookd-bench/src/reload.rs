@@ -94,7 +94,10 @@ pub fn run(edits: usize) -> anyhow::Result<String> {
         let mut next = 1;
         let mut rows = Vec::new();
         for (label, save) in [
-            ("rename over", save_by_rename as fn(&Path, &str) -> anyhow::Result<()>),
+            (
+                "rename over",
+                save_by_rename as fn(&Path, &str) -> anyhow::Result<()>,
+            ),
             ("write in place", save_in_place),
         ] {
             let mut samples = Vec::with_capacity(edits);
@@ -130,7 +133,10 @@ fn environment(root: &Path, home: &Path) -> HashMap<String, String> {
     );
     for (name, file) in [
         ("GEMINI_CLI_SYSTEM_SETTINGS_PATH", "etc/settings.json"),
-        ("GEMINI_CLI_SYSTEM_DEFAULTS_PATH", "etc/system-defaults.json"),
+        (
+            "GEMINI_CLI_SYSTEM_DEFAULTS_PATH",
+            "etc/system-defaults.json",
+        ),
     ] {
         env.insert(name.to_owned(), root.join(file).display().to_string());
     }
@@ -208,7 +214,11 @@ mod tests {
             sorted: (1..=100).map(Duration::from_millis).collect(),
         };
         for (p, expected) in [(50.0, 50), (99.0, 99), (100.0, 100), (0.0, 1)] {
-            assert_eq!(latencies.percentile(p), Duration::from_millis(expected), "{p}");
+            assert_eq!(
+                latencies.percentile(p),
+                Duration::from_millis(expected),
+                "{p}"
+            );
         }
     }
 }
