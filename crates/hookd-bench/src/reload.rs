@@ -1,7 +1,7 @@
 //! `hookd-bench reload`: how long a settings save takes to reach the next event.
 //!
-//! A daemon (the real [`hookd_server::run`], on its own multi-threaded runtime) serves one
-//! project. Each round writes a new version of the project's `.gemini/settings.json` and
+//! A daemon (the real [`hookd_server::run`], on its own thread with a current-thread runtime,
+//! as the `hookd` binary runs by default) serves one project. Each round writes a new version of the project's `.gemini/settings.json` and
 //! fires events until one runs the new version; the sample is the time from the write to the
 //! answer of that first event. Version `n` registers one hook whose matcher is `^v<n>$`, and
 //! the events name tool `v<n>`: an event against the old registry matches nothing and is
@@ -69,16 +69,35 @@ pub fn run(edits: usize) -> anyhow::Result<String> {
     std::fs::write(&settings, version(0)).context("cannot write the settings")?;
     let socket = dir.path().join("hookd.sock");
 
-    let daemon_runtime = tokio::runtime::Builder::new_multi_thread()
-        .enable_all()
-        .build()
-        .context("cannot start the daemon's runtime")?;
     let cancel = CancellationToken::new();
-    let listener = daemon_runtime
-        .block_on(hookd_server::bind_socket(&socket))
-        .context("cannot bind the daemon's socket")?;
     let config = hookd_server::ServerConfig::new(environment(dir.path(), &home));
-    let daemon = daemon_runtime.spawn(hookd_server::run(listener, config, cancel.clone()));
+    let (bound, is_bound) = std::sync::mpsc::channel();
+    let daemon = std::thread::spawn({
+        let socket = socket.clone();
+        let cancel = cancel.clone();
+        move || -> anyhow::Result<()> {
+            let runtime = tokio::runtime::Builder::new_current_thread()
+                .enable_all()
+                .build()
+                .context("cannot start the daemon's runtime")?;
+            runtime.block_on(async {
+                let listener = hookd_server::bind_socket(&socket)
+                    .await
+                    .context("cannot bind the daemon's socket")?;
+                // The client may connect from now on.
+                let _ = bound.send(());
+                hookd_server::run(listener, config, cancel)
+                    .await
+                    .context("the daemon failed")
+            })
+        }
+    });
+    if is_bound.recv().is_err() {
+        return match daemon.join() {
+            Ok(Err(err)) => Err(err),
+            _ => bail!("the daemon stopped before binding its socket"),
+        };
+    }
 
     let client_runtime = tokio::runtime::Builder::new_current_thread()
         .enable_all()
@@ -118,7 +137,10 @@ pub fn run(edits: usize) -> anyhow::Result<String> {
         anyhow::Ok(rows)
     });
     cancel.cancel();
-    let _ = daemon_runtime.block_on(daemon);
+    match daemon.join() {
+        Ok(outcome) => outcome?,
+        Err(_) => bail!("the daemon thread panicked"),
+    }
     let rows = result?;
     Ok(report(&rows, edits))
 }
