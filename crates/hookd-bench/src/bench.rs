@@ -17,7 +17,10 @@ use crate::breakdown::Breakdown;
 use crate::child::{Helper, Memory};
 use crate::daemon::RuntimeFlavor;
 use crate::echo::PingPong;
-use crate::fixture::{Fixture, PARALLEL_HOOKS, TOOL_FIVE_HOOKS, TOOL_NO_HOOK, TOOL_ONE_HOOK};
+use crate::fixture::{
+    Fixture, PARALLEL_HOOKS, TOOL_FIVE_HOOKS, TOOL_NO_HOOK, TOOL_ONE_HOOK, TOOL_SLEEP_FIVE,
+    TOOL_SLEEP_ONE,
+};
 use crate::frame::frame;
 use crate::lean::LeanConnection;
 use crate::spawn::DirectSpawn;
@@ -374,6 +377,8 @@ struct Requests {
     no_hook: Vec<u8>,
     one_hook: Vec<u8>,
     five_hooks: Vec<u8>,
+    sleep_one: Vec<u8>,
+    sleep_five: Vec<u8>,
     ping: Vec<u8>,
 }
 
@@ -390,6 +395,8 @@ impl Requests {
             no_hook_body,
             one_hook: frame(&fixture.event_body(TOOL_ONE_HOOK))?,
             five_hooks: frame(&fixture.event_body(TOOL_FIVE_HOOKS))?,
+            sleep_one: frame(&fixture.event_body(TOOL_SLEEP_ONE))?,
+            sleep_five: frame(&fixture.event_body(TOOL_SLEEP_FIVE))?,
             ping: frame(&ping)?,
         })
     }
@@ -627,6 +634,10 @@ pub struct HookRows {
     /// The one-hook round trip minus the runner's duration: the socket both ways, parsing,
     /// planning, building the payload and environment, and the result.
     pub one_hook_outside_runner: Summary,
+    /// One waiting hook (`sleep 0.02`) through the daemon.
+    pub sleep_one: Summary,
+    /// Five waiting hooks in parallel through the daemon.
+    pub sleep_five: Summary,
 }
 
 /// Measures one hook through the daemon, the same hook spawned directly, five hooks through
@@ -682,7 +693,10 @@ fn measure_hooks(
     }
     let [one_hook, direct_spawn, five_hooks, five_direct] =
         measured.map(|samples| samples.summary());
+    let [sleep_one, sleep_five] = measure_sleeping_hooks(options, &mut lean, requests)?;
     Ok(HookRows {
+        sleep_one,
+        sleep_five,
         one_hook,
         direct_spawn,
         five_hooks,
@@ -690,6 +704,36 @@ fn measure_hooks(
         one_hook_runner: runner.summary(),
         one_hook_outside_runner: outside_runner.summary(),
     })
+}
+
+/// Measures one waiting hook against five in parallel, alternating, for a tenth of the
+/// iterations (each round trip waits at least 20 ms).
+fn measure_sleeping_hooks(
+    options: &Options,
+    lean: &mut LeanConnection,
+    requests: &Requests,
+) -> anyhow::Result<[Summary; 2]> {
+    let mut measured: [Samples; 2] = Default::default();
+    let rounds = (options.iterations / 10).max(5);
+    for round in 0..rounds + 2 {
+        for step in 0..2 {
+            let variant = (round + step) % 2;
+            let (request, hooks) = if variant == 0 {
+                (&requests.sleep_one, 1)
+            } else {
+                (&requests.sleep_five, PARALLEL_HOOKS)
+            };
+            let started = Instant::now();
+            let answer = lean.round_trip(request)?;
+            let elapsed = started.elapsed();
+            check_event_answer(answer, hooks)?;
+            // The first two rounds warm up.
+            if round >= 2 {
+                measured[variant].push(elapsed);
+            }
+        }
+    }
+    Ok(measured.map(|samples| samples.summary()))
 }
 
 /// The environment of the directly spawned hook: what the daemon's hooks get (its own

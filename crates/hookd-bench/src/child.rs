@@ -57,6 +57,7 @@ impl Helper {
             .args(args)
             .env_clear()
             .envs(env.iter().map(|(name, value)| (name, value)))
+            .envs(crate::placement::child_env())
             .stdin(Stdio::piped())
             .stdout(Stdio::piped())
             .stderr(log_file)

@@ -27,6 +27,16 @@ pub const TOOL_FIVE_HOOKS: &str = "bench_five";
 /// The command of every hook: the cheapest command a shell can run.
 pub const HOOK_COMMAND: &str = "true";
 
+/// The tool name whose event runs one waiting hook.
+pub const TOOL_SLEEP_ONE: &str = "bench_sleep_one";
+
+/// The tool name whose event runs five waiting hooks in parallel.
+pub const TOOL_SLEEP_FIVE: &str = "bench_sleep_five";
+
+/// A hook that waits instead of computing, like one that calls a network service: five of
+/// them in parallel should take as long as one, whatever the core count.
+pub const SLEEP_COMMAND: &str = "sleep 0.02";
+
 /// How many hooks the parallel row runs.
 pub const PARALLEL_HOOKS: usize = 5;
 
@@ -154,11 +164,18 @@ fn project_settings() -> Value {
     let five: Vec<Value> = (1..=PARALLEL_HOOKS)
         .map(|n| hook(format!("five-{n}")))
         .collect();
+    let sleeper =
+        |name: String| json!({ "name": name, "type": "command", "command": SLEEP_COMMAND });
+    let five_sleepers: Vec<Value> = (1..=PARALLEL_HOOKS)
+        .map(|n| sleeper(format!("sleep-five-{n}")))
+        .collect();
     json!({
         "hooks": {
             EVENT: [
                 { "matcher": format!("^{TOOL_ONE_HOOK}$"), "hooks": [hook("one".to_owned())] },
                 { "matcher": format!("^{TOOL_FIVE_HOOKS}$"), "hooks": five },
+                { "matcher": format!("^{TOOL_SLEEP_ONE}$"), "hooks": [sleeper("sleep-one".to_owned())] },
+                { "matcher": format!("^{TOOL_SLEEP_FIVE}$"), "hooks": five_sleepers },
             ]
         }
     })

@@ -13,6 +13,7 @@ mod echo;
 mod fixture;
 mod frame;
 mod lean;
+mod placement;
 mod reload;
 mod report;
 mod spawn;
@@ -39,9 +40,16 @@ struct Cli {
     /// Print the results as JSON on stdout; the table then goes to stderr.
     #[arg(long)]
     json: bool,
-    /// The daemon's tokio runtime, to compare flavors; `hookd` itself uses multi-thread.
-    #[arg(long, value_enum, default_value = "multi-thread")]
+    /// The daemon's tokio runtime, to compare flavors; `hookd` uses current-thread unless
+    /// started with `--threads N`.
+    #[arg(long, value_enum, default_value = "current-thread")]
     daemon_runtime: daemon::RuntimeFlavor,
+    /// Pin the benchmark to CPU 0 and its helper processes (echo servers, the daemon and the
+    /// hooks it runs) to CPU 1, so that every round trip crosses cores. That is the floor the
+    /// socket rows are compared with when the two sides of a real client/daemon pair run on
+    /// different cores; unpinned, the scheduler often keeps both on one core.
+    #[arg(long)]
+    cross_core: bool,
 }
 
 /// Helper processes started by the benchmark itself.
@@ -73,6 +81,7 @@ enum Helper {
 
 fn main() -> anyhow::Result<()> {
     let cli = Cli::parse();
+    placement::apply(cli.cross_core)?;
     match cli.helper {
         Some(Helper::EchoServer {
             socket,

@@ -80,6 +80,12 @@ pub fn ratios(report: &Report) -> Vec<Ratio> {
             Some(1.5),
         ),
         Ratio::new(
+            "5 parallel waiting hooks / 1",
+            &report.hooks.sleep_five,
+            &report.hooks.sleep_one,
+            Some(1.5),
+        ),
+        Ratio::new(
             "5 direct spawns / 1 direct spawn",
             &report.hooks.five_direct,
             &report.hooks.direct_spawn,
@@ -140,12 +146,13 @@ pub fn table(report: &Report) -> String {
     let options = &report.options;
     let _ = writeln!(
         out,
-        "hookd-bench: {} CPUs ({}), Linux {}; daemon runtime {}; {} iterations per hook row, \
-         {} samples per socket row, warm-up excluded; run took {:.0} s",
+        "hookd-bench: {} CPUs ({}), Linux {}; daemon runtime {}; {}; {} iterations per hook \
+         row, {} samples per socket row, warm-up excluded; run took {:.0} s",
         report.machine.cpus,
         report.machine.cpu_model,
         report.machine.kernel,
         options.daemon_runtime.as_arg(),
+        crate::placement::describe(),
         report.hooks.one_hook.count,
         report.raw.count,
         report.elapsed.as_secs_f64(),
@@ -226,7 +233,7 @@ pub fn table(report: &Report) -> String {
         let rate = format!("{} {rate_unit}", format_count(throughput.per_second()));
         let _ = writeln!(out, "{name:<48} {:>12} {:>12} {rate:>18}", "-", "-");
     }
-    let hook_rows: [(&str, &Summary); 4] = [
+    let hook_rows: [(&str, &Summary); 6] = [
         ("1 `true` hook via daemon", &report.hooks.one_hook),
         (
             "`bash -c true` spawned directly",
@@ -239,6 +246,11 @@ pub fn table(report: &Report) -> String {
         (
             "5 `bash -c true` spawned directly at once",
             &report.hooks.five_direct,
+        ),
+        ("1 `sleep 0.02` hook via daemon", &report.hooks.sleep_one),
+        (
+            "5 parallel `sleep 0.02` hooks via daemon",
+            &report.hooks.sleep_five,
         ),
     ];
     for (index, (name, summary)) in hook_rows.into_iter().enumerate() {
@@ -350,6 +362,7 @@ pub fn to_json(report: &Report) -> Value {
         "options": {
             "iterations": report.options.iterations,
             "daemon_runtime": report.options.daemon_runtime.as_arg(),
+            "placement": crate::placement::describe(),
             "client": "lean blocking std UnixStream",
         },
         "frames": {
@@ -367,6 +380,8 @@ pub fn to_json(report: &Report) -> Value {
             "direct_spawn": report.hooks.direct_spawn.to_json(),
             "five_hooks": report.hooks.five_hooks.to_json(),
             "five_direct_spawns": report.hooks.five_direct.to_json(),
+            "sleep_one": report.hooks.sleep_one.to_json(),
+            "sleep_five": report.hooks.sleep_five.to_json(),
             "one_hook_runner_duration": report.hooks.one_hook_runner.to_json(),
             "one_hook_outside_runner": report.hooks.one_hook_outside_runner.to_json(),
         },
