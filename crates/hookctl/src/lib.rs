@@ -243,20 +243,8 @@ fn read_input(input: Option<&str>) -> anyhow::Result<Map<String, Value>> {
         Value::Object(map) => Ok(map),
         other => bail!(
             "the event input must be a JSON object, not {}",
-            json_type(&other)
+            hookd_core::settings::json_type(&other)
         ),
-    }
-}
-
-/// The JSON type name of a value, for messages.
-fn json_type(value: &Value) -> &'static str {
-    match value {
-        Value::Null => "null",
-        Value::Bool(_) => "a boolean",
-        Value::Number(_) => "a number",
-        Value::String(_) => "a string",
-        Value::Array(_) => "an array",
-        Value::Object(_) => "an object",
     }
 }
 

@@ -5,20 +5,11 @@
 // Test fixtures may unwrap: a failure here is a failed test, not a daemon bug.
 #![allow(clippy::unwrap_used)]
 
-use std::collections::HashMap;
-use std::path::{Path, PathBuf};
-use std::process::{Command, Output, Stdio};
+mod common;
 
-use tokio_util::sync::CancellationToken;
+use std::path::Path;
 
-/// A daemon on a temp socket with a home and a project.
-struct Fixture {
-    _dir: tempfile::TempDir,
-    socket: PathBuf,
-    home: PathBuf,
-    project: PathBuf,
-    cancel: CancellationToken,
-}
+use common::{Fixture, run_hookctl};
 
 const PROJECT: &str = r#"{
   "hooks": {
@@ -33,84 +24,19 @@ const PROJECT: &str = r#"{
 
 const USER: &str = "{\n  // keep me\n  \"theme\": \"dark\"\n}\n";
 
-impl Fixture {
-    async fn start() -> Fixture {
-        let dir = tempfile::tempdir().unwrap();
-        let home = dir.path().join("home");
-        let project = dir.path().join("project");
-        std::fs::create_dir_all(home.join(".gemini")).unwrap();
-        std::fs::create_dir_all(project.join(".gemini")).unwrap();
-        std::fs::write(home.join(".gemini/settings.json"), USER).unwrap();
-        std::fs::write(project.join(".gemini/settings.json"), PROJECT).unwrap();
-        let mut env = HashMap::new();
-        env.insert("HOME".to_owned(), home.display().to_string());
-        env.insert("PATH".to_owned(), std::env::var("PATH").unwrap_or_default());
-        env.insert(
-            "GEMINI_CLI_SYSTEM_SETTINGS_PATH".to_owned(),
-            dir.path().join("none.json").display().to_string(),
-        );
-        let socket = dir.path().join("hookd.sock");
-        let listener = hookd_server::bind_socket(&socket).await.unwrap();
-        let cancel = CancellationToken::new();
-        tokio::spawn(hookd_server::run(
-            listener,
-            hookd_server::ServerConfig::new(env),
-            cancel.clone(),
-        ));
-        Fixture {
-            _dir: dir,
-            socket,
-            home,
-            project,
-            cancel,
-        }
-    }
-
-    /// Runs hookctl with `args` in the project dir, off the async runtime.
-    async fn hookctl(&self, args: &[&str]) -> Output {
-        let socket = self.socket.clone();
-        let project = self.project.clone();
-        let args: Vec<String> = args.iter().map(|arg| arg.to_string()).collect();
-        tokio::task::spawn_blocking(move || run_hookctl(&socket, &project, &args))
-            .await
-            .unwrap()
-    }
-
-    /// Runs hookctl and returns its stdout, failing unless it exits 0.
-    async fn ok(&self, args: &[&str]) -> String {
-        let output = self.hookctl(args).await;
-        assert!(output.status.success(), "{args:?}: {output:?}");
-        String::from_utf8(output.stdout).unwrap()
-    }
-
-    fn user_settings(&self) -> String {
-        std::fs::read_to_string(self.home.join(".gemini/settings.json")).unwrap()
-    }
+/// Starts the fixture with this file's project and user settings.
+async fn start() -> Fixture {
+    Fixture::start(PROJECT, Some(USER)).await
 }
 
-impl Drop for Fixture {
-    fn drop(&mut self) {
-        self.cancel.cancel();
-    }
-}
-
-fn run_hookctl(socket: &Path, cwd: &Path, args: &[String]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_hookctl"))
-        .arg("--socket")
-        .arg(socket)
-        .args(args)
-        .current_dir(cwd)
-        .env_remove("HOOKD_SOCKET")
-        .stdin(Stdio::null())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .output()
-        .unwrap()
+/// The user settings file's text.
+fn user_settings(fixture: &Fixture) -> String {
+    std::fs::read_to_string(fixture.home.join(".gemini/settings.json")).unwrap()
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn disable_enable_and_the_panel() {
-    let fixture = Fixture::start().await;
+    let fixture = start().await;
     let user = fixture.home.join(".gemini/settings.json");
     let project = fixture.project.join(".gemini/settings.json");
 
@@ -132,7 +58,7 @@ async fn disable_enable_and_the_panel() {
             user.display()
         )
     );
-    let text = fixture.user_settings();
+    let text = user_settings(&fixture);
     assert!(
         text.contains("// keep me") && text.contains("\"theme\": \"dark\""),
         "{text}"
@@ -154,7 +80,7 @@ async fn disable_enable_and_the_panel() {
     assert_eq!(out, "Disabled 2 hook(s) successfully.\n");
     let out = fixture.ok(&["enable-all"]).await;
     assert_eq!(out, "Enabled 2 hook(s) successfully.\n");
-    assert!(fixture.user_settings().contains("// keep me"));
+    assert!(user_settings(&fixture).contains("// keep me"));
 
     let out = fixture.ok(&["reload"]).await;
     assert!(out.starts_with("reloaded 1 registry\n"), "{out}");
@@ -162,7 +88,7 @@ async fn disable_enable_and_the_panel() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn watch_prints_a_change() {
-    let fixture = Fixture::start().await;
+    let fixture = start().await;
     let cwd = fixture.project.display().to_string();
     // Load the project, then watch it while an edit happens.
     fixture.ok(&["list"]).await;
@@ -176,7 +102,7 @@ async fn watch_prints_a_change() {
             "--count".to_owned(),
             "1".to_owned(),
         ];
-        tokio::task::spawn_blocking(move || run_hookctl(&socket, &project, &args))
+        tokio::task::spawn_blocking(move || run_hookctl(&socket, &project, &args, ""))
     };
     // The change is made by the daemon, after `watch` has subscribed: repeat the toggle until
     // the watcher has seen one (bounded), since the subscription may not be in place yet.
@@ -197,7 +123,7 @@ async fn watch_prints_a_change() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn validate_needs_no_daemon_and_fails_on_errors() {
-    let fixture = Fixture::start().await;
+    let fixture = start().await;
     // The default file is ./.gemini/settings.json.
     let out = fixture.ok(&["validate"]).await;
     assert!(
@@ -207,7 +133,7 @@ async fn validate_needs_no_daemon_and_fails_on_errors() {
 
     let bad = fixture.project.join("bad.json");
     std::fs::write(&bad, "{\n  \"hooks\": {\"BeforeTool\": [}\n}").unwrap();
-    let output = fixture.hookctl(&["validate", "bad.json"]).await;
+    let output = fixture.hookctl(&["validate", "bad.json"], "").await;
     assert_eq!(output.status.code(), Some(1), "{output:?}");
     let stdout = String::from_utf8(output.stdout).unwrap();
     assert!(
@@ -226,6 +152,7 @@ async fn validate_needs_no_daemon_and_fails_on_errors() {
                 Path::new("/nonexistent/hookd.sock"),
                 &project,
                 &["validate".to_owned()],
+                "",
             )
         }
     })

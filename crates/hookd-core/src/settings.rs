@@ -656,8 +656,9 @@ fn parse_folder_trust(
     }
 }
 
-/// The JSON type name of a value, for messages.
-pub(crate) fn json_type(value: &Value) -> &'static str {
+/// The JSON type name of a value with its article (`a string`, `an object`, `null`), for
+/// messages.
+pub fn json_type(value: &Value) -> &'static str {
     match value {
         Value::Null => "null",
         Value::Bool(_) => "a boolean",
