@@ -478,6 +478,7 @@ mod tests {
             duration: Duration::from_millis(millis),
             error: error.map(str::to_owned),
             outcome: HookOutcome::Exited { code: 0 },
+            failure: None,
         }
     }
 

@@ -255,6 +255,7 @@ mod tests {
             outcome: HookOutcome::Exited {
                 code: if success { 0 } else { 1 },
             },
+            failure: None,
         }
     }
 

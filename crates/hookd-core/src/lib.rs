@@ -24,6 +24,7 @@ pub mod model;
 pub mod output;
 pub mod payload;
 pub mod plan;
+pub mod policy;
 pub mod registry;
 pub mod result;
 pub mod settings;

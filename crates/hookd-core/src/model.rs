@@ -5,6 +5,8 @@ use std::path::PathBuf;
 
 use serde_json::{Map, Value};
 
+use crate::policy::{FailurePolicy, parse_on_failure};
+
 /// The layer a hook was defined in (decision D1: real labels, not Gemini CLI's blanket `project`).
 ///
 /// The derived order is the precedence order used for planning: project first, extensions last.
@@ -144,6 +146,13 @@ impl HookConfig {
     pub fn runs_command(&self) -> bool {
         matches!(self.hook_type, HookType::Command | HookType::Plugin)
     }
+
+    /// The hook's own failure policy (its `on_failure` key, decision D9); `None` when the key
+    /// is absent or invalid, so that the daemon's default applies. Settings parsing reports an
+    /// invalid value as a warning.
+    pub fn on_failure(&self) -> Option<FailurePolicy> {
+        parse_on_failure(self.raw.get("on_failure")).ok().flatten()
+    }
 }
 
 fn non_empty(s: &Option<String>) -> Option<&str> {
@@ -227,6 +236,27 @@ mod tests {
             assert_eq!(c.display_name(), display, "{c:?}");
             assert_eq!(c.panel_name(), panel, "{c:?}");
             assert_eq!(c.dedup_key(), dedup, "{c:?}");
+        }
+    }
+
+    #[test]
+    fn on_failure_comes_from_the_raw_entry() {
+        // (raw `on_failure` value, policy)
+        let cases = [
+            (None, None),
+            (Some(Value::Null), None),
+            (Some(Value::from("deny")), Some(FailurePolicy::Deny)),
+            (Some(Value::from("ask")), Some(FailurePolicy::Ask)),
+            (Some(Value::from("allow")), Some(FailurePolicy::Allow)),
+            (Some(Value::from("DENY")), None),
+            (Some(Value::from(1)), None),
+        ];
+        for (value, expected) in cases {
+            let mut c = config(HookType::Command, None, Some("c"));
+            if let Some(value) = value.clone() {
+                c.raw.insert("on_failure".to_owned(), value);
+            }
+            assert_eq!(c.on_failure(), expected, "{value:?}");
         }
     }
 

@@ -41,6 +41,7 @@ use serde_json::{Map, Value, json};
 use crate::command::js_trim;
 use crate::event::HookEventName;
 use crate::model::HookEntry;
+use crate::policy::classify;
 use crate::result::{HookOutcome, HookResult, HookRun, OutputFormat};
 
 /// What one hook run means, before it is joined with the hook's identity.
@@ -112,9 +113,12 @@ pub fn interpret(event: HookEventName, run: &HookRun) -> Interpretation {
 }
 
 /// Joins a run's interpretation with the hook's identity into the per-hook record.
+///
+/// The record's `failure` says which way the run failed ([`classify`]); no failure policy is
+/// applied here (see [`crate::policy::apply_failure_policy`]).
 pub fn hook_result(entry: &HookEntry, run: HookRun) -> HookResult {
     let interpretation = interpret(entry.event, &run);
-    HookResult {
+    let mut result = HookResult {
         name: entry.config.display_name().to_owned(),
         source: entry.source,
         event: entry.event,
@@ -127,7 +131,10 @@ pub fn hook_result(entry: &HookEntry, run: HookRun) -> HookResult {
         duration: run.duration,
         error: interpretation.error,
         outcome: run.outcome,
-    }
+        failure: None,
+    };
+    result.failure = classify(&result);
+    result
 }
 
 /// A failed run with an error and nothing else.
@@ -842,6 +849,7 @@ mod tests {
                 duration: Duration::from_millis(7),
                 error: None,
                 outcome: exited(2),
+                failure: Some(crate::policy::FailureKind::ExitedWithoutDecision),
             }
         );
     }

@@ -6,6 +6,7 @@ use serde_json::Value;
 
 use crate::event::HookEventName;
 use crate::model::Source;
+use crate::policy::FailureKind;
 
 /// Which captured stream a message is about.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -141,4 +142,7 @@ pub struct HookResult {
     pub error: Option<String>,
     /// The typed outcome.
     pub outcome: HookOutcome,
+    /// Which way the run failed (decision D9), or `None` when it did not fail or was
+    /// cancelled; see [`crate::policy`].
+    pub failure: Option<FailureKind>,
 }

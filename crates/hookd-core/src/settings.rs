@@ -532,6 +532,15 @@ fn parse_entry(
         ),
     }
 
+    // The value itself is read from `raw` when the hook runs; here it is only validated.
+    if let Err(error) = crate::policy::parse_on_failure(raw.get("on_failure")) {
+        warn(
+            diagnostics,
+            format!("{key_path}.on_failure"),
+            format!("on_failure: {error}; the daemon's default applies"),
+        );
+    }
+
     Some(HookConfig {
         hook_type,
         command,
@@ -804,10 +813,11 @@ mod tests {
                     {"type": "command", "command": ""},
                     {"type": "runtime"},
                     {"type": "command", "command": "kept", "timeout": "5s", "env": {"A": "1", "B": 2}},
-                    {"type": "command", "command": "kept2", "name": 7, "env": ["x"]}
+                    {"type": "command", "command": "kept2", "name": 7, "env": ["x"], "on_failure": "Deny"},
+                    {"type": "command", "command": "kept3", "on_failure": "ask"}
                 ]}
             ]}}"#,
-            &["AfterAgent [-] command::kept, command::kept2"],
+            &["AfterAgent [-] command::kept, command::kept2, command::kept3"],
             &[
                 "/u/settings.json: hooks.AfterAgent[0]: Discarding invalid hook definition for \
                  AfterAgent from user config: expected an object with a \"hooks\" array",
@@ -837,6 +847,8 @@ mod tests {
                  number; ignored",
                 "/u/settings.json: hooks.AfterAgent[2].hooks[7].env: env must be an object of \
                  strings, not an array; ignored",
+                "/u/settings.json: hooks.AfterAgent[2].hooks[7].on_failure: on_failure: expected \
+                 \"allow\", \"deny\" or \"ask\", not \"Deny\"; the daemon's default applies",
             ],
         );
     }
