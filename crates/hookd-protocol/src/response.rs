@@ -190,6 +190,13 @@ pub struct HookRecord {
     pub error: Option<String>,
     /// How the run ended.
     pub outcome: Outcome,
+    /// Which way the hook failed, for its failure policy (decision D9): `spawn_failed`,
+    /// `refused`, `timed_out`, `signalled`, `output_too_large` or `exited_without_decision`;
+    /// `null` when it did not fail or was cancelled. A string rather than an enum so that a
+    /// kind added later does not make older clients reject the whole record; absent in
+    /// records from daemons that predate it, which reads as `null`.
+    #[serde(default)]
+    pub failure: Option<String>,
 }
 
 /// How a hook's output was given.
@@ -526,10 +533,11 @@ mod tests {
             stderr: String::new(),
             error: None,
             outcome: Outcome::Exited { code: 0 },
+            failure: None,
         }
     }
 
-    const EXITED_HOOK: &str = r#"{"name":"guard","source":"project","event":"BeforeTool","success":true,"exit_code":0,"duration_ms":12.5,"output":{"decision":"allow"},"output_format":"json","stdout":"{\"decision\":\"allow\"}","stderr":"","error":null,"outcome":{"kind":"exited","code":0}}"#;
+    const EXITED_HOOK: &str = r#"{"name":"guard","source":"project","event":"BeforeTool","success":true,"exit_code":0,"duration_ms":12.5,"output":{"decision":"allow"},"output_format":"json","stdout":"{\"decision\":\"allow\"}","stderr":"","error":null,"outcome":{"kind":"exited","code":0},"failure":null}"#;
 
     #[test]
     fn every_variant_round_trips() {
@@ -780,6 +788,23 @@ mod tests {
             },
             r#"{"kind":"refused","message":"untrusted project hook"}"#,
         );
+    }
+
+    #[test]
+    fn failure_is_optional_on_the_wire() {
+        // (record as sent, failure it reads as, how it is written back)
+        let without = EXITED_HOOK.replace(r#","failure":null"#, "");
+        let timed_out = EXITED_HOOK.replace(r#""failure":null"#, r#""failure":"timed_out""#);
+        let cases = [
+            (without.as_str(), None, EXITED_HOOK),
+            (EXITED_HOOK, None, EXITED_HOOK),
+            (timed_out.as_str(), Some("timed_out"), timed_out.as_str()),
+        ];
+        for (sent, failure, written) in cases {
+            let record: HookRecord = serde_json::from_str(sent).unwrap();
+            assert_eq!(record.failure.as_deref(), failure, "{sent}");
+            assert_eq!(serde_json::to_string(&record).unwrap(), written);
+        }
     }
 
     #[test]

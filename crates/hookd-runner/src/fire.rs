@@ -14,6 +14,10 @@
 //! from just before it is spawned until its result is known, so the number of hook processes
 //! across all clients is bounded; hooks beyond the cap wait in line and are never dropped.
 //!
+//! Each hook's record gets its failure policy (decision D9) applied right after its output is
+//! interpreted: the hook's own `on_failure`, else [`RunnerConfig::default_on_failure`]. So the
+//! streamed records, sequential chaining and the aggregate all see the same record.
+//!
 //! All hooks of a firing are driven by the caller's task: no task is spawned per hook.
 
 use std::borrow::Cow;
@@ -32,6 +36,7 @@ use hookd_core::model::{HookEntry, HookType};
 use hookd_core::output::hook_result;
 use hookd_core::payload::{BaseFields, build_payload};
 use hookd_core::plan::Plan;
+use hookd_core::policy::{FailurePolicy, apply_failure_policy};
 use hookd_core::result::{HookOutcome, HookResult, HookRun};
 use serde_json::{Map, Value};
 use tokio::sync::Semaphore;
@@ -59,6 +64,8 @@ pub struct RunnerConfig {
     /// Caps how many hook processes run at once across the daemon; each process holds one
     /// permit from spawn to result.
     pub hook_slots: Arc<Semaphore>,
+    /// The failure policy of hooks whose settings entry has no valid `on_failure` key.
+    pub default_on_failure: FailurePolicy,
 }
 
 impl Default for RunnerConfig {
@@ -67,6 +74,7 @@ impl Default for RunnerConfig {
             limits: ProcessLimits::default(),
             shell: PathBuf::from("bash"),
             hook_slots: Arc::new(Semaphore::new(DEFAULT_HOOK_SLOTS)),
+            default_on_failure: FailurePolicy::Allow,
         }
     }
 }
@@ -183,15 +191,22 @@ impl Firing<'_> {
 
     /// Runs one hook: refuses what cannot run, waits for a process slot, spawns, interprets.
     async fn run_hook(&self, entry: &HookEntry, stdin: Bytes) -> HookResult {
+        let run = self.run_entry(entry, stdin).await;
+        let policy = entry
+            .config
+            .on_failure()
+            .unwrap_or(self.config.default_on_failure);
+        apply_failure_policy(hook_result(entry, run), policy)
+    }
+
+    /// What running one hook's process produced, or why it never ran.
+    async fn run_entry(&self, entry: &HookEntry, stdin: Bytes) -> HookRun {
         let command = match runnable_command(entry) {
             Ok(command) => command,
             Err(message) => {
-                return hook_result(
-                    entry,
-                    not_run(HookOutcome::Refused {
-                        message: message.to_owned(),
-                    }),
-                );
+                return not_run(HookOutcome::Refused {
+                    message: message.to_owned(),
+                });
             }
         };
         let permit = tokio::select! {
@@ -201,7 +216,7 @@ impl Firing<'_> {
         };
         // A closed semaphore means the daemon is shutting down: the same as a cancellation.
         let Some(permit) = permit else {
-            return hook_result(entry, not_run(HookOutcome::Cancelled));
+            return not_run(HookOutcome::Cancelled);
         };
         let spec = ProcessSpec {
             program: self.config.shell.clone(),
@@ -213,7 +228,7 @@ impl Firing<'_> {
         };
         let run = run_process(spec, &self.config.limits, self.cancel).await;
         drop(permit);
-        hook_result(entry, run)
+        run
     }
 }
 
@@ -536,6 +551,105 @@ mod tests {
                 "sequential: {sequential}"
             );
             assert!(fired.elapsed < Duration::from_secs(10));
+        }
+    }
+
+    #[tokio::test]
+    async fn failure_policy_applies_to_streamed_and_returned_records() {
+        use hookd_core::policy::FailureKind;
+        let dir = tempfile::tempdir().expect("tempdir");
+        // (command, the hook's on_failure, the daemon's default, failure, decision); every
+        // hook is named `gate`, so the reason names it.
+        let cases = [
+            (
+                "echo boom >&2; exit 1",
+                None,
+                FailurePolicy::Allow,
+                Some(FailureKind::ExitedWithoutDecision),
+                Some("allow"),
+            ),
+            (
+                "echo boom >&2; exit 1",
+                Some("deny"),
+                FailurePolicy::Allow,
+                Some(FailureKind::ExitedWithoutDecision),
+                Some("deny"),
+            ),
+            // The daemon's default applies to a hook without the key...
+            (
+                "echo boom >&2; exit 1",
+                None,
+                FailurePolicy::Ask,
+                Some(FailureKind::ExitedWithoutDecision),
+                Some("ask"),
+            ),
+            // ... and an invalid value, and the hook's own key overrides it.
+            (
+                "echo boom >&2; exit 1",
+                Some("DENY"),
+                FailurePolicy::Ask,
+                Some(FailureKind::ExitedWithoutDecision),
+                Some("ask"),
+            ),
+            (
+                "echo boom >&2; exit 1",
+                Some("allow"),
+                FailurePolicy::Deny,
+                Some(FailureKind::ExitedWithoutDecision),
+                Some("allow"),
+            ),
+            (
+                "sleep 30",
+                Some("deny"),
+                FailurePolicy::Allow,
+                Some(FailureKind::TimedOut),
+                Some("deny"),
+            ),
+            // A hook that decided is never touched.
+            (
+                r#"echo '{"decision":"allow"}'"#,
+                Some("deny"),
+                FailurePolicy::Deny,
+                None,
+                Some("allow"),
+            ),
+        ];
+        for (script, on_failure, default, failure, decision) in cases {
+            let mut hook = (*command(script)).clone();
+            hook.config.name = Some("gate".to_owned());
+            hook.config.timeout_ms = Some(500);
+            if let Some(on_failure) = on_failure {
+                hook.config
+                    .raw
+                    .insert("on_failure".to_owned(), Value::from(on_failure));
+            }
+            let config = RunnerConfig {
+                default_on_failure: default,
+                ..config(16)
+            };
+            let mut streamed = Vec::new();
+            let results = run_plan(
+                &plan(vec![Arc::new(hook)], false),
+                &request(dir.path()),
+                &config,
+                &CancellationToken::new(),
+                &mut |_, result| streamed.push(result.clone()),
+            )
+            .await;
+            assert_eq!(streamed, results, "{script}");
+            let result = &results[0];
+            let got = result
+                .output
+                .as_ref()
+                .and_then(|output| output.get("decision"))
+                .and_then(Value::as_str);
+            let what = format!("{script} with {on_failure:?} over {default}");
+            assert_eq!((result.failure, got), (failure, decision), "{what}");
+            if on_failure == Some("deny") && failure.is_some() {
+                let reason = result.output.as_ref().and_then(|o| o.get("reason"));
+                let reason = reason.and_then(Value::as_str).unwrap_or_default();
+                assert!(reason.starts_with("gate failed ("), "{what}: {reason}");
+            }
         }
     }
 

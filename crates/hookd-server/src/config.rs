@@ -5,6 +5,8 @@ use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::Duration;
 
+use hookd_core::policy::FailurePolicy;
+
 use crate::control::{Control, Lifecycle};
 
 /// Everything [`crate::run`] needs besides the listener and the stop signal.
@@ -28,6 +30,9 @@ pub struct ServerConfig {
     pub handshake_timeout: Duration,
     /// The shell that runs hook command lines.
     pub shell: PathBuf,
+    /// The failure policy (decision D9) of hooks whose settings entry has no valid
+    /// `on_failure` key: `allow` (Gemini CLI's behaviour) unless changed.
+    pub default_on_failure: FailurePolicy,
     /// The daemon's own environment: used to find the settings layers, to expand `$VAR` in
     /// settings files, and as the hooks' environment when a client sends none.
     pub env: HashMap<String, String>,
@@ -51,6 +56,7 @@ impl std::fmt::Debug for ServerConfig {
             .field("shutdown_grace", &self.shutdown_grace)
             .field("handshake_timeout", &self.handshake_timeout)
             .field("shell", &self.shell)
+            .field("default_on_failure", &self.default_on_failure)
             .field("home", &self.home)
             .field("lifecycle", &self.lifecycle.is_some())
             .finish_non_exhaustive()
@@ -74,6 +80,7 @@ impl ServerConfig {
             shutdown_grace: Duration::from_secs(10),
             handshake_timeout: Duration::from_secs(10),
             shell: PathBuf::from("bash"),
+            default_on_failure: FailurePolicy::Allow,
             env,
             home,
             control: Control::new(),

@@ -41,6 +41,7 @@ pub(crate) fn hook_record(result: &HookResult) -> wire::HookRecord {
         stderr: result.stderr.clone(),
         error: result.error.clone(),
         outcome: outcome(&result.outcome),
+        failure: result.failure.map(|kind| kind.as_str().to_owned()),
     }
 }
 

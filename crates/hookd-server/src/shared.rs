@@ -54,6 +54,7 @@ impl Shared {
             },
             shell: config.shell.clone(),
             hook_slots: Arc::new(Semaphore::new(config.max_hooks.max(1))),
+            default_on_failure: config.default_on_failure,
         };
         Shared {
             registries: Registries::new(&config),
