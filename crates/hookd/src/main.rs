@@ -13,6 +13,7 @@ use std::time::Duration;
 
 use anyhow::Context;
 use clap::Parser;
+use hookd_core::policy::FailurePolicy;
 use tokio_util::sync::CancellationToken;
 
 /// Runs the hooks of agent CLIs for many clients over a Unix socket.
@@ -44,6 +45,10 @@ struct Args {
     /// Milliseconds a graceful stop waits for in-flight runs before killing them.
     #[arg(long)]
     shutdown_grace_ms: Option<u64>,
+    /// What a failing hook (crash, timeout, spawn error, no decision) decides when its
+    /// settings entry has no `on_failure` key: allow (Gemini CLI's behaviour), deny or ask.
+    #[arg(long, value_name = "allow|deny|ask")]
+    on_failure: Option<FailurePolicy>,
     /// Worker threads for the daemon's own work. 1 (the default) runs everything on one
     /// thread, which answers fastest: no request is handed between threads. Hook processes
     /// run in parallel either way; settings files are read and large requests parsed on a
@@ -82,6 +87,9 @@ fn main() -> anyhow::Result<()> {
     }
     if let Some(ms) = args.shutdown_grace_ms {
         config.shutdown_grace = Duration::from_millis(ms);
+    }
+    if let Some(policy) = args.on_failure {
+        config.default_on_failure = policy;
     }
 
     let mut builder = if args.threads <= 1 {
