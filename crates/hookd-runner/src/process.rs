@@ -16,6 +16,13 @@
 //!   `SIGTERM`; draining continues; after the grace period the group gets `SIGKILL`; shortly
 //!   after that we stop waiting for anything, even a process that escaped the group and still
 //!   holds a pipe. A run therefore always ends within timeout + grace + a small slack.
+//! - **Done.** However the run ended, the process group then gets `SIGKILL`, so background
+//!   processes the hook started and left behind (`sleep 300 &` with its output redirected,
+//!   which does not hold our pipes) die with it. This departs from Gemini CLI, which leaves
+//!   them running: a hook must not be able to leave load behind on every event. A hook that
+//!   wants a long-lived helper starts it in its own session, with `setsid` run in the
+//!   foreground (`setsid sh -c 'helper >/dev/null 2>&1 &'`), so that the helper has left the
+//!   group before the hook exits.
 //!
 //! The direct child is always waited for explicitly, so no zombie is left behind; only a child
 //! that survives `SIGKILL` beyond the slack (an uninterruptible sleep) is left to tokio's
@@ -185,6 +192,13 @@ pub async fn run_process(
             }
         }
     }
+
+    // Nothing of the hook outlives its run. If members remain, they keep the group id
+    // reserved, so the signal reaches exactly them. If none remain and the leader is reaped,
+    // the id is free and the kill finds no one: Linux hands out pids cyclically, so the id
+    // comes back only after the counter has wrapped around, never within the microseconds
+    // since the reap.
+    signal_group(group, Signal::SIGKILL);
 
     if status.is_none() {
         // Only reachable after SIGKILL plus the slack: take the status if it is there by now;
@@ -924,6 +938,43 @@ mod tests {
         cancel.cancel();
         let result = run_process(spec("true"), &ProcessLimits::default(), &cancel).await;
         assert_eq!(result.outcome, HookOutcome::Cancelled);
+    }
+
+    #[tokio::test]
+    async fn background_processes_do_not_outlive_the_hook() {
+        // 100 sleepers with their output redirected: they hold none of our pipes, so the run
+        // ends as soon as bash exits 0, and then the group is killed.
+        let script = "for i in $(seq 100); do sleep 300 >/dev/null 2>&1 & done; echo $$";
+        let result = run(spec(script)).await;
+        assert_eq!(result.outcome, exited(0));
+        assert!(result.duration < Duration::from_secs(10), "{result:?}");
+        let group = printed_pid(&result);
+        // SIGKILL is delivered at once, but the sleepers are reparented and reaped by init,
+        // so /proc is polled, for a bounded time, until none of them is alive.
+        let deadline = std::time::Instant::now() + Duration::from_secs(10);
+        let mut left = live_group_members(group);
+        while !left.is_empty() && std::time::Instant::now() < deadline {
+            tokio::time::sleep(Duration::from_millis(20)).await;
+            left = live_group_members(group);
+        }
+        if !left.is_empty() {
+            // Clean up before failing, so a failure does not leave 100 sleepers behind.
+            let _ = killpg(Pid::from_raw(group), Signal::SIGKILL);
+        }
+        assert!(left.is_empty(), "{} sleepers outlived the hook", left.len());
+    }
+
+    #[tokio::test]
+    async fn a_helper_in_its_own_session_survives_the_run() {
+        // The documented way out: `setsid` in the foreground has left the group before the
+        // hook exits (a backgrounded `setsid` could still be in the group when it is killed).
+        let script = "setsid sh -c 'sleep 300 >/dev/null 2>&1 & echo $!'";
+        let result = run(spec(script)).await;
+        assert_eq!(result.outcome, exited(0));
+        let pid = printed_pid(&result);
+        let alive = pid_exists(pid);
+        let _ = nix::sys::signal::kill(Pid::from_raw(pid), Signal::SIGKILL);
+        assert!(alive, "the setsid helper {pid} was killed with the hook");
     }
 
     #[tokio::test]
