@@ -14,6 +14,7 @@ mod manage;
 mod matchers;
 mod parsing;
 mod payload;
+mod policy;
 mod reload;
 mod reload_load;
 mod robustness;
