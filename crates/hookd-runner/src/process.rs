@@ -966,8 +966,10 @@ mod tests {
 
     #[tokio::test]
     async fn a_helper_in_its_own_session_survives_the_run() {
-        // The documented way out: `setsid` in the foreground has left the group before the
-        // hook exits (a backgrounded `setsid` could still be in the group when it is killed).
+        // The documented way out. The `sh` that `setsid` runs holds the hook's pipes until it
+        // has started the helper in the new session, so the run cannot end, and the group
+        // cannot be killed, before the helper has left it. (`setsid ... &` with its output
+        // redirected could still be in the group when the kill comes.)
         let script = "setsid sh -c 'sleep 300 >/dev/null 2>&1 & echo $!'";
         let result = run(spec(script)).await;
         assert_eq!(result.outcome, exited(0));
