@@ -322,16 +322,29 @@ async fn the_policy_has_no_effect_where_the_merge_ignores_decisions() {
         ),
         "{result:?}"
     );
-    // The gate's own record still carries the policy's deny and its failure.
+    // The gate's record names its failure, and the policy left its output alone.
     let gate = &result.hooks[1];
-    let decision = gate
-        .output
-        .as_ref()
-        .and_then(|output| output.get("decision"));
     assert_eq!(
-        (gate.failure.as_deref(), decision),
-        (Some("timed_out"), Some(&json!("deny"))),
+        (gate.failure.as_deref(), gate.output.as_ref()),
+        (Some("timed_out"), None),
         "{gate:?}"
     );
+    daemon.stop().await;
+
+    // Alone, the failed gate leaves no selection at all (not an empty AUTO one).
+    let daemon = Daemon::start(json!({"hooks": {"BeforeToolSelection": [{"hooks": [
+        gate("gate-timeout", "sleep 30", Some("deny")),
+    ]}]}}))
+    .await;
+    let client = daemon.client().await;
+    let result = fire(
+        &client,
+        &daemon.cwd(),
+        "BeforeToolSelection",
+        json!({"llm_request": {"model": "m", "messages": []}}),
+    )
+    .await;
+    assert_eq!(result.final_output, None, "{result:?}");
+    assert_eq!(result.hooks[0].failure.as_deref(), Some("timed_out"));
     daemon.stop().await;
 }

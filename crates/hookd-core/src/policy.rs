@@ -177,6 +177,11 @@ pub fn apply_failure_policy(mut result: HookResult, policy: FailurePolicy) -> Ho
     if policy == FailurePolicy::Allow || already_as_strict(result.output.as_ref(), policy) {
         return result;
     }
+    // BeforeToolSelection's merge reads only tool configs: a decision would change nothing
+    // but would turn "no output" into an empty AUTO selection. Record the failure, no more.
+    if result.event.merge_strategy() == crate::event::MergeStrategy::ToolSelection {
+        return result;
+    }
     let reason = format!(
         "{} failed ({}) and its on_failure policy is {policy}",
         result.name,
@@ -287,6 +292,7 @@ mod tests {
             matcher: None,
             sequential: false,
             enabled: true,
+            trust: crate::trust::HookTrust::NotRequired,
         };
         let run = HookRun {
             outcome,
