@@ -28,6 +28,7 @@ pub mod policy;
 pub mod registry;
 pub mod result;
 pub mod settings;
+pub mod trust;
 
 pub use event::{HookEventName, MatcherKind, MergeStrategy};
 pub use model::{DEFAULT_TIMEOUT_MS, HookConfig, HookEntry, HookType, Origin, Source};

@@ -186,6 +186,9 @@ pub struct HookEntry {
     /// `false` when the display name is in `hooksConfig.disabled`; disabled hooks are listed but
     /// never planned.
     pub enabled: bool,
+    /// Whether the hook needs the user's trust to run, and whether it has it (decision D8):
+    /// only project hooks that run a command do.
+    pub trust: crate::trust::HookTrust,
 }
 
 #[cfg(test)]

@@ -832,6 +832,7 @@ mod tests {
             matcher: None,
             sequential: false,
             enabled: true,
+            trust: crate::trust::HookTrust::NotRequired,
         };
         let result = hook_result(&entry, run(exited(2), "", "nope"));
         assert_eq!(

@@ -293,6 +293,7 @@ mod tests {
             sequential: false,
             enabled: true,
             trust: crate::trust::HookTrust::NotRequired,
+            trust: crate::trust::HookTrust::NotRequired,
         };
         let run = HookRun {
             outcome,

@@ -16,6 +16,10 @@
 //!   user, system, system defaults, then extensions in the order given; within a layer the
 //!   file's order. Gemini CLI instead concatenates system defaults, user, workspace and system
 //!   and labels them all `project`; hookd follows the precedence its users document.
+//! - **Project-hook trust (D8).** Every project hook that runs a command is marked trusted or
+//!   untrusted ([`HookEntry::trust`]) from the trust store's keys for the project and the
+//!   digests of the script files its command runs ([`RegistryInput::hook_trust`]); the runner
+//!   decides what an untrusted hook does. Other layers are never gated.
 //! - **Disabled hooks.** A hook whose display name (§1.6) is in the merged disabled list is
 //!   registered disabled: listed by [`Registry::entries`] but never planned. A hook with a
 //!   `name` can therefore only be disabled by that name.
@@ -37,6 +41,7 @@ use crate::matcher::{MatchContext, Matcher};
 use crate::model::{HookEntry, Origin, Source};
 use crate::plan::Plan;
 use crate::settings::{self, Diagnostic, EventHooks, SettingsLayer};
+use crate::trust::{HookTrust, HookTrustInput};
 
 /// The text of one settings file.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -62,6 +67,8 @@ pub struct RegistryInput {
     pub folder_trusted: bool,
     /// The environment for the load-time `$NAME` expansion of settings files.
     pub env: HashMap<String, String>,
+    /// The trusted keys of this project and the digests of its hooks' script files.
+    pub hook_trust: HookTrustInput,
 }
 
 /// The result of [`Registry::set_enabled`].
@@ -174,7 +181,9 @@ impl Registry {
                     path: Some(layer.path.clone()),
                     extension: None,
                 };
-                registry.ingest(&layer.hooks, layer.source, &origin);
+                let trust = (layer.source == Source::Project)
+                    .then_some((&input.hook_trust, input.workspace_path.as_path()));
+                registry.ingest(&layer.hooks, layer.source, &origin, trust);
                 if layer.source == Source::Project && registry.project_hooks.is_none() {
                     registry.project_hooks = layer.raw_hooks.clone();
                 }
@@ -200,13 +209,20 @@ impl Registry {
                 path: Some(extension.hooks_file.clone()),
                 extension: Some(extension.name.clone()),
             };
-            registry.ingest(&events, Source::Extension, &origin);
+            registry.ingest(&events, Source::Extension, &origin, None);
         }
         registry
     }
 
-    /// Adds the hooks of one file, compiling each definition's matcher once.
-    fn ingest(&mut self, events: &[EventHooks], source: Source, origin: &Origin) {
+    /// Adds the hooks of one file, compiling each definition's matcher once. `trust` is given
+    /// for the project layer only: its hooks are marked trusted or untrusted.
+    fn ingest(
+        &mut self,
+        events: &[EventHooks],
+        source: Source,
+        origin: &Origin,
+        trust: Option<(&HookTrustInput, &std::path::Path)>,
+    ) {
         for event_hooks in events {
             let event = event_hooks.event;
             for definition in &event_hooks.definitions {
@@ -233,6 +249,9 @@ impl Registry {
                         matcher: definition.matcher.clone(),
                         sequential: definition.sequential,
                         enabled,
+                        trust: trust.map_or(HookTrust::NotRequired, |(trust, project_dir)| {
+                            trust.trust_for(config, project_dir)
+                        }),
                     };
                     self.hooks.push(RegisteredHook {
                         dedup_key: entry.config.dedup_key(),
@@ -360,6 +379,7 @@ mod tests {
             workspace_path: PathBuf::from("/work/p"),
             folder_trusted: true,
             env: HashMap::from([("HOME".to_owned(), "/home/u".to_owned())]),
+            hook_trust: HookTrustInput::default(),
         }
     }
 
@@ -960,6 +980,70 @@ mod tests {
         );
         let env: Vec<&(String, String)> = registry.entries().flat_map(|e| &e.config.env).collect();
         assert_eq!(env, [&("KEY".to_owned(), "k".to_owned())]);
+    }
+
+    #[test]
+    fn only_project_hooks_that_run_commands_need_trust() {
+        use crate::trust::{ScriptDigest, ScriptFile, TrustGap, TrustKey, sha256_hex};
+        let mut input = input(
+            vec![
+                layer(
+                    Source::Project,
+                    r#"{"hooks": {"BeforeTool": [{"hooks": [
+                        {"type": "command", "name": "guard", "command": "./g.sh"},
+                        {"type": "command", "command": "echo new"},
+                        {"type": "runtime", "name": "r"}
+                    ]}]}}"#,
+                ),
+                layer(Source::User, &before_tool(&[("u", "./g.sh")])),
+                layer(Source::System, &before_tool(&[("s", "s")])),
+            ],
+            vec![ext("e", &before_tool(&[("e", "e")]))],
+        );
+        let digest = sha256_hex(b"#!/bin/sh\n");
+        input.hook_trust = HookTrustInput {
+            trusted: vec![TrustKey {
+                name: "guard".to_owned(),
+                command: "./g.sh".to_owned(),
+                scripts: vec![ScriptDigest {
+                    path: "g.sh".to_owned(),
+                    sha256: digest.clone(),
+                }],
+            }],
+            scripts: vec![ScriptFile {
+                path: PathBuf::from("/work/p/g.sh"),
+                sha256: Some(digest),
+            }],
+        };
+        let registry = Registry::build(&input);
+        let trust: Vec<(String, &str)> = registry
+            .entries()
+            .map(|entry| {
+                let state = match &entry.trust {
+                    HookTrust::NotRequired => "-",
+                    HookTrust::Trusted { .. } => "trusted",
+                    HookTrust::Untrusted {
+                        gap: TrustGap::New, ..
+                    } => "untrusted",
+                    HookTrust::Untrusted { .. } => "changed",
+                };
+                (
+                    format!("{} {}", entry.source, entry.config.display_name()),
+                    state,
+                )
+            })
+            .collect();
+        assert_eq!(
+            trust,
+            [
+                ("project guard".to_owned(), "trusted"),
+                ("project echo new".to_owned(), "untrusted"),
+                ("project r".to_owned(), "-"),
+                ("user u".to_owned(), "-"),
+                ("system s".to_owned(), "-"),
+                ("extension e".to_owned(), "-"),
+            ]
+        );
     }
 
     #[test]

@@ -284,6 +284,7 @@ mod tests {
             matcher: None,
             sequential: false,
             enabled: true,
+            trust: hookd_core::trust::HookTrust::NotRequired,
         })
     }
 

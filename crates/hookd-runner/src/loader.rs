@@ -934,6 +934,7 @@ pub fn assemble(shared: &SharedLayers, project: &ProjectLayer) -> LoadedWorkspac
             workspace_path: project.project_dir.clone(),
             folder_trusted: trusted,
             env: shared.env.vars.clone(),
+            hook_trust: Default::default(),
         },
         trust: project.trust.clone(),
         diagnostics,
