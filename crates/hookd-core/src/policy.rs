@@ -293,7 +293,6 @@ mod tests {
             sequential: false,
             enabled: true,
             trust: crate::trust::HookTrust::NotRequired,
-            trust: crate::trust::HookTrust::NotRequired,
         };
         let run = HookRun {
             outcome,
