@@ -479,6 +479,7 @@ mod tests {
             error: error.map(str::to_owned),
             outcome: HookOutcome::Exited { code: 0 },
             failure: None,
+            warning: None,
         }
     }
 

@@ -256,6 +256,7 @@ mod tests {
                 code: if success { 0 } else { 1 },
             },
             failure: None,
+            warning: None,
         }
     }
 

@@ -132,6 +132,7 @@ pub fn hook_result(entry: &HookEntry, run: HookRun) -> HookResult {
         error: interpretation.error,
         outcome: run.outcome,
         failure: None,
+        warning: None,
     };
     result.failure = classify(&result);
     result
@@ -851,6 +852,7 @@ mod tests {
                 error: None,
                 outcome: exited(2),
                 failure: Some(crate::policy::FailureKind::ExitedWithoutDecision),
+                warning: None,
             }
         );
     }

@@ -145,4 +145,7 @@ pub struct HookResult {
     /// Which way the run failed (decision D9), or `None` when it did not fail or was
     /// cancelled; see [`crate::policy`].
     pub failure: Option<FailureKind>,
+    /// A note for the user that is not an error: the first run of an untrusted project hook
+    /// under the `warn` trust policy says so here (decision D8).
+    pub warning: Option<String>,
 }

@@ -18,11 +18,20 @@
 //! interpreted: the hook's own `on_failure`, else [`RunnerConfig::default_on_failure`]. So the
 //! streamed records, sequential chaining and the aggregate all see the same record.
 //!
+//! Project hooks need the user's trust (decision D8; the registry marks them, see
+//! `hookd_core::trust`). Under [`RunnerConfig::project_hooks`] `require` an untrusted one is
+//! not spawned: its record's outcome is `Refused`, with an error naming the hook and the
+//! command that trusts it, and a trusted one's script files are hashed again just before it
+//! is spawned, so a script edited since the registry was built is refused too. Under `warn` it
+//! runs, and the first run of each untrusted hook (per project, name, command and script
+//! contents, for the daemon's lifetime) carries a warning saying so.
+//!
 //! All hooks of a firing are driven by the caller's task: no task is spawned per hook.
 
 use std::borrow::Cow;
-use std::path::PathBuf;
-use std::sync::Arc;
+use std::collections::HashSet;
+use std::path::{Path, PathBuf};
+use std::sync::{Arc, Mutex, PoisonError};
 use std::time::Duration;
 
 use bytes::Bytes;
@@ -38,6 +47,10 @@ use hookd_core::payload::{BaseFields, build_payload};
 use hookd_core::plan::Plan;
 use hookd_core::policy::{FailurePolicy, apply_failure_policy};
 use hookd_core::result::{HookOutcome, HookResult, HookRun};
+use hookd_core::trust::{
+    HookTrust, ProjectHookPolicy, TrustKey, changed_script_message, refusal_message, sha256_hex,
+    warning_message,
+};
 use serde_json::{Map, Value};
 use tokio::sync::Semaphore;
 use tokio_util::sync::CancellationToken;
@@ -66,6 +79,36 @@ pub struct RunnerConfig {
     pub hook_slots: Arc<Semaphore>,
     /// The failure policy of hooks whose settings entry has no valid `on_failure` key.
     pub default_on_failure: FailurePolicy,
+    /// What an untrusted project hook does: run with a warning, or not run.
+    pub project_hooks: ProjectHookPolicy,
+    /// The untrusted project hooks already warned about, shared by every firing.
+    pub trust_warnings: Arc<TrustWarnings>,
+}
+
+/// Remembers which untrusted project hooks have been warned about, so each is warned about
+/// once. Bounded: past [`TrustWarnings::CAPACITY`] hooks it starts over, which at worst
+/// repeats a warning.
+#[derive(Debug, Default)]
+pub struct TrustWarnings {
+    warned: Mutex<HashSet<(String, TrustKey)>>,
+}
+
+impl TrustWarnings {
+    /// The most hooks remembered at once.
+    pub const CAPACITY: usize = 4096;
+
+    /// Whether this is the first time `key` of `project_dir` is seen (and remembers it).
+    pub fn first_time(&self, project_dir: &str, key: &TrustKey) -> bool {
+        let mut warned = self.warned.lock().unwrap_or_else(PoisonError::into_inner);
+        let entry = (project_dir.to_owned(), key.clone());
+        if warned.contains(&entry) {
+            return false;
+        }
+        if warned.len() >= Self::CAPACITY {
+            warned.clear();
+        }
+        warned.insert(entry)
+    }
 }
 
 impl Default for RunnerConfig {
@@ -75,6 +118,8 @@ impl Default for RunnerConfig {
             shell: PathBuf::from("bash"),
             hook_slots: Arc::new(Semaphore::new(DEFAULT_HOOK_SLOTS)),
             default_on_failure: FailurePolicy::Allow,
+            project_hooks: ProjectHookPolicy::Warn,
+            trust_warnings: Arc::new(TrustWarnings::default()),
         }
     }
 }
@@ -191,12 +236,62 @@ impl Firing<'_> {
 
     /// Runs one hook: refuses what cannot run, waits for a process slot, spawns, interprets.
     async fn run_hook(&self, entry: &HookEntry, stdin: Bytes) -> HookResult {
-        let run = self.run_entry(entry, stdin).await;
+        let (run, warning) = match self.trust_verdict(entry).await {
+            TrustVerdict::Run { warning } => (self.run_entry(entry, stdin).await, warning),
+            TrustVerdict::Refuse { message } => (not_run(HookOutcome::Refused { message }), None),
+        };
         let policy = entry
             .config
             .on_failure()
             .unwrap_or(self.config.default_on_failure);
-        apply_failure_policy(hook_result(entry, run), policy)
+        let mut result = apply_failure_policy(hook_result(entry, run), policy);
+        result.warning = warning;
+        result
+    }
+
+    /// Whether the hook may run under the project-hook trust policy, and what to warn about.
+    async fn trust_verdict(&self, entry: &HookEntry) -> TrustVerdict {
+        let project_dir = &self.request.project_dir;
+        let name = entry.config.display_name();
+        match (&entry.trust, self.config.project_hooks) {
+            (HookTrust::NotRequired, _) => TrustVerdict::Run { warning: None },
+            (HookTrust::Untrusted { gap, .. }, ProjectHookPolicy::Require) => {
+                TrustVerdict::Refuse {
+                    message: refusal_message(name, *gap, project_dir),
+                }
+            }
+            (HookTrust::Untrusted { key, gap }, ProjectHookPolicy::Warn) => {
+                let warning = self
+                    .config
+                    .trust_warnings
+                    .first_time(project_dir, key)
+                    .then(|| warning_message(name, *gap, project_dir));
+                if let Some(warning) = &warning {
+                    tracing::warn!("{warning}");
+                }
+                TrustVerdict::Run { warning }
+            }
+            (HookTrust::Trusted { .. }, ProjectHookPolicy::Warn) => {
+                TrustVerdict::Run { warning: None }
+            }
+            (HookTrust::Trusted { key }, ProjectHookPolicy::Require) => {
+                // The registry hashed the scripts when it was built; a write since then that
+                // the watcher has not turned into a rebuild yet must not slip through.
+                for script in &key.scripts {
+                    let path = Path::new(project_dir).join(&script.path);
+                    let now = tokio::fs::read(&path)
+                        .await
+                        .ok()
+                        .map(|bytes| sha256_hex(&bytes));
+                    if now.as_deref() != Some(script.sha256.as_str()) {
+                        return TrustVerdict::Refuse {
+                            message: changed_script_message(name, &script.path, project_dir),
+                        };
+                    }
+                }
+                TrustVerdict::Run { warning: None }
+            }
+        }
     }
 
     /// What running one hook's process produced, or why it never ran.
@@ -230,6 +325,14 @@ impl Firing<'_> {
         drop(permit);
         run
     }
+}
+
+/// What the trust policy says about one hook.
+enum TrustVerdict {
+    /// Spawn it; its record carries the warning, if any.
+    Run { warning: Option<String> },
+    /// Do not spawn it, for this reason.
+    Refuse { message: String },
 }
 
 /// The command a hook runs, or why it cannot run at all (as Gemini CLI words it).
@@ -651,6 +754,105 @@ mod tests {
                 let reason = reason.and_then(Value::as_str).unwrap_or_default();
                 assert!(reason.starts_with("gate failed ("), "{what}: {reason}");
             }
+        }
+    }
+
+    #[tokio::test]
+    async fn project_hook_trust_gates_under_require_and_warns_once_under_warn() {
+        use hookd_core::trust::{ScriptDigest, TrustGap};
+        let dir = tempfile::tempdir().expect("tempdir");
+        std::fs::write(dir.path().join("g.sh"), "echo ran\n").expect("write script");
+        let project = dir.path().to_str().expect("utf-8 temp dir").to_owned();
+        let key = |contents: &str| TrustKey {
+            name: "guard".to_owned(),
+            command: "bash g.sh".to_owned(),
+            scripts: vec![ScriptDigest {
+                path: "g.sh".to_owned(),
+                sha256: sha256_hex(contents.as_bytes()),
+            }],
+        };
+        let untrusted = HookTrust::Untrusted {
+            key: key("echo ran\n"),
+            gap: TrustGap::New,
+        };
+        let trusted = HookTrust::Trusted {
+            key: key("echo ran\n"),
+        };
+        // Trusted when the registry was built, edited since.
+        let stale = HookTrust::Trusted {
+            key: key("echo old\n"),
+        };
+        let refused = |text: &str| Some(text.replace("DIR", &project));
+        // (trust, policy, error, warnings of two firings)
+        let cases = [
+            (
+                HookTrust::NotRequired,
+                ProjectHookPolicy::Require,
+                None,
+                [false, false],
+            ),
+            (
+                trusted.clone(),
+                ProjectHookPolicy::Require,
+                None,
+                [false, false],
+            ),
+            (
+                untrusted.clone(),
+                ProjectHookPolicy::Require,
+                refused(
+                    "project hook \"guard\" was not run: it is not trusted (project_hooks = \
+                     require); review it, then run `hookctl trust --cwd DIR`",
+                ),
+                [false, false],
+            ),
+            (
+                stale.clone(),
+                ProjectHookPolicy::Require,
+                refused(
+                    "project hook \"guard\" was not run: its script g.sh changed since it was \
+                     trusted (project_hooks = require); review it, then run `hookctl trust \
+                     --cwd DIR`",
+                ),
+                [false, false],
+            ),
+            (untrusted, ProjectHookPolicy::Warn, None, [true, false]),
+            (stale, ProjectHookPolicy::Warn, None, [false, false]),
+        ];
+        for (trust, policy, error, warnings) in cases {
+            let mut hook = (*command("bash g.sh")).clone();
+            hook.config.name = Some("guard".to_owned());
+            hook.source = Source::Project;
+            hook.trust = trust.clone();
+            let config = RunnerConfig {
+                project_hooks: policy,
+                ..config(16)
+            };
+            let plan = plan(vec![Arc::new(hook)], false);
+            let mut seen = Vec::new();
+            for _ in 0..2 {
+                let fired = fire(&plan, &request(dir.path()), &config).await;
+                let result = &fired.results[0];
+                let what = format!("{trust:?} under {policy}");
+                assert_eq!(result.error, error, "{what}");
+                match &error {
+                    Some(message) => assert_eq!(
+                        result.outcome,
+                        HookOutcome::Refused {
+                            message: message.clone()
+                        },
+                        "{what}"
+                    ),
+                    None => assert_eq!(result.stdout, "ran\n", "{what}"),
+                }
+                if let Some(warning) = &result.warning {
+                    assert!(
+                        warning.starts_with("project hook \"guard\" ran, but it is not trusted")
+                    );
+                }
+                seen.push(result.warning.is_some());
+            }
+            assert_eq!(seen, warnings, "{trust:?} under {policy}");
         }
     }
 

@@ -61,6 +61,17 @@
 //!    `DO_NOT_TRUST` means untrusted, `TRUST_FOLDER`/`TRUST_PARENT` trusted.
 //! 4. No matching rule, or an invalid file, means untrusted. Gemini CLI would ask the user (or
 //!    consult the IDE, or trust a headless session); a daemon cannot ask, so it refuses.
+//!
+//! # Project-hook trust (decision D8)
+//!
+//! The trust store is hookd's own file, `$XDG_CONFIG_HOME/hookd/trusted-hooks.json` (an
+//! absolute `XDG_CONFIG_HOME` only), else `<home>/.config/hookd/trusted-hooks.json` with the
+//! user's real home (not `GEMINI_CLI_HOME`: the store belongs to hookd, not to a Gemini CLI
+//! profile). It is read with the shared files; a store that cannot be read or parsed is an
+//! error diagnostic and trusts nothing. For a trusted folder with a project settings file,
+//! [`read_hook_trust`] hashes every script file the project hooks' commands run
+//! (`hookd_core::trust::script_paths`), so the registry can tell whether each project hook is
+//! still the one the user trusted.
 
 use std::collections::HashMap;
 use std::fs;
@@ -72,6 +83,7 @@ use hookd_core::extension::{ExtensionInput, ExtensionSetting, extension_enabled_
 use hookd_core::jsonc;
 use hookd_core::registry::{LayerText, RegistryInput};
 use hookd_core::settings::{self, Diagnostic};
+use hookd_core::trust::{self, HookTrustInput, ScriptFile, TrustStore};
 use serde_json::Value;
 
 /// The environment the loader resolves paths and expands settings with.
@@ -131,6 +143,8 @@ pub struct LayerPaths {
     pub extension_enablement: PathBuf,
     /// The trusted folders file.
     pub trusted_folders: PathBuf,
+    /// hookd's project-hook trust store.
+    pub trusted_hooks: PathBuf,
 }
 
 impl LayerPaths {
@@ -162,6 +176,7 @@ impl LayerPaths {
             trusted_folders: env
                 .var("GEMINI_CLI_TRUSTED_FOLDERS_PATH")
                 .map_or_else(|| gemini_dir.join("trustedFolders.json"), PathBuf::from),
+            trusted_hooks: trusted_hooks_path(env),
             home,
         }
     }
@@ -170,6 +185,16 @@ impl LayerPaths {
     pub fn project_settings(project_dir: &Path) -> PathBuf {
         project_dir.join(".gemini").join("settings.json")
     }
+}
+
+/// Where hookd keeps its project-hook trust store.
+fn trusted_hooks_path(env: &LoaderEnv) -> PathBuf {
+    let config_dir = env
+        .var("XDG_CONFIG_HOME")
+        .map(PathBuf::from)
+        .filter(|dir| dir.is_absolute())
+        .unwrap_or_else(|| env.home_dir.join(".config"));
+    config_dir.join("hookd").join("trusted-hooks.json")
 }
 
 fn default_system_settings() -> PathBuf {
@@ -395,6 +420,8 @@ pub struct SharedLayers {
     pub enablement: HashMap<String, Vec<String>>,
     /// The trusted folders rules.
     pub trusted_folders: TrustedFolders,
+    /// The project-hook trust store (empty when it is missing or invalid).
+    pub trusted_hooks: TrustStore,
     /// Problems found while reading (not parsing) the shared files.
     pub diagnostics: Vec<Diagnostic>,
 }
@@ -418,6 +445,13 @@ impl SharedLayers {
         let extensions = load_extensions(&paths.extensions_dir, &mut diagnostics);
         let enablement = load_enablement(&paths.extension_enablement, &mut diagnostics);
         let trusted_folders = TrustedFolders::load(&paths.trusted_folders);
+        let trusted_hooks = match load_trust_store(&paths.trusted_hooks) {
+            Ok(store) => store,
+            Err(diagnostic) => {
+                diagnostics.push(diagnostic);
+                TrustStore::default()
+            }
+        };
         tracing::debug!(
             layers = layers.len(),
             extensions = extensions.len(),
@@ -430,6 +464,7 @@ impl SharedLayers {
             extensions,
             enablement,
             trusted_folders,
+            trusted_hooks,
             diagnostics,
         }
     }
@@ -479,6 +514,81 @@ impl SharedLayers {
             None => TrustDecision::NoRule,
         }
     }
+}
+
+/// Reads the project-hook trust store; a missing file is an empty store. An unreadable or
+/// invalid one is an error: nothing is trusted until it is fixed (or rewritten by `trust`).
+pub fn load_trust_store(path: &Path) -> Result<TrustStore, Diagnostic> {
+    let text = match read_optional(path) {
+        Ok(text) => text.unwrap_or_default(),
+        Err(err) => {
+            return Err(Diagnostic::error(format!(
+                "cannot read the trusted hooks store: {err}; no project hook is trusted"
+            ))
+            .with_path(path));
+        }
+    };
+    TrustStore::parse(&text).map_err(|err| {
+        Diagnostic::error(format!(
+            "invalid trusted hooks store: {err}; no project hook is trusted"
+        ))
+        .with_path(path)
+    })
+}
+
+/// What marking `project`'s hooks trusted or untrusted needs: the store's keys for it and the
+/// digests of the script files its hooks' commands run. Empty for an untrusted folder or a
+/// project without a settings file (it has no project hooks).
+pub fn read_hook_trust(shared: &SharedLayers, project: &ProjectLayer) -> HookTrustInput {
+    let Some(layer) = project
+        .layer
+        .as_ref()
+        .filter(|_| project.trust.is_trusted())
+    else {
+        return HookTrustInput::default();
+    };
+    let lookup = |name: &str| shared.env.vars.get(name).cloned();
+    let parsed = settings::parse_settings(layer.source, &layer.path, &layer.text, &lookup);
+    let mut paths: Vec<PathBuf> = Vec::new();
+    let commands = parsed
+        .layer
+        .iter()
+        .flat_map(|layer| &layer.hooks)
+        .flat_map(|event| &event.definitions)
+        .flat_map(|definition| &definition.hooks)
+        .filter(|config| config.runs_command())
+        .filter_map(|config| config.command.as_deref());
+    for command in commands {
+        for path in trust::script_paths(command, &project.project_dir) {
+            if !paths.contains(&path) {
+                paths.push(path);
+            }
+        }
+    }
+    let scripts = paths
+        .into_iter()
+        .map(|path| {
+            let sha256 = read_script(&path).map(|bytes| trust::sha256_hex(&bytes));
+            ScriptFile { path, sha256 }
+        })
+        .collect();
+    HookTrustInput {
+        trusted: shared
+            .trusted_hooks
+            .keys(&project.project_dir.to_string_lossy())
+            .to_vec(),
+        scripts,
+    }
+}
+
+/// The contents of a script file; `None` when it is not a regular file that can be read.
+fn read_script(path: &Path) -> Option<Vec<u8>> {
+    // `metadata` follows symlinks, as running the script would.
+    let metadata = fs::metadata(path).ok()?;
+    if !metadata.is_file() {
+        return None;
+    }
+    fs::read(path).ok()
 }
 
 /// Reads the installed extensions.
@@ -934,7 +1044,7 @@ pub fn assemble(shared: &SharedLayers, project: &ProjectLayer) -> LoadedWorkspac
             workspace_path: project.project_dir.clone(),
             folder_trusted: trusted,
             env: shared.env.vars.clone(),
-            hook_trust: Default::default(),
+            hook_trust: read_hook_trust(shared, project),
         },
         trust: project.trust.clone(),
         diagnostics,
@@ -1422,6 +1532,134 @@ mod tests {
             Some(true)
         );
         assert_eq!(folders.is_path_trusted(&fx.path("realm")), None);
+    }
+
+    #[test]
+    fn the_trust_store_lives_in_the_config_dir() {
+        // (variables, store path); the home directory is /h.
+        let cases: [(&[(&str, &str)], &str); 4] = [
+            (&[], "/h/.config/hookd/trusted-hooks.json"),
+            (&[("XDG_CONFIG_HOME", "/x")], "/x/hookd/trusted-hooks.json"),
+            // A relative XDG_CONFIG_HOME is ignored, as the XDG specification says, and the
+            // store follows the real home, not a Gemini CLI profile.
+            (
+                &[("XDG_CONFIG_HOME", "rel"), ("GEMINI_CLI_HOME", "/g")],
+                "/h/.config/hookd/trusted-hooks.json",
+            ),
+            (
+                &[("XDG_CONFIG_HOME", "")],
+                "/h/.config/hookd/trusted-hooks.json",
+            ),
+        ];
+        for (vars, expected) in cases {
+            let paths = LayerPaths::resolve(&env(vars, "/h"));
+            assert_eq!(paths.trusted_hooks, Path::new(expected), "{vars:?}");
+        }
+    }
+
+    /// `(display name, trust)` of every project hook of the fixture's project.
+    fn project_trust(fx: &Fixture, vars: &[(&str, &str)]) -> Vec<(String, &'static str)> {
+        let (loaded, registry) = fx.load(vars);
+        assert!(
+            loaded
+                .diagnostics
+                .iter()
+                .all(|d| d.severity != Severity::Error),
+            "{:?}",
+            loaded.diagnostics
+        );
+        registry
+            .entries()
+            .filter(|entry| entry.source == Source::Project)
+            .map(|entry| {
+                let trust = match &entry.trust {
+                    hookd_core::trust::HookTrust::NotRequired => "-",
+                    hookd_core::trust::HookTrust::Trusted { .. } => "trusted",
+                    hookd_core::trust::HookTrust::Untrusted { .. } => "untrusted",
+                };
+                (entry.config.display_name().to_owned(), trust)
+            })
+            .collect()
+    }
+
+    #[test]
+    fn project_hooks_are_trusted_by_store_and_script_contents() {
+        let fx = Fixture::new();
+        let xdg = fx.path("config");
+        let xdg = xdg.to_str().expect("utf-8");
+        let vars: &[(&str, &str)] = &[("XDG_CONFIG_HOME", xdg)];
+        fx.write(
+            "project/.gemini/settings.json",
+            r#"{"hooks": {"BeforeTool": [{"hooks": [
+                {"type": "command", "name": "guard", "command": "bash $GEMINI_PROJECT_DIR/hooks/g.sh"},
+                {"type": "command", "name": "inline", "command": "echo hi"}
+            ]}]}}"#,
+        );
+        fx.write("project/hooks/g.sh", "echo v1\n");
+        assert_eq!(
+            project_trust(&fx, vars),
+            [
+                ("guard".to_owned(), "untrusted"),
+                ("inline".to_owned(), "untrusted")
+            ]
+        );
+
+        // The store trusts the guard with the script as it is now.
+        let shared = SharedLayers::load(fx.env(vars));
+        let project = ProjectLayer::load(&shared, &fx.path("project"));
+        let input = read_hook_trust(&shared, &project);
+        assert_eq!(
+            input.scripts,
+            [ScriptFile {
+                path: fx.path("project/hooks/g.sh"),
+                sha256: Some(trust::sha256_hex(b"echo v1\n")),
+            }]
+        );
+        let registry = Registry::build(&assemble(&shared, &project).input);
+        let guard = registry
+            .entries()
+            .find(|entry| entry.config.display_name() == "guard")
+            .and_then(|entry| entry.trust.key().cloned())
+            .expect("the guard's key");
+        assert_eq!(guard.scripts[0].path, "hooks/g.sh");
+        let mut store = TrustStore::default();
+        store.trust(&fx.path("project").to_string_lossy(), &[guard]);
+        fx.write("config/hookd/trusted-hooks.json", &store.to_text());
+        assert_eq!(
+            project_trust(&fx, vars),
+            [
+                ("guard".to_owned(), "trusted"),
+                ("inline".to_owned(), "untrusted")
+            ]
+        );
+
+        // Editing the script, or deleting it, makes the guard untrusted again.
+        fx.write("project/hooks/g.sh", "echo v2\n");
+        assert_eq!(
+            project_trust(&fx, vars)[0],
+            ("guard".to_owned(), "untrusted")
+        );
+        fs::remove_file(fx.path("project/hooks/g.sh")).expect("remove");
+        assert_eq!(
+            project_trust(&fx, vars)[0],
+            ("guard".to_owned(), "untrusted")
+        );
+        fx.write("project/hooks/g.sh", "echo v1\n");
+        assert_eq!(project_trust(&fx, vars)[0], ("guard".to_owned(), "trusted"));
+
+        // A broken store is an error and trusts nothing.
+        fx.write("config/hookd/trusted-hooks.json", "{");
+        let (loaded, registry) = fx.load(vars);
+        assert!(
+            loaded
+                .diagnostics
+                .iter()
+                .any(|d| d.severity == Severity::Error
+                    && d.message.starts_with("invalid trusted hooks store")),
+            "{:?}",
+            loaded.diagnostics
+        );
+        assert!(registry.entries().all(|entry| entry.trust.is_untrusted()));
     }
 
     #[test]

@@ -6,6 +6,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use hookd_core::policy::FailurePolicy;
+use hookd_core::trust::ProjectHookPolicy;
 
 use crate::control::{Control, Lifecycle};
 
@@ -33,6 +34,9 @@ pub struct ServerConfig {
     /// The failure policy (decision D9) of hooks whose settings entry has no valid
     /// `on_failure` key: `allow` (Gemini CLI's behaviour) unless changed.
     pub default_on_failure: FailurePolicy,
+    /// What an untrusted project hook does (decision D8): `warn` (run it and say so once,
+    /// Gemini CLI's behaviour) unless changed to `require` (do not run it).
+    pub project_hooks: ProjectHookPolicy,
     /// The daemon's own environment: used to find the settings layers, to expand `$VAR` in
     /// settings files, and as the hooks' environment when a client sends none.
     pub env: HashMap<String, String>,
@@ -57,6 +61,7 @@ impl std::fmt::Debug for ServerConfig {
             .field("handshake_timeout", &self.handshake_timeout)
             .field("shell", &self.shell)
             .field("default_on_failure", &self.default_on_failure)
+            .field("project_hooks", &self.project_hooks)
             .field("home", &self.home)
             .field("lifecycle", &self.lifecycle.is_some())
             .finish_non_exhaustive()
@@ -81,6 +86,7 @@ impl ServerConfig {
             handshake_timeout: Duration::from_secs(10),
             shell: PathBuf::from("bash"),
             default_on_failure: FailurePolicy::Allow,
+            project_hooks: ProjectHookPolicy::Warn,
             env,
             home,
             control: Control::new(),

@@ -55,6 +55,8 @@ impl Shared {
             shell: config.shell.clone(),
             hook_slots: Arc::new(Semaphore::new(config.max_hooks.max(1))),
             default_on_failure: config.default_on_failure,
+            project_hooks: config.project_hooks,
+            trust_warnings: Default::default(),
         };
         Shared {
             registries: Registries::new(&config),
