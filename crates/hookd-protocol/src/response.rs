@@ -35,13 +35,17 @@ pub enum ServerMessage {
     RegistryChanged(RegistryChangedMessage),
     /// The answer to a `reload` request, once every registry is rebuilt.
     Reloaded(ReloadedMessage),
-    /// The answer to `enable`, `disable`, `enable_all` and `disable_all`.
+    /// The answer to `enable`, `disable`, `enable_all`, `disable_all`, `trust` and `untrust`.
     Edited(EditedMessage),
+    /// The answer to `trust_preview`: what `trust` would trust.
+    TrustPreview(TrustPreviewMessage),
+    /// The answer to `trust_list`: the trust store's contents.
+    TrustList(TrustListMessage),
 }
 
 impl ServerMessage {
     /// The `"type"` tag of every server message, in declaration order.
-    pub const TYPES: [&'static str; 12] = [
+    pub const TYPES: [&'static str; 14] = [
         "hello",
         "hook_result",
         "result",
@@ -54,6 +58,8 @@ impl ServerMessage {
         "registry_changed",
         "reloaded",
         "edited",
+        "trust_preview",
+        "trust_list",
     ];
 
     /// The message's `"type"` tag.
@@ -71,6 +77,8 @@ impl ServerMessage {
             ServerMessage::RegistryChanged(_) => "registry_changed",
             ServerMessage::Reloaded(_) => "reloaded",
             ServerMessage::Edited(_) => "edited",
+            ServerMessage::TrustPreview(_) => "trust_preview",
+            ServerMessage::TrustList(_) => "trust_list",
         }
     }
 
@@ -90,6 +98,8 @@ impl ServerMessage {
             ServerMessage::RegistryChanged(message) => Some(&message.id),
             ServerMessage::Reloaded(message) => Some(&message.id),
             ServerMessage::Edited(message) => Some(&message.id),
+            ServerMessage::TrustPreview(message) => Some(&message.id),
+            ServerMessage::TrustList(message) => Some(&message.id),
         }
     }
 
@@ -197,6 +207,10 @@ pub struct HookRecord {
     /// records from daemons that predate it, which reads as `null`.
     #[serde(default)]
     pub failure: Option<String>,
+    /// A note for the user that is not an error: the first run of an untrusted project hook
+    /// under the `warn` trust policy says so here (decision D8). Absent when there is none.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub warning: Option<String>,
 }
 
 /// How a hook's output was given.
@@ -338,6 +352,14 @@ pub struct ListedHook {
     /// How its latest run went, if it ran since the daemon started.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub last_run: Option<LastRun>,
+    /// `true` for a project hook that is not trusted (decision D8): under the `require`
+    /// policy it does not run. Absent (false) for every other hook.
+    #[serde(default, skip_serializing_if = "is_false")]
+    pub untrusted: bool,
+}
+
+fn is_false(flag: &bool) -> bool {
+    !*flag
 }
 
 /// How a hook's latest run went.
@@ -486,6 +508,74 @@ pub struct EditedMessage {
     pub generation: u64,
 }
 
+/// One script file of a trusted hook, with the SHA-256 of its contents.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct TrustedScript {
+    /// The file, relative to the project directory, with `/` separators.
+    pub path: String,
+    /// The SHA-256 of its contents as 64 lower-case hex digits.
+    pub sha256: String,
+}
+
+/// What trusting one project hook covers: its name, its command and its scripts' contents.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct TrustedHook {
+    /// The event the hook is registered for; only in `trust_preview` answers (the trust store
+    /// does not record it).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub event: Option<String>,
+    /// The hook's `name`, `""` when it has none.
+    pub name: String,
+    /// The hook's command line.
+    pub command: String,
+    /// The project files the command runs, each with its contents' SHA-256.
+    #[serde(default)]
+    pub scripts: Vec<TrustedScript>,
+}
+
+/// What `trust` would trust for a project.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct TrustPreviewMessage {
+    /// The request's id.
+    pub id: RequestId,
+    /// The project directory, as requested.
+    pub cwd: String,
+    /// The daemon's policy for untrusted project hooks: `warn` or `require`.
+    pub policy: String,
+    /// Whether the folder is trusted at all (folder trust, as Gemini CLI decides it); in an
+    /// untrusted folder no project hook is loaded, so there is nothing to trust.
+    pub folder_trusted: bool,
+    /// The project hooks that are not trusted, in registry order, each once.
+    pub untrusted: Vec<TrustedHook>,
+    /// How many project hooks are trusted already.
+    pub trusted: u64,
+    /// The trust store file.
+    pub file: String,
+    /// The generation of the registry the preview was made from.
+    pub generation: u64,
+}
+
+/// The trust store's contents.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct TrustListMessage {
+    /// The request's id.
+    pub id: RequestId,
+    /// The trust store file.
+    pub file: String,
+    /// Every project with trusted hooks (only the requested one when the request named a
+    /// `cwd`), ordered by directory.
+    pub projects: Vec<TrustedProject>,
+}
+
+/// The trusted hooks of one project directory.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct TrustedProject {
+    /// The project directory.
+    pub cwd: String,
+    /// Its trusted hooks.
+    pub hooks: Vec<TrustedHook>,
+}
+
 /// The answer to `ping`.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct PongMessage {
@@ -534,10 +624,68 @@ mod tests {
             error: None,
             outcome: Outcome::Exited { code: 0 },
             failure: None,
+            warning: None,
         }
     }
 
     const EXITED_HOOK: &str = r#"{"name":"guard","source":"project","event":"BeforeTool","success":true,"exit_code":0,"duration_ms":12.5,"output":{"decision":"allow"},"output_format":"json","stdout":"{\"decision\":\"allow\"}","stderr":"","error":null,"outcome":{"kind":"exited","code":0},"failure":null}"#;
+
+    #[test]
+    fn trust_messages_round_trip() {
+        let hook = TrustedHook {
+            event: Some("BeforeTool".to_owned()),
+            name: "guard".to_owned(),
+            command: "./g.sh".to_owned(),
+            scripts: vec![TrustedScript {
+                path: "g.sh".to_owned(),
+                sha256: "ab".repeat(32),
+            }],
+        };
+        let sha = "ab".repeat(32);
+        check(
+            ServerMessage::TrustPreview(TrustPreviewMessage {
+                id: 1.into(),
+                cwd: "/p".to_owned(),
+                policy: "require".to_owned(),
+                folder_trusted: true,
+                untrusted: vec![hook.clone()],
+                trusted: 2,
+                file: "/h/.config/hookd/trusted-hooks.json".to_owned(),
+                generation: 4,
+            }),
+            &format!(
+                r#"{{"type":"trust_preview","id":1,"cwd":"/p","policy":"require","folder_trusted":true,"untrusted":[{{"event":"BeforeTool","name":"guard","command":"./g.sh","scripts":[{{"path":"g.sh","sha256":"{sha}"}}]}}],"trusted":2,"file":"/h/.config/hookd/trusted-hooks.json","generation":4}}"#
+            ),
+        );
+        check(
+            ServerMessage::TrustList(TrustListMessage {
+                id: 2.into(),
+                file: "/t.json".to_owned(),
+                projects: vec![TrustedProject {
+                    cwd: "/p".to_owned(),
+                    hooks: vec![TrustedHook {
+                        event: None,
+                        scripts: Vec::new(),
+                        ..hook
+                    }],
+                }],
+            }),
+            r#"{"type":"trust_list","id":2,"file":"/t.json","projects":[{"cwd":"/p","hooks":[{"name":"guard","command":"./g.sh","scripts":[]}]}]}"#,
+        );
+        let mut warned = exited_hook();
+        warned.warning = Some("untrusted".to_owned());
+        check(
+            ServerMessage::HookResult(HookResultMessage {
+                id: 3.into(),
+                index: 0,
+                hook: warned,
+            }),
+            &format!(
+                r#"{{"type":"hook_result","id":3,"index":0,"hook":{},"warning":"untrusted"}}}}"#,
+                &EXITED_HOOK[..EXITED_HOOK.len() - 1]
+            ),
+        );
+    }
 
     #[test]
     fn every_variant_round_trips() {
@@ -624,6 +772,7 @@ mod tests {
                             finished_at_ms: 1_700_000_000_000,
                             error: Some("Hook timed out after 5ms".to_owned()),
                         }),
+                        untrusted: true,
                     },
                     ListedHook {
                         event: "SessionStart".to_owned(),
@@ -639,6 +788,7 @@ mod tests {
                         command: None,
                         hook_type: "runtime".to_owned(),
                         last_run: None,
+                        untrusted: false,
                     },
                 ],
                 diagnostics: vec![
@@ -662,7 +812,7 @@ mod tests {
             }),
             concat!(
                 r#"{"type":"list","id":6,"cwd":"/p","hooks_enabled":true,"generation":2,"hooks":["#,
-                r#"{"event":"BeforeTool","name":"guard","enabled":true,"source":"project","path":"/p/.gemini/settings.json","matcher":"run_shell_command","sequential":false,"timeout_ms":60000,"description":"blocks rm","command":"./guard.sh","type":"command","last_run":{"success":false,"outcome":"timed_out","duration_ms":5.5,"finished_at_ms":1700000000000,"error":"Hook timed out after 5ms"}},"#,
+                r#"{"event":"BeforeTool","name":"guard","enabled":true,"source":"project","path":"/p/.gemini/settings.json","matcher":"run_shell_command","sequential":false,"timeout_ms":60000,"description":"blocks rm","command":"./guard.sh","type":"command","last_run":{"success":false,"outcome":"timed_out","duration_ms":5.5,"finished_at_ms":1700000000000,"error":"Hook timed out after 5ms"},"untrusted":true},"#,
                 r#"{"event":"SessionStart","name":"hello","enabled":false,"source":"extension","extension":"greeter","sequential":true,"timeout_ms":5000,"type":"runtime"}],"#,
                 r#""diagnostics":[{"severity":"error","path":"/p/.gemini/settings.json","line":3,"column":7,"message":"expected `,`"},"#,
                 r#"{"severity":"warning","key":"hooks.BeforeTool[0].matcher","message":"unused matcher"}]}"#,

@@ -42,6 +42,7 @@ pub(crate) fn hook_record(result: &HookResult) -> wire::HookRecord {
         error: result.error.clone(),
         outcome: outcome(&result.outcome),
         failure: result.failure.map(|kind| kind.as_str().to_owned()),
+        warning: result.warning.clone(),
     }
 }
 
@@ -165,6 +166,7 @@ pub(crate) fn list(
                 command: entry.config.command.clone(),
                 hook_type: entry.config.hook_type.as_str().to_owned(),
                 last_run: last_runs.get(entry),
+                untrusted: entry.trust.is_untrusted(),
             })
             .collect(),
         diagnostics: snapshot.diagnostics().map(diagnostic).collect(),
