@@ -7,6 +7,8 @@
 
 mod decisions;
 mod execution;
+mod faults_clients;
+mod faults_hooks;
 mod hot_reload;
 mod lifecycle;
 mod load;

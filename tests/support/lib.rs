@@ -344,6 +344,31 @@ impl RawConn {
     }
 }
 
+impl RawConn {
+    /// Reads the next frame's body as bytes, unparsed (to check its size, say); `None` when
+    /// the daemon closed the connection at a frame boundary.
+    pub async fn recv_body(&mut self) -> Option<Vec<u8>> {
+        use tokio::io::AsyncReadExt;
+        within("reading a frame from the daemon", RAW_RECV_TIMEOUT, async {
+            let mut prefix = [0u8; 4];
+            match self.stream.read_exact(&mut prefix).await {
+                Ok(_) => {}
+                Err(err) if err.kind() == std::io::ErrorKind::UnexpectedEof => return None,
+                Err(err) if err.kind() == std::io::ErrorKind::ConnectionReset => return None,
+                Err(err) => panic!("raw read failed: {err}"),
+            }
+            let len = u32::from_be_bytes(prefix) as usize;
+            let mut body = vec![0u8; len];
+            self.stream
+                .read_exact(&mut body)
+                .await
+                .expect("a whole frame body");
+            Some(body)
+        })
+        .await
+    }
+}
+
 /// How long [`fire`] lets one event take before failing the test.
 const FIRE_TIMEOUT: Duration = Duration::from_secs(60);
 
@@ -369,3 +394,519 @@ pub async fn fire_request(client: &Client, request: EventRequest) -> EventRespon
 pub const ECHO_N_SCRIPT: &str = r#"input=$(cat)
 n=$(printf '%s' "$input" | sed -n 's/.*"n":"\([^"]*\)".*/\1/p')
 printf '{"decision":"deny","reason":"r-%s"}\n' "$n""#;
+
+// Fault injection: the helpers below let a test break the daemon's world on purpose and then
+// check that nothing is left behind: no process, no zombie, no memory.
+
+/// Serialises the tests that measure the test process's memory: the daemon runs inside the
+/// test process, so two such tests at once would count each other's allocations.
+static MEMORY_TESTS: tokio::sync::Mutex<()> = tokio::sync::Mutex::const_new(());
+
+/// Waits until no other memory-measuring test runs; hold the guard for the whole test.
+pub async fn memory_test_lock() -> tokio::sync::MutexGuard<'static, ()> {
+    MEMORY_TESTS.lock().await
+}
+
+/// A `/proc/self/status` field given in kB (`VmRSS`, `VmHWM`), in KiB.
+pub fn own_memory_kib(field: &str) -> Option<u64> {
+    let status = std::fs::read_to_string("/proc/self/status").ok()?;
+    status.lines().find_map(|line| {
+        let rest = line.strip_prefix(field)?.strip_prefix(':')?;
+        rest.split_whitespace().next()?.parse().ok()
+    })
+}
+
+/// How often [`MemoryWatch`] samples the resident set size.
+const MEMORY_SAMPLE_EVERY: Duration = Duration::from_millis(5);
+
+/// Watches the test process's resident memory from [`MemoryWatch::start`] to
+/// [`MemoryWatch::finish`]: the value before, the peak in between, the value after.
+///
+/// The peak is the larger of a sampler thread's readings and the kernel's own high-water mark
+/// (`VmHWM`), which is reset at the start when `/proc/self/clear_refs` allows it. Freed large
+/// buffers go back to the kernel, so only the peak catches a daemon that held an input or an
+/// output whole for a while; the value after catches memory that is never given back.
+pub struct MemoryWatch {
+    before_kib: u64,
+    hwm_reset: bool,
+    peak_kib: std::sync::Arc<std::sync::atomic::AtomicU64>,
+    stop: std::sync::Arc<std::sync::atomic::AtomicBool>,
+    sampler: Option<std::thread::JoinHandle<()>>,
+}
+
+/// What a [`MemoryWatch`] saw, in KiB.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct MemoryUse {
+    /// Resident memory when the watch started.
+    pub before_kib: u64,
+    /// The most resident memory seen while it ran.
+    pub peak_kib: u64,
+    /// Resident memory when it finished.
+    pub after_kib: u64,
+}
+
+impl MemoryWatch {
+    /// Records the current resident memory and starts sampling.
+    pub fn start() -> MemoryWatch {
+        use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+
+        // "5" resets the high-water mark to the current resident size (proc(5)).
+        let hwm_reset = std::fs::write("/proc/self/clear_refs", "5").is_ok();
+        let before_kib = own_memory_kib("VmRSS").expect("VmRSS in /proc/self/status");
+        let peak_kib = std::sync::Arc::new(AtomicU64::new(before_kib));
+        let stop = std::sync::Arc::new(AtomicBool::new(false));
+        let sampler = std::thread::spawn({
+            let peak_kib = std::sync::Arc::clone(&peak_kib);
+            let stop = std::sync::Arc::clone(&stop);
+            move || {
+                while !stop.load(Ordering::Relaxed) {
+                    if let Some(rss) = own_memory_kib("VmRSS") {
+                        peak_kib.fetch_max(rss, Ordering::Relaxed);
+                    }
+                    std::thread::sleep(MEMORY_SAMPLE_EVERY);
+                }
+            }
+        });
+        MemoryWatch {
+            before_kib,
+            hwm_reset,
+            peak_kib,
+            stop,
+            sampler: Some(sampler),
+        }
+    }
+
+    /// Stops sampling and returns what was seen.
+    pub fn finish(mut self) -> MemoryUse {
+        use std::sync::atomic::Ordering;
+
+        self.stop.store(true, Ordering::Relaxed);
+        if let Some(sampler) = self.sampler.take() {
+            sampler.join().expect("memory sampler");
+        }
+        let after_kib = own_memory_kib("VmRSS").expect("VmRSS in /proc/self/status");
+        let mut peak_kib = self.peak_kib.load(Ordering::Relaxed).max(after_kib);
+        if self.hwm_reset {
+            peak_kib = peak_kib.max(own_memory_kib("VmHWM").unwrap_or(0));
+        }
+        MemoryUse {
+            before_kib: self.before_kib,
+            peak_kib,
+            after_kib,
+        }
+    }
+}
+
+impl Drop for MemoryWatch {
+    fn drop(&mut self) {
+        self.stop.store(true, std::sync::atomic::Ordering::Relaxed);
+    }
+}
+
+impl MemoryUse {
+    /// How far the peak rose above the value before, in MiB.
+    pub fn peak_growth_mib(&self) -> f64 {
+        self.peak_kib.saturating_sub(self.before_kib) as f64 / 1024.0
+    }
+
+    /// How far the value after rose above the value before, in MiB.
+    pub fn after_growth_mib(&self) -> f64 {
+        self.after_kib.saturating_sub(self.before_kib) as f64 / 1024.0
+    }
+
+    /// Prints the figures (visible with `--nocapture`) and asserts that neither the peak nor
+    /// the value after grew by `limit_mib` or more.
+    pub fn assert_bounded(&self, what: &str, limit_mib: u64) {
+        let limit = limit_mib as f64;
+        eprintln!(
+            "memory during {what}: before {:.1} MiB, peak +{:.1} MiB, after +{:.1} MiB \
+             (limit +{limit_mib} MiB)",
+            self.before_kib as f64 / 1024.0,
+            self.peak_growth_mib(),
+            self.after_growth_mib()
+        );
+        assert!(
+            self.peak_growth_mib() < limit,
+            "{what}: resident memory peaked {:.1} MiB above its start (limit {limit_mib} MiB): \
+             {self:?}",
+            self.peak_growth_mib()
+        );
+        assert!(
+            self.after_growth_mib() < limit,
+            "{what}: resident memory ended {:.1} MiB above its start (limit {limit_mib} MiB): \
+             {self:?}",
+            self.after_growth_mib()
+        );
+    }
+}
+
+/// One process as its `/proc/<pid>/stat` describes it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ProcessInfo {
+    /// Its pid.
+    pub pid: i32,
+    /// Its command name (at most 15 bytes, as the kernel keeps it).
+    pub command: String,
+    /// Its state letter: `R`, `S`, `D`, `Z` (zombie), ...
+    pub state: char,
+    /// Its parent's pid.
+    pub ppid: i32,
+    /// Its process group.
+    pub pgid: i32,
+}
+
+impl ProcessInfo {
+    /// Parses the contents of `/proc/<pid>/stat`. The command name is in parentheses and may
+    /// itself contain spaces and parentheses, so the fields are counted from the last `)`.
+    pub fn parse_stat(stat: &str) -> Option<ProcessInfo> {
+        let (head, rest) = stat.rsplit_once(')')?;
+        let (pid, command) = head.split_once(" (")?;
+        let mut fields = rest.split_whitespace();
+        let state = fields.next()?.chars().next()?;
+        let ppid = fields.next()?.parse().ok()?;
+        let pgid = fields.next()?.parse().ok()?;
+        Some(ProcessInfo {
+            pid: pid.trim().parse().ok()?,
+            command: command.to_owned(),
+            state,
+            ppid,
+            pgid,
+        })
+    }
+
+    /// Whether it has exited (a zombie, or dead and about to vanish).
+    pub fn is_zombie(&self) -> bool {
+        self.state == 'Z' || self.state == 'X'
+    }
+}
+
+/// Every process `/proc` shows now; processes that vanish during the scan are skipped.
+pub fn all_processes() -> Vec<ProcessInfo> {
+    let Ok(entries) = std::fs::read_dir("/proc") else {
+        return Vec::new();
+    };
+    entries
+        .filter_map(Result::ok)
+        .filter_map(|entry| entry.file_name().to_str()?.parse::<i32>().ok())
+        .filter_map(|pid| std::fs::read_to_string(format!("/proc/{pid}/stat")).ok())
+        .filter_map(|stat| ProcessInfo::parse_stat(&stat))
+        .collect()
+}
+
+/// Whether process `pid` was started with `entry` (`NAME=value`) in its environment. Zombies
+/// have no readable environment, so this is only ever true of a live process.
+fn has_environment_entry(pid: i32, entry: &[u8]) -> bool {
+    std::fs::read(format!("/proc/{pid}/environ"))
+        .is_ok_and(|environ| environ.split(|&byte| byte == 0).any(|item| item == entry))
+}
+
+/// The directory, inside the project, where hooks record pids (see [`RECORD_PID`]).
+pub const PIDS_DIR: &str = ".pids";
+
+/// A shell command that records the hook's pid as an empty file named after it in
+/// [`PIDS_DIR`]. Hooks run as `bash -c` and lead their own process group, so this pid is also
+/// the group id that every process the hook starts inherits. A hook can record more pids (of
+/// its children, say) by writing them, whitespace-separated, into any file of that directory.
+///
+/// The braces keep the variable for the shell: hookd rewrites the bare `$GEMINI_PROJECT_DIR`
+/// form in command lines textually, as Gemini CLI does.
+pub const RECORD_PID: &str = r#": > "${GEMINI_PROJECT_DIR}/.pids/$$""#;
+
+/// What the hooks of one daemon left behind, from [`Daemon::leftovers`].
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Leftovers {
+    /// Live processes started for this daemon's project: hooks and everything they started,
+    /// found by the `GEMINI_PROJECT_DIR` the daemon put in their environment (it is inherited
+    /// by every descendant, even one that left the hook's process group).
+    pub running: Vec<ProcessInfo>,
+    /// Zombies whose parent is this test process, that is the daemon, among the recorded
+    /// hooks: processes the daemon spawned and never reaped.
+    pub zombies: Vec<ProcessInfo>,
+    /// Dead members of recorded hook groups whose parent is another process: a hook's
+    /// children orphaned when the hook exited, then killed. Reaping them is the job of the
+    /// process they were reparented to (init, or a subreaper), not the daemon's, so they do
+    /// not count against it; in a container whose init never reaps they stay forever.
+    pub orphan_zombies: Vec<ProcessInfo>,
+}
+
+impl Leftovers {
+    /// Nothing alive and no unreaped child of the daemon.
+    pub fn is_clean(&self) -> bool {
+        self.running.is_empty() && self.zombies.is_empty()
+    }
+}
+
+/// How long [`Daemon::assert_no_leftovers`] waits for processes to go away.
+const LEFTOVER_TIMEOUT: Duration = Duration::from_secs(20);
+
+impl Daemon {
+    /// Creates (if needed) and returns the directory hooks record their pids in with
+    /// [`RECORD_PID`].
+    pub fn pids_dir(&self) -> PathBuf {
+        let dir = self.project.join(PIDS_DIR);
+        std::fs::create_dir_all(&dir).expect("pids dir");
+        dir
+    }
+
+    /// Every pid recorded in [`PIDS_DIR`]: file names that are pids, and the whitespace-
+    /// separated numbers inside the files.
+    pub fn recorded_pids(&self) -> std::collections::BTreeSet<i32> {
+        let mut pids = std::collections::BTreeSet::new();
+        let Ok(entries) = std::fs::read_dir(self.project.join(PIDS_DIR)) else {
+            return pids;
+        };
+        for entry in entries.filter_map(Result::ok) {
+            if let Some(pid) = entry
+                .file_name()
+                .to_str()
+                .and_then(|name| name.parse().ok())
+            {
+                pids.insert(pid);
+            }
+            let text = std::fs::read_to_string(entry.path()).unwrap_or_default();
+            pids.extend(
+                text.split_whitespace()
+                    .filter_map(|word| word.parse::<i32>().ok()),
+            );
+        }
+        pids
+    }
+
+    /// The pids written into the files of [`PIDS_DIR`] whose names end with `suffix`.
+    pub fn recorded_in(&self, suffix: &str) -> Vec<i32> {
+        let mut pids = Vec::new();
+        let Ok(entries) = std::fs::read_dir(self.project.join(PIDS_DIR)) else {
+            return pids;
+        };
+        for entry in entries.filter_map(Result::ok) {
+            let name = entry.file_name();
+            if name.to_str().is_some_and(|name| name.ends_with(suffix)) {
+                let text = std::fs::read_to_string(entry.path()).unwrap_or_default();
+                pids.extend(
+                    text.split_whitespace()
+                        .filter_map(|word| word.parse::<i32>().ok()),
+                );
+            }
+        }
+        pids
+    }
+
+    /// Scans `/proc` for what this daemon's hooks left behind.
+    pub fn leftovers(&self) -> Leftovers {
+        let me = i32::try_from(std::process::id()).expect("pid fits i32");
+        let recorded = self.recorded_pids();
+        let marker = format!("GEMINI_PROJECT_DIR={}", self.project.display());
+        let mut leftovers = Leftovers::default();
+        for process in all_processes() {
+            if process.pid == me {
+                continue;
+            }
+            let in_hook_group = recorded.contains(&process.pgid) || recorded.contains(&process.pid);
+            if process.is_zombie() {
+                if in_hook_group && process.ppid == me {
+                    leftovers.zombies.push(process);
+                } else if in_hook_group {
+                    leftovers.orphan_zombies.push(process);
+                }
+            } else if has_environment_entry(process.pid, marker.as_bytes()) {
+                leftovers.running.push(process);
+            }
+        }
+        leftovers
+    }
+
+    /// Waits (a bounded poll) until no hook process of this daemon is alive and the daemon
+    /// has reaped every hook it spawned; fails the test with the leftovers otherwise.
+    pub async fn assert_no_leftovers(&self, what: &str) {
+        let deadline = tokio::time::Instant::now() + LEFTOVER_TIMEOUT;
+        loop {
+            let leftovers = self.leftovers();
+            if leftovers.is_clean() {
+                if !leftovers.orphan_zombies.is_empty() {
+                    eprintln!(
+                        "{what}: {} killed orphans of hooks wait for their new parent \
+                         (not the daemon) to reap them",
+                        leftovers.orphan_zombies.len()
+                    );
+                }
+                return;
+            }
+            if tokio::time::Instant::now() >= deadline {
+                // Kill what is left so that a failed test does not leave it to later tests.
+                for process in &leftovers.running {
+                    let _ = nix::sys::signal::kill(
+                        nix::unistd::Pid::from_raw(process.pid),
+                        nix::sys::signal::Signal::SIGKILL,
+                    );
+                }
+                panic!(
+                    "{what}: after {LEFTOVER_TIMEOUT:?}, {} hook processes still ran (now \
+                     killed by the test) and {} zombies waited for the daemon; the first: \
+                     running {:?}, zombies {:?}",
+                    leftovers.running.len(),
+                    leftovers.zombies.len(),
+                    &leftovers.running[..leftovers.running.len().min(5)],
+                    &leftovers.zombies[..leftovers.zombies.len().min(5)],
+                );
+            }
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
+    }
+}
+
+/// The tool name whose `BeforeTool` event runs the probe hook of [`probe_definition`].
+pub const PROBE_TOOL: &str = "probe";
+
+/// The probe: a definition for tool [`PROBE_TOOL`] whose one hook records its pid and
+/// denies with reason `probe-ok`, so that a test can check the daemon still answers
+/// correctly after a fault.
+pub fn probe_definition() -> (&'static str, Option<&'static str>, Vec<Value>) {
+    let command =
+        format!("{RECORD_PID}; printf '%s\\n' '{{\"decision\":\"deny\",\"reason\":\"probe-ok\"}}'");
+    (
+        "BeforeTool",
+        Some("^probe$"),
+        vec![command_hook("probe", &command)],
+    )
+}
+
+impl Daemon {
+    /// Starts a daemon for a fault-injection test: project settings made of `definitions`
+    /// plus the [`probe_definition`], and an empty [`PIDS_DIR`].
+    pub async fn start_for_faults(
+        definitions: Vec<(&str, Option<&str>, Vec<Value>)>,
+        options: DaemonOptions,
+    ) -> Daemon {
+        let mut definitions = definitions;
+        definitions.push(probe_definition());
+        let daemon = Daemon::start_with(settings(&definitions), options).await;
+        daemon.pids_dir();
+        daemon
+    }
+
+    /// Checks, with a new client, that the daemon still answers correctly: a ping, an event
+    /// that runs the probe hook, and an event that matches no hook.
+    pub async fn assert_serves(&self, what: &str) {
+        let client = within(
+            &format!("connecting after {what}"),
+            Duration::from_secs(20),
+            self.client(),
+        )
+        .await;
+        within("a ping", Duration::from_secs(20), client.ping())
+            .await
+            .unwrap_or_else(|err| panic!("after {what}, a ping failed: {err}"));
+        let cwd = self.cwd();
+        let probe = fire(
+            &client,
+            &cwd,
+            "BeforeTool",
+            serde_json::json!({"tool_name": PROBE_TOOL, "tool_input": {}}),
+        )
+        .await;
+        assert_eq!(probe.hooks.len(), 1, "after {what}: {probe:?}");
+        assert!(probe.success, "after {what}: {probe:?}");
+        assert_eq!(
+            probe.final_output.as_ref().map(|output| &output["reason"]),
+            Some(&Value::from("probe-ok")),
+            "after {what}: {probe:?}"
+        );
+        let nothing = fire(
+            &client,
+            &cwd,
+            "BeforeTool",
+            serde_json::json!({"tool_name": "no-hook-matches-this", "tool_input": {}}),
+        )
+        .await;
+        assert!(nothing.hooks.is_empty(), "after {what}: {nothing:?}");
+    }
+
+    /// The checks every fault ends with: the daemon serves a new client correctly, leaves no
+    /// hook process and no zombie, and its memory grew by less than `limit_mib` (peak and
+    /// end); then it is stopped.
+    pub async fn finish_fault(self, what: &str, memory: MemoryWatch, limit_mib: u64) {
+        self.assert_serves(what).await;
+        self.assert_no_leftovers(what).await;
+        memory.finish().assert_bounded(what, limit_mib);
+        within("stopping the daemon", Duration::from_secs(30), self.stop()).await;
+    }
+}
+
+/// Raises this process's soft limit on open files to its hard limit, and returns the soft
+/// limit now in force.
+pub fn raise_open_files_limit() -> u64 {
+    use nix::sys::resource::{Resource, getrlimit, setrlimit};
+
+    let (soft, hard) = getrlimit(Resource::RLIMIT_NOFILE).expect("getrlimit");
+    if soft < hard && setrlimit(Resource::RLIMIT_NOFILE, hard, hard).is_ok() {
+        return hard;
+    }
+    soft
+}
+
+/// How many file descriptors this process has open now.
+pub fn open_file_count() -> usize {
+    std::fs::read_dir("/proc/self/fd").map_or(0, |entries| entries.count())
+}
+
+impl RawConn {
+    /// Splits the connection so that one task can keep writing while another reads.
+    pub fn into_split(self) -> (RawReader, RawWriter) {
+        let (read, write) = self.stream.into_split();
+        (RawReader { half: read }, RawWriter { half: write })
+    }
+}
+
+/// The reading half of a [`RawConn`].
+pub struct RawReader {
+    half: tokio::net::unix::OwnedReadHalf,
+}
+
+impl RawReader {
+    /// Reads the next frame as JSON, as [`RawConn::recv`] does; `None` at end of stream.
+    pub async fn recv(&mut self) -> Option<Value> {
+        use tokio::io::AsyncReadExt;
+        within("reading a frame from the daemon", RAW_RECV_TIMEOUT, async {
+            let mut prefix = [0u8; 4];
+            match self.half.read_exact(&mut prefix).await {
+                Ok(_) => {}
+                Err(err) if err.kind() == std::io::ErrorKind::UnexpectedEof => return None,
+                Err(err) if err.kind() == std::io::ErrorKind::ConnectionReset => return None,
+                Err(err) => panic!("raw read failed: {err}"),
+            }
+            let len = u32::from_be_bytes(prefix) as usize;
+            let mut body = vec![0u8; len];
+            self.half
+                .read_exact(&mut body)
+                .await
+                .expect("a whole frame body");
+            Some(serde_json::from_slice(&body).expect("the daemon sends JSON"))
+        })
+        .await
+    }
+}
+
+/// The writing half of a [`RawConn`]. Its writes report errors instead of failing the test,
+/// because a writer that the daemon stops reading from, or disconnects, is what some tests
+/// are about.
+pub struct RawWriter {
+    half: tokio::net::unix::OwnedWriteHalf,
+}
+
+impl RawWriter {
+    /// Sends `message` as one frame.
+    pub async fn send(&mut self, message: &Value) -> std::io::Result<()> {
+        let body = serde_json::to_vec(message).expect("encode");
+        let len = u32::try_from(body.len()).expect("frame fits the prefix");
+        let mut frame = len.to_be_bytes().to_vec();
+        frame.extend_from_slice(&body);
+        self.send_bytes(&frame).await
+    }
+
+    /// Writes `bytes` as they are.
+    pub async fn send_bytes(&mut self, bytes: &[u8]) -> std::io::Result<()> {
+        use tokio::io::AsyncWriteExt;
+        self.half.write_all(bytes).await?;
+        self.half.flush().await
+    }
+}
