@@ -2,7 +2,9 @@
 //!
 //! Without a subcommand it runs the benchmark ([`bench::run`]) and prints the table
 //! ([`report::table`]). `hookd-bench reload` measures how long a settings save takes to reach
-//! the next event ([`reload::run`]). The hidden subcommands are the helper processes it
+//! the next event ([`reload::run`]); `hookd-bench load` holds many connections firing events
+//! for a minute and reports throughput, errors, memory and leftover processes
+//! ([`load::run`]). The hidden subcommands are the helper processes it
 //! starts: the daemon under test and the echo server of the raw ping-pong.
 
 mod bench;
@@ -13,6 +15,7 @@ mod echo;
 mod fixture;
 mod frame;
 mod lean;
+mod load;
 mod placement;
 mod reload;
 mod report;
@@ -62,6 +65,17 @@ enum Helper {
         #[arg(long, default_value_t = reload::DEFAULT_EDITS)]
         edits: usize,
     },
+    /// Holds many connections, each firing events in a loop (most match no hook, some run
+    /// `true`, a few print 4 KB), and reports events/s per 5 s window, errors, the daemon's
+    /// memory and the processes left after; fails if any request failed or anything was left.
+    Load {
+        /// How long to fire events, in seconds.
+        #[arg(long, default_value_t = load::DEFAULT_SECONDS)]
+        seconds: u64,
+        /// How many connections fire events at once.
+        #[arg(long, default_value_t = load::DEFAULT_CONNECTIONS)]
+        connections: usize,
+    },
     /// Answers every frame on a socket with a fixed frame (the ping-pong floor).
     #[command(hide = true)]
     EchoServer {
@@ -94,6 +108,18 @@ fn main() -> anyhow::Result<()> {
             tokio: Some(flavor),
         }) => echo::serve_tokio(&socket, reply_bytes, flavor),
         Some(Helper::Daemon(args)) => daemon::serve(args),
+        Some(Helper::Load {
+            seconds,
+            connections,
+        }) => {
+            let report = load::run(load::Options {
+                duration: std::time::Duration::from_secs(seconds),
+                connections,
+                daemon_runtime: cli.daemon_runtime,
+            })?;
+            print!("{}", load::text(&report));
+            load::check(&report)
+        }
         Some(Helper::Reload { edits }) => {
             print!("{}", reload::run(edits)?);
             Ok(())
