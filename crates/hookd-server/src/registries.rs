@@ -19,6 +19,10 @@
 //! holds at most [`MAX_CACHED_PROJECTS`] projects; the least recently used one is dropped
 //! first, so a client naming endless directories cannot grow the daemon without bound.
 //!
+//! The project-hook trust store is a shared file like the settings layers, and the digests of
+//! each project's hook scripts are part of what its registry is built from, so trusting,
+//! untrusting or editing a script rebuilds exactly the registries whose hooks' trust changed.
+//!
 //! Each file keeps its last good version ([`crate::lastgood`]); settings problems are logged
 //! once when they appear and once when they are resolved, not on every rebuild.
 
@@ -64,6 +68,16 @@ impl Snapshot {
         self.loader_diagnostics
             .iter()
             .chain(self.registry.diagnostics())
+    }
+
+    /// The script files its project hooks run (decision D8), for the watcher: editing one
+    /// changes the hooks' trust keys.
+    pub(crate) fn script_files(&self) -> impl Iterator<Item = &Path> {
+        self.input
+            .hook_trust
+            .scripts
+            .iter()
+            .map(|script| script.path.as_path())
     }
 
     /// The settings files it was built from, as `(layer label, path, text)`.
@@ -321,6 +335,20 @@ impl Registries {
     /// The cached project directories.
     pub(crate) fn project_dirs(&self) -> Vec<PathBuf> {
         self.lock_cache().keys().cloned().collect()
+    }
+
+    /// The script files each cached project's hooks run, as `(project dir, file)`.
+    pub(crate) fn script_files(&self) -> Vec<(PathBuf, PathBuf)> {
+        self.lock_cache()
+            .iter()
+            .flat_map(|(dir, cached)| {
+                cached
+                    .snapshot
+                    .script_files()
+                    .map(|file| (dir.clone(), file.to_owned()))
+                    .collect::<Vec<_>>()
+            })
+            .collect()
     }
 
     /// The current shared layers, if they were read.

@@ -8,10 +8,11 @@
 //! Directories are watched, not files, and never recursively: editors save by writing a new
 //! file and renaming it over the old one, which a watch on the old file would not survive. The
 //! watched directories are those holding the files that matter: the user settings, the system
-//! settings and system defaults, the trusted-folders and extension-enablement files, the
-//! extensions directory, each extension's directory and its `hooks/` directory, and each loaded
-//! project's `.gemini/` directory (plus the project directory itself when extensions may read
-//! its `.env`). When a directory does not exist yet, its nearest existing ancestor is watched
+//! settings and system defaults, the trusted-folders and extension-enablement files, hookd's
+//! trusted-hooks store, the extensions directory, each extension's directory and its `hooks/`
+//! directory, each loaded project's `.gemini/` directory (plus the project directory itself
+//! when extensions may read its `.env`), and the directory of every script a loaded project's
+//! hooks run (decision D8: editing a trusted script must make its hook untrusted). When a directory does not exist yet, its nearest existing ancestor is watched
 //! for the one name on the way, so creating `.gemini/` (or the extensions directory) is seen.
 //!
 //! Events are filtered by file name (so reads of our own, swap files and unrelated files are
@@ -251,6 +252,7 @@ impl Watcher {
             &paths.system_defaults,
             &paths.trusted_folders,
             &paths.extension_enablement,
+            &paths.trusted_hooks,
         ] {
             targets.push((file.clone(), Target::File, Scope::Shared));
         }
@@ -291,6 +293,10 @@ impl Watcher {
             if has_extensions {
                 targets.push((project.join(".env"), Target::File, scope));
             }
+        }
+
+        for (project, script) in registries.script_files() {
+            targets.push((script, Target::File, Scope::Project(project)));
         }
 
         let mut desired: BTreeMap<PathBuf, Interests> = BTreeMap::new();
