@@ -14,6 +14,7 @@ use std::time::Duration;
 use anyhow::Context;
 use clap::Parser;
 use hookd_core::policy::FailurePolicy;
+use hookd_core::trust::ProjectHookPolicy;
 use tokio_util::sync::CancellationToken;
 
 /// Runs the hooks of agent CLIs for many clients over a Unix socket.
@@ -49,6 +50,11 @@ struct Args {
     /// settings entry has no `on_failure` key: allow (Gemini CLI's behaviour), deny or ask.
     #[arg(long, value_name = "allow|deny|ask")]
     on_failure: Option<FailurePolicy>,
+    /// What a project hook the user has not trusted (`hookctl trust`) does: warn (run it and
+    /// say so once, Gemini CLI's behaviour) or require (do not run it; its result names it and
+    /// the command that trusts it). User, system and extension hooks are never gated.
+    #[arg(long, value_name = "warn|require", default_value_t = ProjectHookPolicy::Warn)]
+    project_hooks: ProjectHookPolicy,
     /// Worker threads for the daemon's own work. 1 (the default) runs everything on one
     /// thread, which answers fastest: no request is handed between threads. Hook processes
     /// run in parallel either way; settings files are read and large requests parsed on a
@@ -91,6 +97,7 @@ fn main() -> anyhow::Result<()> {
     if let Some(policy) = args.on_failure {
         config.default_on_failure = policy;
     }
+    config.project_hooks = args.project_hooks;
 
     let mut builder = if args.threads <= 1 {
         tokio::runtime::Builder::new_current_thread()
