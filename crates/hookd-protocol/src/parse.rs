@@ -144,15 +144,27 @@ struct Tag<'a> {
 /// It answers only when it reaches exactly the message the classifying path would (the
 /// schema's extra checks are repeated here); on anything unusual it returns `None` and the
 /// classifying path decides, so error messages never depend on which path ran.
+///
+/// Two things serde would let through are ruled out first (both found by the property tests
+/// in `tests/fuzz_frames.rs`): derived structs also read a JSON array, field by field, so
+/// `["ping"]` would be a ping with id `"ping"`; and fields serde skips are not checked for
+/// UTF-8, so a frame with invalid bytes in an unknown field would be accepted.
 fn parse_fast(body: &[u8]) -> Option<ClientMessage> {
-    let tag: Tag<'_> = serde_json::from_slice(body).ok()?;
+    let text = std::str::from_utf8(body).ok()?;
+    if !text
+        .trim_start_matches([' ', '\t', '\n', '\r'])
+        .starts_with('{')
+    {
+        return None;
+    }
+    let tag: Tag<'_> = serde_json::from_str(text).ok()?;
     match tag.kind.as_deref()? {
         "event" => {
-            let request: crate::request::EventRequest = serde_json::from_slice(body).ok()?;
+            let request: crate::request::EventRequest = serde_json::from_str(text).ok()?;
             let absolute = request.cwd.starts_with('/');
             absolute.then_some(ClientMessage::Event(request))
         }
-        "ping" => serde_json::from_slice(body).ok().map(ClientMessage::Ping),
+        "ping" => serde_json::from_str(text).ok().map(ClientMessage::Ping),
         _ => None,
     }
 }
@@ -391,6 +403,14 @@ mod tests {
         check("42", BadRequest, None, "not the number 42");
         check("null", BadRequest, None, "not null");
         check("\"ping\"", BadRequest, None, "not a string");
+        // serde's derived structs read arrays field by field; the fast path must not.
+        check(r#"["ping"]"#, BadRequest, None, "not an array");
+        check(
+            r#"["event",1,"BeforeTool",{},"/p"]"#,
+            BadRequest,
+            None,
+            "not an array",
+        );
     }
 
     #[test]
@@ -398,6 +418,10 @@ mod tests {
         let error = parse_client_message(b"{\"type\":\"p\xffing\"}").unwrap_err();
         assert_eq!(error.code, ErrorCode::BadJson);
         assert!(error.message.contains("offset 10"), "{}", error.message);
+        // In a field the fast path would skip, too.
+        let error =
+            parse_client_message(b"{\"type\":\"ping\",\"id\":4,\"x\":\"\x80\"}").unwrap_err();
+        assert_eq!(error.code, ErrorCode::BadJson);
     }
 
     #[test]

@@ -147,7 +147,10 @@ fn check_parse(body: &[u8]) {
                 object.get("type").and_then(Value::as_str),
                 Some(message.type_name())
             );
-            assert_eq!(message.id(), sent_id.as_ref());
+            // `hello` has no id: one it carries is an unknown field, ignored.
+            if !matches!(message, ClientMessage::Hello(_)) {
+                assert_eq!(message.id(), sent_id.as_ref());
+            }
             let again = parse_client_message(&encode(&message))
                 .unwrap_or_else(|err| panic!("{message:?} does not re-parse: {err}"));
             assert_eq!(again, message);
@@ -402,12 +405,17 @@ proptest! {
     }
 }
 
-/// Hand-picked frames at the edges the generators reach only by luck: duplicate keys, ids
-/// that are almost valid, a relative `cwd` on the fast path, a protocol number just past 32
-/// bits, invalid UTF-8 and a non-object.
+/// Hand-picked frames: the first three are what a 100,000-case run found (an array read as a
+/// ping, invalid UTF-8 in a field the fast path skipped, a `hello` with an `id`); the others
+/// are edges the generators reach only by luck: duplicate keys, ids that are almost valid, a
+/// relative `cwd` on the fast path, a protocol number just past 32 bits, invalid UTF-8 and a
+/// non-object.
 #[test]
 fn fixed_cases() {
-    let cases: [&[u8]; 8] = [
+    let cases: [&[u8]; 11] = [
+        br#"["ping"]"#,
+        b"{\"type\":\"ping\",\"id\":4,\"x\":\"\x80\"}",
+        br#"{"type":"hello","protocol":1,"client":"c","id":0}"#,
         br#"{"type":"ping","id":1,"id":"x"}"#,
         br#"{"type":"event","id":-1,"event":"BeforeTool","cwd":"/p"}"#,
         br#"{"type":"event","id":1,"event":"BeforeTool","cwd":"p"}"#,
