@@ -30,7 +30,7 @@ pub use parse::parse_client_message;
 pub use request::{
     CancelRequest, ClientHello, ClientMessage, DisableAllRequest, DisableRequest, EnableAllRequest,
     EnableRequest, EventRequest, ListRequest, PingRequest, ReloadRequest, Scope, StatusRequest,
-    SubscribeRequest, WireEnv,
+    SubscribeRequest, TrustListRequest, TrustPreviewRequest, TrustRequest, UntrustRequest, WireEnv,
 };
 pub use response::{
     CancelledMessage, Diagnostic, EditedMessage, ErrorMessage, EventResult, HookRecord,

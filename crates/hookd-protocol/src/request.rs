@@ -304,6 +304,47 @@ pub struct DisableAllRequest {
     pub scope: Scope,
 }
 
+/// Ask what `trust` would trust for a project: its project hooks that are not trusted.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct TrustPreviewRequest {
+    /// The request's id.
+    pub id: RequestId,
+    /// The absolute project directory.
+    pub cwd: String,
+}
+
+/// Trust project hooks of a project, exactly as a `trust_preview` answer listed them.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct TrustRequest {
+    /// The request's id.
+    pub id: RequestId,
+    /// The absolute project directory.
+    pub cwd: String,
+    /// The hooks to trust. Only those that are still exactly what the project's hooks are
+    /// (same name, command and script contents) are trusted; the answer says how many were
+    /// not.
+    pub hooks: Vec<crate::response::TrustedHook>,
+}
+
+/// Forget every trusted hook of a project.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct UntrustRequest {
+    /// The request's id.
+    pub id: RequestId,
+    /// The absolute project directory.
+    pub cwd: String,
+}
+
+/// List the trust store: every project with trusted hooks, or one.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct TrustListRequest {
+    /// The request's id.
+    pub id: RequestId,
+    /// Only this absolute project directory; absent: every project.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cwd: Option<String>,
+}
+
 #[cfg(test)]
 mod tests {
     use serde_json::json;
