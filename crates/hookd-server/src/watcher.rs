@@ -192,6 +192,8 @@ impl Watcher {
                 tracing::debug!(project = %project.display(), "project settings changed");
                 registries.rebuild_project(project).await;
             }
+            // A settings edit may name a hook script that was not watched yet.
+            self.sync_watches().await;
         }
     }
 
