@@ -476,6 +476,14 @@ impl MemoryWatch {
         }
     }
 
+    /// How far the sampled peak has risen above the value before so far, in MiB; lets a test
+    /// stop a fault early once the bound is broken, instead of letting it bloat the process
+    /// for the tests that come after.
+    pub fn peak_growth_so_far_mib(&self) -> f64 {
+        let peak = self.peak_kib.load(std::sync::atomic::Ordering::Relaxed);
+        peak.saturating_sub(self.before_kib) as f64 / 1024.0
+    }
+
     /// Stops sampling and returns what was seen.
     pub fn finish(mut self) -> MemoryUse {
         use std::sync::atomic::Ordering;
