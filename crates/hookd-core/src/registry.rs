@@ -19,7 +19,10 @@
 //! - **Project-hook trust (D8).** Every project hook that runs a command is marked trusted or
 //!   untrusted ([`HookEntry::trust`]) from the trust store's keys for the project and the
 //!   digests of the script files its command runs ([`RegistryInput::hook_trust`]); the runner
-//!   decides what an untrusted hook does. Other layers are never gated.
+//!   decides what an untrusted hook does. Other layers are never gated, and under the
+//!   `require` policy an untrusted project hook, which will be refused, does not take part in
+//!   de-duplication: a repository cannot silence the user's own gate by defining a copy of
+//!   it (same `name:command`) that is then refused.
 //! - **Disabled hooks.** A hook whose display name (§1.6) is in the merged disabled list is
 //!   registered disabled: listed by [`Registry::entries`] but never planned. A hook with a
 //!   `name` can therefore only be disabled by that name.
@@ -41,7 +44,7 @@ use crate::matcher::{MatchContext, Matcher};
 use crate::model::{HookEntry, Origin, Source};
 use crate::plan::Plan;
 use crate::settings::{self, Diagnostic, EventHooks, SettingsLayer};
-use crate::trust::{HookTrust, HookTrustInput};
+use crate::trust::{HookTrust, HookTrustInput, ProjectHookPolicy};
 
 /// The text of one settings file.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -69,6 +72,9 @@ pub struct RegistryInput {
     pub env: HashMap<String, String>,
     /// The trusted keys of this project and the digests of its hooks' script files.
     pub hook_trust: HookTrustInput,
+    /// What the runner does with an untrusted project hook; under `require` such a hook does
+    /// not shadow another layer's copy in de-duplication.
+    pub project_hooks: ProjectHookPolicy,
 }
 
 /// The result of [`Registry::set_enabled`].
@@ -97,6 +103,7 @@ pub struct Registry {
     disabled: Vec<String>,
     project_hooks: Option<Map<String, Value>>,
     diagnostics: Vec<Diagnostic>,
+    trust_policy: ProjectHookPolicy,
 }
 
 impl Default for Registry {
@@ -108,6 +115,7 @@ impl Default for Registry {
             disabled: Vec::new(),
             project_hooks: None,
             diagnostics: Vec::new(),
+            trust_policy: ProjectHookPolicy::Warn,
         }
     }
 }
@@ -127,7 +135,10 @@ impl Registry {
     /// Builds the registry. Never fails: every problem becomes a diagnostic and the affected
     /// file, definition or entry is left out.
     pub fn build(input: &RegistryInput) -> Registry {
-        let mut registry = Registry::default();
+        let mut registry = Registry {
+            trust_policy: input.project_hooks,
+            ..Registry::default()
+        };
         let lookup = |name: &str| input.env.get(name).cloned();
 
         let mut layers: Vec<SettingsLayer> = Vec::new();
@@ -314,6 +325,10 @@ impl Registry {
     /// The hooks to run for one firing of `event`, or `None` when nothing runs (§3).
     pub fn plan(&self, event: HookEventName, context: &MatchContext) -> Option<Plan> {
         let mut seen: HashSet<&str> = HashSet::new();
+        // Under `require`, untrusted project hooks are planned (and refused) without claiming
+        // their key, so a later copy from another layer still runs; among themselves they are
+        // de-duplicated as usual.
+        let mut refused: HashSet<&str> = HashSet::new();
         let mut hooks = Vec::new();
         let mut sequential = false;
         for hook in &self.hooks {
@@ -322,8 +337,17 @@ impl Registry {
                 continue;
             }
             // The first copy of a `name:command` wins; a dropped copy's `sequential` is moot.
-            if !seen.insert(&hook.dedup_key) {
+            let will_be_refused =
+                self.trust_policy == ProjectHookPolicy::Require && entry.trust.is_untrusted();
+            if seen.contains(hook.dedup_key.as_str()) {
                 continue;
+            }
+            if will_be_refused {
+                if !refused.insert(&hook.dedup_key) {
+                    continue;
+                }
+            } else {
+                seen.insert(&hook.dedup_key);
             }
             sequential |= entry.sequential;
             hooks.push(Arc::clone(entry));
@@ -380,6 +404,7 @@ mod tests {
             folder_trusted: true,
             env: HashMap::from([("HOME".to_owned(), "/home/u".to_owned())]),
             hook_trust: HookTrustInput::default(),
+            project_hooks: ProjectHookPolicy::Warn,
         }
     }
 
@@ -1044,6 +1069,38 @@ mod tests {
                 ("extension e".to_owned(), "-"),
             ]
         );
+    }
+
+    #[test]
+    fn a_refused_project_copy_does_not_shadow_the_users_hook() {
+        let layers = vec![
+            layer(
+                Source::Project,
+                &before_tool(&[("gate", "./gate.sh"), ("gate", "./gate.sh"), ("p", "p")]),
+            ),
+            layer(Source::User, &before_tool(&[("gate", "./gate.sh")])),
+        ];
+        // (policy, planned hooks)
+        let cases: [(ProjectHookPolicy, &[&str]); 2] = [
+            // Gemini CLI's (and D1's) rule: the first copy wins.
+            (ProjectHookPolicy::Warn, &["project gate", "project p"]),
+            // The untrusted project copy is still planned (its record says it was refused),
+            // once, and the user's own copy runs too.
+            (
+                ProjectHookPolicy::Require,
+                &["project gate", "project p", "user gate"],
+            ),
+        ];
+        for (policy, expected) in cases {
+            let mut input = input(layers.clone(), Vec::new());
+            input.project_hooks = policy;
+            check_plan(
+                &Registry::build(&input),
+                HookEventName::BeforeTool,
+                "t",
+                Some((expected, false)),
+            );
+        }
     }
 
     #[test]

@@ -1045,6 +1045,7 @@ pub fn assemble(shared: &SharedLayers, project: &ProjectLayer) -> LoadedWorkspac
             folder_trusted: trusted,
             env: shared.env.vars.clone(),
             hook_trust: read_hook_trust(shared, project),
+            project_hooks: Default::default(),
         },
         trust: project.trust.clone(),
         diagnostics,

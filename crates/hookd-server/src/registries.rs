@@ -33,6 +33,7 @@ use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 
 use hookd_core::registry::{Registry, RegistryInput};
 use hookd_core::settings::{Diagnostic, Severity};
+use hookd_core::trust::ProjectHookPolicy;
 use hookd_runner::loader::{LayerPaths, LoaderEnv, ProjectLayer, SharedLayers, assemble};
 use tokio::sync::{Notify, broadcast};
 
@@ -156,6 +157,8 @@ pub(crate) struct Registries {
     generation: AtomicU64,
     clock: AtomicU64,
     gemini_home: PathBuf,
+    /// The daemon's project-hook trust policy, which de-duplication depends on.
+    project_hooks: ProjectHookPolicy,
 }
 
 impl Registries {
@@ -175,6 +178,7 @@ impl Registries {
             generation: AtomicU64::new(0),
             clock: AtomicU64::new(0),
             gemini_home: crate::shared::gemini_home(config),
+            project_hooks: config.project_hooks,
         }
     }
 
@@ -423,8 +427,9 @@ impl Registries {
         let gemini_home = self.gemini_home.clone();
         let last_good = Arc::clone(&self.last_good);
         let fallback_dir = project_dir.clone();
+        let policy = self.project_hooks;
         let built = tokio::task::spawn_blocking(move || {
-            build_project(&shared, project_dir, &gemini_home, &last_good)
+            build_project(&shared, project_dir, &gemini_home, &last_good, policy)
         })
         .await;
         built.unwrap_or_else(|err| {
@@ -497,10 +502,12 @@ fn build_project(
     project_dir: PathBuf,
     gemini_home: &Path,
     last_good: &Mutex<LastGood>,
+    project_hooks: ProjectHookPolicy,
 ) -> Built {
     let mut project = ProjectLayer::load(shared, &project_dir);
     lock(last_good).apply_project(&mut project);
-    let workspace = assemble(shared, &project);
+    let mut workspace = assemble(shared, &project);
+    workspace.input.project_hooks = project_hooks;
     let registry = Registry::build(&workspace.input);
     let project_id = project_id(gemini_home, &project_dir);
     Built {
