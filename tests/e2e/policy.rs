@@ -323,11 +323,11 @@ async fn the_policy_has_no_effect_where_the_merge_ignores_decisions() {
         "{result:?}"
     );
     // The gate's record names its failure, and the policy left its output alone.
-    let gate = &result.hooks[1];
+    let gate_record = &result.hooks[1];
     assert_eq!(
-        (gate.failure.as_deref(), gate.output.as_ref()),
+        (gate_record.failure.as_deref(), gate_record.output.as_ref()),
         (Some("timed_out"), None),
-        "{gate:?}"
+        "{gate_record:?}"
     );
     daemon.stop().await;
 
