@@ -3,7 +3,8 @@
 //! The connection's task reads frames and answers everything that needs no hook process
 //! (pings, status, listings, events that match no hook, errors) itself, so the common case
 //! costs one read, one parse and one write. Events with a plan run in their own tasks; all
-//! writers share the connection's sink behind an async mutex, so frames never interleave.
+//! writers share the connection's [`FrameWriter`], which sends whole frames one at a time, so
+//! frames never interleave. The socket I/O itself is in [`crate::io`].
 //!
 //! A client that disconnects cancels its runs (their process groups are killed). A daemon
 //! that is stopping stops reading, lets the runs finish, then closes.
@@ -14,28 +15,26 @@ use std::sync::Arc;
 use std::time::{SystemTime, UNIX_EPOCH};
 
 use bytes::Bytes;
-use futures_util::{SinkExt, StreamExt};
 use hookd_core::HookEventName;
 use hookd_core::payload::{BaseFields, format_timestamp};
 use hookd_protocol::{
-    CancelRequest, ClientMessage, ErrorCode, EventRequest, Frame, FrameCodec, ListRequest,
-    PongMessage, ProtocolError, RequestId, ServerHello, ServerMessage, SubscribeRequest, WireEnv,
+    CancelRequest, ClientMessage, ErrorCode, EventRequest, Frame, ListRequest, PongMessage,
+    ProtocolError, RequestId, ServerHello, ServerMessage, SubscribeRequest, WireEnv,
 };
 use hookd_runner::fire::{FireRequest, run_plan};
 use tokio::net::UnixStream;
-use tokio::net::unix::OwnedWriteHalf;
-use tokio::sync::{Mutex, mpsc};
-use tokio_util::codec::{FramedRead, FramedWrite};
+use tokio::sync::mpsc;
 use tokio_util::sync::CancellationToken;
 use tokio_util::task::TaskTracker;
 
 use crate::convert;
+use crate::io::{FrameReader, FrameWriter};
 use crate::manage::Manager;
 use crate::shared::Shared;
 use crate::stats::Stats;
 
-/// The write half of a connection, shared by the connection task and its runs.
-type Sink = Arc<Mutex<FramedWrite<OwnedWriteHalf, FrameCodec>>>;
+/// The write side of a connection, shared by the connection task and its runs.
+type Sink = Arc<FrameWriter>;
 
 /// The environment hooks run with, as `(name, value)` pairs.
 type Env = Arc<Vec<(String, String)>>;
@@ -43,20 +42,12 @@ type Env = Arc<Vec<(String, String)>>;
 /// Serves one accepted connection to the end.
 pub(crate) async fn serve(stream: UnixStream, shared: Arc<Shared>) {
     Stats::add(&shared.stats.connections, 1);
-    let (read, write) = stream.into_split();
-    let mut reader = FramedRead::new(
-        read,
-        FrameCodec::with_max_frame_bytes(hookd_protocol::DEFAULT_MAX_HELLO_FRAME_BYTES),
-    );
-    let sink: Sink = Arc::new(Mutex::new(FramedWrite::new(
-        write,
-        FrameCodec::with_max_frame_bytes(usize::MAX),
-    )));
+    let (mut reader, writer) =
+        crate::io::split(stream, hookd_protocol::DEFAULT_MAX_HELLO_FRAME_BYTES);
+    let sink: Sink = Arc::new(writer);
 
     if let Some(env) = handshake(&mut reader, &sink, &shared).await {
-        reader
-            .decoder_mut()
-            .set_max_frame_bytes(shared.config.max_frame_bytes);
+        reader.set_max_frame_bytes(shared.config.max_frame_bytes);
         let connection = Connection {
             cancel: shared.hard_stop.child_token(),
             shared: Arc::clone(&shared),
@@ -76,11 +67,7 @@ pub(crate) async fn serve(stream: UnixStream, shared: Arc<Shared>) {
 /// A first frame that is not a request at all keeps its own code (`bad_json`, `unknown_type`,
 /// ...); a valid request other than `hello` gets `handshake_required`. Either way the
 /// connection closes, as `docs/protocol.md` says.
-async fn handshake(
-    reader: &mut FramedRead<tokio::net::unix::OwnedReadHalf, FrameCodec>,
-    sink: &Sink,
-    shared: &Shared,
-) -> Option<Env> {
+async fn handshake(reader: &mut FrameReader, sink: &Sink, shared: &Shared) -> Option<Env> {
     let frame = tokio::select! {
         _ = shared.shutdown.cancelled() => return None,
         frame = tokio::time::timeout(shared.config.handshake_timeout, reader.next()) => frame,
@@ -141,7 +128,7 @@ fn wire_env(env: WireEnv) -> Env {
 /// notices and ends the connection, so the error is only logged.
 async fn send(sink: &Sink, message: &ServerMessage) {
     let frame = hookd_protocol::encode(message);
-    if let Err(err) = sink.lock().await.send(frame).await {
+    if let Err(err) = sink.send(frame).await {
         tracing::debug!(%err, "cannot write to client");
     }
 }
@@ -162,13 +149,13 @@ struct Connection {
 
 impl Connection {
     /// Reads and answers requests until the client disconnects or the daemon stops.
-    async fn read_requests(
-        &self,
-        reader: &mut FramedRead<tokio::net::unix::OwnedReadHalf, FrameCodec>,
-    ) {
+    async fn read_requests(&self, reader: &mut FrameReader) {
+        // One wait for the stop, registered once rather than once per request.
+        let mut stopping = std::pin::pin!(self.shared.shutdown.cancelled());
         let disconnected = loop {
             let frame = tokio::select! {
-                _ = self.shared.shutdown.cancelled() => break false,
+                biased;
+                () = &mut stopping => break false,
                 frame = reader.next() => frame,
             };
             match frame {

@@ -6,7 +6,8 @@
 //! live daemon, replacing a stale socket file).
 //!
 //! Roles: the accept loop here (connection semaphore, peer-uid check, graceful stop),
-//! [`connection`] (one per client: handshake, requests, run tasks, subscriptions),
+//! [`connection`] (one per client: handshake, requests, run tasks, subscriptions), `io` (its
+//! frame reading and writing),
 //! `registries` (registries per project dir, built on first use, cached, rebuilt and swapped
 //! when their files change), `watcher` (watches the settings files and triggers the
 //! rebuilds), `lastgood` (a bad save keeps the last good version of a file in force),
@@ -17,6 +18,7 @@ mod config;
 mod connection;
 mod control;
 mod convert;
+mod io;
 mod lastgood;
 mod lastrun;
 mod manage;

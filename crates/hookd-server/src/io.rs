@@ -1,0 +1,305 @@
+//! Frame I/O on an accepted connection.
+//!
+//! [`FrameReader`] decodes with [`FrameCodec`], so oversized frames are reported and skipped
+//! exactly as `FramedRead` did. [`FrameWriter`] is shared by a connection's tasks and writes
+//! each frame with one plain non-blocking write; only when the socket buffer is full does it
+//! wait for room, so a slow client gets backpressure and blocks nobody but the senders of its
+//! own connection. An async mutex serialises whole frames, so frames never interleave.
+
+use std::io;
+
+use bytes::{Buf, Bytes, BytesMut};
+use hookd_protocol::{CodecError, Frame, FrameCodec};
+use tokio::io::AsyncReadExt;
+use tokio::net::UnixStream;
+use tokio::net::unix::{OwnedReadHalf, OwnedWriteHalf};
+use tokio::sync::Mutex;
+use tokio_util::codec::{Decoder, Encoder};
+
+/// The read buffer's initial capacity, as `FramedRead` had it.
+const INITIAL_READ_CAPACITY: usize = 8 * 1024;
+
+/// Splits an accepted stream into its frame reader and its (shareable) frame writer.
+///
+/// The reader starts with a limit of `max_read_frame_bytes` on incoming frames; the writer
+/// sends frames of any size the prefix can express.
+pub(crate) fn split(stream: UnixStream, max_read_frame_bytes: usize) -> (FrameReader, FrameWriter) {
+    let (read, write) = stream.into_split();
+    let reader = FrameReader {
+        half: read,
+        codec: FrameCodec::with_max_frame_bytes(max_read_frame_bytes),
+        buffer: BytesMut::with_capacity(INITIAL_READ_CAPACITY),
+        state: ReadState::Open,
+    };
+    let writer = FrameWriter {
+        state: Mutex::new(WriteState {
+            half: write,
+            codec: FrameCodec::with_max_frame_bytes(usize::MAX),
+            pending: BytesMut::new(),
+        }),
+    };
+    (reader, writer)
+}
+
+/// Where the reader is in the stream.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum ReadState {
+    /// The peer may send more.
+    Open,
+    /// The peer closed its side; what is buffered is decoded to the end.
+    Eof,
+    /// The stream ended or failed; nothing more comes.
+    Done,
+}
+
+/// Reads frames from the connection's socket.
+pub(crate) struct FrameReader {
+    half: OwnedReadHalf,
+    codec: FrameCodec,
+    /// Received bytes not yet decoded.
+    buffer: BytesMut,
+    state: ReadState,
+}
+
+impl FrameReader {
+    /// Changes the limit on incoming frames from the next frame header on.
+    pub(crate) fn set_max_frame_bytes(&mut self, max_frame_bytes: usize) {
+        self.codec.set_max_frame_bytes(max_frame_bytes);
+    }
+
+    /// The next frame; `None` once the peer has closed the connection (or after an error).
+    ///
+    /// Cancel-safe: every byte read is kept in the reader, so dropping the future between
+    /// frames loses nothing.
+    pub(crate) async fn next(&mut self) -> Option<Result<Frame, CodecError>> {
+        loop {
+            match self.state {
+                ReadState::Done => return None,
+                ReadState::Eof => {
+                    return match self.codec.decode_eof(&mut self.buffer) {
+                        Ok(Some(frame)) => Some(Ok(frame)),
+                        Ok(None) => {
+                            self.state = ReadState::Done;
+                            None
+                        }
+                        Err(err) => {
+                            self.state = ReadState::Done;
+                            Some(Err(err))
+                        }
+                    };
+                }
+                ReadState::Open => {}
+            }
+            match self.codec.decode(&mut self.buffer) {
+                Ok(Some(frame)) => return Some(Ok(frame)),
+                Ok(None) => {}
+                Err(err) => {
+                    self.state = ReadState::Done;
+                    return Some(Err(err));
+                }
+            }
+            match self.fill().await {
+                Ok(0) => self.state = ReadState::Eof,
+                Ok(_) => {}
+                Err(err) => {
+                    self.state = ReadState::Done;
+                    return Some(Err(CodecError::Io(err)));
+                }
+            }
+        }
+    }
+
+    /// Waits until the socket is readable and appends what it holds to the buffer; returns
+    /// how many bytes came, 0 at end of stream.
+    async fn fill(&mut self) -> io::Result<usize> {
+        if self.buffer.len() == self.buffer.capacity() {
+            self.buffer.reserve(1);
+        }
+        self.half.read_buf(&mut self.buffer).await
+    }
+}
+
+/// Writes frames to the connection's socket; shared by all the connection's tasks.
+pub(crate) struct FrameWriter {
+    /// Held from encoding a frame until the socket has taken all of it, so frames never
+    /// interleave.
+    state: Mutex<WriteState>,
+}
+
+/// The writer's state, behind its mutex.
+struct WriteState {
+    half: OwnedWriteHalf,
+    codec: FrameCodec,
+    /// Encoded bytes the socket has not taken yet. Empty between sends, unless a send was
+    /// cancelled while waiting for room; the next send then writes that tail first, so the
+    /// stream stays in sync.
+    pending: BytesMut,
+}
+
+impl FrameWriter {
+    /// Sends one frame body with its length prefix, returning once the socket has taken all
+    /// of it. A full socket buffer makes this wait (only this connection's senders wait).
+    pub(crate) async fn send(&self, body: Bytes) -> Result<(), CodecError> {
+        let mut state = self.state.lock().await;
+        let WriteState {
+            half,
+            codec,
+            pending,
+        } = &mut *state;
+        codec.encode(body, pending)?;
+        while !pending.is_empty() {
+            match half.try_write(pending) {
+                Ok(0) => return Err(CodecError::Io(io::ErrorKind::WriteZero.into())),
+                Ok(written) => pending.advance(written),
+                // The buffer is full (which also cleared the writable readiness): wait for room.
+                Err(err) if err.kind() == io::ErrorKind::WouldBlock => half.writable().await?,
+                Err(err) if err.kind() == io::ErrorKind::Interrupted => {}
+                Err(err) => return Err(CodecError::Io(err)),
+            }
+        }
+        Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::io::{Read, Write};
+    use std::sync::Arc;
+
+    use super::*;
+
+    /// A frame on the wire: prefix plus body.
+    fn frame(body: &[u8]) -> Vec<u8> {
+        let mut bytes = u32::try_from(body.len()).unwrap().to_be_bytes().to_vec();
+        bytes.extend_from_slice(body);
+        bytes
+    }
+
+    /// What the reader produced, in a comparable form.
+    #[derive(Debug, PartialEq, Eq)]
+    enum Item {
+        Data(Vec<u8>),
+        TooLarge(u64),
+        Truncated,
+    }
+
+    /// Writes `chunks` from a peer (in a thread, so large writes may block) and closes it,
+    /// reads everything with a [`FrameReader`] limited to `max` bytes, and compares.
+    async fn check(max: usize, chunks: Vec<Vec<u8>>, expected: &[Item]) {
+        let (ours, theirs) = UnixStream::pair().unwrap();
+        let (mut reader, _writer) = split(ours, max);
+        let mut peer = theirs.into_std().unwrap();
+        peer.set_nonblocking(false).unwrap();
+        let writer = std::thread::spawn(move || {
+            for chunk in chunks {
+                peer.write_all(&chunk).unwrap();
+            }
+        });
+        let mut items = Vec::new();
+        while let Some(frame) = reader.next().await {
+            items.push(match frame {
+                Ok(Frame::Data(body)) => Item::Data(body.to_vec()),
+                Ok(Frame::TooLarge { declared_len }) => Item::TooLarge(declared_len),
+                Err(CodecError::TruncatedFrame { .. }) => Item::Truncated,
+                Err(other) => panic!("unexpected error {other}"),
+            });
+        }
+        writer.join().unwrap();
+        assert_eq!(items, expected);
+    }
+
+    #[tokio::test]
+    async fn reads_frames_until_the_peer_closes() {
+        check(64, vec![], &[]).await;
+        check(
+            64,
+            vec![[frame(b"a"), frame(b"bc")].concat()],
+            &[Item::Data(b"a".to_vec()), Item::Data(b"bc".to_vec())],
+        )
+        .await;
+        // An oversized frame is reported and skipped; the stream stays in sync.
+        check(
+            4,
+            vec![frame(b"too long"), frame(b"ok")],
+            &[Item::TooLarge(8), Item::Data(b"ok".to_vec())],
+        )
+        .await;
+        // Many small frames, one write each.
+        check(
+            64,
+            (0..200u8).map(|n| frame(&[n])).collect(),
+            &(0..200u8).map(|n| Item::Data(vec![n])).collect::<Vec<_>>(),
+        )
+        .await;
+        // A peer that closes in the middle of a frame.
+        check(
+            64,
+            vec![frame(b"ok"), vec![0, 0, 0, 9, b'x']],
+            &[Item::Data(b"ok".to_vec()), Item::Truncated],
+        )
+        .await;
+    }
+
+    #[tokio::test]
+    async fn reads_frames_larger_than_the_socket_buffer() {
+        let big = vec![7u8; 3 * 1024 * 1024 + 5];
+        let skipped = vec![1u8; 4 * 1024 * 1024];
+        check(
+            big.len(),
+            vec![frame(&skipped), frame(&big), frame(b"after")],
+            &[
+                Item::TooLarge(skipped.len() as u64),
+                Item::Data(big.clone()),
+                Item::Data(b"after".to_vec()),
+            ],
+        )
+        .await;
+    }
+
+    #[tokio::test]
+    async fn writes_whole_frames_even_to_a_slow_reader() {
+        let (ours, theirs) = UnixStream::pair().unwrap();
+        let (_reader, writer) = split(ours, 64);
+        let writer = Arc::new(writer);
+        // Enough bytes to fill the socket buffer many times over, from concurrent senders,
+        // to a peer that reads in its own time: the senders must wait for room, and their
+        // frames must arrive whole.
+        let body = |n: u8| Bytes::from(vec![n; 100_000]);
+        let senders: Vec<_> = (0..8u8)
+            .map(|n| {
+                let writer = Arc::clone(&writer);
+                tokio::spawn(async move { writer.send(body(n)).await.unwrap() })
+            })
+            .collect();
+        let mut peer = theirs.into_std().unwrap();
+        peer.set_nonblocking(false).unwrap();
+        let reading = std::thread::spawn(move || {
+            let mut bodies = Vec::new();
+            for _ in 0..8 {
+                let mut prefix = [0u8; 4];
+                peer.read_exact(&mut prefix).unwrap();
+                let mut body = vec![0u8; u32::from_be_bytes(prefix) as usize];
+                peer.read_exact(&mut body).unwrap();
+                bodies.push(body);
+            }
+            bodies
+        });
+        for sender in senders {
+            sender.await.unwrap();
+        }
+        let mut bodies = tokio::task::spawn_blocking(move || reading.join().unwrap())
+            .await
+            .unwrap();
+        bodies.sort();
+        let expected: Vec<Vec<u8>> = (0..8u8).map(|n| body(n).to_vec()).collect();
+        assert_eq!(bodies, expected);
+    }
+
+    #[tokio::test]
+    async fn a_send_to_a_closed_peer_fails() {
+        let (ours, theirs) = UnixStream::pair().unwrap();
+        let (_reader, writer) = split(ours, 64);
+        drop(theirs);
+        assert!(writer.send(Bytes::from_static(b"{}")).await.is_err());
+    }
+}
