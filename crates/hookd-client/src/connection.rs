@@ -113,10 +113,12 @@ impl Pending {
 /// Reads answers until the connection ends, then fails whatever is still pending.
 pub(crate) async fn read_loop(mut frames: FramedRead<OwnedReadHalf, FrameCodec>, pending: Pending) {
     while let Some(Ok(frame)) = frames.next().await {
-        // An oversized or unreadable frame cannot be routed (its id is unknown); the daemon
-        // never sends one unless it is broken, and skipping it keeps the connection usable.
+        // An oversized frame cannot be routed (its id is unknown), and skipping it would leave
+        // its request waiting forever: end the connection, so every pending request fails
+        // with `Disconnected` instead. The daemon keeps its frames within the limit it
+        // announced, so this only happens with a broken or foreign peer.
         let Frame::Data(body) = frame else {
-            continue;
+            break;
         };
         if let Ok(message) = parse_server_message(&body) {
             pending.deliver(message).await;

@@ -513,24 +513,23 @@ async fn oversized_requests_are_refused_before_sending() {
 }
 
 #[tokio::test]
-async fn an_oversized_answer_is_skipped() {
+async fn an_oversized_answer_fails_the_pending_requests_instead_of_hanging_them() {
     let fake = fake(|mut peer| async move {
         peer.handshake().await;
         let ping = peer.recv().await.unwrap();
-        // A frame over the announced limit, written raw, then the real answer. The oversized
-        // frame is an error for the ping padded with spaces: were it read instead of skipped,
-        // the ping would fail.
+        // A frame over the announced limit, written raw: the client cannot know which request
+        // it answers, so it must not leave the ping waiting for an answer that never comes.
         let error = json!({"type": "error", "id": ping["id"], "code": "internal", "message": ""});
         let mut body = serde_json::to_vec(&error).unwrap();
         body.resize(usize::try_from(FAKE_MAX_FRAME + 1).unwrap(), b' ');
         let mut raw = u32::try_from(body.len()).unwrap().to_be_bytes().to_vec();
         raw.extend_from_slice(&body);
         peer.frames.get_mut().write_all(&raw).await.unwrap();
-        peer.send(json!({"type": "pong", "id": ping["id"]})).await;
         peer.expect_closed().await;
     });
     let client = connect(&fake).await;
-    client.ping().await.unwrap();
+    let error = client.ping().await.unwrap_err();
+    assert!(matches!(error, ClientError::Disconnected), "{error:?}");
     drop(client);
     fake.finish().await;
 }

@@ -55,6 +55,7 @@ pub(crate) async fn serve(stream: UnixStream, shared: Arc<Shared>) {
             env,
             inflight: Arc::new(std::sync::Mutex::new(HashMap::new())),
             runs: TaskTracker::new(),
+            output_budget: Arc::new(tokio::sync::Semaphore::new(OUTPUT_BUDGET_KIB as usize)),
         };
         connection.read_requests(&mut reader).await;
     }
@@ -145,7 +146,15 @@ struct Connection {
     runs: TaskTracker,
     /// Cancelled when the client disconnects or the daemon stops for good.
     cancel: CancellationToken,
+    /// The connection's output budget, in KiB: each event run holds its worst-case captured
+    /// output from before it starts until its result is written. When a client stops reading,
+    /// finished runs cannot give theirs back, the budget runs out, and the connection stops
+    /// reading requests: one connection can never pin more than this.
+    output_budget: Arc<tokio::sync::Semaphore>,
 }
+
+/// The output budget of one connection, in KiB (64 MiB).
+const OUTPUT_BUDGET_KIB: u32 = 64 * 1024;
 
 impl Connection {
     /// Reads and answers requests until the client disconnects or the daemon stops.
@@ -321,6 +330,16 @@ impl Connection {
             return;
         };
 
+        // Stdout and stderr of every hook at their caps: what this run may hold at worst.
+        let worst_kib = (plan.hooks.len() * 2 * self.shared.config.max_output_bytes)
+            .div_ceil(1024)
+            .clamp(1, OUTPUT_BUDGET_KIB as usize);
+        let Ok(output_permit) = Arc::clone(&self.output_budget)
+            .acquire_many_owned(u32::try_from(worst_kib).unwrap_or(OUTPUT_BUDGET_KIB))
+            .await
+        else {
+            return;
+        };
         let Some(token) = self.register(&request.id).await else {
             return;
         };
@@ -338,6 +357,7 @@ impl Connection {
             env,
             generation: snapshot.generation,
             project_id: snapshot.project_id.clone(),
+            _output_permit: output_permit,
         };
         self.runs.spawn(run.execute(request, plan));
     }
@@ -499,6 +519,8 @@ struct Run {
     generation: u64,
     /// Gemini CLI's id of the project, for the default plans directory.
     project_id: String,
+    /// This run's share of the connection's output budget, given back when it is done.
+    _output_permit: tokio::sync::OwnedSemaphorePermit,
 }
 
 impl Run {
@@ -564,12 +586,65 @@ impl Run {
         self.shared.last_runs.record(&plan.hooks, &results);
         let aggregate = hookd_core::aggregate::aggregate(self.event, &results, &request.input);
         let message = convert::result(request.id.clone(), &aggregate, &results, self.generation);
+        let message = fit_in_frame(message, self.shared.config.max_frame_bytes);
         self.inflight
             .lock()
             .unwrap_or_else(std::sync::PoisonError::into_inner)
             .remove(&request.id);
         send(&self.sink, &message).await;
     }
+}
+
+/// Makes a `result` fit in one frame of at most `max_frame_bytes`.
+///
+/// A result repeats each hook's captured text (its `stdout`, its output, the merged output),
+/// and JSON escaping can multiply it, so a few hooks at their output caps can exceed the
+/// frame limit the client reads with. The captured `stdout`/`stderr` of the records are cut
+/// shorter and shorter, each cut said in the text; if even that does not fit, the request is
+/// answered with an `internal` error saying how large the result was.
+fn fit_in_frame(message: ServerMessage, max_frame_bytes: usize) -> ServerMessage {
+    let size = hookd_protocol::encode(&message).len();
+    if size <= max_frame_bytes {
+        return message;
+    }
+    let ServerMessage::Result(mut result) = message else {
+        return message;
+    };
+    for keep in [64 * 1024, 4 * 1024, 0] {
+        for hook in &mut result.result.hooks {
+            truncate_text(&mut hook.stdout, keep);
+            truncate_text(&mut hook.stderr, keep);
+        }
+        let candidate = ServerMessage::Result(result.clone());
+        if hookd_protocol::encode(&candidate).len() <= max_frame_bytes {
+            return candidate;
+        }
+    }
+    ProtocolError::new(
+        ErrorCode::Internal,
+        format!(
+            "the result of this event is {size} bytes, over the {max_frame_bytes}-byte frame \
+             limit, even with the hooks' captured output cut; its hooks' outputs are too large"
+        ),
+    )
+    .with_id(Some(result.id))
+    .to_server_message()
+}
+
+/// Cuts `text` to at most `keep` bytes (on a character boundary) and says so.
+fn truncate_text(text: &mut String, keep: usize) {
+    if text.len() <= keep {
+        return;
+    }
+    let mut cut = keep;
+    while !text.is_char_boundary(cut) {
+        cut -= 1;
+    }
+    let dropped = text.len() - cut;
+    text.truncate(cut);
+    text.push_str(&format!(
+        "\n[hookd: {dropped} more bytes cut so the result fits in one frame]"
+    ));
 }
 
 /// Frames above this size are parsed on the blocking pool, so that one client's 64 MiB
