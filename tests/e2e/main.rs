@@ -21,3 +21,4 @@ mod reload;
 mod reload_load;
 mod robustness;
 mod shutdown;
+mod trust;

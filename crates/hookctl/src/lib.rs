@@ -18,6 +18,7 @@ use serde_json::{Map, Value};
 
 pub mod manage;
 pub mod service;
+pub mod trust;
 
 /// Talk to a running hookd.
 #[derive(Debug, Parser)]
@@ -63,6 +64,12 @@ pub enum Command {
     /// Check a settings file (or an extension's hooks/hooks.json) without loading it; exits 1
     /// when it has errors. Needs no daemon.
     Validate(manage::ValidateArgs),
+    /// Trust a project's hooks (decision D8): shows each untrusted project hook's name,
+    /// command, script and SHA-256, asks, then trusts exactly those; --list shows what is
+    /// trusted.
+    Trust(trust::TrustArgs),
+    /// Forget a project's trusted hooks.
+    Untrust(trust::UntrustArgs),
 }
 
 /// Arguments of `hookctl emit`.
@@ -175,6 +182,8 @@ pub async fn execute(cli: Cli) -> anyhow::Result<String> {
         }
         Command::Reload => manage::reload(&connect(&socket, false).await?).await,
         Command::Watch(args) => manage::watch(&connect(&socket, false).await?, args).await,
+        Command::Trust(args) => trust::trust(&connect(&socket, false).await?, args).await,
+        Command::Untrust(args) => trust::untrust(&connect(&socket, false).await?, args).await,
         Command::Ping => {
             let client = connect(&socket, false).await?;
             let started = std::time::Instant::now();
@@ -317,6 +326,9 @@ pub fn render_list(listing: &ListResponse) -> String {
                 out.push_str("    Sequential\n");
             }
             let _ = writeln!(out, "    Timeout: {} ms", hook.timeout_ms);
+            if hook.untrusted {
+                out.push_str("    Untrusted: review it, then `hookctl trust` to trust it\n");
+            }
             if let Some(run) = &hook.last_run {
                 let result = if run.success { "ok" } else { "failed" };
                 let _ = write!(

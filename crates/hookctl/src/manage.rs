@@ -113,7 +113,7 @@ pub async fn disable_all(client: &Client, args: AllArgs) -> anyhow::Result<Strin
 
 /// `--project DIR` made absolute and free of `.` and `..` components (without resolving
 /// symlinks: agents name their directories as they see them), or the current dir.
-fn project_dir(project: Option<PathBuf>) -> anyhow::Result<PathBuf> {
+pub(crate) fn project_dir(project: Option<PathBuf>) -> anyhow::Result<PathBuf> {
     let absolute = crate::absolute_cwd(project)?;
     let mut clean = PathBuf::new();
     for component in absolute.components() {

@@ -24,7 +24,8 @@ use hookd_protocol::{
     CancelRequest, ClientHello, ClientMessage, DisableAllRequest, DisableRequest, EnableAllRequest,
     EnableRequest, Frame, FrameCodec, ListRequest, ListResponse, PROTOCOL_VERSION, PingRequest,
     ReloadRequest, RequestId, ServerHello, ServerMessage, StatusRequest, StatusResponse,
-    SubscribeRequest, encode, parse_server_message,
+    SubscribeRequest, TrustListRequest, TrustPreviewRequest, TrustRequest, UntrustRequest, encode,
+    parse_server_message,
 };
 use tokio::net::UnixStream;
 use tokio::net::unix::OwnedReadHalf;
@@ -35,6 +36,9 @@ use tokio_util::codec::{FramedRead, FramedWrite};
 pub use error::{ClientError, Result};
 pub use event::{EventRequest, EventResponse, EventStream, EventStreamItem};
 pub use hookd_protocol::{EditedMessage, RegistryChangedMessage, RegistryStatus, Scope};
+pub use hookd_protocol::{
+    TrustListMessage, TrustPreviewMessage, TrustedHook, TrustedProject, TrustedScript,
+};
 pub use hookd_protocol::{default_socket_path, resolve_socket_path};
 pub use subscription::Subscription;
 
@@ -341,6 +345,59 @@ impl Client {
             scope,
         });
         self.edit("disable_all", id, message).await
+    }
+
+    /// Asks which project hooks of `cwd` are not trusted: what [`Client::trust`] would trust
+    /// (decision D8).
+    pub async fn trust_preview(&self, cwd: impl Into<String>) -> Result<TrustPreviewMessage> {
+        let id = self.next_id();
+        let message = ClientMessage::TrustPreview(TrustPreviewRequest {
+            id: id.clone(),
+            cwd: cwd.into(),
+        });
+        match self.request(id, message, false).await? {
+            ServerMessage::TrustPreview(preview) => Ok(preview),
+            other => Err(unexpected_or_server_error("trust_preview", other)),
+        }
+    }
+
+    /// Trusts `hooks` of `cwd`, normally a preview's `untrusted` list as shown to the user;
+    /// the daemon stores only those still current.
+    pub async fn trust(
+        &self,
+        cwd: impl Into<String>,
+        hooks: Vec<TrustedHook>,
+    ) -> Result<EditedMessage> {
+        let id = self.next_id();
+        let message = ClientMessage::Trust(TrustRequest {
+            id: id.clone(),
+            cwd: cwd.into(),
+            hooks,
+        });
+        self.edit("trust", id, message).await
+    }
+
+    /// Forgets every trusted hook of `cwd`.
+    pub async fn untrust(&self, cwd: impl Into<String>) -> Result<EditedMessage> {
+        let id = self.next_id();
+        let message = ClientMessage::Untrust(UntrustRequest {
+            id: id.clone(),
+            cwd: cwd.into(),
+        });
+        self.edit("untrust", id, message).await
+    }
+
+    /// The trusted hooks of every project, or of `cwd` only.
+    pub async fn trust_list(&self, cwd: Option<String>) -> Result<TrustListMessage> {
+        let id = self.next_id();
+        let message = ClientMessage::TrustList(TrustListRequest {
+            id: id.clone(),
+            cwd,
+        });
+        match self.request(id, message, false).await? {
+            ServerMessage::TrustList(listing) => Ok(listing),
+            other => Err(unexpected_or_server_error("trust_list", other)),
+        }
     }
 
     async fn edit(

@@ -33,6 +33,10 @@ enum Kind {
     Scope,
     /// A string that is not empty.
     NonEmptyString,
+    /// An array of trusted-hook keys: objects with string `name` and `command`, an optional
+    /// string `event`, and an optional array `scripts` of objects with string `path` and
+    /// `sha256`.
+    TrustedHooks,
 }
 
 /// One field of a message type.
@@ -114,6 +118,17 @@ const DISABLE_ALL: &[Field] = &[
     optional("scope", Kind::Scope),
 ];
 
+const TRUST: &[Field] = &[
+    required("id", Kind::Id),
+    required("cwd", Kind::AbsolutePath),
+    required("hooks", Kind::TrustedHooks),
+];
+
+const TRUST_LIST: &[Field] = &[
+    required("id", Kind::Id),
+    optional("cwd", Kind::AbsolutePath),
+];
+
 /// The schema of a message type, or `None` for an unknown type.
 fn schema(type_name: &str) -> Option<&'static [Field]> {
     match type_name {
@@ -127,6 +142,9 @@ fn schema(type_name: &str) -> Option<&'static [Field]> {
         "disable" => Some(DISABLE),
         "enable_all" => Some(ENABLE_ALL),
         "disable_all" => Some(DISABLE_ALL),
+        "trust_preview" | "untrust" => Some(LIST),
+        "trust" => Some(TRUST),
+        "trust_list" => Some(TRUST_LIST),
         _ => None,
     }
 }
@@ -345,8 +363,69 @@ fn check_field(
             )),
             None => Ok(()),
         },
+        Kind::TrustedHooks => check_trusted_hooks(value).map_err(|problem| {
+            (
+                ErrorCode::BadRequest,
+                format!("field `{}` of `{type_name}` message {problem}", field.name),
+            )
+        }),
         _ => Ok(()),
     }
+}
+
+/// Checks an array of trusted-hook keys; the error completes "field `hooks` of ... message".
+fn check_trusted_hooks(value: &Value) -> Result<(), String> {
+    let Value::Array(hooks) = value else {
+        return Err(format!("must be an array, not {}", describe_kind(value)));
+    };
+    for (index, hook) in hooks.iter().enumerate() {
+        let Value::Object(hook) = hook else {
+            return Err(format!(
+                "must hold objects, but item {index} is {}",
+                describe_kind(hook)
+            ));
+        };
+        for (key, required) in [("name", true), ("command", true), ("event", false)] {
+            match hook.get(key) {
+                Some(Value::String(_)) => {}
+                None | Some(Value::Null) if !required => {}
+                None | Some(Value::Null) => {
+                    return Err(format!("item {index} lacks a string `{key}`"));
+                }
+                Some(other) => {
+                    return Err(format!(
+                        "item {index}: `{key}` must be a string, not {}",
+                        describe_kind(other)
+                    ));
+                }
+            }
+        }
+        let scripts = match hook.get("scripts") {
+            None => continue,
+            Some(Value::Array(scripts)) => scripts,
+            Some(other) => {
+                return Err(format!(
+                    "item {index}: `scripts` must be an array, not {}",
+                    describe_kind(other)
+                ));
+            }
+        };
+        for script in scripts {
+            let valid = script.as_object().is_some_and(|script| {
+                ["path", "sha256"]
+                    .iter()
+                    .all(|key| script.get(*key).is_some_and(Value::is_string))
+            });
+            if !valid {
+                return Err(format!(
+                    "item {index}: each of `scripts` must be an object with string `path` and \
+                     `sha256`, not {}",
+                    describe_kind(script)
+                ));
+            }
+        }
+    }
+    Ok(())
 }
 
 /// Names a JSON value's kind for error messages, with the value itself when it is short.
@@ -517,6 +596,67 @@ mod tests {
             BadRequest,
             number(1),
             "field `target` of `cancel` message must be an unsigned 64-bit integer or a string, not the boolean true",
+        );
+    }
+
+    #[test]
+    fn trust_problems() {
+        use ErrorCode::*;
+        check(
+            r#"{"type":"trust","id":1,"cwd":"/p"}"#,
+            MissingField,
+            number(1),
+            "missing field `hooks` in `trust` message",
+        );
+        check(
+            r#"{"type":"trust","id":1,"cwd":"/p","hooks":{}}"#,
+            BadRequest,
+            number(1),
+            "field `hooks` of `trust` message must be an array, not an object",
+        );
+        check(
+            r#"{"type":"trust","id":1,"cwd":"/p","hooks":[{"name":"n"}]}"#,
+            BadRequest,
+            number(1),
+            "item 0 lacks a string `command`",
+        );
+        check(
+            r#"{"type":"trust","id":1,"cwd":"/p","hooks":[{"name":"n","command":"c","event":1}]}"#,
+            BadRequest,
+            number(1),
+            "item 0: `event` must be a string, not the number 1",
+        );
+        check(
+            r#"{"type":"trust","id":1,"cwd":"/p","hooks":[{"name":"n","command":"c","scripts":null}]}"#,
+            BadRequest,
+            number(1),
+            "item 0: `scripts` must be an array, not null",
+        );
+        check(
+            r#"{"type":"trust","id":1,"cwd":"/p","hooks":[{"name":"n","command":"c","scripts":[{"path":"a"}]}]}"#,
+            BadRequest,
+            number(1),
+            "with string `path` and `sha256`",
+        );
+        check(
+            r#"{"type":"trust_list","id":1,"cwd":"rel"}"#,
+            BadRequest,
+            number(1),
+            "must be an absolute path",
+        );
+        check(
+            r#"{"type":"untrust","id":1}"#,
+            MissingField,
+            number(1),
+            "missing field `cwd` in `untrust` message",
+        );
+        // A valid request parses, with an event that is null or absent.
+        let parsed = parse_client_message(
+            br#"{"type":"trust","id":1,"cwd":"/p","hooks":[{"event":null,"name":"n","command":"c"}]}"#,
+        );
+        assert!(
+            matches!(parsed, Ok(ClientMessage::Trust(ref request)) if request.hooks.len() == 1),
+            "{parsed:?}"
         );
     }
 

@@ -43,11 +43,19 @@ pub enum ClientMessage {
     EnableAll(EnableAllRequest),
     /// Add every configured hook's name to the disabled list of the user (or project) settings.
     DisableAll(DisableAllRequest),
+    /// Ask which project hooks `trust` would trust.
+    TrustPreview(TrustPreviewRequest),
+    /// Trust project hooks (decision D8).
+    Trust(TrustRequest),
+    /// Forget a project's trusted hooks.
+    Untrust(UntrustRequest),
+    /// List the trusted hooks.
+    TrustList(TrustListRequest),
 }
 
 impl ClientMessage {
     /// The `"type"` tag of every client message, in declaration order.
-    pub const TYPES: [&'static str; 12] = [
+    pub const TYPES: [&'static str; 16] = [
         "hello",
         "event",
         "cancel",
@@ -60,6 +68,10 @@ impl ClientMessage {
         "disable",
         "enable_all",
         "disable_all",
+        "trust_preview",
+        "trust",
+        "untrust",
+        "trust_list",
     ];
 
     /// The message's `"type"` tag.
@@ -77,6 +89,10 @@ impl ClientMessage {
             ClientMessage::Disable(_) => "disable",
             ClientMessage::EnableAll(_) => "enable_all",
             ClientMessage::DisableAll(_) => "disable_all",
+            ClientMessage::TrustPreview(_) => "trust_preview",
+            ClientMessage::Trust(_) => "trust",
+            ClientMessage::Untrust(_) => "untrust",
+            ClientMessage::TrustList(_) => "trust_list",
         }
     }
 
@@ -95,6 +111,10 @@ impl ClientMessage {
             ClientMessage::Disable(request) => Some(&request.id),
             ClientMessage::EnableAll(request) => Some(&request.id),
             ClientMessage::DisableAll(request) => Some(&request.id),
+            ClientMessage::TrustPreview(request) => Some(&request.id),
+            ClientMessage::Trust(request) => Some(&request.id),
+            ClientMessage::Untrust(request) => Some(&request.id),
+            ClientMessage::TrustList(request) => Some(&request.id),
         }
     }
 }
@@ -468,6 +488,51 @@ mod tests {
                 scope: Scope::User,
             }),
             r#"{"type":"disable_all","id":10,"cwd":"/p","scope":"user"}"#,
+        );
+    }
+
+    #[test]
+    fn trust_requests_round_trip() {
+        let hook = crate::response::TrustedHook {
+            event: None,
+            name: "guard".to_owned(),
+            command: "./g.sh".to_owned(),
+            scripts: vec![crate::response::TrustedScript {
+                path: "g.sh".to_owned(),
+                sha256: "0".repeat(64),
+            }],
+        };
+        let zeros = "0".repeat(64);
+        check(
+            ClientMessage::TrustPreview(TrustPreviewRequest {
+                id: 1.into(),
+                cwd: "/p".to_owned(),
+            }),
+            r#"{"type":"trust_preview","id":1,"cwd":"/p"}"#,
+        );
+        check(
+            ClientMessage::Trust(TrustRequest {
+                id: 2.into(),
+                cwd: "/p".to_owned(),
+                hooks: vec![hook],
+            }),
+            &format!(
+                r#"{{"type":"trust","id":2,"cwd":"/p","hooks":[{{"name":"guard","command":"./g.sh","scripts":[{{"path":"g.sh","sha256":"{zeros}"}}]}}]}}"#
+            ),
+        );
+        check(
+            ClientMessage::Untrust(UntrustRequest {
+                id: 3.into(),
+                cwd: "/p".to_owned(),
+            }),
+            r#"{"type":"untrust","id":3,"cwd":"/p"}"#,
+        );
+        check(
+            ClientMessage::TrustList(TrustListRequest {
+                id: 4.into(),
+                cwd: None,
+            }),
+            r#"{"type":"trust_list","id":4}"#,
         );
     }
 

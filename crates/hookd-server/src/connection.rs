@@ -291,6 +291,22 @@ impl Connection {
                 let outcome = manager.disable_all(request.scope).await;
                 self.answer_edit(request.id, outcome).await;
             }
+            ClientMessage::TrustPreview(request) => {
+                let reply = crate::trust::answer_preview(&self.shared, request).await;
+                send(&self.sink, &reply).await;
+            }
+            ClientMessage::Trust(request) => {
+                let reply = crate::trust::answer_trust(&self.shared, request).await;
+                send(&self.sink, &reply).await;
+            }
+            ClientMessage::Untrust(request) => {
+                let reply = crate::trust::answer_untrust(&self.shared, request).await;
+                send(&self.sink, &reply).await;
+            }
+            ClientMessage::TrustList(request) => {
+                let reply = crate::trust::answer_list(&self.shared, request).await;
+                send(&self.sink, &reply).await;
+            }
         }
         true
     }

@@ -11,7 +11,8 @@
 //! `registries` (registries per project dir, built on first use, cached, rebuilt and swapped
 //! when their files change), `watcher` (watches the settings files and triggers the
 //! rebuilds), `lastgood` (a bad save keeps the last good version of a file in force),
-//! `manage` (enable/disable by editing settings files), `lastrun` (each hook's latest run),
+//! `manage` (enable/disable by editing settings files), `trust` (the project-hook trust
+//! requests, decision D8), `lastrun` (each hook's latest run),
 //! `convert` (engine types to wire types).
 
 mod config;
@@ -26,6 +27,7 @@ mod registries;
 mod shared;
 mod socket;
 mod stats;
+mod trust;
 mod watcher;
 
 use std::sync::Arc;

@@ -71,6 +71,11 @@ impl Snapshot {
             .chain(self.registry.diagnostics())
     }
 
+    /// Whether the project's folder is trusted (folder trust, spec §1.3).
+    pub(crate) fn folder_trusted(&self) -> bool {
+        self.input.folder_trusted
+    }
+
     /// The script files its project hooks run (decision D8), for the watcher: editing one
     /// changes the hooks' trust keys.
     pub(crate) fn script_files(&self) -> impl Iterator<Item = &Path> {

@@ -1,0 +1,369 @@
+//! The trust requests (decision D8): what `trust` would trust, trusting, untrusting, listing.
+//!
+//! The registry already knows, for every project hook, its trust key (name, command, and the
+//! SHA-256 of each project script its command runs) and whether the trust store holds it. A
+//! preview lists the untrusted ones; `trust` stores exactly the keys the client sends back,
+//! but only those that are still the project's current keys, so a script edited between the
+//! preview the user read and the confirmation is not trusted by it. `untrust` forgets a
+//! project's keys.
+//!
+//! The store (`hookd_runner::loader` says where it lives) is re-read from disk under the
+//! daemon's edit lock before every change, so concurrent edits are not lost, and written
+//! atomically with the same helper as settings edits; a new store is created readable by its
+//! owner only. An existing store that is not valid is never overwritten: the request fails
+//! and names the file. After a write the shared layers are re-read, so the answer's
+//! generation already has the change in force; the watcher later sees the same file and
+//! finds nothing new.
+
+use std::collections::HashSet;
+use std::path::{Path, PathBuf};
+
+use hookd_core::trust::{HookTrust, ScriptDigest, TrustKey, TrustStore};
+use hookd_protocol as wire;
+use hookd_protocol::RequestId;
+
+use crate::manage::{ManageError, write_atomically};
+use crate::registries::Snapshot;
+use crate::shared::Shared;
+
+/// A trust request that could not be carried out; nothing was written.
+#[derive(Debug, thiserror::Error)]
+pub(crate) enum TrustError {
+    /// The store could not be read.
+    #[error("cannot read the trusted hooks store {path}: {source}")]
+    Read {
+        /// The store.
+        path: PathBuf,
+        /// Why.
+        source: std::io::Error,
+    },
+    /// The store is not valid, so it is not rewritten.
+    #[error("the trusted hooks store {path} is invalid ({source}); fix or remove it first")]
+    Invalid {
+        /// The store.
+        path: PathBuf,
+        /// Why.
+        source: hookd_core::trust::TrustStoreError,
+    },
+    /// The store could not be written.
+    #[error("{0}")]
+    Write(#[from] ManageError),
+}
+
+/// The core's key as the wire shows it.
+fn wire_key(key: &TrustKey, event: Option<&str>) -> wire::TrustedHook {
+    wire::TrustedHook {
+        event: event.map(str::to_owned),
+        name: key.name.clone(),
+        command: key.command.clone(),
+        scripts: key
+            .scripts
+            .iter()
+            .map(|script| wire::TrustedScript {
+                path: script.path.clone(),
+                sha256: script.sha256.clone(),
+            })
+            .collect(),
+    }
+}
+
+/// The wire's key as the core knows it.
+fn core_key(hook: &wire::TrustedHook) -> TrustKey {
+    TrustKey {
+        name: hook.name.clone(),
+        command: hook.command.clone(),
+        scripts: hook
+            .scripts
+            .iter()
+            .map(|script| ScriptDigest {
+                path: script.path.clone(),
+                sha256: script.sha256.clone(),
+            })
+            .collect(),
+    }
+}
+
+/// The store's key for a project: the directory as its registry names it.
+fn project_key(snapshot: &Snapshot) -> String {
+    snapshot.project_dir.to_string_lossy().into_owned()
+}
+
+/// The untrusted project hooks of a registry (each key once, with the event it was first
+/// seen for) and how many distinct trusted ones it has.
+fn untrusted_hooks(snapshot: &Snapshot) -> (Vec<(TrustKey, String)>, usize) {
+    let mut seen: HashSet<&TrustKey> = HashSet::new();
+    let mut untrusted = Vec::new();
+    let mut trusted = 0;
+    for entry in snapshot.registry.entries() {
+        match &entry.trust {
+            HookTrust::NotRequired => {}
+            HookTrust::Trusted { key } => {
+                if seen.insert(key) {
+                    trusted += 1;
+                }
+            }
+            HookTrust::Untrusted { key, .. } => {
+                if seen.insert(key) {
+                    untrusted.push((key.clone(), entry.event.as_str().to_owned()));
+                }
+            }
+        }
+    }
+    (untrusted, trusted)
+}
+
+/// Answers `trust`: `edited`, or `edit_failed` when the store cannot be used.
+pub(crate) async fn answer_trust(
+    shared: &Shared,
+    request: wire::TrustRequest,
+) -> wire::ServerMessage {
+    let id = request.id.clone();
+    edited_or_error(id, trust(shared, request).await)
+}
+
+/// Answers `untrust`: `edited`, or `edit_failed` when the store cannot be used.
+pub(crate) async fn answer_untrust(
+    shared: &Shared,
+    request: wire::UntrustRequest,
+) -> wire::ServerMessage {
+    let id = request.id.clone();
+    edited_or_error(id, untrust(shared, request).await)
+}
+
+/// Answers `trust_list`, or `edit_failed` when the store cannot be read.
+pub(crate) async fn answer_list(
+    shared: &Shared,
+    request: wire::TrustListRequest,
+) -> wire::ServerMessage {
+    let id = request.id.clone();
+    match list(shared, request).await {
+        Ok(listing) => wire::ServerMessage::TrustList(listing),
+        Err(err) => error_message(id, &err),
+    }
+}
+
+fn edited_or_error(
+    id: RequestId,
+    outcome: Result<wire::EditedMessage, TrustError>,
+) -> wire::ServerMessage {
+    match outcome {
+        Ok(edited) => {
+            tracing::info!("{}", edited.message);
+            wire::ServerMessage::Edited(edited)
+        }
+        Err(err) => error_message(id, &err),
+    }
+}
+
+/// Answers `trust_preview`.
+pub(crate) async fn answer_preview(
+    shared: &Shared,
+    request: wire::TrustPreviewRequest,
+) -> wire::ServerMessage {
+    let snapshot = shared.registries.get(Path::new(&request.cwd)).await;
+    let (untrusted, trusted) = untrusted_hooks(&snapshot);
+    wire::ServerMessage::TrustPreview(wire::TrustPreviewMessage {
+        id: request.id,
+        cwd: request.cwd,
+        policy: shared.config.project_hooks.as_str().to_owned(),
+        folder_trusted: snapshot.folder_trusted(),
+        untrusted: untrusted
+            .iter()
+            .map(|(key, event)| wire_key(key, Some(event)))
+            .collect(),
+        trusted: trusted as u64,
+        file: store_path(shared).display().to_string(),
+        generation: snapshot.generation,
+    })
+}
+
+/// Stores the requested keys that are still current.
+async fn trust(
+    shared: &Shared,
+    request: wire::TrustRequest,
+) -> Result<wire::EditedMessage, TrustError> {
+    let _guard = shared.edit_lock.lock().await;
+    let snapshot = shared.registries.get(Path::new(&request.cwd)).await;
+    let (untrusted, _) = untrusted_hooks(&snapshot);
+    let current: HashSet<&TrustKey> = untrusted.iter().map(|(key, _)| key).collect();
+    let mut keys: Vec<TrustKey> = Vec::new();
+    let mut stale = 0usize;
+    for key in request.hooks.iter().map(core_key) {
+        if current.contains(&key) {
+            if !keys.contains(&key) {
+                keys.push(key);
+            }
+        } else {
+            stale += 1;
+        }
+    }
+    let project = project_key(&snapshot);
+    let path = store_path(shared);
+    let mut message = String::new();
+    let mut files = Vec::new();
+    if keys.is_empty() {
+        message.push_str(&format!("Nothing was trusted for {project}."));
+    } else {
+        let mut store = read_store(&path).await?;
+        let added = store.trust(&project, &keys);
+        write_store(&path, &store).await?;
+        files.push(path.display().to_string());
+        message.push_str(&format!(
+            "Trusted {added} project hook(s) of {project} in {}.",
+            path.display()
+        ));
+    }
+    if stale > 0 {
+        message.push_str(&format!(
+            " {stale} hook(s) are not the project's current untrusted hooks (changed since the \
+             preview, or trusted already) and were not trusted; preview again."
+        ));
+    }
+    let generation = refresh(shared, &snapshot, !files.is_empty()).await;
+    Ok(wire::EditedMessage {
+        id: request.id,
+        changed: !files.is_empty(),
+        message,
+        files,
+        generation,
+    })
+}
+
+/// Forgets every key of the project.
+async fn untrust(
+    shared: &Shared,
+    request: wire::UntrustRequest,
+) -> Result<wire::EditedMessage, TrustError> {
+    let _guard = shared.edit_lock.lock().await;
+    let snapshot = shared.registries.get(Path::new(&request.cwd)).await;
+    let project = project_key(&snapshot);
+    let path = store_path(shared);
+    let mut store = read_store(&path).await?;
+    let removed = store.untrust(&project);
+    let mut files = Vec::new();
+    let message = if removed == 0 {
+        format!("No hooks of {project} were trusted.")
+    } else {
+        write_store(&path, &store).await?;
+        files.push(path.display().to_string());
+        format!(
+            "Removed {removed} trusted hook(s) of {project} from {}.",
+            path.display()
+        )
+    };
+    let generation = refresh(shared, &snapshot, removed > 0).await;
+    Ok(wire::EditedMessage {
+        id: request.id,
+        changed: removed > 0,
+        message,
+        files,
+        generation,
+    })
+}
+
+/// The store as it is on disk, for `trust_list`.
+async fn list(
+    shared: &Shared,
+    request: wire::TrustListRequest,
+) -> Result<wire::TrustListMessage, TrustError> {
+    let path = store_path(shared);
+    let store = read_store(&path).await?;
+    let wanted = request.cwd.as_deref().map(Path::new);
+    let projects = store
+        .projects()
+        .filter(|(project, _)| wanted.is_none_or(|wanted| Path::new(project) == wanted))
+        .map(|(project, keys)| wire::TrustedProject {
+            cwd: project.to_owned(),
+            hooks: keys.iter().map(|key| wire_key(key, None)).collect(),
+        })
+        .collect();
+    Ok(wire::TrustListMessage {
+        id: request.id,
+        file: path.display().to_string(),
+        projects,
+    })
+}
+
+/// The error frame for a failed trust request.
+fn error_message(id: RequestId, err: &TrustError) -> wire::ServerMessage {
+    let code = match err {
+        TrustError::Read { .. } | TrustError::Invalid { .. } | TrustError::Write(_) => {
+            wire::ErrorCode::EditFailed
+        }
+    };
+    wire::ProtocolError::new(code, err.to_string())
+        .with_id(Some(id))
+        .to_server_message()
+}
+
+fn store_path(shared: &Shared) -> PathBuf {
+    shared.registries.paths().trusted_hooks.clone()
+}
+
+/// The store as it is on disk now; a missing file is an empty store.
+async fn read_store(path: &Path) -> Result<TrustStore, TrustError> {
+    let text = match tokio::fs::read(path).await {
+        Ok(bytes) => String::from_utf8_lossy(&bytes).into_owned(),
+        Err(err) if err.kind() == std::io::ErrorKind::NotFound => String::new(),
+        Err(source) => {
+            return Err(TrustError::Read {
+                path: path.to_owned(),
+                source,
+            });
+        }
+    };
+    TrustStore::parse(&text).map_err(|source| TrustError::Invalid {
+        path: path.to_owned(),
+        source,
+    })
+}
+
+/// Writes the store atomically; a store that did not exist is created owner-only first, so
+/// the atomic write keeps that mode.
+async fn write_store(path: &Path, store: &TrustStore) -> Result<(), TrustError> {
+    let missing = tokio::fs::symlink_metadata(path).await.is_err();
+    if missing {
+        let create = path.to_owned();
+        let created = tokio::task::spawn_blocking(move || create_private(&create)).await;
+        if let Ok(Err(source)) | Err(source) = created.map_err(std::io::Error::other) {
+            return Err(ManageError::Write {
+                path: path.to_owned(),
+                source,
+            }
+            .into());
+        }
+    }
+    write_atomically(path, &store.to_text()).await?;
+    Ok(())
+}
+
+/// Creates an empty file readable and writable by its owner only, and its directory.
+fn create_private(path: &Path) -> std::io::Result<()> {
+    use std::os::unix::fs::OpenOptionsExt;
+    if let Some(dir) = path.parent() {
+        std::fs::create_dir_all(dir)?;
+    }
+    match std::fs::OpenOptions::new()
+        .write(true)
+        .create_new(true)
+        .mode(0o600)
+        .open(path)
+    {
+        Ok(_) => Ok(()),
+        Err(err) if err.kind() == std::io::ErrorKind::AlreadyExists => Ok(()),
+        Err(err) => Err(err),
+    }
+}
+
+/// Puts a store change in force before answering and returns the project's generation.
+async fn refresh(shared: &Shared, snapshot: &Snapshot, changed: bool) -> u64 {
+    if !changed {
+        return snapshot.generation;
+    }
+    shared.registries.reload_shared().await;
+    shared
+        .registries
+        .get(&snapshot.project_dir)
+        .await
+        .generation
+}
