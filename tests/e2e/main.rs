@@ -5,12 +5,14 @@
 //! Tests are independent and run in parallel; none waits by sleeping, and no assertion is
 //! tighter than seconds.
 
+mod audit;
 mod decisions;
 mod execution;
 mod faults_clients;
 mod faults_hooks;
 mod hot_reload;
 mod lifecycle;
+mod limits;
 mod load;
 mod manage;
 mod matchers;

@@ -33,11 +33,11 @@ pub use request::{
     SubscribeRequest, TrustListRequest, TrustPreviewRequest, TrustRequest, UntrustRequest, WireEnv,
 };
 pub use response::{
-    CancelledMessage, Diagnostic, EditedMessage, ErrorMessage, EventResult, HookRecord,
-    HookResultMessage, LastRun, ListResponse, ListedHook, Outcome, OutputFormat, PongMessage,
-    RegistryChangedMessage, RegistryStatus, ReloadedMessage, ResultMessage, ServerHello,
-    ServerMessage, Severity, StatusResponse, StreamName, SubscribedMessage, TrustListMessage,
-    TrustPreviewMessage, TrustedHook, TrustedProject, TrustedScript,
+    AuditStatus, CancelledMessage, Diagnostic, EditedMessage, ErrorMessage, EventResult,
+    HookRecord, HookResultMessage, LastRun, ListResponse, ListedHook, Outcome, OutputFormat,
+    PongMessage, RegistryChangedMessage, RegistryStatus, ReloadedMessage, ResultMessage,
+    ServerHello, ServerMessage, Severity, StatusResponse, StreamName, SubscribedMessage,
+    TrustListMessage, TrustPreviewMessage, TrustedHook, TrustedProject, TrustedScript,
 };
 pub use socket::{
     SOCKET_DIR_NAME, SOCKET_ENV_VAR, SOCKET_FILE_NAME, default_socket_path, resolve_socket_path,

@@ -424,16 +424,40 @@ pub struct StatusResponse {
     pub uptime_ms: u64,
     /// Open client connections.
     pub connections: u64,
+    /// The most connections served at once; more wait in the listen backlog. `0` from daemons
+    /// that predate the field.
+    #[serde(default)]
+    pub max_connections: u64,
     /// Hook processes running now.
     pub hooks_running: u64,
     /// Hooks waiting for a slot.
     pub hooks_queued: u64,
     /// The most hook processes that run at once.
     pub max_hooks: u64,
+    /// The most event runs in flight on one connection before the daemon pauses reading it.
+    /// `0` from daemons that predate the field.
+    #[serde(default)]
+    pub max_inflight_per_connection: u64,
     /// Event requests answered since start.
     pub events_served: u64,
     /// One entry per project directory the daemon has loaded.
     pub registries: Vec<RegistryStatus>,
+    /// The audit log's state, or `None` when the daemon keeps none (or predates it).
+    #[serde(default)]
+    pub audit: Option<AuditStatus>,
+}
+
+/// The audit log's state, in `status`.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct AuditStatus {
+    /// The log file.
+    pub path: String,
+    /// Lines written since the daemon started.
+    pub lines_written: u64,
+    /// Lines dropped because the writer's queue was full (the disk was slower than events).
+    pub lines_dropped: u64,
+    /// Lines lost because the file could not be written.
+    pub write_errors: u64,
 }
 
 /// One loaded project's hook registry.
@@ -825,9 +849,11 @@ mod tests {
                 pid: 4242,
                 uptime_ms: 1500,
                 connections: 2,
+                max_connections: 1024,
                 hooks_running: 1,
                 hooks_queued: 0,
                 max_hooks: 16,
+                max_inflight_per_connection: 1024,
                 events_served: 40,
                 registries: vec![RegistryStatus {
                     cwd: "/p".to_owned(),
@@ -835,8 +861,19 @@ mod tests {
                     hooks: 3,
                     diagnostics: vec![],
                 }],
+                audit: Some(AuditStatus {
+                    path: "/var/log/hookd.log".to_owned(),
+                    lines_written: 39,
+                    lines_dropped: 1,
+                    write_errors: 0,
+                }),
             }),
-            r#"{"type":"status","id":7,"version":"0.1.0","pid":4242,"uptime_ms":1500,"connections":2,"hooks_running":1,"hooks_queued":0,"max_hooks":16,"events_served":40,"registries":[{"cwd":"/p","generation":2,"hooks":3,"diagnostics":[]}]}"#,
+            concat!(
+                r#"{"type":"status","id":7,"version":"0.1.0","pid":4242,"uptime_ms":1500,"connections":2,"max_connections":1024,"#,
+                r#""hooks_running":1,"hooks_queued":0,"max_hooks":16,"max_inflight_per_connection":1024,"events_served":40,"#,
+                r#""registries":[{"cwd":"/p","generation":2,"hooks":3,"diagnostics":[]}],"#,
+                r#""audit":{"path":"/var/log/hookd.log","lines_written":39,"lines_dropped":1,"write_errors":0}}"#,
+            ),
         );
         check(
             ServerMessage::Pong(PongMessage { id: 8.into() }),
@@ -955,6 +992,23 @@ mod tests {
             assert_eq!(record.failure.as_deref(), failure, "{sent}");
             assert_eq!(serde_json::to_string(&record).unwrap(), written);
         }
+    }
+
+    #[test]
+    fn status_fields_added_later_are_optional_on_the_wire() {
+        // A status from a daemon that predates the limits and the audit log.
+        let older = r#"{"type":"status","id":1,"version":"0.1.0","pid":1,"uptime_ms":0,"connections":0,"hooks_running":0,"hooks_queued":0,"max_hooks":32,"events_served":0,"registries":[]}"#;
+        let ServerMessage::Status(status) = parse_server_message(older.as_bytes()).unwrap() else {
+            panic!("not a status");
+        };
+        assert_eq!(
+            (
+                status.max_connections,
+                status.max_inflight_per_connection,
+                status.audit
+            ),
+            (0, 0, None)
+        );
     }
 
     #[test]

@@ -1,4 +1,5 @@
-//! The daemon's configuration: limits, timeouts and the environment it resolves settings with.
+//! The daemon's configuration: limits, timeouts, the audit log, and the environment it resolves
+//! settings with.
 
 use std::collections::HashMap;
 use std::path::PathBuf;
@@ -21,6 +22,14 @@ pub struct ServerConfig {
     pub max_hooks: usize,
     /// The largest frame accepted from a client, in bytes.
     pub max_frame_bytes: usize,
+    /// The largest first frame (the `hello`) accepted from a new connection, in bytes: a peer
+    /// that has not shown it speaks the protocol cannot make the daemon buffer a large frame.
+    pub max_hello_frame_bytes: usize,
+    /// At most this many event runs are in flight on one connection. When a connection
+    /// reaches it, the daemon stops reading that connection's frames until one finishes, so a
+    /// client pipelining thousands of requests is served in order without the daemon holding
+    /// thousands of runs.
+    pub max_inflight_per_connection: usize,
     /// Each hook's stdout and stderr are captured up to this many bytes (decision D3).
     pub max_output_bytes: usize,
     /// Time between SIGTERM and SIGKILL to a timed-out hook's process group (decision D2).
@@ -47,6 +56,46 @@ pub struct ServerConfig {
     /// Who hears about readiness, reloads, shutdown and watchdog ticks (systemd's notify
     /// socket in the `hookd` binary); `None` tells no one.
     pub lifecycle: Option<Arc<dyn Lifecycle>>,
+    /// Where and how to write the audit log (one JSON line per event run that had hooks to
+    /// run); `None`, the default, writes none.
+    pub audit: Option<AuditConfig>,
+}
+
+/// The audit log's settings: its file, its rotation, and whether lines carry hooks' stdin.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct AuditConfig {
+    /// The log file. Rotated copies are `<path>.1` (newest) to `<path>.<keep>` (oldest).
+    pub path: PathBuf,
+    /// The file is rotated before a line would take it past this many bytes.
+    pub max_bytes: u64,
+    /// How many rotated files are kept besides the current one; 0 keeps none.
+    pub keep: usize,
+    /// Whether each line carries the stdin payload the event's hooks were given. Off by
+    /// default: payloads hold prompts, tool inputs and model text.
+    pub include_stdin: bool,
+    /// At most this many lines wait for the writer; a line that finds the queue full is
+    /// dropped and counted, so a slow disk never holds up an event.
+    pub queue_lines: usize,
+}
+
+impl AuditConfig {
+    /// The default rotation size: 10 MiB.
+    pub const DEFAULT_MAX_BYTES: u64 = 10 * 1024 * 1024;
+    /// The default number of rotated files kept.
+    pub const DEFAULT_KEEP: usize = 5;
+    /// The default queue bound, in lines.
+    pub const DEFAULT_QUEUE_LINES: usize = 4096;
+
+    /// An audit log at `path` with the default rotation and no stdin.
+    pub fn new(path: impl Into<PathBuf>) -> AuditConfig {
+        AuditConfig {
+            path: path.into(),
+            max_bytes: AuditConfig::DEFAULT_MAX_BYTES,
+            keep: AuditConfig::DEFAULT_KEEP,
+            include_stdin: false,
+            queue_lines: AuditConfig::DEFAULT_QUEUE_LINES,
+        }
+    }
 }
 
 impl std::fmt::Debug for ServerConfig {
@@ -55,6 +104,11 @@ impl std::fmt::Debug for ServerConfig {
             .field("max_connections", &self.max_connections)
             .field("max_hooks", &self.max_hooks)
             .field("max_frame_bytes", &self.max_frame_bytes)
+            .field("max_hello_frame_bytes", &self.max_hello_frame_bytes)
+            .field(
+                "max_inflight_per_connection",
+                &self.max_inflight_per_connection,
+            )
             .field("max_output_bytes", &self.max_output_bytes)
             .field("kill_grace", &self.kill_grace)
             .field("shutdown_grace", &self.shutdown_grace)
@@ -64,6 +118,7 @@ impl std::fmt::Debug for ServerConfig {
             .field("project_hooks", &self.project_hooks)
             .field("home", &self.home)
             .field("lifecycle", &self.lifecycle.is_some())
+            .field("audit", &self.audit)
             .finish_non_exhaustive()
     }
 }
@@ -80,6 +135,8 @@ impl ServerConfig {
             max_connections: 1024,
             max_hooks: default_max_hooks(),
             max_frame_bytes: hookd_protocol::DEFAULT_MAX_FRAME_BYTES,
+            max_hello_frame_bytes: hookd_protocol::DEFAULT_MAX_HELLO_FRAME_BYTES,
+            max_inflight_per_connection: DEFAULT_MAX_INFLIGHT_PER_CONNECTION,
             max_output_bytes: 1024 * 1024,
             kill_grace: Duration::from_secs(2),
             shutdown_grace: Duration::from_secs(10),
@@ -91,6 +148,7 @@ impl ServerConfig {
             home,
             control: Control::new(),
             lifecycle: None,
+            audit: None,
         }
     }
 
@@ -99,6 +157,10 @@ impl ServerConfig {
         ServerConfig::new(std::env::vars().collect())
     }
 }
+
+/// The default cap on in-flight event runs per connection: far more than an agent has at
+/// once, far fewer than a runaway client could pipeline.
+pub const DEFAULT_MAX_INFLIGHT_PER_CONNECTION: usize = 1024;
 
 /// Hooks mostly wait (on I/O, on the network, on `sleep`), so the cap is well above the core
 /// count; it exists to stop a runaway client from forking the machine to death.

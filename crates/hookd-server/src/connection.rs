@@ -29,6 +29,7 @@ use tokio_util::task::TaskTracker;
 
 use crate::convert;
 use crate::io::{FrameReader, FrameWriter};
+use crate::limits::InflightLimit;
 use crate::manage::Manager;
 use crate::shared::Shared;
 use crate::stats::Stats;
@@ -42,8 +43,7 @@ type Env = Arc<Vec<(String, String)>>;
 /// Serves one accepted connection to the end.
 pub(crate) async fn serve(stream: UnixStream, shared: Arc<Shared>) {
     Stats::add(&shared.stats.connections, 1);
-    let (mut reader, writer) =
-        crate::io::split(stream, hookd_protocol::DEFAULT_MAX_HELLO_FRAME_BYTES);
+    let (mut reader, writer) = crate::io::split(stream, shared.config.max_hello_frame_bytes);
     let sink: Sink = Arc::new(writer);
 
     if let Some(env) = handshake(&mut reader, &sink, &shared).await {
@@ -56,6 +56,7 @@ pub(crate) async fn serve(stream: UnixStream, shared: Arc<Shared>) {
             inflight: Arc::new(std::sync::Mutex::new(HashMap::new())),
             runs: TaskTracker::new(),
             output_budget: Arc::new(tokio::sync::Semaphore::new(OUTPUT_BUDGET_KIB as usize)),
+            limit: InflightLimit::new(shared.config.max_inflight_per_connection),
         };
         connection.read_requests(&mut reader).await;
     }
@@ -83,10 +84,9 @@ async fn handshake(reader: &mut FrameReader, sink: &Sink, shared: &Shared) -> Op
             tracing::debug!(%err, "connection failed before hello");
             return None;
         }
-        Ok(Some(Ok(Frame::TooLarge { declared_len }))) => ProtocolError::frame_too_large(
-            declared_len,
-            hookd_protocol::DEFAULT_MAX_HELLO_FRAME_BYTES,
-        ),
+        Ok(Some(Ok(Frame::TooLarge { declared_len }))) => {
+            ProtocolError::frame_too_large(declared_len, shared.config.max_hello_frame_bytes)
+        }
         Ok(Some(Ok(Frame::Data(body)))) => match hookd_protocol::parse_client_message(&body) {
             Ok(ClientMessage::Hello(hello)) => match hello.check_version() {
                 Ok(()) => {
@@ -151,6 +151,8 @@ struct Connection {
     /// finished runs cannot give theirs back, the budget runs out, and the connection stops
     /// reading requests: one connection can never pin more than this.
     output_budget: Arc<tokio::sync::Semaphore>,
+    /// The cap on in-flight event runs: at the cap, no frame is read until a run ends.
+    limit: InflightLimit,
 }
 
 /// The output budget of one connection, in KiB (64 MiB).
@@ -165,7 +167,10 @@ impl Connection {
             let frame = tokio::select! {
                 biased;
                 () = &mut stopping => break false,
-                frame = reader.next() => frame,
+                frame = async {
+                    self.limit.ready().await;
+                    reader.next().await
+                } => frame,
             };
             match frame {
                 None => break true,
@@ -375,7 +380,11 @@ impl Connection {
             project_id: snapshot.project_id.clone(),
             _output_permit: output_permit,
         };
-        self.runs.spawn(run.execute(request, plan));
+        let slot = self.limit.enter();
+        self.runs.spawn(async move {
+            run.execute(request, plan).await;
+            drop(slot);
+        });
     }
 
     /// Answers a management request with `edited`, or with `edit_failed` when no file could
@@ -601,6 +610,7 @@ impl Run {
 
         self.shared.last_runs.record(&plan.hooks, &results);
         let aggregate = hookd_core::aggregate::aggregate(self.event, &results, &request.input);
+        crate::audit::record_run(&self.shared, &fire, self.generation, &results, &aggregate);
         let message = convert::result(request.id.clone(), &aggregate, &results, self.generation);
         let message = fit_in_frame(message, self.shared.config.max_frame_bytes);
         self.inflight

@@ -236,10 +236,13 @@ pub(crate) async fn status(shared: &Arc<Shared>, id: RequestId) -> wire::StatusR
         pid: std::process::id(),
         uptime_ms: shared.started.elapsed().as_millis() as u64,
         connections: Stats::get(&shared.stats.connections),
+        max_connections: shared.config.max_connections as u64,
         hooks_running: running,
         hooks_queued: pending.saturating_sub(running),
         max_hooks,
+        max_inflight_per_connection: shared.config.max_inflight_per_connection as u64,
         events_served: Stats::get(&shared.stats.events_served),
         registries,
+        audit: shared.audit.as_ref().map(crate::audit::status),
     }
 }

@@ -13,8 +13,10 @@
 //! rebuilds), `lastgood` (a bad save keeps the last good version of a file in force),
 //! `manage` (enable/disable by editing settings files), `trust` (the project-hook trust
 //! requests, decision D8), `lastrun` (each hook's latest run),
-//! `convert` (engine types to wire types).
+//! `convert` (engine types to wire types), `audit` (the audit log and its writer thread),
+//! `limits` (the connection limit's saturation log, each connection's in-flight cap).
 
+mod audit;
 mod config;
 mod connection;
 mod control;
@@ -22,6 +24,7 @@ mod convert;
 mod io;
 mod lastgood;
 mod lastrun;
+mod limits;
 mod manage;
 mod registries;
 mod shared;
@@ -38,7 +41,8 @@ use tokio::sync::Semaphore;
 use tokio_util::sync::CancellationToken;
 use tokio_util::task::TaskTracker;
 
-pub use config::ServerConfig;
+pub use audit::AuditError;
+pub use config::{AuditConfig, ServerConfig};
 pub use control::{Control, Lifecycle};
 pub use socket::{BindError, bind_socket};
 
@@ -51,6 +55,9 @@ pub enum ServerError {
     /// The connection semaphore was closed, which only happens if the daemon is torn down.
     #[error("the connection limiter was closed")]
     LimiterClosed,
+    /// The audit log the configuration asks for could not be started.
+    #[error(transparent)]
+    Audit(#[from] AuditError),
 }
 
 /// Serves clients on `listener` until `cancel` fires, then stops gracefully.
@@ -63,7 +70,12 @@ pub async fn run(
     config: ServerConfig,
     cancel: CancellationToken,
 ) -> Result<(), ServerError> {
-    let shared = Arc::new(Shared::new(config, cancel.clone()));
+    let audit = config
+        .audit
+        .as_ref()
+        .map(audit::AuditLog::start)
+        .transpose()?;
+    let shared = Arc::new(Shared::new(config, cancel.clone(), audit));
     shared.registries.preload().await;
     // The watcher lives as long as the accept loop; its token stops it with the daemon.
     let watcher_stop = CancellationToken::new();
@@ -72,6 +84,7 @@ pub async fn run(
         watcher_stop.clone(),
     ));
     let connection_slots = Arc::new(Semaphore::new(shared.config.max_connections.max(1)));
+    let mut gauge = limits::ConnectionGauge::new(shared.config.max_connections);
     let connections = TaskTracker::new();
     let uid = nix::unistd::getuid().as_raw();
     let lifecycle = shared.config.lifecycle.clone();
@@ -91,7 +104,7 @@ pub async fn run(
             _ = cancel.cancelled() => break,
             _ = control.reload_requested() => Housekeeping::Reload,
             _ = tick(&mut watchdog) => Housekeeping::Watchdog,
-            accepted = accept_one(&listener, &connection_slots, &cancel) => {
+            accepted = accept_one(&listener, &connection_slots, &mut gauge, &cancel) => {
                 match accepted? {
                     Accepted::Stream(stream, permit) => Housekeeping::Serve(stream, permit),
                     Accepted::Stop => break,
@@ -170,6 +183,9 @@ pub async fn run(
         }
     }
     shared.hard_stop.cancel();
+    if let Some(audit) = &shared.audit {
+        audit.close().await;
+    }
     tracing::info!("stopped");
     Ok(())
 }
@@ -195,14 +211,15 @@ enum Accepted {
 }
 
 /// Takes a connection permit, then accepts one connection. Excess clients wait in the
-/// socket's backlog rather than being accepted and refused.
+/// socket's backlog rather than being accepted and refused; the gauge logs when that starts.
 async fn accept_one(
     listener: &UnixListener,
     slots: &Arc<Semaphore>,
+    gauge: &mut limits::ConnectionGauge,
     cancel: &CancellationToken,
 ) -> Result<Accepted, ServerError> {
-    let permit = Arc::clone(slots)
-        .acquire_owned()
+    let permit = gauge
+        .acquire(slots)
         .await
         .map_err(|_| ServerError::LimiterClosed)?;
     match listener.accept().await {

@@ -9,6 +9,7 @@ use hookd_runner::process::ProcessLimits;
 use tokio::sync::Semaphore;
 use tokio_util::sync::CancellationToken;
 
+use crate::audit::AuditLog;
 use crate::config::ServerConfig;
 use crate::lastrun::LastRuns;
 use crate::registries::Registries;
@@ -36,11 +37,18 @@ pub(crate) struct Shared {
     pub(crate) shutdown: CancellationToken,
     /// Cancelled when in-flight runs must be killed (the graceful stop's deadline passed).
     pub(crate) hard_stop: CancellationToken,
+    /// The audit log, when the configuration asks for one.
+    pub(crate) audit: Option<AuditLog>,
 }
 
 impl Shared {
-    /// Builds the shared state for `config`; `shutdown` is the caller's stop signal.
-    pub(crate) fn new(config: ServerConfig, shutdown: CancellationToken) -> Shared {
+    /// Builds the shared state for `config`; `shutdown` is the caller's stop signal, `audit`
+    /// the started audit log, if any.
+    pub(crate) fn new(
+        config: ServerConfig,
+        shutdown: CancellationToken,
+        audit: Option<AuditLog>,
+    ) -> Shared {
         let mut daemon_env: Vec<(String, String)> = config
             .env
             .iter()
@@ -68,6 +76,7 @@ impl Shared {
             started: Instant::now(),
             shutdown,
             hard_stop: CancellationToken::new(),
+            audit,
             config,
         }
     }

@@ -40,6 +40,16 @@ struct Args {
     /// Largest request frame accepted, in bytes.
     #[arg(long)]
     max_frame_bytes: Option<usize>,
+    /// Largest first frame (the hello) accepted from a new connection, in bytes.
+    #[arg(long)]
+    max_hello_frame_bytes: Option<usize>,
+    /// Event runs in flight on one connection before hookd stops reading its requests until
+    /// one finishes [default: 1024].
+    #[arg(long)]
+    max_inflight_per_connection: Option<usize>,
+    /// Milliseconds a new connection has to send its hello [default: 10000].
+    #[arg(long)]
+    handshake_timeout_ms: Option<u64>,
     /// Milliseconds between SIGTERM and SIGKILL for a timed-out hook.
     #[arg(long)]
     kill_grace_ms: Option<u64>,
@@ -61,6 +71,24 @@ struct Args {
     /// separate blocking pool.
     #[arg(long, default_value_t = 1)]
     threads: usize,
+    /// Write an audit log: one JSON line per event run that had hooks to run (each hook's
+    /// decision, exit code, duration and failure, and the final decision). Off by default.
+    #[arg(long, value_name = "PATH")]
+    audit_log: Option<PathBuf>,
+    /// Rotate the audit log before it would exceed this many bytes.
+    #[arg(long, value_name = "N", default_value_t = hookd_server::AuditConfig::DEFAULT_MAX_BYTES, requires = "audit_log")]
+    audit_max_bytes: u64,
+    /// Rotated audit logs kept (PATH.1 newest ... PATH.N oldest); 0 keeps none.
+    #[arg(long, value_name = "N", default_value_t = hookd_server::AuditConfig::DEFAULT_KEEP, requires = "audit_log")]
+    audit_keep: usize,
+    /// Include the stdin payload hooks were given in each audit line (prompts, tool inputs
+    /// and model text: off by default).
+    #[arg(long, requires = "audit_log")]
+    audit_stdin: bool,
+    /// Audit lines that may wait for the disk; more are dropped and counted in status, never
+    /// waited for.
+    #[arg(long, value_name = "N", default_value_t = hookd_server::AuditConfig::DEFAULT_QUEUE_LINES, requires = "audit_log")]
+    audit_queue_lines: usize,
 }
 
 fn main() -> anyhow::Result<()> {
@@ -87,6 +115,24 @@ fn main() -> anyhow::Result<()> {
     }
     if let Some(n) = args.max_frame_bytes {
         config.max_frame_bytes = n;
+    }
+    if let Some(n) = args.max_hello_frame_bytes {
+        config.max_hello_frame_bytes = n;
+    }
+    if let Some(n) = args.max_inflight_per_connection {
+        config.max_inflight_per_connection = n.max(1);
+    }
+    if let Some(ms) = args.handshake_timeout_ms {
+        config.handshake_timeout = Duration::from_millis(ms);
+    }
+    if let Some(path) = &args.audit_log {
+        config.audit = Some(hookd_server::AuditConfig {
+            path: path.clone(),
+            max_bytes: args.audit_max_bytes,
+            keep: args.audit_keep,
+            include_stdin: args.audit_stdin,
+            queue_lines: args.audit_queue_lines.max(1),
+        });
     }
     if let Some(ms) = args.kill_grace_ms {
         config.kill_grace = Duration::from_millis(ms);
