@@ -59,7 +59,7 @@ pub async fn bind_socket(path: &Path) -> Result<UnixListener, BindError> {
     }
     match std::fs::symlink_metadata(path) {
         Ok(meta) if meta.file_type().is_socket() => {
-            if UnixStream::connect(path).await.is_ok() {
+            if still_answers(path).await {
                 return Err(BindError::AlreadyRunning(path.to_owned()));
             }
             std::fs::remove_file(path).map_err(|source| BindError::Bind {
@@ -87,6 +87,23 @@ pub async fn bind_socket(path: &Path) -> Result<UnixListener, BindError> {
         }
     })?;
     Ok(listener)
+}
+
+/// Whether a daemon listens on `path`: it must accept a connection three times over 100 ms.
+///
+/// One accepted connection is not proof: a listener its daemon just closed lives on for a
+/// moment in any child process that was being spawned at that instant (between its clone and
+/// its exec, the child holds every descriptor of the parent). A live daemon keeps answering.
+async fn still_answers(path: &Path) -> bool {
+    for attempt in 0..3 {
+        if attempt > 0 {
+            tokio::time::sleep(std::time::Duration::from_millis(50)).await;
+        }
+        if UnixStream::connect(path).await.is_err() {
+            return false;
+        }
+    }
+    true
 }
 
 /// Creates `dir` (0700) if missing; if it exists, insists it is ours and closed to others.
