@@ -322,25 +322,7 @@ impl RawConn {
     /// Reads the next frame as JSON; `None` when the daemon closed the connection at a frame
     /// boundary. Fails the test if nothing arrives within a generous timeout.
     pub async fn recv(&mut self) -> Option<Value> {
-        use tokio::io::AsyncReadExt;
-        within("reading a frame from the daemon", RAW_RECV_TIMEOUT, async {
-            let mut prefix = [0u8; 4];
-            match self.stream.read_exact(&mut prefix).await {
-                Ok(_) => {}
-                Err(err) if err.kind() == std::io::ErrorKind::UnexpectedEof => return None,
-                // A reset is how a closed connection may look when we had unread data queued.
-                Err(err) if err.kind() == std::io::ErrorKind::ConnectionReset => return None,
-                Err(err) => panic!("raw read failed: {err}"),
-            }
-            let len = u32::from_be_bytes(prefix) as usize;
-            let mut body = vec![0u8; len];
-            self.stream
-                .read_exact(&mut body)
-                .await
-                .expect("a whole frame body");
-            Some(serde_json::from_slice(&body).expect("the daemon sends JSON"))
-        })
-        .await
+        read_raw_frame(&mut self.stream).await
     }
 }
 
@@ -873,24 +855,7 @@ pub struct RawReader {
 impl RawReader {
     /// Reads the next frame as JSON, as [`RawConn::recv`] does; `None` at end of stream.
     pub async fn recv(&mut self) -> Option<Value> {
-        use tokio::io::AsyncReadExt;
-        within("reading a frame from the daemon", RAW_RECV_TIMEOUT, async {
-            let mut prefix = [0u8; 4];
-            match self.half.read_exact(&mut prefix).await {
-                Ok(_) => {}
-                Err(err) if err.kind() == std::io::ErrorKind::UnexpectedEof => return None,
-                Err(err) if err.kind() == std::io::ErrorKind::ConnectionReset => return None,
-                Err(err) => panic!("raw read failed: {err}"),
-            }
-            let len = u32::from_be_bytes(prefix) as usize;
-            let mut body = vec![0u8; len];
-            self.half
-                .read_exact(&mut body)
-                .await
-                .expect("a whole frame body");
-            Some(serde_json::from_slice(&body).expect("the daemon sends JSON"))
-        })
-        .await
+        read_raw_frame(&mut self.half).await
     }
 }
 
@@ -917,4 +882,29 @@ impl RawWriter {
         self.half.write_all(bytes).await?;
         self.half.flush().await
     }
+}
+
+/// Reads one frame (4-byte big-endian length, then JSON) from `reader`; `None` when the daemon
+/// closed the connection at a frame boundary. Fails the test if nothing arrives within a
+/// generous timeout.
+async fn read_raw_frame<R: tokio::io::AsyncRead + Unpin>(reader: &mut R) -> Option<Value> {
+    use tokio::io::AsyncReadExt;
+    within("reading a frame from the daemon", RAW_RECV_TIMEOUT, async {
+        let mut prefix = [0u8; 4];
+        match reader.read_exact(&mut prefix).await {
+            Ok(_) => {}
+            Err(err) if err.kind() == std::io::ErrorKind::UnexpectedEof => return None,
+            // A reset is how a closed connection may look when we had unread data queued.
+            Err(err) if err.kind() == std::io::ErrorKind::ConnectionReset => return None,
+            Err(err) => panic!("raw read failed: {err}"),
+        }
+        let len = u32::from_be_bytes(prefix) as usize;
+        let mut body = vec![0u8; len];
+        reader
+            .read_exact(&mut body)
+            .await
+            .expect("a whole frame body");
+        Some(serde_json::from_slice(&body).expect("the daemon sends JSON"))
+    })
+    .await
 }

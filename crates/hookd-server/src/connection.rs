@@ -334,15 +334,7 @@ impl Connection {
                 return;
             }
         };
-        if !Path::new(&request.cwd).is_absolute() {
-            let error = ProtocolError::new(
-                ErrorCode::BadRequest,
-                format!("cwd must be an absolute path, got {:?}", request.cwd),
-            )
-            .with_id(Some(request.id));
-            send(&self.sink, &error.to_server_message()).await;
-            return;
-        }
+        // `parse_client_message` has already refused a `cwd` that is not absolute.
         let snapshot = self.shared.registries.get(Path::new(&request.cwd)).await;
         Stats::add(&self.shared.stats.events_served, 1);
         let Some(plan) = snapshot.registry.plan_for_input(event, &request.input) else {
@@ -518,15 +510,6 @@ impl Connection {
 
     /// Answers a `list` request with the registry of the given project dir.
     async fn list(&self, request: ListRequest) {
-        if !Path::new(&request.cwd).is_absolute() {
-            let error = ProtocolError::new(
-                ErrorCode::BadRequest,
-                format!("cwd must be an absolute path, got {:?}", request.cwd),
-            )
-            .with_id(Some(request.id));
-            send(&self.sink, &error.to_server_message()).await;
-            return;
-        }
         let snapshot = self.shared.registries.get(Path::new(&request.cwd)).await;
         let message = convert::list(request.id, request.cwd, &snapshot, &self.shared.last_runs);
         send(&self.sink, &ServerMessage::List(message)).await;
