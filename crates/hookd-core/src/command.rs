@@ -228,7 +228,7 @@ mod tests {
 
     fn check_expand(command: &str, expected: &str) {
         let vars = CommandVars {
-            project_dir: "/work/my project",
+            project_dir: "/srv/my project",
             plans_dir: "/home/u/.gemini/tmp/p/s1/plans",
             session_id: "s1",
         };
@@ -242,9 +242,9 @@ mod tests {
     #[test]
     fn expansion_is_textual_and_ordered() {
         let cases = [
-            ("echo $GEMINI_PROJECT_DIR", "echo '/work/my project'"),
-            ("echo $GEMINI_CWD", "echo '/work/my project'"),
-            ("echo $CLAUDE_PROJECT_DIR", "echo '/work/my project'"),
+            ("echo $GEMINI_PROJECT_DIR", "echo '/srv/my project'"),
+            ("echo $GEMINI_CWD", "echo '/srv/my project'"),
+            ("echo $CLAUDE_PROJECT_DIR", "echo '/srv/my project'"),
             (
                 "cat $GEMINI_PLANS_DIR/a",
                 "cat /home/u/.gemini/tmp/p/s1/plans/a",
@@ -255,11 +255,11 @@ mod tests {
             // Braced forms are left for the shell.
             ("ls ${GEMINI_PLANS_DIR}", "ls ${GEMINI_PLANS_DIR}"),
             // Quoting is inserted textually, even inside double quotes.
-            ("cd \"$GEMINI_PROJECT_DIR\"", "cd \"'/work/my project'\""),
+            ("cd \"$GEMINI_PROJECT_DIR\"", "cd \"'/srv/my project'\""),
             // Every occurrence is replaced.
             (
                 "$GEMINI_CWD:$GEMINI_CWD",
-                "'/work/my project':'/work/my project'",
+                "'/srv/my project':'/srv/my project'",
             ),
             ("no variables here", "no variables here"),
             ("$GEMINI_UNKNOWN", "$GEMINI_UNKNOWN"),

@@ -342,7 +342,7 @@ mod tests {
 
     fn check_hydrate(input: &str, expected: &str) {
         let ext = extension(None);
-        let context = HydrationContext::new(&ext, Path::new("/work/p"));
+        let context = HydrationContext::new(&ext, Path::new("/srv/p"));
         assert_eq!(hydrate_str(input, &context), expected, "input: {input:?}");
     }
 
@@ -353,7 +353,7 @@ mod tests {
                 "${extensionPath}/run.sh",
                 "/home/u/.gemini/extensions/ext/run.sh",
             ),
-            ("${workspacePath}${/}x", "/work/p/x"),
+            ("${workspacePath}${/}x", "/srv/p/x"),
             ("a${pathSeparator}b", "a/b"),
             ("${API_TOKEN}", "workspace-token"),
             ("${EXTRA}", "extra"),

@@ -400,7 +400,7 @@ mod tests {
         RegistryInput {
             layers,
             extensions,
-            workspace_path: PathBuf::from("/work/p"),
+            workspace_path: PathBuf::from("/srv/p"),
             folder_trusted: true,
             env: HashMap::from([("HOME".to_owned(), "/home/u".to_owned())]),
             hook_trust: HookTrustInput::default(),
@@ -672,7 +672,7 @@ mod tests {
         assert_eq!(
             warnings,
             [
-                "the folder /work/p is not trusted: 3 hook(s) from settings files are skipped; only \
+                "the folder /srv/p is not trusted: 3 hook(s) from settings files are skipped; only \
               extension hooks run"
             ]
         );
@@ -1000,7 +1000,7 @@ mod tests {
             commands,
             [
                 "/home/u/u.sh d $GEMINI_PROJECT_DIR",
-                "/home/u/.gemini/extensions/e/run.sh /work/p $HOME k",
+                "/home/u/.gemini/extensions/e/run.sh /srv/p $HOME k",
             ]
         );
         let env: Vec<&(String, String)> = registry.entries().flat_map(|e| &e.config.env).collect();
@@ -1036,7 +1036,7 @@ mod tests {
                 }],
             }],
             scripts: vec![ScriptFile {
-                path: PathBuf::from("/work/p/g.sh"),
+                path: PathBuf::from("/srv/p/g.sh"),
                 sha256: Some(digest),
             }],
         };

@@ -859,7 +859,7 @@ mod tests {
     use super::*;
     use crate::model::HookType;
 
-    const PROJECT: &str = "/work/p";
+    const PROJECT: &str = "/srv/p";
 
     fn check_scripts(command: &str, expected: &[&str]) {
         let got = script_paths(command, Path::new(PROJECT));
@@ -871,62 +871,62 @@ mod tests {
     fn script_paths_follow_the_first_word_and_interpreters() {
         let cases: &[(&str, &[&str])] = &[
             // The program itself, when it is a path.
-            ("./guard.sh", &["/work/p/guard.sh"]),
+            ("./guard.sh", &["/srv/p/guard.sh"]),
             (
                 ".gemini/hooks/guard.py --strict",
-                &["/work/p/.gemini/hooks/guard.py"],
+                &["/srv/p/.gemini/hooks/guard.py"],
             ),
             (
                 "$GEMINI_PROJECT_DIR/.gemini/hooks/a.sh",
-                &["/work/p/.gemini/hooks/a.sh"],
+                &["/srv/p/.gemini/hooks/a.sh"],
             ),
             (
                 "\"$CLAUDE_PROJECT_DIR\"/hooks/a.sh",
-                &["/work/p/hooks/a.sh"],
+                &["/srv/p/hooks/a.sh"],
             ),
-            ("${GEMINI_PROJECT_DIR}/a.sh x", &["/work/p/a.sh"]),
-            ("\"${GEMINI_CWD}/a b.sh\"", &["/work/p/a b.sh"]),
-            ("/work/p/bin/x", &["/work/p/bin/x"]),
-            ("'./it'\\''s.sh'", &["/work/p/it's.sh"]),
+            ("${GEMINI_PROJECT_DIR}/a.sh x", &["/srv/p/a.sh"]),
+            ("\"${GEMINI_CWD}/a b.sh\"", &["/srv/p/a b.sh"]),
+            ("/srv/p/bin/x", &["/srv/p/bin/x"]),
+            ("'./it'\\''s.sh'", &["/srv/p/it's.sh"]),
             // Interpreters and their script argument.
             (
                 "bash .gemini/hooks/guard.sh",
-                &["/work/p/.gemini/hooks/guard.sh"],
+                &["/srv/p/.gemini/hooks/guard.sh"],
             ),
-            ("sh -e -x ./a.sh arg", &["/work/p/a.sh"]),
-            ("bash -o pipefail a.sh", &["/work/p/a.sh"]),
+            ("sh -e -x ./a.sh arg", &["/srv/p/a.sh"]),
+            ("bash -o pipefail a.sh", &["/srv/p/a.sh"]),
             (
                 "/usr/bin/python3 -u hooks/check.py",
-                &["/work/p/hooks/check.py"],
+                &["/srv/p/hooks/check.py"],
             ),
             (
                 "python3.12 -W ignore hooks/check.py",
-                &["/work/p/hooks/check.py"],
+                &["/srv/p/hooks/check.py"],
             ),
             (
                 "node --import tsx hooks/gate.ts",
-                &["/work/p/hooks/gate.ts"],
+                &["/srv/p/hooks/gate.ts"],
             ),
-            ("node --require=x hooks/gate.js", &["/work/p/hooks/gate.js"]),
+            ("node --require=x hooks/gate.js", &["/srv/p/hooks/gate.js"]),
             (
                 "deno run --allow-read hooks/gate.ts",
-                &["/work/p/hooks/gate.ts"],
+                &["/srv/p/hooks/gate.ts"],
             ),
-            ("bun run hooks/gate.ts", &["/work/p/hooks/gate.ts"]),
-            ("bun hooks/gate.ts", &["/work/p/hooks/gate.ts"]),
-            ("npx -y tsx hooks/gate.ts", &["/work/p/hooks/gate.ts"]),
-            ("ruby -w hooks/r.rb", &["/work/p/hooks/r.rb"]),
-            ("perl hooks/p.pl", &["/work/p/hooks/p.pl"]),
-            ("env FOO=1 python3 x.py", &["/work/p/x.py"]),
-            ("FOO=1 BAR=2 ./a.sh", &["/work/p/a.sh"]),
-            ("exec ./a.sh", &["/work/p/a.sh"]),
-            ("bash -- -a.sh", &["/work/p/-a.sh"]),
+            ("bun run hooks/gate.ts", &["/srv/p/hooks/gate.ts"]),
+            ("bun hooks/gate.ts", &["/srv/p/hooks/gate.ts"]),
+            ("npx -y tsx hooks/gate.ts", &["/srv/p/hooks/gate.ts"]),
+            ("ruby -w hooks/r.rb", &["/srv/p/hooks/r.rb"]),
+            ("perl hooks/p.pl", &["/srv/p/hooks/p.pl"]),
+            ("env FOO=1 python3 x.py", &["/srv/p/x.py"]),
+            ("FOO=1 BAR=2 ./a.sh", &["/srv/p/a.sh"]),
+            ("exec ./a.sh", &["/srv/p/a.sh"]),
+            ("bash -- -a.sh", &["/srv/p/-a.sh"]),
             // Every simple command counts, each file once.
-            ("cd \"$GEMINI_PROJECT_DIR\" && ./a.sh", &["/work/p/a.sh"]),
-            ("./a.sh | ./b.sh; ./a.sh", &["/work/p/a.sh", "/work/p/b.sh"]),
-            ("./a.sh 2>/dev/null >> log.txt < in.txt", &["/work/p/a.sh"]),
-            ("(./a.sh) & ./b.sh", &["/work/p/a.sh", "/work/p/b.sh"]),
-            ("./a.sh # ./b.sh", &["/work/p/a.sh"]),
+            ("cd \"$GEMINI_PROJECT_DIR\" && ./a.sh", &["/srv/p/a.sh"]),
+            ("./a.sh | ./b.sh; ./a.sh", &["/srv/p/a.sh", "/srv/p/b.sh"]),
+            ("./a.sh 2>/dev/null >> log.txt < in.txt", &["/srv/p/a.sh"]),
+            ("(./a.sh) & ./b.sh", &["/srv/p/a.sh", "/srv/p/b.sh"]),
+            ("./a.sh # ./b.sh", &["/srv/p/a.sh"]),
             // Inline code, PATH lookups and files outside the project name no script.
             ("bash -c './a.sh'", &[]),
             ("bash -ec 'echo hi'", &[]),
@@ -956,13 +956,13 @@ mod tests {
 
     #[test]
     fn a_project_dir_that_needs_quoting_still_resolves() {
-        let project = Path::new("/work/my project");
+        let project = Path::new("/srv/my project");
         assert_eq!(
             script_paths("$GEMINI_PROJECT_DIR/a.sh", project),
-            [PathBuf::from("/work/my project/a.sh")]
+            [PathBuf::from("/srv/my project/a.sh")]
         );
         assert_eq!(
-            relative_path(Path::new("/work/my project/x/a.sh"), project).as_deref(),
+            relative_path(Path::new("/srv/my project/x/a.sh"), project).as_deref(),
             Some("x/a.sh")
         );
         assert_eq!(relative_path(Path::new("/elsewhere/a.sh"), project), None);
@@ -1011,7 +1011,7 @@ mod tests {
         let input = |trusted: Vec<TrustKey>, contents: Option<&str>| HookTrustInput {
             trusted,
             scripts: vec![ScriptFile {
-                path: PathBuf::from("/work/p/g.sh"),
+                path: PathBuf::from("/srv/p/g.sh"),
                 sha256: contents.map(|c| sha256_hex(c.as_bytes())),
             }],
         };
@@ -1137,20 +1137,20 @@ mod tests {
 
     #[test]
     fn messages_name_the_hook_and_the_trust_command() {
-        assert_eq!(trust_command("/work/p"), "hookctl trust --cwd /work/p");
+        assert_eq!(trust_command("/srv/p"), "hookctl trust --cwd /srv/p");
         assert_eq!(
-            trust_command("/work/my p"),
-            "hookctl trust --cwd '/work/my p'"
+            trust_command("/srv/my p"),
+            "hookctl trust --cwd '/srv/my p'"
         );
         assert_eq!(
-            refusal_message("guard", TrustGap::New, "/work/p"),
+            refusal_message("guard", TrustGap::New, "/srv/p"),
             "project hook \"guard\" was not run: it is not trusted (project_hooks = require); \
-             review it, then run `hookctl trust --cwd /work/p`"
+             review it, then run `hookctl trust --cwd /srv/p`"
         );
         assert_eq!(
-            warning_message("guard", TrustGap::ScriptChanged, "/work/p"),
+            warning_message("guard", TrustGap::ScriptChanged, "/srv/p"),
             "project hook \"guard\" ran, but its script changed since it was trusted \
-             (project_hooks = warn); review it, then run `hookctl trust --cwd /work/p`"
+             (project_hooks = warn); review it, then run `hookctl trust --cwd /srv/p`"
         );
         assert!(changed_script_message("guard", "g.sh", "/p").contains("its script g.sh changed"));
     }

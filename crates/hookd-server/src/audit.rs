@@ -571,7 +571,7 @@ mod tests {
             time: "2023-11-14T22:13:20.123Z",
             event: HookEventName::BeforeTool,
             session_id: "s1",
-            cwd: "/work/p",
+            cwd: "/srv/p",
             input: input.as_object().unwrap(),
             generation: 3,
             results,
@@ -613,7 +613,7 @@ mod tests {
                 "time": "2023-11-14T22:13:20.123Z",
                 "event": "BeforeTool",
                 "session_id": "s1",
-                "cwd": "/work/p",
+                "cwd": "/srv/p",
                 "tool_name": "run_shell_command",
                 "generation": 3,
                 "hooks": [
@@ -635,7 +635,7 @@ mod tests {
             None,
             json!({
                 "time": "2023-11-14T22:13:20.123Z", "event": "BeforeTool", "session_id": "s1",
-                "cwd": "/work/p", "tool_name": "run_shell_command", "generation": 3,
+                "cwd": "/srv/p", "tool_name": "run_shell_command", "generation": 3,
                 "hooks": [{"name": "quiet", "source": "project", "decision": null, "exit_code": 0,
                            "duration_ms": 12.345, "outcome": "exited", "failure": null,
                            "success": true}],
@@ -649,7 +649,7 @@ mod tests {
             None,
             json!({
                 "time": "2023-11-14T22:13:20.123Z", "event": "BeforeTool", "session_id": "s1",
-                "cwd": "/work/p", "tool_name": "run_shell_command", "generation": 3,
+                "cwd": "/srv/p", "tool_name": "run_shell_command", "generation": 3,
                 "hooks": [], "decision": null, "continue": false, "success": true,
             }),
         );
@@ -664,7 +664,7 @@ mod tests {
             stdin.as_object().cloned(),
             json!({
                 "time": "2023-11-14T22:13:20.123Z", "event": "BeforeTool", "session_id": "s1",
-                "cwd": "/work/p", "tool_name": "run_shell_command", "generation": 3,
+                "cwd": "/srv/p", "tool_name": "run_shell_command", "generation": 3,
                 "hooks": [], "decision": null, "continue": null, "success": true,
                 "stdin": stdin,
             }),
