@@ -880,10 +880,7 @@ mod tests {
                 "$GEMINI_PROJECT_DIR/.gemini/hooks/a.sh",
                 &["/srv/p/.gemini/hooks/a.sh"],
             ),
-            (
-                "\"$CLAUDE_PROJECT_DIR\"/hooks/a.sh",
-                &["/srv/p/hooks/a.sh"],
-            ),
+            ("\"$CLAUDE_PROJECT_DIR\"/hooks/a.sh", &["/srv/p/hooks/a.sh"]),
             ("${GEMINI_PROJECT_DIR}/a.sh x", &["/srv/p/a.sh"]),
             ("\"${GEMINI_CWD}/a b.sh\"", &["/srv/p/a b.sh"]),
             ("/srv/p/bin/x", &["/srv/p/bin/x"]),
@@ -903,10 +900,7 @@ mod tests {
                 "python3.12 -W ignore hooks/check.py",
                 &["/srv/p/hooks/check.py"],
             ),
-            (
-                "node --import tsx hooks/gate.ts",
-                &["/srv/p/hooks/gate.ts"],
-            ),
+            ("node --import tsx hooks/gate.ts", &["/srv/p/hooks/gate.ts"]),
             ("node --require=x hooks/gate.js", &["/srv/p/hooks/gate.js"]),
             (
                 "deno run --allow-read hooks/gate.ts",
