@@ -17,6 +17,7 @@ pub mod edit;
 pub mod env;
 pub mod envexpand;
 pub mod event;
+pub mod exec;
 pub mod extension;
 pub mod jsonc;
 pub mod matcher;

@@ -5,6 +5,7 @@ use std::path::PathBuf;
 
 use serde_json::{Map, Value};
 
+use crate::exec::{Dialect, ExecMode, parse_dialect, parse_exec_mode};
 use crate::policy::{FailurePolicy, parse_on_failure};
 
 /// The layer a hook was defined in (decision D1: real labels, not Gemini CLI's blanket `project`).
@@ -53,6 +54,9 @@ pub enum HookType {
     Plugin,
     /// `"runtime"`: a programmatic hook; from a file it has no function and always fails.
     Runtime,
+    /// `"builtin"`: a filter that runs inside hookd, with no process (hookd's own type; see
+    /// `crate::redact` for the `redact` filter).
+    Builtin,
 }
 
 impl HookType {
@@ -62,6 +66,7 @@ impl HookType {
             "command" => Some(HookType::Command),
             "plugin" => Some(HookType::Plugin),
             "runtime" => Some(HookType::Runtime),
+            "builtin" => Some(HookType::Builtin),
             _ => None,
         }
     }
@@ -72,6 +77,7 @@ impl HookType {
             HookType::Command => "command",
             HookType::Plugin => "plugin",
             HookType::Runtime => "runtime",
+            HookType::Builtin => "builtin",
         }
     }
 }
@@ -109,7 +115,9 @@ impl HookConfig {
             HookType::Command | HookType::Plugin => non_empty(&self.name)
                 .or_else(|| non_empty(&self.command))
                 .unwrap_or("unknown-command"),
-            HookType::Runtime => non_empty(&self.name).unwrap_or("unknown-hook"),
+            HookType::Runtime | HookType::Builtin => {
+                non_empty(&self.name).unwrap_or("unknown-hook")
+            }
         }
     }
 
@@ -152,6 +160,18 @@ impl HookConfig {
     /// invalid value as a warning.
     pub fn on_failure(&self) -> Option<FailurePolicy> {
         parse_on_failure(self.raw.get("on_failure")).ok().flatten()
+    }
+
+    /// How the hook's process is run (its `mode`, `pool`, `idle_timeout` and `prewarm` keys;
+    /// see [`crate::exec`]). Invalid keys fall back to their defaults; settings parsing reports
+    /// them as warnings.
+    pub fn exec_mode(&self) -> ExecMode {
+        parse_exec_mode(&self.raw).0
+    }
+
+    /// The language the hook speaks (its `dialect` key; Gemini CLI's by default).
+    pub fn dialect(&self) -> Dialect {
+        parse_dialect(&self.raw).0
     }
 }
 

@@ -441,7 +441,7 @@ fn parse_entry(
             format!("{key_path}.type"),
             format!(
                 "Discarding hook for {event} from {source} config: invalid type {shown}; \
-                 expected \"command\", \"plugin\" or \"runtime\""
+                 expected \"command\", \"plugin\", \"runtime\" or \"builtin\""
             ),
         );
         return None;
@@ -538,6 +538,24 @@ fn parse_entry(
             diagnostics,
             format!("{key_path}.on_failure"),
             format!("on_failure: {error}; the daemon's default applies"),
+        );
+    }
+    // hookd's execution keys (`crate::exec`): only command hooks have a process to run.
+    if matches!(hook_type, HookType::Command | HookType::Plugin) {
+        let (_, problems) = crate::exec::parse_exec_mode(raw);
+        for problem in problems {
+            warn(
+                diagnostics,
+                format!("{key_path}.{}", problem.key),
+                problem.message,
+            );
+        }
+    }
+    if let (_, Some(problem)) = crate::exec::parse_dialect(raw) {
+        warn(
+            diagnostics,
+            format!("{key_path}.{}", problem.key),
+            problem.message,
         );
     }
 
@@ -829,10 +847,10 @@ mod tests {
                  configuration for AfterAgent from user config: expected an object, not a string",
                 "/u/settings.json: hooks.AfterAgent[2].hooks[1].type: Discarding hook for \
                  AfterAgent from user config: invalid type missing; expected \"command\", \
-                 \"plugin\" or \"runtime\"",
+                 \"plugin\", \"runtime\" or \"builtin\"",
                 "/u/settings.json: hooks.AfterAgent[2].hooks[2].type: Discarding hook for \
                  AfterAgent from user config: invalid type \"shell\"; expected \"command\", \
-                 \"plugin\" or \"runtime\"",
+                 \"plugin\", \"runtime\" or \"builtin\"",
                 "/u/settings.json: hooks.AfterAgent[2].hooks[3].command: Discarding command hook \
                  for AfterAgent from user config: missing command",
                 "/u/settings.json: hooks.AfterAgent[2].hooks[4].command: Discarding command hook \

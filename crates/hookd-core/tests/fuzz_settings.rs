@@ -97,7 +97,7 @@ fn check_settings(source: Source, text: &str) {
                         HookType::Runtime => {
                             assert!(hook.name.as_deref().is_some_and(|n| !n.is_empty()))
                         }
-                        HookType::Plugin => {}
+                        HookType::Plugin | HookType::Builtin => {}
                     }
                 }
             }

@@ -339,6 +339,7 @@ enum TrustVerdict {
 fn runnable_command(entry: &HookEntry) -> Result<&str, &'static str> {
     match entry.config.hook_type {
         HookType::Runtime => Err(RUNTIME_HOOK_ERROR),
+        HookType::Builtin => Err("builtin hooks are not wired into the runner yet"),
         HookType::Command | HookType::Plugin => entry
             .config
             .command

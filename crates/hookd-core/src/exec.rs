@@ -1,0 +1,346 @@
+//! How a command hook is executed, and which agent CLI's language it speaks: hookd's own
+//! hook keys, read from the hook's settings entry.
+//!
+//! Gemini CLI starts a fresh process for every hook on every event. hookd can do better for
+//! hooks that opt in, with keys Gemini CLI ignores (it reads only `type`, `command`, `name`,
+//! `description`, `timeout` and `env`), so the same settings entry keeps working there:
+//!
+//! | key | values | meaning |
+//! |---|---|---|
+//! | `mode` | `"oneshot"` (default), `"persistent"` | `persistent`: one long-lived worker process answers one JSON line per event (NDJSON on stdin/stdout) |
+//! | `pool` | 1–16 (default 1) | persistent only: how many workers may serve the hook at once |
+//! | `idle_timeout` | milliseconds (default 600000) | persistent and pre-warmed hooks: how long an unused process is kept |
+//! | `prewarm` | `true`, `false` (default) | one-shot only: keep one process already started, waiting on its stdin |
+//! | `dialect` | `"gemini"` (default), `"claude"` | which CLI's payload and output shapes the hook speaks |
+//!
+//! Every parser here returns the value to use and, for a key that is present but wrong, a
+//! message for the settings diagnostics; a wrong key never discards the hook, its default
+//! applies.
+
+use std::fmt;
+
+use serde_json::{Map, Value};
+
+/// The most workers a persistent hook may have.
+pub const MAX_POOL: usize = 16;
+
+/// How long an unused worker or pre-started process is kept, by default (10 minutes).
+pub const DEFAULT_IDLE_TIMEOUT_MS: u64 = 600_000;
+
+/// The language a hook speaks: the payload it reads and the output it writes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default)]
+pub enum Dialect {
+    /// Gemini CLI's events, tool names and output fields.
+    #[default]
+    Gemini,
+    /// Claude Code's events (`PreToolUse`, ...), tool names (`Bash`, ...) and output fields
+    /// (`hookSpecificOutput.permissionDecision`, ...).
+    Claude,
+}
+
+impl Dialect {
+    /// The spelling in settings and on the wire.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Dialect::Gemini => "gemini",
+            Dialect::Claude => "claude",
+        }
+    }
+
+    /// Parses `"gemini"` or `"claude"`.
+    pub fn parse(text: &str) -> Option<Dialect> {
+        match text {
+            "gemini" => Some(Dialect::Gemini),
+            "claude" => Some(Dialect::Claude),
+            _ => None,
+        }
+    }
+}
+
+impl fmt::Display for Dialect {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+/// The settings of a persistent hook's workers.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub struct WorkerSettings {
+    /// How many workers may serve the hook at once (1..=[`MAX_POOL`]); each answers one
+    /// request at a time.
+    pub pool: usize,
+    /// How long an idle worker is kept before it is stopped, in milliseconds.
+    pub idle_timeout_ms: u64,
+}
+
+/// How a command hook's process is run.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum ExecMode {
+    /// A fresh process per event (Gemini CLI's way).
+    OneShot {
+        /// Keep one process started ahead of the next event, blocked on its stdin, and
+        /// stop it after this many idle milliseconds; `None`: start on demand.
+        prewarm_idle_ms: Option<u64>,
+    },
+    /// A long-lived worker answering one NDJSON line per event.
+    Persistent(WorkerSettings),
+}
+
+impl Default for ExecMode {
+    fn default() -> Self {
+        ExecMode::OneShot {
+            prewarm_idle_ms: None,
+        }
+    }
+}
+
+/// A problem with one of the keys above: which key, and what is wrong with it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct KeyProblem {
+    /// The key, such as `pool`.
+    pub key: &'static str,
+    /// What is wrong and what applies instead.
+    pub message: String,
+}
+
+/// Reads the hook's `dialect` key.
+pub fn parse_dialect(raw: &Map<String, Value>) -> (Dialect, Option<KeyProblem>) {
+    match raw.get("dialect") {
+        None | Some(Value::Null) => (Dialect::Gemini, None),
+        Some(Value::String(text)) => match Dialect::parse(text) {
+            Some(dialect) => (dialect, None),
+            None => (
+                Dialect::Gemini,
+                Some(KeyProblem {
+                    key: "dialect",
+                    message: format!(
+                        "dialect must be \"gemini\" or \"claude\", not {text:?}; gemini applies"
+                    ),
+                }),
+            ),
+        },
+        Some(other) => (
+            Dialect::Gemini,
+            Some(KeyProblem {
+                key: "dialect",
+                message: format!(
+                    "dialect must be a string, not {}; gemini applies",
+                    crate::settings::json_type(other)
+                ),
+            }),
+        ),
+    }
+}
+
+/// Reads the hook's `mode`, `pool`, `idle_timeout` and `prewarm` keys.
+pub fn parse_exec_mode(raw: &Map<String, Value>) -> (ExecMode, Vec<KeyProblem>) {
+    let mut problems = Vec::new();
+    let persistent = match raw.get("mode") {
+        None | Some(Value::Null) => false,
+        Some(Value::String(mode)) if mode == "oneshot" => false,
+        Some(Value::String(mode)) if mode == "persistent" => true,
+        Some(other) => {
+            problems.push(KeyProblem {
+                key: "mode",
+                message: format!(
+                    "mode must be \"oneshot\" or \"persistent\", not {other}; oneshot applies"
+                ),
+            });
+            false
+        }
+    };
+    let idle_timeout_ms = match raw.get("idle_timeout") {
+        None | Some(Value::Null) => DEFAULT_IDLE_TIMEOUT_MS,
+        Some(Value::Number(number)) => match number.as_u64() {
+            Some(ms) if ms > 0 => ms,
+            _ => {
+                problems.push(KeyProblem {
+                    key: "idle_timeout",
+                    message: format!(
+                        "idle_timeout must be a positive whole number of milliseconds, not \
+                         {number}; {DEFAULT_IDLE_TIMEOUT_MS} applies"
+                    ),
+                });
+                DEFAULT_IDLE_TIMEOUT_MS
+            }
+        },
+        Some(other) => {
+            problems.push(KeyProblem {
+                key: "idle_timeout",
+                message: format!(
+                    "idle_timeout must be a number of milliseconds, not {}; \
+                     {DEFAULT_IDLE_TIMEOUT_MS} applies",
+                    crate::settings::json_type(other)
+                ),
+            });
+            DEFAULT_IDLE_TIMEOUT_MS
+        }
+    };
+    let pool = match raw.get("pool") {
+        None | Some(Value::Null) => 1,
+        Some(value) => match value.as_u64() {
+            Some(pool) if (1..=MAX_POOL as u64).contains(&pool) && persistent => pool as usize,
+            Some(pool) if (1..=MAX_POOL as u64).contains(&pool) => {
+                problems.push(KeyProblem {
+                    key: "pool",
+                    message: "pool only applies to \"mode\": \"persistent\"; ignored".to_owned(),
+                });
+                pool as usize
+            }
+            _ => {
+                problems.push(KeyProblem {
+                    key: "pool",
+                    message: format!(
+                        "pool must be a whole number from 1 to {MAX_POOL}, not {value}; 1 applies"
+                    ),
+                });
+                1
+            }
+        },
+    };
+    let prewarm = match raw.get("prewarm") {
+        None | Some(Value::Null) => false,
+        Some(Value::Bool(prewarm)) => *prewarm,
+        Some(other) => {
+            problems.push(KeyProblem {
+                key: "prewarm",
+                message: format!(
+                    "prewarm must be true or false, not {}; false applies",
+                    crate::settings::json_type(other)
+                ),
+            });
+            false
+        }
+    };
+    if persistent {
+        if prewarm {
+            problems.push(KeyProblem {
+                key: "prewarm",
+                message: "prewarm does not apply to a persistent hook, whose worker is already \
+                          running; ignored"
+                    .to_owned(),
+            });
+        }
+        return (
+            ExecMode::Persistent(WorkerSettings {
+                pool,
+                idle_timeout_ms,
+            }),
+            problems,
+        );
+    }
+    let prewarm_idle_ms = prewarm.then_some(idle_timeout_ms);
+    (ExecMode::OneShot { prewarm_idle_ms }, problems)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    fn raw(value: Value) -> Map<String, Value> {
+        value.as_object().cloned().unwrap_or_default()
+    }
+
+    #[test]
+    fn exec_modes() {
+        let one = |prewarm_idle_ms| ExecMode::OneShot { prewarm_idle_ms };
+        let persistent = |pool, idle_timeout_ms| {
+            ExecMode::Persistent(WorkerSettings {
+                pool,
+                idle_timeout_ms,
+            })
+        };
+        // (entry, mode, problem keys)
+        let cases: Vec<(Value, ExecMode, Vec<&str>)> = vec![
+            (json!({}), one(None), vec![]),
+            (json!({"mode": "oneshot"}), one(None), vec![]),
+            (json!({"mode": null, "prewarm": null}), one(None), vec![]),
+            (
+                json!({"mode": "persistent"}),
+                persistent(1, DEFAULT_IDLE_TIMEOUT_MS),
+                vec![],
+            ),
+            (
+                json!({"mode": "persistent", "pool": 4, "idle_timeout": 5000}),
+                persistent(4, 5000),
+                vec![],
+            ),
+            (
+                json!({"mode": "persistent", "pool": 0}),
+                persistent(1, DEFAULT_IDLE_TIMEOUT_MS),
+                vec!["pool"],
+            ),
+            (
+                json!({"mode": "persistent", "pool": 17}),
+                persistent(1, DEFAULT_IDLE_TIMEOUT_MS),
+                vec!["pool"],
+            ),
+            (
+                json!({"mode": "persistent", "pool": "2"}),
+                persistent(1, DEFAULT_IDLE_TIMEOUT_MS),
+                vec!["pool"],
+            ),
+            (
+                json!({"mode": "persistent", "prewarm": true}),
+                persistent(1, DEFAULT_IDLE_TIMEOUT_MS),
+                vec!["prewarm"],
+            ),
+            (json!({"mode": "Persistent"}), one(None), vec!["mode"]),
+            (json!({"mode": 1}), one(None), vec!["mode"]),
+            (json!({"pool": 2}), one(None), vec!["pool"]),
+            (
+                json!({"prewarm": true}),
+                one(Some(DEFAULT_IDLE_TIMEOUT_MS)),
+                vec![],
+            ),
+            (
+                json!({"prewarm": true, "idle_timeout": 100}),
+                one(Some(100)),
+                vec![],
+            ),
+            (json!({"prewarm": "yes"}), one(None), vec!["prewarm"]),
+            (
+                json!({"prewarm": true, "idle_timeout": 0}),
+                one(Some(DEFAULT_IDLE_TIMEOUT_MS)),
+                vec!["idle_timeout"],
+            ),
+            (
+                json!({"prewarm": true, "idle_timeout": -5}),
+                one(Some(DEFAULT_IDLE_TIMEOUT_MS)),
+                vec!["idle_timeout"],
+            ),
+            (
+                json!({"prewarm": true, "idle_timeout": "1s"}),
+                one(Some(DEFAULT_IDLE_TIMEOUT_MS)),
+                vec!["idle_timeout"],
+            ),
+        ];
+        for (entry, expected, keys) in cases {
+            let (mode, problems) = parse_exec_mode(&raw(entry.clone()));
+            assert_eq!(mode, expected, "{entry}");
+            let found: Vec<&str> = problems.iter().map(|problem| problem.key).collect();
+            assert_eq!(found, keys, "{entry}: {problems:?}");
+        }
+    }
+
+    #[test]
+    fn dialects() {
+        // (entry, dialect, problem?)
+        let cases = [
+            (json!({}), Dialect::Gemini, false),
+            (json!({"dialect": null}), Dialect::Gemini, false),
+            (json!({"dialect": "gemini"}), Dialect::Gemini, false),
+            (json!({"dialect": "claude"}), Dialect::Claude, false),
+            (json!({"dialect": "Claude"}), Dialect::Gemini, true),
+            (json!({"dialect": 2}), Dialect::Gemini, true),
+        ];
+        for (entry, expected, problem) in cases {
+            let (dialect, found) = parse_dialect(&raw(entry.clone()));
+            assert_eq!(dialect, expected, "{entry}");
+            assert_eq!(found.is_some(), problem, "{entry}: {found:?}");
+        }
+        assert_eq!(Dialect::Claude.to_string(), "claude");
+        assert_eq!(Dialect::parse("gemini"), Some(Dialect::Gemini));
+    }
+}
