@@ -21,6 +21,7 @@ mod reload;
 mod report;
 mod spawn;
 mod stats;
+mod stream;
 
 use std::path::PathBuf;
 
@@ -76,6 +77,9 @@ enum Helper {
         #[arg(long, default_value_t = load::DEFAULT_CONNECTIONS)]
         connections: usize,
     },
+    /// Streams AfterModel chunks through one-shot, persistent, pre-warmed and builtin hooks
+    /// and through no hook, next to a raw ping-pong of the same frame sizes.
+    Stream,
     /// Answers every frame on a socket with a fixed frame (the ping-pong floor).
     #[command(hide = true)]
     EchoServer {
@@ -119,6 +123,11 @@ fn main() -> anyhow::Result<()> {
             })?;
             print!("{}", load::text(&report));
             load::check(&report)
+        }
+        Some(Helper::Stream) => {
+            let report = stream::run(stream::Options::new(cli.quick, cli.daemon_runtime))?;
+            print!("{}", stream::table(&report));
+            Ok(())
         }
         Some(Helper::Reload { edits }) => {
             print!("{}", reload::run(edits)?);

@@ -1,0 +1,732 @@
+//! `hookd-bench stream`: per-chunk AfterModel filtering, measured side by side.
+//!
+//! Every row streams the same model response chunks through an AfterModel stream session of
+//! the daemon, one project per row (AfterModel ignores matchers, so a project's AfterModel
+//! hooks all run on every chunk):
+//!
+//! - **one-shot bash**: a bash script per chunk that replaces `foo` with `bar` in the chunk,
+//!   the way Gemini CLI runs a hook (a process per hook per chunk);
+//! - **persistent worker**: the same replacement by a Python worker started once, answering
+//!   one JSON line per chunk;
+//! - **builtin filter**: hookd's `redact` filter with its default secret patterns, in the
+//!   daemon;
+//! - **no hook**: a project with no AfterModel hook;
+//! - **Node one-shot / pre-warmed / worker**: one Node script (the same replacement) run as a
+//!   one-shot hook, as a pre-warmed one-shot hook, and as a persistent worker;
+//! - **raw ping-pong**: two processes exchanging frames of the chunk request's and the
+//!   no-hook answer's sizes over a Unix socket, the floor.
+//!
+//! The fast rows are measured in interleaved batches whose order rotates, so noise on the
+//! machine hits them alike. The pre-warmed row leaves time between chunks for the spare
+//! process to start, as a real agent does between tool calls; the one-shot Node row is paced
+//! the same way so the two compare like for like.
+
+use std::ffi::OsString;
+use std::io::Write as _;
+use std::os::unix::net::UnixStream;
+use std::path::Path;
+use std::time::{Duration, Instant};
+
+use anyhow::Context;
+use hookd_protocol::{ClientHello, ClientMessage, encode};
+use serde_json::{Value, json};
+
+use crate::child::Helper;
+use crate::daemon::RuntimeFlavor;
+use crate::echo::PingPong;
+use crate::frame::{FrameReader, frame, write_framed};
+use crate::stats::{Samples, Summary, micros};
+
+/// The text of every chunk: about 200 bytes, as a streamed model answer's chunk is.
+const CHUNK_TEXT: &str = "The quick brown fox jumps over the lazy dog while foo counts the \
+                          seconds between two tool calls, and the model keeps streaming its \
+                          answer one small chunk at a time to the terminal of the user.";
+
+/// The stream id every row uses: one stream per connection.
+const STREAM_ID: u64 = 7;
+
+/// The rows, in the order the table lists them.
+const ROWS: [Row; 7] = [
+    Row::OneShotBash,
+    Row::Worker,
+    Row::Builtin,
+    Row::NoHook,
+    Row::NodeOneShot,
+    Row::NodePrewarmed,
+    Row::NodeWorker,
+];
+
+/// One measured configuration.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Row {
+    OneShotBash,
+    Worker,
+    Builtin,
+    NoHook,
+    NodeOneShot,
+    NodePrewarmed,
+    NodeWorker,
+}
+
+impl Row {
+    /// The row's label in the table.
+    fn label(self) -> &'static str {
+        match self {
+            Row::OneShotBash => "(a) one-shot bash hook per chunk",
+            Row::Worker => "(b) persistent worker (python)",
+            Row::Builtin => "(c) builtin redact filter",
+            Row::NoHook => "(d) no hook",
+            Row::NodeOneShot => "node one-shot hook",
+            Row::NodePrewarmed => "node pre-warmed one-shot hook",
+            Row::NodeWorker => "node persistent worker",
+        }
+    }
+
+    /// The project directory name of the row.
+    fn project(self) -> &'static str {
+        match self {
+            Row::OneShotBash => "bash",
+            Row::Worker => "worker",
+            Row::Builtin => "builtin",
+            Row::NoHook => "none",
+            Row::NodeOneShot => "node-oneshot",
+            Row::NodePrewarmed => "node-prewarm",
+            Row::NodeWorker => "node-worker",
+        }
+    }
+
+    /// The row's AfterModel hook entry, if it has one.
+    fn hook(self, scripts: &Path) -> Option<Value> {
+        let script = |name: &str| scripts.join(name).display().to_string();
+        let node = format!("node {}", script("filter.js"));
+        match self {
+            Row::OneShotBash => Some(json!({
+                "name": "bash-filter", "type": "command", "command": script("filter.sh"),
+            })),
+            Row::Worker => Some(json!({
+                "name": "py-worker", "type": "command", "mode": "persistent",
+                "command": format!("python3 {}", script("filter.py")),
+            })),
+            Row::Builtin => Some(json!({
+                "name": "redact", "type": "builtin", "builtin": "redact",
+            })),
+            Row::NoHook => None,
+            Row::NodeOneShot => Some(json!({
+                "name": "node-oneshot", "type": "command", "command": node,
+            })),
+            Row::NodePrewarmed => Some(json!({
+                "name": "node-prewarm", "type": "command", "prewarm": true, "command": node,
+            })),
+            Row::NodeWorker => Some(json!({
+                "name": "node-worker", "type": "command", "mode": "persistent", "command": node,
+            })),
+        }
+    }
+
+    /// Whether the row's answers carry the `foo` → `bar` replacement.
+    fn replaces(self) -> bool {
+        !matches!(self, Row::Builtin | Row::NoHook)
+    }
+}
+
+/// The one-shot bash filter: plain shell, no `jq`, as many users' hooks are written.
+const FILTER_SH: &str = r#"#!/usr/bin/env bash
+# Replaces foo with bar in the chunk's text (the payload's "content").
+payload=$(cat)
+content=${payload#*\"content\":\"}
+content=${content%%\"*}
+printf '{"content":"%s"}\n' "${content//foo/bar}"
+"#;
+
+/// The same replacement as a Python worker: one JSON line in, one JSON line out.
+const FILTER_PY: &str = r#"import json, sys
+for line in sys.stdin:
+    payload = json.loads(line)
+    text = payload.get("content", "")
+    sys.stdout.write(json.dumps({"content": text.replace("foo", "bar")}) + "\n")
+    sys.stdout.flush()
+"#;
+
+/// The same replacement in Node, line by line: as a one-shot hook it reads the single
+/// payload (the last line, without a newline) and exits at end of input.
+const FILTER_JS: &str = r#"const readline = require("readline");
+const lines = readline.createInterface({ input: process.stdin });
+lines.on("line", (line) => {
+  const payload = JSON.parse(line);
+  const text = String(payload.content || "").split("foo").join("bar");
+  process.stdout.write(JSON.stringify({ content: text }) + "\n");
+});
+"#;
+
+/// How much to measure.
+#[derive(Debug, Clone, Copy)]
+pub struct Options {
+    /// Samples of each fast row (builtin, no hook, raw, workers).
+    pub fast_samples: usize,
+    /// Samples of the one-shot bash row.
+    pub oneshot_samples: usize,
+    /// Samples of each paced Node one-shot row.
+    pub node_samples: usize,
+    /// Chunks of the pipelined throughput run.
+    pub pipelined_chunks: usize,
+    /// The daemon's runtime.
+    pub runtime: RuntimeFlavor,
+}
+
+impl Options {
+    /// The default run (a few minutes), or a quick one.
+    pub fn new(quick: bool, runtime: RuntimeFlavor) -> Options {
+        if quick {
+            Options {
+                fast_samples: 500,
+                oneshot_samples: 20,
+                node_samples: 4,
+                pipelined_chunks: 20_000,
+                runtime,
+            }
+        } else {
+            Options {
+                fast_samples: 20_000,
+                oneshot_samples: 300,
+                node_samples: 30,
+                pipelined_chunks: 500_000,
+                runtime,
+            }
+        }
+    }
+}
+
+/// What one run measured.
+#[derive(Debug, Clone)]
+pub struct Report {
+    /// Per-chunk latency of each row, in [`ROWS`] order.
+    rows: Vec<(Row, Summary)>,
+    /// The raw ping-pong floor with the chunk's frame sizes.
+    raw: Summary,
+    /// Chunks per second of a no-hook stream, pipelined on one connection.
+    pipelined_per_second: f64,
+    /// The chunk request's body size.
+    request_bytes: usize,
+    /// The no-hook answer's body size.
+    response_bytes: usize,
+    /// How long the run took.
+    elapsed: Duration,
+}
+
+/// Runs the stream benchmark.
+pub fn run(options: Options) -> anyhow::Result<Report> {
+    let started = Instant::now();
+    let dir = tempfile::Builder::new()
+        .prefix("hookd-bench-stream-")
+        .tempdir()
+        .context("cannot create a temp dir")?;
+    let home = dir.path().join("home");
+    std::fs::create_dir_all(home.join(".gemini"))?;
+    let scripts = dir.path().join("scripts");
+    std::fs::create_dir_all(&scripts)?;
+    write_script(&scripts.join("filter.sh"), FILTER_SH)?;
+    write_script(&scripts.join("filter.py"), FILTER_PY)?;
+    write_script(&scripts.join("filter.js"), FILTER_JS)?;
+    for row in ROWS {
+        let settings_dir = dir.path().join(row.project()).join(".gemini");
+        std::fs::create_dir_all(&settings_dir)?;
+        let hooks = match row.hook(&scripts) {
+            Some(hook) => json!({"AfterModel": [{"hooks": [hook]}]}),
+            None => json!({"BeforeTool": [{"matcher": "nothing_matches_this", "hooks": [
+                {"type": "command", "command": "true"}]}]}),
+        };
+        std::fs::write(
+            settings_dir.join("settings.json"),
+            serde_json::to_vec_pretty(&json!({ "hooks": hooks }))?,
+        )?;
+    }
+    let env = vec![
+        (
+            "PATH".to_owned(),
+            std::env::var("PATH").unwrap_or_else(|_| "/usr/bin:/bin".to_owned()),
+        ),
+        ("HOME".to_owned(), home.display().to_string()),
+    ];
+
+    progress("starting the daemon");
+    let socket = dir.path().join("hookd.sock");
+    let daemon_args: Vec<OsString> = vec![
+        "daemon".into(),
+        socket.clone().into(),
+        "--home".into(),
+        home.clone().into(),
+        "--system-settings".into(),
+        dir.path().join("etc-settings.json").into(),
+        "--system-defaults".into(),
+        dir.path().join("etc-defaults.json").into(),
+        "--runtime".into(),
+        options.runtime.as_arg().into(),
+    ];
+    let daemon = Helper::start("daemon", &daemon_args, &env, &dir.path().join("daemon.log"))?;
+
+    let cwd = |row: Row| dir.path().join(row.project()).display().to_string();
+    let mut streams = Vec::new();
+    for row in ROWS {
+        let stream = ChunkStream::open(&socket, &cwd(row), row)
+            .with_context(|| format!("{}: {}", row.label(), daemon.log_tail()))?;
+        streams.push((row, stream));
+    }
+    let request_bytes = streams
+        .first()
+        .map_or(0, |(_, stream)| stream.chunk_body_len());
+    let response_bytes = streams
+        .iter_mut()
+        .find(|(row, _)| *row == Row::NoHook)
+        .context("no no-hook stream")?
+        .1
+        .chunk()?
+        .len();
+
+    progress("starting the echo server");
+    let echo_socket = dir.path().join("echo.sock");
+    let echo = Helper::start(
+        "echo server",
+        &[
+            "echo-server".into(),
+            echo_socket.clone().into(),
+            "--reply-bytes".into(),
+            response_bytes.to_string().into(),
+        ],
+        &env,
+        &dir.path().join("echo.log"),
+    )?;
+    let request_body = vec![b' '; request_bytes.saturating_sub(2)];
+    let mut body = b"{".to_vec();
+    body.extend_from_slice(&request_body);
+    body.push(b'}');
+    let mut raw = PingPong::connect(&echo_socket, &body, response_bytes)?;
+
+    // Warm every row once more (workers started, spares spawned, caches filled).
+    for (_, stream) in &mut streams {
+        for _ in 0..3 {
+            stream.chunk()?;
+        }
+    }
+
+    progress("measuring the fast rows, interleaved");
+    let fast = [Row::Worker, Row::Builtin, Row::NoHook, Row::NodeWorker];
+    let mut samples: Vec<Samples> = vec![Samples::default(); ROWS.len()];
+    let mut raw_samples = Samples::default();
+    let batch = 500.min(options.fast_samples);
+    let rounds = options.fast_samples.div_ceil(batch.max(1));
+    for round in 0..rounds {
+        for turn in 0..=fast.len() {
+            let which = (round + turn) % (fast.len() + 1);
+            if which == fast.len() {
+                for _ in 0..batch {
+                    let start = Instant::now();
+                    raw.round_trip()?;
+                    raw_samples.push(start.elapsed());
+                }
+                continue;
+            }
+            let row = fast[which];
+            let index = row_index(row);
+            let stream = &mut streams[index].1;
+            for _ in 0..batch {
+                let start = Instant::now();
+                stream.chunk()?;
+                samples[index].push(start.elapsed());
+            }
+        }
+    }
+
+    progress("measuring the one-shot bash row");
+    let index = row_index(Row::OneShotBash);
+    for _ in 0..options.oneshot_samples {
+        let start = Instant::now();
+        streams[index].1.chunk()?;
+        samples[index].push(start.elapsed());
+    }
+
+    progress("measuring the Node one-shot and pre-warmed rows, paced");
+    // Enough time for a spare Node process to start between two chunks.
+    let pace = Duration::from_millis(300);
+    for _ in 0..options.node_samples {
+        for row in [Row::NodeOneShot, Row::NodePrewarmed] {
+            std::thread::sleep(pace);
+            let index = row_index(row);
+            let start = Instant::now();
+            streams[index].1.chunk()?;
+            samples[index].push(start.elapsed());
+        }
+    }
+
+    progress("measuring pipelined no-hook chunks");
+    let pipelined_per_second = pipelined(&socket, &cwd(Row::NoHook), options.pipelined_chunks)?;
+
+    for (_, stream) in streams {
+        stream.close()?;
+    }
+    echo.stop()?;
+    daemon.stop()?;
+    Ok(Report {
+        rows: ROWS
+            .iter()
+            .map(|&row| (row, samples[row_index(row)].summary()))
+            .collect(),
+        raw: raw_samples.summary(),
+        pipelined_per_second,
+        request_bytes,
+        response_bytes,
+        elapsed: started.elapsed(),
+    })
+}
+
+/// The position of `row` in [`ROWS`].
+fn row_index(row: Row) -> usize {
+    ROWS.iter().position(|&r| r == row).unwrap_or(0)
+}
+
+/// Writes an executable script.
+fn write_script(path: &Path, text: &str) -> anyhow::Result<()> {
+    use std::os::unix::fs::PermissionsExt as _;
+    std::fs::write(path, text).with_context(|| format!("cannot write {}", path.display()))?;
+    std::fs::set_permissions(path, std::fs::Permissions::from_mode(0o755))?;
+    Ok(())
+}
+
+/// A blocking connection with one open AfterModel stream.
+struct ChunkStream {
+    stream: UnixStream,
+    reader: FrameReader,
+    row: Row,
+    /// The framed chunk request, whose `seq` is rewritten before each send.
+    seq: u64,
+}
+
+/// The `llm_request` of every stream: a short conversation.
+fn llm_request() -> Value {
+    json!({
+        "model": "gemini-2.5-flash",
+        "messages": [
+            {"role": "user", "content": "Explain what a hook daemon is, briefly."}
+        ],
+        "config": {"temperature": 0.2}
+    })
+}
+
+/// The body of chunk `seq` of stream [`STREAM_ID`].
+fn chunk_body(seq: u64) -> Vec<u8> {
+    let message = json!({
+        "type": "chunk",
+        "id": STREAM_ID,
+        "seq": seq,
+        "llm_response": {
+            "candidates": [{"content": {"role": "model", "parts": [CHUNK_TEXT]}}]
+        }
+    });
+    serde_json::to_vec(&message).unwrap_or_default()
+}
+
+impl ChunkStream {
+    /// Connects, says hello and opens the stream.
+    fn open(socket: &Path, cwd: &str, row: Row) -> anyhow::Result<ChunkStream> {
+        let stream = UnixStream::connect(socket)
+            .with_context(|| format!("cannot connect to {}", socket.display()))?;
+        let mut this = ChunkStream {
+            stream,
+            reader: FrameReader::default(),
+            row,
+            seq: 0,
+        };
+        let hello = encode(&ClientMessage::Hello(ClientHello::new("hookd-bench", None)));
+        let answer = this.round_trip(&hello)?;
+        anyhow::ensure!(answer.contains("\"hello\""), "no hello: {answer}");
+        let open = json!({
+            "type": "stream_open",
+            "id": STREAM_ID,
+            "event": "AfterModel",
+            "cwd": cwd,
+            "session_id": "bench-session",
+            "input": {"llm_request": llm_request()}
+        });
+        let answer = this.round_trip(&serde_json::to_vec(&open)?)?;
+        anyhow::ensure!(
+            answer.contains("\"stream_opened\""),
+            "the stream did not open: {answer}"
+        );
+        // The first chunk shows whether the row's hook does what the row says.
+        let first = this.chunk()?;
+        if row.replaces() {
+            anyhow::ensure!(
+                first.contains("bar counts"),
+                "{}: the chunk was not replaced: {first}",
+                row.label()
+            );
+        }
+        Ok(this)
+    }
+
+    /// One request, one answer, as text.
+    fn round_trip(&mut self, body: &[u8]) -> anyhow::Result<String> {
+        write_framed(&mut self.stream, &frame(body)?)?;
+        let answer = self.reader.read_frame(&mut self.stream)?;
+        Ok(String::from_utf8_lossy(answer).into_owned())
+    }
+
+    /// The size of a chunk request's body.
+    fn chunk_body_len(&self) -> usize {
+        chunk_body(self.seq).len()
+    }
+
+    /// Sends the next chunk and returns its result.
+    fn chunk(&mut self) -> anyhow::Result<String> {
+        self.seq += 1;
+        let body = chunk_body(self.seq);
+        let answer = self.round_trip(&body)?;
+        anyhow::ensure!(
+            answer.contains("\"chunk_result\""),
+            "{}: unexpected answer to a chunk: {answer}",
+            self.row.label()
+        );
+        Ok(answer)
+    }
+
+    /// Closes the stream.
+    fn close(mut self) -> anyhow::Result<()> {
+        let close = json!({"type": "stream_close", "id": STREAM_ID});
+        let answer = self.round_trip(&serde_json::to_vec(&close)?)?;
+        anyhow::ensure!(answer.contains("\"stream_closed\""), "not closed: {answer}");
+        Ok(())
+    }
+}
+
+/// Sends `chunks` no-hook chunks back to back on one connection from one thread while
+/// another reads the results, and returns chunks per second.
+fn pipelined(socket: &Path, cwd: &str, chunks: usize) -> anyhow::Result<f64> {
+    let mut stream = ChunkStream::open(socket, cwd, Row::NoHook)?;
+    // Frames are written in batches of this many, as a client's buffered writer would.
+    const WRITE_BATCH: usize = 256;
+    let mut writer = stream.stream.try_clone()?;
+    let first_seq = stream.seq + 1;
+    let started = Instant::now();
+    let sender = std::thread::spawn(move || -> anyhow::Result<()> {
+        let mut buffer = Vec::with_capacity(WRITE_BATCH * 256);
+        let mut seq = first_seq;
+        let mut left = chunks;
+        while left > 0 {
+            buffer.clear();
+            for _ in 0..WRITE_BATCH.min(left) {
+                buffer.extend_from_slice(&frame(&chunk_body(seq))?);
+                seq += 1;
+                left -= 1;
+            }
+            writer.write_all(&buffer)?;
+        }
+        Ok(())
+    });
+    for _ in 0..chunks {
+        let answer = stream.reader.read_frame(&mut stream.stream)?;
+        anyhow::ensure!(
+            answer.windows(14).any(|w| w == b"\"chunk_result\""),
+            "unexpected pipelined answer: {}",
+            String::from_utf8_lossy(answer)
+        );
+    }
+    let elapsed = started.elapsed();
+    sender
+        .join()
+        .map_err(|_| anyhow::anyhow!("the sending thread panicked"))??;
+    stream.seq += chunks as u64;
+    stream.close()?;
+    Ok(chunks as f64 / elapsed.as_secs_f64())
+}
+
+/// Prints what the run is doing to stderr.
+fn progress(step: &str) {
+    eprintln!("hookd-bench stream: {step}...");
+}
+
+/// The report as a table, with the issue's targets.
+pub fn table(report: &Report) -> String {
+    use std::fmt::Write as _;
+    let mut out = String::new();
+    let _ = writeln!(
+        out,
+        "AfterModel per-chunk latency (chunk request {} B, no-hook answer {} B)\n",
+        report.request_bytes, report.response_bytes
+    );
+    let _ = writeln!(
+        out,
+        "{:<36} {:>8} {:>10} {:>10} {:>12}",
+        "row", "samples", "p50 µs", "p99 µs", "chunks/s"
+    );
+    let line = |out: &mut String, label: &str, summary: &Summary| {
+        let per_second = if summary.p50.is_zero() {
+            0.0
+        } else {
+            1.0 / summary.p50.as_secs_f64()
+        };
+        let _ = writeln!(
+            out,
+            "{:<36} {:>8} {:>10.1} {:>10.1} {:>12.0}",
+            label,
+            summary.count,
+            micros(summary.p50),
+            micros(summary.p99),
+            per_second
+        );
+    };
+    line(&mut out, "raw ping-pong (floor)", &report.raw);
+    for (row, summary) in &report.rows {
+        line(&mut out, row.label(), summary);
+    }
+    let _ = writeln!(
+        out,
+        "{:<36} {:>8} {:>10} {:>10} {:>12.0}",
+        "(d) no hook, pipelined", "", "", "", report.pipelined_per_second
+    );
+    let _ = writeln!(out, "\nratios (targets from the issue):");
+    let get = |row: Row| {
+        report
+            .rows
+            .iter()
+            .find(|(r, _)| *r == row)
+            .map(|(_, summary)| *summary)
+    };
+    let ratio = |a: Duration, b: Duration| {
+        if b.is_zero() {
+            f64::NAN
+        } else {
+            a.as_secs_f64() / b.as_secs_f64()
+        }
+    };
+    let verdict = |ok: bool| if ok { "PASS" } else { "MISS" };
+    let check = |out: &mut String, name: &str, value: f64, target: f64, at_most: bool| {
+        let ok = if at_most {
+            value <= target
+        } else {
+            value >= target
+        };
+        let bound = if at_most { "<=" } else { ">=" };
+        let _ = writeln!(
+            out,
+            "  {name:<48} {value:>8.2}  target {bound} {target:<6} {}",
+            verdict(ok)
+        );
+    };
+    for (row, name_p50, name_p99) in [
+        (
+            Row::Builtin,
+            "(c) builtin / raw ping-pong, p50",
+            "(c) builtin / raw ping-pong, p99",
+        ),
+        (
+            Row::NoHook,
+            "(d) no hook / raw ping-pong, p50",
+            "(d) no hook / raw ping-pong, p99",
+        ),
+    ] {
+        if let Some(summary) = get(row) {
+            check(
+                &mut out,
+                name_p50,
+                ratio(summary.p50, report.raw.p50),
+                1.3,
+                true,
+            );
+            check(
+                &mut out,
+                name_p99,
+                ratio(summary.p99, report.raw.p99),
+                1.3,
+                true,
+            );
+        }
+    }
+    if let Some(worker) = get(Row::Worker) {
+        check(
+            &mut out,
+            "(b) worker / raw ping-pong, p50",
+            ratio(worker.p50, report.raw.p50),
+            2.5,
+            true,
+        );
+        check(
+            &mut out,
+            "(b) worker / raw ping-pong, p99",
+            ratio(worker.p99, report.raw.p99),
+            2.5,
+            true,
+        );
+        if let Some(bash) = get(Row::OneShotBash) {
+            check(
+                &mut out,
+                "(a) one-shot bash / (b) worker, p50 (speed-up)",
+                ratio(bash.p50, worker.p50),
+                20.0,
+                false,
+            );
+        }
+    }
+    check(
+        &mut out,
+        "(d) pipelined chunks/s on one connection",
+        report.pipelined_per_second,
+        100_000.0,
+        false,
+    );
+    if let (Some(oneshot), Some(prewarmed)) = (get(Row::NodeOneShot), get(Row::NodePrewarmed)) {
+        check(
+            &mut out,
+            "node one-shot / node pre-warmed, p50 (speed-up)",
+            ratio(oneshot.p50, prewarmed.p50),
+            5.0,
+            false,
+        );
+    }
+    if let (Some(oneshot), Some(worker)) = (get(Row::NodeOneShot), get(Row::NodeWorker)) {
+        let _ = writeln!(
+            out,
+            "  {:<48} {:>8.2}  (context, no target)",
+            "node one-shot / node worker, p50 (speed-up)",
+            ratio(oneshot.p50, worker.p50)
+        );
+    }
+    let _ = writeln!(out, "\nrun took {:.0} s", report.elapsed.as_secs_f64());
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn chunk_bodies_are_json_with_the_seq() {
+        let body = chunk_body(42);
+        let value: Value = serde_json::from_slice(&body).unwrap();
+        assert_eq!(value["seq"], 42);
+        assert_eq!(value["type"], "chunk");
+        assert_eq!(
+            value["llm_response"]["candidates"][0]["content"]["parts"][0],
+            CHUNK_TEXT
+        );
+    }
+
+    #[test]
+    fn every_row_has_its_own_project() {
+        let mut projects: Vec<&str> = ROWS.iter().map(|row| row.project()).collect();
+        projects.sort_unstable();
+        projects.dedup();
+        assert_eq!(projects.len(), ROWS.len());
+        let scripts = Path::new("/srv/scripts");
+        assert!(Row::NoHook.hook(scripts).is_none());
+        for row in ROWS.iter().filter(|row| **row != Row::NoHook) {
+            assert!(row.hook(scripts).is_some(), "{row:?}");
+        }
+    }
+
+    #[test]
+    fn paths_in_commands_come_from_the_scripts_dir() {
+        let scripts = std::path::PathBuf::from("/srv/scripts");
+        let hook = Row::Worker.hook(&scripts).unwrap();
+        assert_eq!(hook["command"], "python3 /srv/scripts/filter.py");
+        assert_eq!(hook["mode"], "persistent");
+    }
+}
