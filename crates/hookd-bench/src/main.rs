@@ -17,6 +17,7 @@ mod frame;
 mod lean;
 mod load;
 mod placement;
+mod relay;
 mod reload;
 mod report;
 mod spawn;
@@ -80,6 +81,9 @@ enum Helper {
     /// Streams AfterModel chunks through one-shot, persistent, pre-warmed and builtin hooks
     /// and through no hook, next to a raw ping-pong of the same frame sizes.
     Stream,
+    /// Times `hookctl relay` from exec to exit, next to a Node one-shot hook and `bash -c
+    /// true` (needs `hookctl` built next to this binary).
+    Relay,
     /// Answers every frame on a socket with a fixed frame (the ping-pong floor).
     #[command(hide = true)]
     EchoServer {
@@ -127,6 +131,12 @@ fn main() -> anyhow::Result<()> {
         Some(Helper::Stream) => {
             let report = stream::run(stream::Options::new(cli.quick, cli.daemon_runtime))?;
             print!("{}", stream::table(&report));
+            Ok(())
+        }
+        Some(Helper::Relay) => {
+            let samples = cli.iterations.unwrap_or_else(|| relay::samples(cli.quick));
+            let report = relay::run(samples, cli.daemon_runtime)?;
+            print!("{}", relay::table(&report));
             Ok(())
         }
         Some(Helper::Reload { edits }) => {
