@@ -26,6 +26,7 @@ pub mod output;
 pub mod payload;
 pub mod plan;
 pub mod policy;
+pub mod redact;
 pub mod registry;
 pub mod result;
 pub mod settings;

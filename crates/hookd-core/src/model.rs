@@ -209,6 +209,9 @@ pub struct HookEntry {
     /// Whether the hook needs the user's trust to run, and whether it has it (decision D8):
     /// only project hooks that run a command do.
     pub trust: crate::trust::HookTrust,
+    /// The compiled filter of a `builtin` hook (compiled once per registry build); `None` for
+    /// every other type.
+    pub builtin: Option<std::sync::Arc<crate::redact::Redactor>>,
 }
 
 #[cfg(test)]

@@ -834,6 +834,7 @@ mod tests {
             sequential: false,
             enabled: true,
             trust: crate::trust::HookTrust::NotRequired,
+            builtin: None,
         };
         let result = hook_result(&entry, run(exited(2), "", "nope"));
         assert_eq!(

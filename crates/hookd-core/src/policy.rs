@@ -293,6 +293,7 @@ mod tests {
             sequential: false,
             enabled: true,
             trust: crate::trust::HookTrust::NotRequired,
+            builtin: None,
         };
         let run = HookRun {
             outcome,

@@ -248,6 +248,19 @@ impl Registry {
                     self.diagnostics.push(diagnostic);
                 }
                 for config in &definition.hooks {
+                    // A builtin filter is compiled here, once per build. Settings validation
+                    // has already discarded one that does not compile or is not under
+                    // AfterModel; this only keeps such a hook out if it got here anyway.
+                    let builtin = match config.hook_type {
+                        crate::model::HookType::Builtin if event == HookEventName::AfterModel => {
+                            match crate::redact::Redactor::from_raw(&config.raw) {
+                                Ok(redactor) => Some(Arc::new(redactor)),
+                                Err(_) => continue,
+                            }
+                        }
+                        crate::model::HookType::Builtin => continue,
+                        _ => None,
+                    };
                     let enabled = !self
                         .disabled
                         .iter()
@@ -263,6 +276,7 @@ impl Registry {
                         trust: trust.map_or(HookTrust::NotRequired, |(trust, project_dir)| {
                             trust.trust_for(config, project_dir)
                         }),
+                        builtin,
                     };
                     self.hooks.push(RegisteredHook {
                         dedup_key: entry.config.dedup_key(),

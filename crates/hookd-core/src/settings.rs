@@ -485,6 +485,39 @@ fn parse_entry(
             );
             return None;
         }
+        // A built-in filter (`crate::redact`) runs inside hookd on model output, so it is
+        // only valid under AfterModel, and its settings must compile.
+        HookType::Builtin => {
+            if event != HookEventName::AfterModel {
+                warn(
+                    diagnostics,
+                    format!("{key_path}.type"),
+                    format!(
+                        "Discarding builtin hook for {event} from {source} config: built-in \
+                         filters run only under AfterModel"
+                    ),
+                );
+                return None;
+            }
+            if let Err(error) = crate::redact::Redactor::from_raw(raw) {
+                warn(
+                    diagnostics,
+                    format!("{key_path}.{}", error.key),
+                    format!(
+                        "Discarding builtin hook for {event} from {source} config: {}",
+                        error.message
+                    ),
+                );
+                return None;
+            }
+            if command.is_some() {
+                warn(
+                    diagnostics,
+                    format!("{key_path}.command"),
+                    "a builtin hook runs no command; ignored".to_owned(),
+                );
+            }
+        }
         _ => {}
     }
 
@@ -867,6 +900,53 @@ mod tests {
                  strings, not an array; ignored",
                 "/u/settings.json: hooks.AfterAgent[2].hooks[7].on_failure: on_failure: expected \
                  \"allow\", \"deny\" or \"ask\", not \"Deny\"; the daemon's default applies",
+            ],
+        );
+    }
+
+    #[test]
+    fn builtin_hooks_are_checked_and_discarded_with_the_key_named() {
+        check(
+            r#"{"hooks": {
+                "AfterModel": [{"hooks": [
+                    {"type": "builtin", "builtin": "redact", "name": "redact-secrets",
+                     "patterns": [{"name": "ticket", "regex": "TCK-[0-9]{6}"},
+                                  {"name": "block", "begin": "BEGIN SECRET", "end": "END SECRET"}],
+                     "holdback": 512, "replacement": "[{name}]"},
+                    {"type": "builtin", "builtin": "redact", "command": "ignored"},
+                    {"type": "builtin", "builtin": "scrub"},
+                    {"type": "builtin"},
+                    {"type": "builtin", "builtin": "redact", "holdback": 8},
+                    {"type": "builtin", "builtin": "redact",
+                     "patterns": [{"name": "a", "regex": "a"}, {"name": "b", "regex": "(b"}]},
+                    {"type": "builtin", "builtin": "redact",
+                     "patterns": [{"name": "a", "begin": "a"}]}
+                ]}],
+                "BeforeTool": [{"hooks": [{"type": "builtin", "builtin": "redact"}]}]
+            }}"#,
+            &[
+                "AfterModel [-] builtin:redact-secrets:, builtin::ignored",
+                "BeforeTool [-] ",
+            ],
+            &[
+                "/u/settings.json: hooks.AfterModel[0].hooks[1].command: a builtin hook runs no \
+                 command; ignored",
+                "/u/settings.json: hooks.AfterModel[0].hooks[2].builtin: Discarding builtin hook \
+                 for AfterModel from user config: unknown built-in filter \"scrub\"; the only one \
+                 is \"redact\"",
+                "/u/settings.json: hooks.AfterModel[0].hooks[3].builtin: Discarding builtin hook \
+                 for AfterModel from user config: missing; a builtin hook names its filter, \
+                 \"redact\"",
+                "/u/settings.json: hooks.AfterModel[0].hooks[4].holdback: Discarding builtin hook \
+                 for AfterModel from user config: must be a whole number of bytes from 16 to \
+                 65536, not 8",
+                "/u/settings.json: hooks.AfterModel[0].hooks[5].patterns[1].regex: Discarding \
+                 builtin hook for AfterModel from user config: invalid regex: unclosed group",
+                "/u/settings.json: hooks.AfterModel[0].hooks[6].patterns[0].end: Discarding \
+                 builtin hook for AfterModel from user config: missing; a block pattern has begin \
+                 and end",
+                "/u/settings.json: hooks.BeforeTool[0].hooks[0].type: Discarding builtin hook for \
+                 BeforeTool from user config: built-in filters run only under AfterModel",
             ],
         );
     }

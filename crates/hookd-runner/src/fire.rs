@@ -389,6 +389,7 @@ mod tests {
             sequential: false,
             enabled: true,
             trust: hookd_core::trust::HookTrust::NotRequired,
+            builtin: None,
         })
     }
 
