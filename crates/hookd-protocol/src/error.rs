@@ -28,7 +28,8 @@ pub enum ErrorCode {
     UnsupportedVersion,
     /// The first frame of a connection was a valid message other than `hello`.
     HandshakeRequired,
-    /// A `cancel` names no in-flight request of this connection.
+    /// A `cancel` names no in-flight request of this connection, or a `chunk` or
+    /// `stream_close` no open stream.
     UnknownId,
     /// A request reuses the id of a request of this connection that is still in flight.
     DuplicateId,
@@ -39,11 +40,16 @@ pub enum ErrorCode {
     /// A settings file could not be edited: it is not a JSON object, or it cannot be read or
     /// written. The file is left as it was.
     EditFailed,
+    /// The event exists but the request cannot be made with it (only `AfterModel` can be
+    /// streamed).
+    UnsupportedEvent,
+    /// A per-connection limit refuses the request (the number of open streams).
+    LimitReached,
 }
 
 impl ErrorCode {
     /// Every code, in declaration order.
-    pub const ALL: [ErrorCode; 13] = [
+    pub const ALL: [ErrorCode; 15] = [
         ErrorCode::BadJson,
         ErrorCode::BadRequest,
         ErrorCode::MissingField,
@@ -57,6 +63,8 @@ impl ErrorCode {
         ErrorCode::ShuttingDown,
         ErrorCode::Internal,
         ErrorCode::EditFailed,
+        ErrorCode::UnsupportedEvent,
+        ErrorCode::LimitReached,
     ];
 
     /// The code as it appears on the wire.
@@ -75,6 +83,8 @@ impl ErrorCode {
             ErrorCode::ShuttingDown => "shutting_down",
             ErrorCode::Internal => "internal",
             ErrorCode::EditFailed => "edit_failed",
+            ErrorCode::UnsupportedEvent => "unsupported_event",
+            ErrorCode::LimitReached => "limit_reached",
         }
     }
 

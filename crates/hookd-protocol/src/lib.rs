@@ -16,6 +16,7 @@
 mod codec;
 mod encode;
 mod error;
+pub mod fast;
 mod id;
 mod parse;
 mod request;
@@ -28,16 +29,18 @@ pub use error::{ErrorCode, ProtocolError};
 pub use id::RequestId;
 pub use parse::parse_client_message;
 pub use request::{
-    CancelRequest, ClientHello, ClientMessage, DisableAllRequest, DisableRequest, EnableAllRequest,
-    EnableRequest, EventRequest, ListRequest, PingRequest, ReloadRequest, Scope, StatusRequest,
-    SubscribeRequest, TrustListRequest, TrustPreviewRequest, TrustRequest, UntrustRequest, WireEnv,
+    CancelRequest, ChunkRequest, ClientHello, ClientMessage, DisableAllRequest, DisableRequest,
+    EnableAllRequest, EnableRequest, EventRequest, HookedEventsRequest, ListRequest, PingRequest,
+    ReloadRequest, Scope, StatusRequest, StreamCloseRequest, StreamOpenRequest, SubscribeRequest,
+    TrustListRequest, TrustPreviewRequest, TrustRequest, UntrustRequest, WireEnv,
 };
 pub use response::{
-    AuditStatus, CancelledMessage, Diagnostic, EditedMessage, ErrorMessage, EventResult,
-    HookRecord, HookResultMessage, LastRun, ListResponse, ListedHook, Outcome, OutputFormat,
-    PongMessage, RegistryChangedMessage, RegistryStatus, ReloadedMessage, ResultMessage,
-    ServerHello, ServerMessage, Severity, StatusResponse, StreamName, SubscribedMessage,
-    TrustListMessage, TrustPreviewMessage, TrustedHook, TrustedProject, TrustedScript,
+    AuditStatus, CancelledMessage, ChunkResultMessage, Diagnostic, EditedMessage, ErrorMessage,
+    EventResult, HookRecord, HookResultMessage, HookedEventsMessage, LastRun, ListResponse,
+    ListedHook, Outcome, OutputFormat, PongMessage, RegistryChangedMessage, RegistryStatus,
+    ReloadedMessage, ResultMessage, ServerHello, ServerMessage, Severity, StatusResponse,
+    StreamClosedMessage, StreamName, StreamOpenedMessage, SubscribedMessage, TrustListMessage,
+    TrustPreviewMessage, TrustedHook, TrustedProject, TrustedScript,
 };
 pub use socket::{
     SOCKET_DIR_NAME, SOCKET_ENV_VAR, SOCKET_FILE_NAME, default_socket_path, resolve_socket_path,

@@ -23,6 +23,8 @@ enum Kind {
     AbsolutePath,
     /// An unsigned integer that fits in 32 bits.
     U32,
+    /// An unsigned integer that fits in 64 bits.
+    U64,
     /// `true` or `false`.
     Bool,
     /// Any object.
@@ -129,6 +131,29 @@ const TRUST_LIST: &[Field] = &[
     optional("cwd", Kind::AbsolutePath),
 ];
 
+const STREAM_OPEN: &[Field] = &[
+    required("id", Kind::Id),
+    required("event", Kind::String),
+    required("cwd", Kind::AbsolutePath),
+    optional("session_id", Kind::String),
+    optional("transcript_path", Kind::String),
+    optional("env", Kind::StringMap),
+    optional("plans_dir", Kind::String),
+    optional("input", Kind::Object),
+];
+
+const CHUNK: &[Field] = &[
+    required("id", Kind::Id),
+    required("seq", Kind::U64),
+    required("llm_response", Kind::Object),
+];
+
+const HOOKED_EVENTS: &[Field] = &[
+    required("id", Kind::Id),
+    required("cwd", Kind::AbsolutePath),
+    optional("subscribe", Kind::Bool),
+];
+
 /// The schema of a message type, or `None` for an unknown type.
 fn schema(type_name: &str) -> Option<&'static [Field]> {
     match type_name {
@@ -145,6 +170,10 @@ fn schema(type_name: &str) -> Option<&'static [Field]> {
         "trust_preview" | "untrust" => Some(LIST),
         "trust" => Some(TRUST),
         "trust_list" => Some(TRUST_LIST),
+        "stream_open" => Some(STREAM_OPEN),
+        "chunk" => Some(CHUNK),
+        "stream_close" => Some(ID_ONLY),
+        "hooked_events" => Some(HOOKED_EVENTS),
         _ => None,
     }
 }
@@ -183,6 +212,7 @@ fn parse_fast(body: &[u8]) -> Option<ClientMessage> {
             absolute.then_some(ClientMessage::Event(request))
         }
         "ping" => serde_json::from_str(text).ok().map(ClientMessage::Ping),
+        "chunk" => serde_json::from_str(text).ok().map(ClientMessage::Chunk),
         _ => None,
     }
 }
@@ -346,6 +376,7 @@ fn check_field(
         Kind::U32 if value.as_u64().and_then(|n| u32::try_from(n).ok()).is_none() => {
             wrong("an unsigned 32-bit integer")
         }
+        Kind::U64 if value.as_u64().is_none() => wrong("an unsigned 64-bit integer"),
         Kind::Bool if !value.is_boolean() => wrong("true or false"),
         Kind::Object | Kind::StringMap if !value.is_object() => wrong("an object"),
         Kind::StringMap => match value

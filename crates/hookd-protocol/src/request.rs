@@ -51,11 +51,19 @@ pub enum ClientMessage {
     Untrust(UntrustRequest),
     /// List the trusted hooks.
     TrustList(TrustListRequest),
+    /// Open an AfterModel stream session: the plan is computed once and `llm_request` sent once.
+    StreamOpen(StreamOpenRequest),
+    /// One model response chunk of an open stream.
+    Chunk(ChunkRequest),
+    /// Close an open stream: its queued chunks are answered first, then the held-back text.
+    StreamClose(StreamCloseRequest),
+    /// Ask which events have at least one enabled hook for a project, optionally watching.
+    HookedEvents(HookedEventsRequest),
 }
 
 impl ClientMessage {
     /// The `"type"` tag of every client message, in declaration order.
-    pub const TYPES: [&'static str; 16] = [
+    pub const TYPES: [&'static str; 20] = [
         "hello",
         "event",
         "cancel",
@@ -72,6 +80,10 @@ impl ClientMessage {
         "trust",
         "untrust",
         "trust_list",
+        "stream_open",
+        "chunk",
+        "stream_close",
+        "hooked_events",
     ];
 
     /// The message's `"type"` tag.
@@ -93,6 +105,10 @@ impl ClientMessage {
             ClientMessage::Trust(_) => "trust",
             ClientMessage::Untrust(_) => "untrust",
             ClientMessage::TrustList(_) => "trust_list",
+            ClientMessage::StreamOpen(_) => "stream_open",
+            ClientMessage::Chunk(_) => "chunk",
+            ClientMessage::StreamClose(_) => "stream_close",
+            ClientMessage::HookedEvents(_) => "hooked_events",
         }
     }
 
@@ -115,6 +131,10 @@ impl ClientMessage {
             ClientMessage::Trust(request) => Some(&request.id),
             ClientMessage::Untrust(request) => Some(&request.id),
             ClientMessage::TrustList(request) => Some(&request.id),
+            ClientMessage::StreamOpen(request) => Some(&request.id),
+            ClientMessage::Chunk(request) => Some(&request.id),
+            ClientMessage::StreamClose(request) => Some(&request.id),
+            ClientMessage::HookedEvents(request) => Some(&request.id),
         }
     }
 }
@@ -365,6 +385,84 @@ pub struct TrustListRequest {
     pub cwd: Option<String>,
 }
 
+/// Open an AfterModel stream session (`stream_open`).
+///
+/// The daemon computes the plan once, from the registry of `cwd` as it is now, and keeps that
+/// registry snapshot for the stream's life; `input` (with `llm_request`) is sent once and given
+/// to the hooks with every chunk.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct StreamOpenRequest {
+    /// The stream's id: every frame of the stream, both ways, carries it.
+    pub id: RequestId,
+    /// The event; only `AfterModel` can be streamed.
+    pub event: String,
+    /// The absolute directory the agent runs in; also the project directory.
+    pub cwd: String,
+    /// The agent's session id (`""` when absent).
+    #[serde(default)]
+    pub session_id: String,
+    /// The path of the agent's transcript (`""` when absent).
+    #[serde(default)]
+    pub transcript_path: String,
+    /// The environment for this stream's hooks, overriding the connection's.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub env: Option<WireEnv>,
+    /// The agent's plans directory, passed on to the hooks' environment when set.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub plans_dir: Option<String>,
+    /// The fields every chunk's hooks receive besides the chunk's own: `llm_request` and any
+    /// other input field.
+    #[serde(default)]
+    pub input: Map<String, Value>,
+}
+
+impl StreamOpenRequest {
+    /// An AfterModel stream with an empty input and every optional field absent.
+    pub fn new(id: impl Into<RequestId>, cwd: impl Into<String>) -> Self {
+        StreamOpenRequest {
+            id: id.into(),
+            event: "AfterModel".to_owned(),
+            cwd: cwd.into(),
+            session_id: String::new(),
+            transcript_path: String::new(),
+            env: None,
+            plans_dir: None,
+            input: Map::new(),
+        }
+    }
+}
+
+/// One chunk of an open stream (`chunk`).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ChunkRequest {
+    /// The stream's id.
+    pub id: RequestId,
+    /// The client's number for the chunk, echoed in its `chunk_result`.
+    pub seq: u64,
+    /// The model response chunk, as the hooks receive it.
+    pub llm_response: Map<String, Value>,
+}
+
+/// Close an open stream (`stream_close`).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct StreamCloseRequest {
+    /// The stream's id.
+    pub id: RequestId,
+}
+
+/// Ask which events have at least one enabled hook for a project (`hooked_events`).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct HookedEventsRequest {
+    /// The request's id; with `subscribe`, every later answer carries it too.
+    pub id: RequestId,
+    /// The absolute project directory.
+    pub cwd: String,
+    /// Keep answering: a new `hooked_events` frame each time the project's registry changes,
+    /// until the request is cancelled or the connection closes.
+    #[serde(default)]
+    pub subscribe: bool,
+}
+
 #[cfg(test)]
 mod tests {
     use serde_json::json;
@@ -533,6 +631,58 @@ mod tests {
                 cwd: None,
             }),
             r#"{"type":"trust_list","id":4}"#,
+        );
+    }
+
+    #[test]
+    fn stream_requests_round_trip() {
+        check(
+            ClientMessage::StreamOpen(StreamOpenRequest::new(7, "/p")),
+            r#"{"type":"stream_open","id":7,"event":"AfterModel","cwd":"/p","session_id":"","transcript_path":"","input":{}}"#,
+        );
+        let mut full = StreamOpenRequest::new("s", "/p");
+        full.session_id = "s1".to_owned();
+        full.transcript_path = "/t.json".to_owned();
+        full.env = Some(WireEnv::from([("A".to_owned(), "b".to_owned())]));
+        full.plans_dir = Some("/plans".to_owned());
+        full.input = json!({"llm_request": {"model": "m"}, "extra": 1})
+            .as_object()
+            .cloned()
+            .unwrap();
+        check(
+            ClientMessage::StreamOpen(full),
+            r#"{"type":"stream_open","id":"s","event":"AfterModel","cwd":"/p","session_id":"s1","transcript_path":"/t.json","env":{"A":"b"},"plans_dir":"/plans","input":{"llm_request":{"model":"m"},"extra":1}}"#,
+        );
+        check(
+            ClientMessage::Chunk(ChunkRequest {
+                id: 7.into(),
+                seq: 0,
+                llm_response: json!({"text": "hi"}).as_object().cloned().unwrap(),
+            }),
+            r#"{"type":"chunk","id":7,"seq":0,"llm_response":{"text":"hi"}}"#,
+        );
+        check(
+            ClientMessage::StreamClose(StreamCloseRequest { id: 7.into() }),
+            r#"{"type":"stream_close","id":7}"#,
+        );
+        check(
+            ClientMessage::HookedEvents(HookedEventsRequest {
+                id: 8.into(),
+                cwd: "/p".to_owned(),
+                subscribe: true,
+            }),
+            r#"{"type":"hooked_events","id":8,"cwd":"/p","subscribe":true}"#,
+        );
+        // `subscribe` defaults to false.
+        let parsed =
+            parse_client_message(br#"{"type":"hooked_events","id":9,"cwd":"/p"}"#).unwrap();
+        assert_eq!(
+            parsed,
+            ClientMessage::HookedEvents(HookedEventsRequest {
+                id: 9.into(),
+                cwd: "/p".to_owned(),
+                subscribe: false,
+            })
         );
     }
 

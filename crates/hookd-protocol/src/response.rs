@@ -41,11 +41,19 @@ pub enum ServerMessage {
     TrustPreview(TrustPreviewMessage),
     /// The answer to `trust_list`: the trust store's contents.
     TrustList(TrustListMessage),
+    /// A stream is open; `chunk_result` frames follow, one per chunk.
+    StreamOpened(StreamOpenedMessage),
+    /// The result of one chunk of a stream.
+    ChunkResult(ChunkResultMessage),
+    /// A stream ended; always its last frame.
+    StreamClosed(StreamClosedMessage),
+    /// The events with at least one enabled hook for a project.
+    HookedEvents(HookedEventsMessage),
 }
 
 impl ServerMessage {
     /// The `"type"` tag of every server message, in declaration order.
-    pub const TYPES: [&'static str; 14] = [
+    pub const TYPES: [&'static str; 18] = [
         "hello",
         "hook_result",
         "result",
@@ -60,6 +68,10 @@ impl ServerMessage {
         "edited",
         "trust_preview",
         "trust_list",
+        "stream_opened",
+        "chunk_result",
+        "stream_closed",
+        "hooked_events",
     ];
 
     /// The message's `"type"` tag.
@@ -79,6 +91,10 @@ impl ServerMessage {
             ServerMessage::Edited(_) => "edited",
             ServerMessage::TrustPreview(_) => "trust_preview",
             ServerMessage::TrustList(_) => "trust_list",
+            ServerMessage::StreamOpened(_) => "stream_opened",
+            ServerMessage::ChunkResult(_) => "chunk_result",
+            ServerMessage::StreamClosed(_) => "stream_closed",
+            ServerMessage::HookedEvents(_) => "hooked_events",
         }
     }
 
@@ -100,18 +116,29 @@ impl ServerMessage {
             ServerMessage::Edited(message) => Some(&message.id),
             ServerMessage::TrustPreview(message) => Some(&message.id),
             ServerMessage::TrustList(message) => Some(&message.id),
+            ServerMessage::StreamOpened(message) => Some(&message.id),
+            ServerMessage::ChunkResult(message) => Some(&message.id),
+            ServerMessage::StreamClosed(message) => Some(&message.id),
+            ServerMessage::HookedEvents(message) => Some(&message.id),
         }
     }
 
-    /// Whether this is the last message for its request id: everything but `hook_result` and
+    /// Whether this is the last message for its request id: everything but `hook_result`,
     /// the messages of a subscription (`subscribed`, `registry_changed`), which lasts until
-    /// it is cancelled or the connection closes.
+    /// it is cancelled or the connection closes, and the messages of an open stream
+    /// (`stream_opened`, `chunk_result`), which lasts until `stream_closed` or an `error`.
+    ///
+    /// `hooked_events` counts as final: it is the only answer to a request without
+    /// `subscribe`. A request with `subscribe` gets any number of them, and only an `error`
+    /// ends it; a client knows which of the two it asked for.
     pub fn is_final(&self) -> bool {
         !matches!(
             self,
             ServerMessage::HookResult(_)
                 | ServerMessage::Subscribed(_)
                 | ServerMessage::RegistryChanged(_)
+                | ServerMessage::StreamOpened(_)
+                | ServerMessage::ChunkResult(_)
         )
     }
 }
@@ -607,6 +634,68 @@ pub struct PongMessage {
     pub id: RequestId,
 }
 
+/// A stream is open (the answer to `stream_open`).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct StreamOpenedMessage {
+    /// The stream's id.
+    pub id: RequestId,
+    /// How many hooks run on each chunk (builtin filters included); `0`: none, every chunk is
+    /// answered at once and unchanged.
+    pub hooks: u64,
+    /// The generation of the project's hook registry the stream is pinned to for its life.
+    pub generation: u64,
+}
+
+/// The result of one chunk of a stream.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ChunkResultMessage {
+    /// The stream's id.
+    pub id: RequestId,
+    /// The chunk's `seq`, as the client sent it.
+    pub seq: u64,
+    /// The text to emit in place of the chunk's text, when the hooks (or filters) changed it;
+    /// absent when the chunk's text stands as it is.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub content: Option<String>,
+    /// The aggregate of the chunk's hooks, exactly as an `event` request's `result` has it.
+    pub result: EventResult,
+}
+
+impl ChunkResultMessage {
+    /// The text to emit for a chunk whose own text is `original`: the replacement if there is
+    /// one, else the original.
+    pub fn emitted<'a>(&'a self, original: &'a str) -> &'a str {
+        self.content.as_deref().unwrap_or(original)
+    }
+}
+
+/// A stream ended: the answer to `stream_close`, or the daemon's own when the stream was
+/// cancelled or the daemon is stopping.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct StreamClosedMessage {
+    /// The stream's id.
+    pub id: RequestId,
+    /// How many chunks the stream answered.
+    pub chunks: u64,
+    /// Text the stream's filters held back (a possible secret's beginning at a chunk's end)
+    /// and release at the end: emit it after the last chunk. `""` when there is none.
+    pub flush: String,
+}
+
+/// The events with at least one enabled hook for a project directory.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct HookedEventsMessage {
+    /// The request's id.
+    pub id: RequestId,
+    /// The project directory, as requested.
+    pub cwd: String,
+    /// The events, in the protocol's event order; an event not listed has no hook, and its
+    /// `event` requests would be answered at once with an empty result.
+    pub events: Vec<String>,
+    /// The generation of the project's registry this answer describes.
+    pub generation: u64,
+}
+
 /// A failed request, or a frame that could not be read as one.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct ErrorMessage {
@@ -933,6 +1022,80 @@ mod tests {
             }),
             r#"{"type":"edited","id":12,"changed":false,"message":"Hook \"x\" is already enabled.","files":[],"generation":3}"#,
         );
+    }
+
+    #[test]
+    fn stream_messages_round_trip() {
+        check(
+            ServerMessage::StreamOpened(StreamOpenedMessage {
+                id: 7.into(),
+                hooks: 2,
+                generation: 3,
+            }),
+            r#"{"type":"stream_opened","id":7,"hooks":2,"generation":3}"#,
+        );
+        let empty = EventResult {
+            success: true,
+            final_output: None,
+            all_outputs: vec![],
+            errors: vec![],
+            total_duration_ms: 0.0,
+            hooks: vec![],
+        };
+        check(
+            ServerMessage::ChunkResult(ChunkResultMessage {
+                id: 7.into(),
+                seq: 4,
+                content: None,
+                result: empty.clone(),
+            }),
+            r#"{"type":"chunk_result","id":7,"seq":4,"result":{"success":true,"final_output":null,"all_outputs":[],"errors":[],"total_duration_ms":0.0,"hooks":[]}}"#,
+        );
+        let replaced = ChunkResultMessage {
+            id: "s".into(),
+            seq: 5,
+            content: Some("[redacted]".to_owned()),
+            result: empty,
+        };
+        assert_eq!(replaced.emitted("secret"), "[redacted]");
+        check(
+            ServerMessage::ChunkResult(replaced),
+            r#"{"type":"chunk_result","id":"s","seq":5,"content":"[redacted]","result":{"success":true,"final_output":null,"all_outputs":[],"errors":[],"total_duration_ms":0.0,"hooks":[]}}"#,
+        );
+        check(
+            ServerMessage::StreamClosed(StreamClosedMessage {
+                id: 7.into(),
+                chunks: 5,
+                flush: "tail".to_owned(),
+            }),
+            r#"{"type":"stream_closed","id":7,"chunks":5,"flush":"tail"}"#,
+        );
+        check(
+            ServerMessage::HookedEvents(HookedEventsMessage {
+                id: 8.into(),
+                cwd: "/p".to_owned(),
+                events: vec!["BeforeTool".to_owned(), "AfterModel".to_owned()],
+                generation: 4,
+            }),
+            r#"{"type":"hooked_events","id":8,"cwd":"/p","events":["BeforeTool","AfterModel"],"generation":4}"#,
+        );
+    }
+
+    #[test]
+    fn stream_finality() {
+        let opened = ServerMessage::StreamOpened(StreamOpenedMessage {
+            id: 1.into(),
+            hooks: 0,
+            generation: 1,
+        });
+        assert!(!opened.is_final());
+        let closed = ServerMessage::StreamClosed(StreamClosedMessage {
+            id: 1.into(),
+            chunks: 0,
+            flush: String::new(),
+        });
+        assert!(closed.is_final());
+        assert_eq!(closed.id(), Some(&RequestId::Number(1)));
     }
 
     /// Each outcome kind as it appears in a hook record.
