@@ -312,6 +312,17 @@ impl Connection {
                 let reply = crate::trust::answer_list(&self.shared, request).await;
                 send(&self.sink, &reply).await;
             }
+            other @ (ClientMessage::StreamOpen(_)
+            | ClientMessage::Chunk(_)
+            | ClientMessage::StreamClose(_)
+            | ClientMessage::HookedEvents(_)) => {
+                let error = ProtocolError::new(
+                    ErrorCode::UnknownType,
+                    format!("{} is not served yet", other.type_name()),
+                )
+                .with_id(other.id().cloned());
+                send(&self.sink, &error.to_server_message()).await;
+            }
         }
         true
     }
