@@ -20,6 +20,9 @@
 //! as a one-element list, as Gemini CLI's merge treats it. Text that is not JSON, or whose top
 //! level is not an object, is refused rather than rewritten, so a file being edited by hand is
 //! never clobbered.
+//!
+//! [`set_member`] replaces (or adds) one top-level member the same way; `hookctl install` uses
+//! it to swap a settings file's `hooks` for its relay entries.
 
 use std::borrow::Cow;
 
@@ -216,6 +219,69 @@ pub fn clear_disabled(text: &str) -> Result<Edit, EditError> {
         }
         Node::Object { .. } => Ok(Edit::unchanged(text)),
     }
+}
+
+/// Sets the top-level member `key` to `value`: the member's value is replaced where it is,
+/// or the member is added last; a blank text becomes an object holding only it. The value is
+/// written pretty-printed, indented like the file's top-level members; every other byte of
+/// the text is kept (used by `hookctl install` to replace a settings file's `hooks`).
+pub fn set_member(text: &str, key: &str, value: &Value) -> Result<Edit, EditError> {
+    let nl = newline(text);
+    let Some(doc) = Document::parse(text)? else {
+        let value = pretty(value, "  ", "  ", nl);
+        let fresh = format!("{{{nl}  {}: {value}{nl}}}{nl}", quote(key));
+        return Ok(Edit {
+            changed: fresh != text,
+            text: fresh,
+        });
+    };
+    let Node::Object {
+        start,
+        end,
+        members,
+    } = &doc.root
+    else {
+        return Err(EditError::NotAnObject);
+    };
+    let indent = members
+        .first()
+        .map_or("", |first| indentation(text, first.key_start));
+    let step = unit(indent);
+    if let Some(member) = doc.root.member(key) {
+        let (value_start, value_end) = member.value.span();
+        let replacement = pretty(value, indent, &step, nl);
+        return Ok(Edit::splice(text, value_start, value_end, &replacement));
+    }
+    let Some(last) = members.last() else {
+        let value = pretty(value, "  ", "  ", nl);
+        let replacement = format!("{{{nl}  {}: {value}{nl}}}", quote(key));
+        return Ok(Edit::splice(text, *start, *end, &replacement));
+    };
+    let multiline = text[*start..members[0].key_start].contains('\n');
+    let insertion = if multiline {
+        format!(
+            ",{nl}{indent}{}: {}",
+            quote(key),
+            pretty(value, indent, &step, nl)
+        )
+    } else {
+        format!(", {}: {}", quote(key), pretty(value, "", &step, nl))
+    };
+    let at = last.value.span().1;
+    Ok(Edit::splice(text, at, at, &insertion))
+}
+
+/// `value` pretty-printed with `step` per level, its lines after the first indented by
+/// `indent`, with the file's line break.
+fn pretty(value: &Value, indent: &str, step: &str, nl: &str) -> String {
+    use serde::Serialize;
+    let mut out = Vec::new();
+    let formatter = serde_json::ser::PrettyFormatter::with_indent(step.as_bytes());
+    let mut serializer = serde_json::Serializer::with_formatter(&mut out, formatter);
+    if value.serialize(&mut serializer).is_err() {
+        return value.to_string();
+    }
+    String::from_utf8_lossy(&out).replace('\n', &format!("{nl}{indent}"))
 }
 
 /// Inserts `member` (a `"key": value` text) as the last member of `object`, indented like
@@ -758,6 +824,39 @@ mod tests {
         for (op, input, expected) in cases {
             check(op, input, *expected);
         }
+    }
+
+    #[test]
+    fn setting_a_member() {
+        let value = serde_json::json!({"A": [1]});
+        // (text, expected)
+        let cases = [
+            ("", "{\n  \"hooks\": {\n    \"A\": [\n      1\n    ]\n  }\n}\n"),
+            ("{}", "{\n  \"hooks\": {\n    \"A\": [\n      1\n    ]\n  }\n}"),
+            (
+                "// c\n{\n    \"x\": 1, // keep\n    \"hooks\": {\"old\": []}\n}\n",
+                "// c\n{\n    \"x\": 1, // keep\n    \"hooks\": {\n        \"A\": [\n            1\n        ]\n    }\n}\n",
+            ),
+            (
+                "{\r\n  \"x\": 1\r\n}",
+                "{\r\n  \"x\": 1,\r\n  \"hooks\": {\r\n    \"A\": [\r\n      1\r\n    ]\r\n  }\r\n}",
+            ),
+            (
+                "{\"x\": 1}",
+                "{\"x\": 1, \"hooks\": {\n  \"A\": [\n    1\n  ]\n}}",
+            ),
+        ];
+        for (text, expected) in cases {
+            let edit = set_member(text, "hooks", &value).expect("edits");
+            assert_eq!(edit.text, expected, "{text:?}");
+            assert_eq!(
+                jsonc::parse(&edit.text).expect("valid")["hooks"],
+                value,
+                "{text:?}"
+            );
+        }
+        assert!(set_member("[1]", "hooks", &value).is_err());
+        assert!(set_member("{", "hooks", &value).is_err());
     }
 
     #[test]
