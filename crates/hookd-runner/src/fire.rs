@@ -26,7 +26,16 @@
 //! runs, and the first run of each untrusted hook (per project, name, command and script
 //! contents, for the daemon's lifetime) carries a warning saying so.
 //!
-//! All hooks of a firing are driven by the caller's task: no task is spawned per hook.
+//! Each hook runs the way its settings entry says (`hookd_core::exec`): a fresh process per
+//! event (`process`), the same process kept started ahead of the event (`"prewarm": true`,
+//! `crate::prewarm`), or one JSON line to a persistent worker (`"mode": "persistent"`,
+//! `crate::worker`). Trust and the failure policy apply the same way to all three. Workers and
+//! spares live in [`RunnerConfig::workers`] and [`RunnerConfig::prewarm`], shared by every
+//! firing, and count against [`RunnerConfig::hook_slots`] for as long as they are alive;
+//! [`RunnerConfig::shutdown`] stops them.
+//!
+//! All hooks of a firing are driven by the caller's task: no task is spawned per hook
+//! (workers and spares have a task each, owned by their pools).
 
 use std::borrow::Cow;
 use std::collections::HashSet;
@@ -41,6 +50,7 @@ use hookd_core::chain::apply_chain;
 use hookd_core::command::{CommandVars, expand_command};
 use hookd_core::env::hook_environment;
 use hookd_core::event::HookEventName;
+use hookd_core::exec::ExecMode;
 use hookd_core::model::{HookEntry, HookType};
 use hookd_core::output::hook_result;
 use hookd_core::payload::{BaseFields, build_payload};
@@ -55,7 +65,10 @@ use serde_json::{Map, Value};
 use tokio::sync::Semaphore;
 use tokio_util::sync::CancellationToken;
 
+use crate::prewarm::{PrewarmRequest, Prewarmer};
 use crate::process::{ProcessLimits, ProcessSpec, run_process};
+use crate::slots::SlotSource;
+use crate::worker::{ProcessKey, WorkerPools, WorkerRequest};
 
 /// The default number of hook processes that may run at once across the whole daemon.
 pub const DEFAULT_HOOK_SLOTS: usize = 64;
@@ -74,8 +87,9 @@ pub struct RunnerConfig {
     /// The shell a command runs in as `<shell> -c <command>` (`bash`, looked up in the hook's
     /// `PATH`, unless this is a path).
     pub shell: PathBuf,
-    /// Caps how many hook processes run at once across the daemon; each process holds one
-    /// permit from spawn to result.
+    /// Caps how many hook processes run at once across the daemon; each one-shot process
+    /// holds one permit from spawn to result, and each persistent worker and pre-warmed spare
+    /// one for as long as it is alive (an idle one gives it up when a hook needs it).
     pub hook_slots: Arc<Semaphore>,
     /// The failure policy of hooks whose settings entry has no valid `on_failure` key.
     pub default_on_failure: FailurePolicy,
@@ -83,6 +97,20 @@ pub struct RunnerConfig {
     pub project_hooks: ProjectHookPolicy,
     /// The untrusted project hooks already warned about, shared by every firing.
     pub trust_warnings: Arc<TrustWarnings>,
+    /// The persistent workers (`"mode": "persistent"` hooks), shared by every firing.
+    pub workers: Arc<WorkerPools>,
+    /// The spares of pre-warmed hooks (`"prewarm": true`), shared by every firing.
+    pub prewarm: Arc<Prewarmer>,
+}
+
+impl RunnerConfig {
+    /// Stops every persistent worker and pre-warmed spare (their whole process groups) and
+    /// waits for them; runs from now on that need one are answered as cancelled. Returns
+    /// within the kill grace period plus a small slack. Called by the daemon's graceful stop
+    /// once in-flight runs are done; dropping the last copy of the pools kills them too.
+    pub async fn shutdown(&self) {
+        tokio::join!(self.workers.shutdown(), self.prewarm.shutdown());
+    }
 }
 
 /// Remembers which untrusted project hooks have been warned about, so each is warned about
@@ -120,6 +148,8 @@ impl Default for RunnerConfig {
             default_on_failure: FailurePolicy::Allow,
             project_hooks: ProjectHookPolicy::Warn,
             trust_warnings: Arc::new(TrustWarnings::default()),
+            workers: Arc::new(WorkerPools::new()),
+            prewarm: Arc::new(Prewarmer::new()),
         }
     }
 }
@@ -304,15 +334,6 @@ impl Firing<'_> {
                 });
             }
         };
-        let permit = tokio::select! {
-            biased;
-            () = self.cancel.cancelled() => None,
-            permit = self.config.hook_slots.acquire() => permit.ok(),
-        };
-        // A closed semaphore means the daemon is shutting down: the same as a cancellation.
-        let Some(permit) = permit else {
-            return not_run(HookOutcome::Cancelled);
-        };
         let spec = ProcessSpec {
             program: self.config.shell.clone(),
             args: vec!["-c".to_owned(), expand_command(command, &self.vars)],
@@ -321,9 +342,54 @@ impl Firing<'_> {
             stdin,
             timeout: Duration::from_millis(entry.config.timeout_ms()),
         };
-        let run = run_process(spec, &self.config.limits, self.cancel).await;
-        drop(permit);
-        run
+        let slots = SlotSource {
+            semaphore: &self.config.hook_slots,
+            workers: &self.config.workers,
+            prewarm: &self.config.prewarm,
+            kill_grace: self.config.limits.kill_grace,
+        };
+        match entry.config.exec_mode() {
+            ExecMode::OneShot {
+                prewarm_idle_ms: None,
+            } => {
+                // A closed semaphore means the daemon is shutting down: the same as a
+                // cancellation.
+                let Some(permit) = slots.acquire(self.cancel).await else {
+                    return not_run(HookOutcome::Cancelled);
+                };
+                let run = run_process(spec, &self.config.limits, self.cancel).await;
+                drop(permit);
+                run
+            }
+            ExecMode::OneShot {
+                prewarm_idle_ms: Some(idle_ms),
+            } => {
+                let key = ProcessKey::new(entry, &self.vars, &spec);
+                let request = PrewarmRequest {
+                    key,
+                    stdin: spec.stdin,
+                    timeout: spec.timeout,
+                    idle: Duration::from_millis(idle_ms),
+                    limits: &self.config.limits,
+                    slots,
+                    cancel: self.cancel,
+                };
+                self.config.prewarm.run(request).await
+            }
+            ExecMode::Persistent(settings) => {
+                let key = ProcessKey::new(entry, &self.vars, &spec);
+                let request = WorkerRequest {
+                    key,
+                    settings,
+                    payload: spec.stdin,
+                    timeout: spec.timeout,
+                    limits: &self.config.limits,
+                    slots,
+                    cancel: self.cancel,
+                };
+                self.config.workers.run(request).await
+            }
+        }
     }
 }
 
@@ -856,6 +922,82 @@ mod tests {
             }
             assert_eq!(seen, warnings, "{trust:?} under {policy}");
         }
+    }
+
+    #[tokio::test]
+    async fn exec_modes_dispatch_and_failure_policy_applies_to_workers() {
+        use hookd_core::policy::FailureKind;
+        let dir = tempfile::tempdir().expect("tempdir");
+        // Answers with its pid; the second request of each worker gets a line that is not
+        // JSON. A one-shot or pre-warmed run reads its one line (which has no newline) and
+        // answers once.
+        let script = r#"i=0; while IFS= read -r line || [ -n "$line" ]; do i=$((i+1)); \
+            if [ $i = 2 ]; then echo oops; else \
+            printf '{"decision":"deny","reason":"%d"}\n' $$; fi; done"#;
+        let hook = |raw: Value| {
+            let mut hook = (*command(script)).clone();
+            hook.config.name = Some("gate".to_owned());
+            hook.config.timeout_ms = Some(5_000);
+            hook.config.raw = raw.as_object().cloned().unwrap_or_default();
+            hook.config
+                .raw
+                .insert("on_failure".to_owned(), Value::from("deny"));
+            Arc::new(hook)
+        };
+        let config = config(16);
+        let fire_once = |hook: Arc<HookEntry>| {
+            let plan = plan(vec![hook], false);
+            let request = request(dir.path());
+            let config = &config;
+            async move { fire(&plan, &request, config).await.results.remove(0) }
+        };
+        let reason = |result: &HookResult| {
+            let output = result.output.as_ref().expect("an output");
+            (
+                output["decision"].as_str().unwrap_or_default().to_owned(),
+                output["reason"].as_str().unwrap_or_default().to_owned(),
+            )
+        };
+
+        let worker = hook(json!({"mode": "persistent"}));
+        let first = fire_once(Arc::clone(&worker)).await;
+        assert!(first.success && first.output.is_some(), "{first:?}");
+        let (decision, pid) = reason(&first);
+        assert_eq!(decision, "deny");
+        // The bad answer is a failure without a decision, and on_failure: deny blocks.
+        let second = fire_once(Arc::clone(&worker)).await;
+        assert_eq!(second.failure, Some(FailureKind::ExitedWithoutDecision));
+        assert_eq!(second.outcome, HookOutcome::Exited { code: 1 });
+        let (decision, why) = reason(&second);
+        assert_eq!(decision, "deny");
+        assert!(why.starts_with("gate failed ("), "{why}");
+        assert!(
+            second
+                .stderr
+                .contains("the worker answered with a line that is not JSON")
+        );
+        // A new worker serves the next request.
+        let third = fire_once(Arc::clone(&worker)).await;
+        let (_, new_pid) = reason(&third);
+        assert_ne!(new_pid, pid);
+        assert_eq!(config.workers.live_workers(), 1);
+
+        // A one-shot and a pre-warmed hook run the same script once per event.
+        for raw in [json!({}), json!({"prewarm": true})] {
+            let pids: Vec<String> = [
+                fire_once(hook(raw.clone())).await,
+                fire_once(hook(raw.clone())).await,
+            ]
+            .iter()
+            .map(|result| reason(result).1)
+            .collect();
+            assert_ne!(pids[0], pids[1], "{raw}");
+        }
+        tokio::time::timeout(Duration::from_secs(10), config.shutdown())
+            .await
+            .expect("shutdown is bounded");
+        assert_eq!(config.workers.live_workers(), 0);
+        assert_eq!(config.prewarm.spares(), 0);
     }
 
     #[test]

@@ -27,6 +27,11 @@
 //! The direct child is always waited for explicitly, so no zombie is left behind; only a child
 //! that survives `SIGKILL` beyond the slack (an uninterruptible sleep) is left to tokio's
 //! background reaper.
+//!
+//! [`run_process`] is [`spawn_process`] followed by [`SpawnedProcess::feed_and_collect`]; the
+//! two halves are separate so that a pre-warmed hook's process can be started before its
+//! event and fed when the event comes (`crate::prewarm`). A spawned process that is dropped
+//! unfed, or whose run is dropped half-way, has its group killed (`GroupGuard`).
 
 use std::io;
 use std::os::unix::ffi::OsStrExt;
@@ -123,104 +128,247 @@ pub async fn run_process(
             started,
         );
     }
-
-    let mut child = match spawn_child(&spec) {
-        Ok(child) => child,
-        Err(error) => {
-            let message = spawn_failure_message(&spec.program, &spec.cwd, &error);
-            return spawn_failed(message, started);
+    match spawn_process(&spec) {
+        Ok(process) => {
+            process
+                .collect(started, spec.stdin, spec.timeout, limits, cancel)
+                .await
         }
-    };
-    // The child leads its own group, so its pid is the group id. It cannot be reused while the
-    // child is unreaped, and the group id stays reserved while any member is alive.
-    let group = child
-        .id()
-        .and_then(|id| i32::try_from(id).ok())
-        .map(Pid::from_raw);
+        Err(message) => spawn_failed(message, started),
+    }
+}
 
-    let mut stdout = child.stdout.take();
-    let mut stderr = child.stderr.take();
-    let mut out = Capture::new(limits.max_output_bytes);
-    let mut err = Capture::new(limits.max_output_bytes);
-    let mut stdin_task = pin!(feed_stdin(child.stdin.take(), spec.stdin));
-    let mut stdin_done = false;
-
-    let mut timer = pin!(sleep_until(later(started, spec.timeout)));
-    let mut phase = Phase::Running;
-    let mut stop: Option<StopReason> = None;
-    let mut status: Option<io::Result<ExitStatus>> = None;
-
-    loop {
-        if status.is_some() && stdout.is_none() && stderr.is_none() {
-            break;
+/// Starts the process of `spec` (its program, arguments, working directory and environment;
+/// `stdin` and `timeout` are for [`SpawnedProcess::feed_and_collect`]) and returns it
+/// blocked on its stdin, or the message of a failed spawn as `run_process` reports it.
+///
+/// This is the first half of [`run_process`], for a process started before its input is
+/// known (a pre-warmed hook, see `crate::prewarm`).
+pub fn spawn_process(spec: &ProcessSpec) -> Result<SpawnedProcess, String> {
+    match spawn_child(spec) {
+        Ok(mut child) => {
+            // The child leads its own group, so its pid is the group id. It cannot be reused
+            // while the child is unreaped, and the group id stays reserved while any member
+            // is alive.
+            let group = child
+                .id()
+                .and_then(|id| i32::try_from(id).ok())
+                .map(Pid::from_raw);
+            Ok(SpawnedProcess {
+                stdin: child.stdin.take(),
+                child,
+                guard: GroupGuard(group),
+            })
         }
-        tokio::select! {
-            () = &mut stdin_task, if !stdin_done => stdin_done = true,
-            open = read_chunk(stdout.as_mut(), &mut out), if stdout.is_some() => {
-                if !open {
-                    stdout = None;
-                }
-            }
-            open = read_chunk(stderr.as_mut(), &mut err), if stderr.is_some() => {
-                if !open {
-                    stderr = None;
-                }
-            }
-            exited = child.wait(), if status.is_none() => status = Some(exited),
-            () = &mut timer => {
-                match phase {
-                    Phase::Running => {
-                        stop.get_or_insert(StopReason::TimedOut);
-                        signal_group(group, Signal::SIGTERM);
-                        phase = Phase::Terminating;
-                        timer.as_mut().reset(later(Instant::now(), limits.kill_grace));
-                    }
-                    Phase::Terminating => {
-                        signal_group(group, Signal::SIGKILL);
-                        phase = Phase::Killed;
-                        timer.as_mut().reset(later(Instant::now(), KILL_SLACK));
-                    }
-                    // Whatever still holds a pipe escaped the group; stop waiting for it.
-                    Phase::Killed => break,
-                }
-            }
-            () = cancel.cancelled(), if stop.is_none() => {
-                stop = Some(StopReason::Cancelled);
-                signal_group(group, Signal::SIGTERM);
-                phase = Phase::Terminating;
-                timer.as_mut().reset(later(Instant::now(), limits.kill_grace));
-            }
-        }
+        Err(error) => Err(spawn_failure_message(&spec.program, &spec.cwd, &error)),
+    }
+}
+
+/// A started hook process with its three pipes, not yet given its input.
+///
+/// Dropping it kills its whole process group with `SIGKILL`, so a process that is never fed
+/// (a spare dropped at shutdown, a run whose future is dropped) is not left behind.
+#[derive(Debug)]
+pub struct SpawnedProcess {
+    child: Child,
+    /// Kept out of `child`: tokio's `Child::wait` closes the child's stdin first, and a
+    /// process waiting for its input must be watched without ending that wait.
+    stdin: Option<ChildStdin>,
+    guard: GroupGuard,
+}
+
+impl SpawnedProcess {
+    /// The process id (also its process group id), while it has not been reaped.
+    pub fn id(&self) -> Option<u32> {
+        self.child.id()
     }
 
-    // Nothing of the hook outlives its run. If members remain, they keep the group id
-    // reserved, so the signal reaches exactly them. If none remain and the leader is reaped,
-    // the id is free and the kill finds no one: Linux hands out pids cyclically, so the id
-    // comes back only after the counter has wrapped around, never within the microseconds
-    // since the reap.
-    signal_group(group, Signal::SIGKILL);
-
-    if status.is_none() {
-        // Only reachable after SIGKILL plus the slack: take the status if it is there by now;
-        // otherwise dropping the child hands it to tokio's background reaper.
-        status = child.try_wait().transpose();
+    /// Whether the process has already exited (it is reaped if so).
+    pub fn has_exited(&mut self) -> bool {
+        !matches!(self.child.try_wait(), Ok(None))
     }
 
-    let outcome = match stop {
-        Some(StopReason::TimedOut) => HookOutcome::TimedOut {
-            timeout_ms: u64::try_from(spec.timeout.as_millis()).unwrap_or(u64::MAX),
-        },
-        Some(StopReason::Cancelled) => HookOutcome::Cancelled,
-        None => match status {
-            Some(Ok(status)) => exit_outcome(status, &out, &err, limits.max_output_bytes),
-            Some(Err(error)) => HookOutcome::SpawnFailed {
-                message: format!("Lost track of the hook process: {error}"),
+    /// Writes `stdin` to the process, closes it, and collects the run exactly as
+    /// [`run_process`] does; `timeout` and the run's duration count from this call.
+    pub async fn feed_and_collect(
+        self,
+        stdin: Bytes,
+        timeout: Duration,
+        limits: &ProcessLimits,
+        cancel: &CancellationToken,
+    ) -> HookRun {
+        self.collect(Instant::now(), stdin, timeout, limits, cancel)
+            .await
+    }
+
+    /// Waits until the process exits (it is reaped then).
+    pub(crate) async fn wait_exit(&mut self) {
+        let _ = self.child.wait().await;
+    }
+
+    /// Stops the process without feeding it (a spare that is no longer wanted): see
+    /// [`terminate_group`].
+    pub(crate) async fn terminate(mut self, grace: Duration) {
+        self.stdin = None;
+        terminate_group(&mut self.child, &mut self.guard, grace).await;
+    }
+
+    /// The child and its group guard, for a caller that drives the pipes itself (a
+    /// persistent worker, see `crate::worker`).
+    pub(crate) fn into_parts(self) -> (Child, GroupGuard) {
+        let SpawnedProcess {
+            mut child,
+            stdin,
+            guard,
+        } = self;
+        child.stdin = stdin;
+        (child, guard)
+    }
+
+    async fn collect(
+        self,
+        started: Instant,
+        stdin: Bytes,
+        timeout: Duration,
+        limits: &ProcessLimits,
+        cancel: &CancellationToken,
+    ) -> HookRun {
+        let SpawnedProcess {
+            mut child,
+            stdin: pipe,
+            mut guard,
+        } = self;
+        let group = guard.0;
+        let mut stdout = child.stdout.take();
+        let mut stderr = child.stderr.take();
+        let mut out = Capture::new(limits.max_output_bytes);
+        let mut err = Capture::new(limits.max_output_bytes);
+        let mut stdin_task = pin!(feed_stdin(pipe, stdin));
+        let mut stdin_done = false;
+
+        let mut timer = pin!(sleep_until(later(started, timeout)));
+        let mut phase = Phase::Running;
+        let mut stop: Option<StopReason> = None;
+        let mut status: Option<io::Result<ExitStatus>> = None;
+
+        loop {
+            if status.is_some() && stdout.is_none() && stderr.is_none() {
+                break;
+            }
+            tokio::select! {
+                () = &mut stdin_task, if !stdin_done => stdin_done = true,
+                open = read_chunk(stdout.as_mut(), &mut out), if stdout.is_some() => {
+                    if !open {
+                        stdout = None;
+                    }
+                }
+                open = read_chunk(stderr.as_mut(), &mut err), if stderr.is_some() => {
+                    if !open {
+                        stderr = None;
+                    }
+                }
+                exited = child.wait(), if status.is_none() => status = Some(exited),
+                () = &mut timer => {
+                    match phase {
+                        Phase::Running => {
+                            stop.get_or_insert(StopReason::TimedOut);
+                            signal_group(group, Signal::SIGTERM);
+                            phase = Phase::Terminating;
+                            timer.as_mut().reset(later(Instant::now(), limits.kill_grace));
+                        }
+                        Phase::Terminating => {
+                            signal_group(group, Signal::SIGKILL);
+                            phase = Phase::Killed;
+                            timer.as_mut().reset(later(Instant::now(), KILL_SLACK));
+                        }
+                        // Whatever still holds a pipe escaped the group; stop waiting for it.
+                        Phase::Killed => break,
+                    }
+                }
+                () = cancel.cancelled(), if stop.is_none() => {
+                    stop = Some(StopReason::Cancelled);
+                    signal_group(group, Signal::SIGTERM);
+                    phase = Phase::Terminating;
+                    timer.as_mut().reset(later(Instant::now(), limits.kill_grace));
+                }
+            }
+        }
+
+        // Nothing of the hook outlives its run. If members remain, they keep the group id
+        // reserved, so the signal reaches exactly them. If none remain and the leader is
+        // reaped, the id is free and the kill finds no one: Linux hands out pids cyclically,
+        // so the id comes back only after the counter has wrapped around, never within the
+        // microseconds since the reap.
+        signal_group(group, Signal::SIGKILL);
+        // From here on the group id may be reused, so nothing may signal it again.
+        guard.disarm();
+
+        if status.is_none() {
+            // Only reachable after SIGKILL plus the slack: take the status if it is there by
+            // now; otherwise dropping the child hands it to tokio's background reaper.
+            status = child.try_wait().transpose();
+        }
+
+        let outcome = match stop {
+            Some(StopReason::TimedOut) => HookOutcome::TimedOut {
+                timeout_ms: u64::try_from(timeout.as_millis()).unwrap_or(u64::MAX),
             },
-            // The loop only ends without a status after a stop, handled above.
-            None => HookOutcome::Cancelled,
-        },
-    };
-    finished(outcome, out, err, started)
+            Some(StopReason::Cancelled) => HookOutcome::Cancelled,
+            None => match status {
+                Some(Ok(status)) => exit_outcome(status, &out, &err, limits.max_output_bytes),
+                Some(Err(error)) => HookOutcome::SpawnFailed {
+                    message: format!("Lost track of the hook process: {error}"),
+                },
+                // The loop only ends without a status after a stop, handled above.
+                None => HookOutcome::Cancelled,
+            },
+        };
+        finished(outcome, out, err, started)
+    }
+}
+
+/// Kills a hook's process group with `SIGKILL` when dropped, unless disarmed first.
+///
+/// Armed from spawn until the group has had its final `SIGKILL` after the leader was reaped:
+/// after that the group id may be handed out again, so it must never be signalled.
+#[derive(Debug)]
+pub(crate) struct GroupGuard(Option<Pid>);
+
+impl GroupGuard {
+    /// Signals the group, if the guard is still armed.
+    pub(crate) fn signal(&self, signal: Signal) {
+        signal_group(self.0, signal);
+    }
+
+    /// Stops guarding: the group is gone or must no longer be signalled.
+    pub(crate) fn disarm(&mut self) {
+        self.0 = None;
+    }
+}
+
+impl Drop for GroupGuard {
+    fn drop(&mut self) {
+        signal_group(self.0, Signal::SIGKILL);
+    }
+}
+
+/// Stops a process group the way a timed-out hook is stopped (decision D2): `SIGTERM` to the
+/// group, up to `grace` for the leader to exit, `SIGKILL`, a short wait for the leader, and a
+/// last `SIGKILL` for whatever is left of the group. Pipes are not drained meanwhile: nothing
+/// more is wanted from the process. Returns within `grace` plus a small slack.
+pub(crate) async fn terminate_group(child: &mut Child, guard: &mut GroupGuard, grace: Duration) {
+    guard.signal(Signal::SIGTERM);
+    let mut reaped = tokio::time::timeout(grace, child.wait()).await.is_ok();
+    guard.signal(Signal::SIGKILL);
+    if !reaped {
+        reaped = tokio::time::timeout(KILL_SLACK, child.wait()).await.is_ok();
+    }
+    if reaped {
+        // The leader is reaped and the rest of the group has had its SIGKILL.
+        guard.disarm();
+    }
+    // Otherwise the unreaped leader keeps the group id reserved, and the guard's own SIGKILL
+    // when it is dropped is still safe.
 }
 
 /// `start + duration`, or a time too far away to matter when a configured duration is too
