@@ -183,6 +183,15 @@ pub async fn run(
         }
     }
     shared.hard_stop.cancel();
+    // Persistent workers and pre-warmed spares outlive the runs that used them; stop them
+    // (their whole process groups) now that no run needs them.
+    let bound = shared.config.kill_grace + Duration::from_secs(2);
+    if tokio::time::timeout(bound, shared.runner.shutdown())
+        .await
+        .is_err()
+    {
+        tracing::warn!("some persistent workers or spares did not stop in time");
+    }
     if let Some(audit) = &shared.audit {
         audit.close().await;
     }

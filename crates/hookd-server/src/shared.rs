@@ -65,6 +65,8 @@ impl Shared {
             default_on_failure: config.default_on_failure,
             project_hooks: config.project_hooks,
             trust_warnings: Default::default(),
+            workers: Default::default(),
+            prewarm: Default::default(),
         };
         Shared {
             registries: Registries::new(&config),
