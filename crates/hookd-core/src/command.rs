@@ -11,6 +11,9 @@
 //! `$GEMINI_SESSION_ID_X` becomes `<id>_X`, `${GEMINI_PLANS_DIR}` is left for the shell (which
 //! reads the environment variable), and a value that needs quoting inserted inside double
 //! quotes keeps its quote characters literally.
+//!
+//! [`simple_commands`] cuts a command line into the words of its simple commands, for the
+//! rules that look at which program a hook runs (such as recognising `hookctl relay`).
 
 /// The values the command variables expand to.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -171,6 +174,101 @@ pub(crate) fn js_trim(s: &str) -> &str {
     s.trim_matches(is_js_whitespace)
 }
 
+/// Cuts a command line into its simple commands, each a list of words after quote removal.
+///
+/// A deliberately small subset of the shell grammar, enough to see which programs a hook's
+/// command line starts: single and double quotes, backslashes, the operators `;`, `&`, `|`,
+/// `&&`, `||`, newlines and parentheses (which end a simple command), comments, and
+/// redirections (whose target word is dropped, as are the digits of `2>`). Nothing is
+/// expanded: `$HOME/bin/x` stays that text, `$(...)` and backquotes are kept as characters.
+pub fn simple_commands(line: &str) -> Vec<Vec<String>> {
+    let mut commands: Vec<Vec<String>> = Vec::new();
+    let mut words: Vec<String> = Vec::new();
+    let mut word: Option<String> = None;
+    let mut redirect_target = false;
+    let mut chars = line.chars().peekable();
+
+    // Ends the current word; the word after a redirection operator is its target.
+    let finish = |word: &mut Option<String>, words: &mut Vec<String>, redirect: &mut bool| {
+        if let Some(text) = word.take() {
+            if !std::mem::take(redirect) {
+                words.push(text);
+            }
+        }
+    };
+
+    while let Some(c) = chars.next() {
+        match c {
+            ' ' | '\t' => finish(&mut word, &mut words, &mut redirect_target),
+            ';' | '&' | '|' | '\n' | '(' | ')' => {
+                finish(&mut word, &mut words, &mut redirect_target);
+                redirect_target = false;
+                if !words.is_empty() {
+                    commands.push(std::mem::take(&mut words));
+                }
+            }
+            '<' | '>' => {
+                // `2>file`: the digits before the operator are its file descriptor.
+                if word
+                    .as_deref()
+                    .is_some_and(|w| w.bytes().all(|b| b.is_ascii_digit()))
+                {
+                    word = None;
+                }
+                finish(&mut word, &mut words, &mut redirect_target);
+                while chars
+                    .peek()
+                    .is_some_and(|next| matches!(next, '<' | '>' | '&'))
+                {
+                    chars.next();
+                }
+                redirect_target = true;
+            }
+            '#' if word.is_none() => {
+                while chars.peek().is_some_and(|next| *next != '\n') {
+                    chars.next();
+                }
+            }
+            '\'' => {
+                let text = word.get_or_insert_with(String::new);
+                for next in chars.by_ref() {
+                    if next == '\'' {
+                        break;
+                    }
+                    text.push(next);
+                }
+            }
+            '"' => {
+                let text = word.get_or_insert_with(String::new);
+                while let Some(next) = chars.next() {
+                    match next {
+                        '"' => break,
+                        '\\' => match chars.next() {
+                            Some(escaped @ ('$' | '`' | '"' | '\\')) => text.push(escaped),
+                            Some('\n') | None => {}
+                            Some(other) => {
+                                text.push('\\');
+                                text.push(other);
+                            }
+                        },
+                        other => text.push(other),
+                    }
+                }
+            }
+            '\\' => match chars.next() {
+                Some('\n') | None => {}
+                Some(escaped) => word.get_or_insert_with(String::new).push(escaped),
+            },
+            other => word.get_or_insert_with(String::new).push(other),
+        }
+    }
+    finish(&mut word, &mut words, &mut redirect_target);
+    if !words.is_empty() {
+        commands.push(words);
+    }
+    commands
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -296,6 +394,47 @@ mod tests {
         ];
         for (input, expected) in cases {
             assert_eq!(js_trim(input), expected, "{input:?}");
+        }
+    }
+
+    #[test]
+    fn simple_commands_split_words_and_operators() {
+        let cases: Vec<(&str, Vec<Vec<&str>>)> = vec![
+            (
+                "hookctl relay BeforeTool",
+                vec![vec!["hookctl", "relay", "BeforeTool"]],
+            ),
+            (
+                "a 'b c' \"d e\" f\\ g",
+                vec![vec!["a", "b c", "d e", "f g"]],
+            ),
+            (
+                "a;b&&c||d|e & f",
+                vec![
+                    vec!["a"],
+                    vec!["b"],
+                    vec!["c"],
+                    vec!["d"],
+                    vec!["e"],
+                    vec!["f"],
+                ],
+            ),
+            ("a >out 2>&1 <in b", vec![vec!["a", "b"]]),
+            ("a 2> err b", vec![vec!["a", "b"]]),
+            ("# only a comment", vec![]),
+            ("a # comment\nb", vec![vec!["a"], vec!["b"]]),
+            ("a#b", vec![vec!["a#b"]]),
+            ("(cd x && y)", vec![vec!["cd", "x"], vec!["y"]]),
+            ("\"$HOME/bin/x\" ''", vec![vec!["$HOME/bin/x", ""]]),
+            ("\"a\\\"b\\$c\\d\"", vec![vec!["a\"b$c\\d"]]),
+            ("", vec![]),
+        ];
+        for (line, expected) in cases {
+            let expected: Vec<Vec<String>> = expected
+                .into_iter()
+                .map(|words| words.into_iter().map(str::to_owned).collect())
+                .collect();
+            assert_eq!(simple_commands(line), expected, "{line:?}");
         }
     }
 }

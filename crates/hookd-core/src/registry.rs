@@ -23,6 +23,10 @@
 //!   `require` policy an untrusted project hook, which will be refused, does not take part in
 //!   de-duplication: a repository cannot silence the user's own gate by defining a copy of
 //!   it (same `name:command`) that is then refused.
+//! - **Relay entries.** A command hook that runs `hookctl relay` (see
+//!   [`crate::dialect::is_relay_command`]) is how an agent CLI is wired to hookd, not a hook:
+//!   running it would call the daemon again. It is never registered; an info diagnostic names
+//!   it. So one settings file can hold both the relay wiring and real hooks.
 //! - **Disabled hooks.** A hook whose display name (§1.6) is in the merged disabled list is
 //!   registered disabled: listed by [`Registry::entries`] but never planned. A hook with a
 //!   `name` can therefore only be disabled by that name.
@@ -38,6 +42,7 @@ use std::sync::Arc;
 
 use serde_json::{Map, Value};
 
+use crate::dialect::is_relay_command;
 use crate::event::HookEventName;
 use crate::extension::{self, ExtensionInput};
 use crate::matcher::{MatchContext, Matcher};
@@ -248,6 +253,20 @@ impl Registry {
                     self.diagnostics.push(diagnostic);
                 }
                 for config in &definition.hooks {
+                    // The relay's own wiring would call the daemon that runs it: never a hook.
+                    if let Some(command) = config
+                        .command
+                        .as_deref()
+                        .filter(|command| config.runs_command() && is_relay_command(command))
+                    {
+                        let mut diagnostic = Diagnostic::info(format!(
+                            "relay entry {command:?} ({event}) is handled by hookd, not run as a \
+                             hook"
+                        ));
+                        diagnostic.path = origin.path.clone();
+                        self.diagnostics.push(diagnostic);
+                        continue;
+                    }
                     // A builtin filter is compiled here, once per build. Settings validation
                     // has already discarded one that does not compile or is not under
                     // AfterModel; this only keeps such a hook out if it got here anyway.
@@ -1113,6 +1132,44 @@ mod tests {
                 HookEventName::BeforeTool,
                 "t",
                 Some((expected, false)),
+            );
+        }
+    }
+
+    #[test]
+    fn relay_entries_are_never_registered() {
+        // (command, registered as a hook)
+        let cases = [
+            ("hookctl relay BeforeTool", false),
+            (
+                "/usr/local/bin/hookctl relay BeforeTool --dialect claude",
+                false,
+            ),
+            ("FOO=1 exec hookctl relay BeforeTool", false),
+            ("\"hookctl\" relay BeforeTool", false),
+            ("hookctl list", true),
+            ("echo hookctl relay", true),
+            ("myhookctl relay BeforeTool", true),
+        ];
+        for (command, registered) in cases {
+            let text = before_tool(&[("", command), ("guard", "./guard.sh")]);
+            let registry = Registry::build(&input(vec![layer(Source::User, &text)], vec![]));
+            let mut expected = Vec::new();
+            if registered {
+                expected.push(format!("BeforeTool user {command}"));
+            }
+            expected.push("BeforeTool user guard".to_owned());
+            assert_eq!(entries(&registry), expected, "{command}");
+            let noted = registry.diagnostics().iter().any(|d| {
+                d.severity == Severity::Info
+                    && d.message.contains(&format!("relay entry {command:?}"))
+                    && d.path.as_deref() == Some(std::path::Path::new("/user.json"))
+            });
+            assert_eq!(
+                noted,
+                !registered,
+                "{command}: {:?}",
+                registry.diagnostics()
             );
         }
     }

@@ -1,0 +1,156 @@
+//! Recognising the relay's own wiring (`hookctl relay ...`) in a hook's command line.
+//!
+//! An agent CLI is wired to hookd by hook entries that run `hookctl relay EVENT`. Those entries
+//! live in the same settings files hookd reads its hooks from, so hookd must never run them as
+//! hooks: the relay would call the daemon, which would run the relay again. A command line is
+//! relay wiring when any of its simple commands runs a program named `hookctl` (any directory,
+//! quoted or not) whose subcommand is `relay`, after hookctl's global options. Assignments
+//! (`FOO=1 hookctl ...`), `env`, `exec`, `command`, `nohup` and `time` in front are looked
+//! through, and so is a shell's `-c` script (`bash -c 'hookctl relay X'`).
+
+use crate::command::simple_commands;
+
+/// Whether `command` invokes `hookctl relay` (see the module documentation).
+pub fn is_relay_command(command: &str) -> bool {
+    is_relay_line(command, 0)
+}
+
+/// How deep `sh -c '... sh -c ...'` is followed.
+const MAX_DEPTH: usize = 3;
+
+fn is_relay_line(line: &str, depth: usize) -> bool {
+    simple_commands(line)
+        .iter()
+        .any(|words| is_relay_words(words, depth))
+}
+
+/// Words that may start a simple command without being its program.
+const PREFIX_WORDS: [&str; 5] = ["exec", "command", "nohup", "time", "!"];
+
+/// `env`'s options that take a separate value.
+const ENV_VALUE_OPTIONS: [&str; 4] = ["-u", "--unset", "-C", "--chdir"];
+
+fn is_relay_words(words: &[String], depth: usize) -> bool {
+    let mut rest = words;
+    loop {
+        let Some((first, tail)) = rest.split_first() else {
+            return false;
+        };
+        if is_assignment(first) || PREFIX_WORDS.contains(&first.as_str()) {
+            rest = tail;
+        } else if base_name(first) == "env" {
+            rest = tail;
+            while let Some((option, tail)) = rest.split_first() {
+                if ENV_VALUE_OPTIONS.contains(&option.as_str()) {
+                    rest = tail.get(1..).unwrap_or(&[]);
+                } else if option.starts_with('-') || is_assignment(option) {
+                    rest = tail;
+                } else {
+                    break;
+                }
+            }
+        } else {
+            break;
+        }
+    }
+    let Some((program, args)) = rest.split_first() else {
+        return false;
+    };
+    match base_name(program) {
+        "hookctl" => hookctl_subcommand(args) == Some("relay"),
+        "bash" | "sh" | "dash" | "zsh" | "ksh" if depth < MAX_DEPTH => {
+            shell_script(args).is_some_and(|script| is_relay_line(script, depth + 1))
+        }
+        _ => false,
+    }
+}
+
+/// The subcommand of a hookctl invocation: the first word after its global options
+/// (`--socket PATH`, `--socket=PATH`, flags).
+fn hookctl_subcommand(args: &[String]) -> Option<&str> {
+    let mut args = args.iter();
+    while let Some(arg) = args.next() {
+        if arg == "--socket" {
+            args.next();
+        } else if !arg.starts_with('-') {
+            return Some(arg);
+        }
+    }
+    None
+}
+
+/// The script of `sh [options] -c SCRIPT`, where `-c` may be bundled (`-ec`).
+fn shell_script(args: &[String]) -> Option<&str> {
+    let mut args = args.iter();
+    while let Some(arg) = args.next() {
+        let is_option = arg.starts_with('-') && arg != "-" && arg != "--";
+        if !is_option {
+            return None;
+        }
+        if !arg.starts_with("--") && arg.contains('c') {
+            return args.next().map(String::as_str);
+        }
+    }
+    None
+}
+
+fn is_assignment(word: &str) -> bool {
+    word.split_once('=').is_some_and(|(name, _)| {
+        let mut chars = name.chars();
+        chars
+            .next()
+            .is_some_and(|c| c.is_ascii_alphabetic() || c == '_')
+            && chars.all(|c| c.is_ascii_alphanumeric() || c == '_')
+    })
+}
+
+fn base_name(word: &str) -> &str {
+    word.rsplit('/').next().unwrap_or(word)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn relay_commands_are_recognised() {
+        let cases = [
+            ("hookctl relay BeforeTool", true),
+            ("/usr/local/bin/hookctl relay X --dialect claude", true),
+            ("FOO=1 hookctl relay X", true),
+            ("exec hookctl relay X", true),
+            ("\"hookctl\" relay X", true),
+            ("'/opt/hookd bin/hookctl' relay AfterTool", true),
+            (
+                "$HOME/.cargo/bin/hookctl relay PreToolUse --dialect claude",
+                true,
+            ),
+            ("\"$HOME/.cargo/bin/hookctl\" relay PreToolUse", true),
+            ("hookctl --socket /run/h.sock relay BeforeTool", true),
+            ("hookctl --socket=/run/h.sock relay BeforeTool", true),
+            ("env -u X A=1 hookctl relay Y", true),
+            ("/usr/bin/env hookctl relay Y", true),
+            ("nohup command hookctl relay Y", true),
+            ("true && hookctl relay BeforeTool", true),
+            ("cd /srv/p; hookctl relay BeforeTool 2>/dev/null", true),
+            ("bash -c 'hookctl relay BeforeTool'", true),
+            ("sh -ec \"exec hookctl relay X\"", true),
+            ("hookctl\\ relay X", false),
+            ("hookctl list", false),
+            ("hookctl", false),
+            ("hookctl --socket relay list", false),
+            ("echo hookctl relay", false),
+            ("myhookctl relay X", false),
+            ("hookctl-relay X", false),
+            ("./hooks/relay.sh", false),
+            ("# hookctl relay X", false),
+            ("echo 'hookctl relay X'", false),
+            ("bash ./hookctl-relay.sh", false),
+            ("bash -x script.sh", false),
+            ("", false),
+        ];
+        for (command, expected) in cases {
+            assert_eq!(is_relay_command(command), expected, "{command:?}");
+        }
+    }
+}
