@@ -5,6 +5,8 @@
 //! Results go to stdout; when the daemon cannot be reached or rejects the request, a one-line
 //! reason goes to stderr and the exit code is non-zero. `validate` prints its report on stdout
 //! and exits 1 when the file has errors.
+//! `migrate --from-claude` needs no daemon either: it converts the project's Claude Code
+//! hooks into its `.gemini/settings.json` ([`migrate`]).
 
 use std::io::Read;
 use std::path::{Path, PathBuf};
@@ -17,6 +19,7 @@ use hookd_protocol::{ListResponse, StatusResponse};
 use serde_json::{Map, Value};
 
 pub mod manage;
+pub mod migrate;
 pub mod service;
 pub mod trust;
 
@@ -70,6 +73,9 @@ pub enum Command {
     Trust(trust::TrustArgs),
     /// Forget a project's trusted hooks.
     Untrust(trust::UntrustArgs),
+    /// Turn the project's Claude Code hooks into Gemini CLI hooks in .gemini/settings.json
+    /// (--from-claude); lists every entry that could not be converted. Needs no daemon.
+    Migrate(migrate::MigrateArgs),
 }
 
 /// Arguments of `hookctl emit`.
@@ -184,6 +190,7 @@ pub async fn execute(cli: Cli) -> anyhow::Result<String> {
         Command::Watch(args) => manage::watch(&connect(&socket, false).await?, args).await,
         Command::Trust(args) => trust::trust(&connect(&socket, false).await?, args).await,
         Command::Untrust(args) => trust::untrust(&connect(&socket, false).await?, args).await,
+        Command::Migrate(args) => migrate::run(args),
         Command::Ping => {
             let client = connect(&socket, false).await?;
             let started = std::time::Instant::now();
