@@ -24,3 +24,4 @@ mod reload_load;
 mod robustness;
 mod shutdown;
 mod trust;
+mod workers;
