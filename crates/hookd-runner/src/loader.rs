@@ -6,10 +6,12 @@
 //!
 //! The work is split so a daemon can share what does not depend on the project:
 //!
-//! - [`SharedLayers::load`] reads, once, the user, system and system-defaults settings files,
+//! - [`SharedLayers::load`] reads, once, the user (Gemini CLI's, hookd's and, when enabled,
+//!   Claude Code's), system and system-defaults settings files,
 //!   the installed extensions, `extension-enablement.json` and `trustedFolders.json`;
 //! - [`ProjectLayer::load`] decides folder trust for one project directory and reads its
-//!   `.gemini/settings.json` (and, when trusted, its `.env` for extension settings);
+//!   `.gemini/settings.json`, `.hookd/hooks.json` and, when enabled, `.claude/` settings
+//!   (and, when trusted, its `.env` for extension settings);
 //! - [`assemble`] combines both into a [`RegistryInput`].
 //!
 //! [`load_workspace`] does all three at once.
@@ -24,6 +26,22 @@
 //! | system | `GEMINI_CLI_SYSTEM_SETTINGS_PATH`, else `/etc/gemini-cli/settings.json` (`/Library/Application Support/GeminiCli/settings.json` on macOS) |
 //! | system defaults | `GEMINI_CLI_SYSTEM_DEFAULTS_PATH`, else `system-defaults.json` next to the system file |
 //! | project | `<project>/.gemini/settings.json`, unless the project directory is the home directory (then that file is the user file) |
+//! | user (hookd) | `$XDG_CONFIG_HOME/hookd/hooks.json` (an absolute `XDG_CONFIG_HOME` only), else `<real home>/.config/hookd/hooks.json` |
+//! | project (hookd) | `<project>/.hookd/hooks.json` |
+//! | user (Claude Code) | `$CLAUDE_CONFIG_DIR/settings.json` (absolute only), else `<real home>/.claude/settings.json`; only with `hookd --claude-settings` |
+//! | project (Claude Code) | `<project>/.claude/settings.json`, then `<project>/.claude/settings.local.json`; only with `hookd --claude-settings` (and not the user file again in the home directory) |
+//!
+//! hookd's own hooks files have the settings schema (`hooks` and `hooksConfig`) and are
+//! layers of their scope: the user file is labelled `user`, the project file `project`, so
+//! folder trust and project-hook trust (D8) apply to the latter as to `.gemini/settings.json`.
+//! Claude Code's files are read as written and converted by
+//! [`hookd_core::dialect::convert_claude_settings`] when the registry input is assembled
+//! ([`convert_claude_layers`]): their hooks keep Claude's language (`"dialect": "claude"`),
+//! their problems are diagnostics naming the Claude file, and their origin is that file.
+//!
+//! Within one source the order is: the agent CLI's own file, then hookd's file, then Claude
+//! Code's files. The registry keeps it, so de-duplication keeps the CLI's copy of a hook;
+//! `hooksConfig` scalars (last wins) are therefore decided by hookd's file over the CLI's.
 //!
 //! A missing file is an absent layer, silently. A file that exists but cannot be read is an
 //! error diagnostic and an absent layer. Invalid UTF-8 is decoded lossily, as Node.js does.
@@ -79,6 +97,7 @@ use std::io;
 use std::path::{Path, PathBuf};
 
 use hookd_core::Source;
+use hookd_core::dialect;
 use hookd_core::extension::{ExtensionInput, ExtensionSetting, extension_enabled_for_path};
 use hookd_core::jsonc;
 use hookd_core::registry::{LayerText, RegistryInput};
@@ -93,6 +112,8 @@ pub struct LoaderEnv {
     pub vars: HashMap<String, String>,
     /// The user's home directory (used unless `GEMINI_CLI_HOME` is set).
     pub home_dir: PathBuf,
+    /// Whether Claude Code's settings files are layers too (`hookd --claude-settings`).
+    pub claude_settings: bool,
 }
 
 impl LoaderEnv {
@@ -101,7 +122,14 @@ impl LoaderEnv {
         LoaderEnv {
             vars,
             home_dir: home_dir.into(),
+            claude_settings: false,
         }
+    }
+
+    /// The same environment, reading Claude Code's settings files as layers or not.
+    pub fn with_claude_settings(mut self, claude_settings: bool) -> LoaderEnv {
+        self.claude_settings = claude_settings;
+        self
     }
 
     /// The current process's environment, with `HOME` as the home directory; `None` when
@@ -145,6 +173,10 @@ pub struct LayerPaths {
     pub trusted_folders: PathBuf,
     /// hookd's project-hook trust store.
     pub trusted_hooks: PathBuf,
+    /// hookd's own user hooks file.
+    pub hookd_user: PathBuf,
+    /// Claude Code's user settings file (read only with `claude_settings`).
+    pub claude_user: PathBuf,
 }
 
 impl LayerPaths {
@@ -176,7 +208,9 @@ impl LayerPaths {
             trusted_folders: env
                 .var("GEMINI_CLI_TRUSTED_FOLDERS_PATH")
                 .map_or_else(|| gemini_dir.join("trustedFolders.json"), PathBuf::from),
-            trusted_hooks: trusted_hooks_path(env),
+            trusted_hooks: hookd_config_dir(env).join("trusted-hooks.json"),
+            hookd_user: hookd_config_dir(env).join("hooks.json"),
+            claude_user: claude_config_dir(env).join("settings.json"),
             home,
         }
     }
@@ -185,16 +219,50 @@ impl LayerPaths {
     pub fn project_settings(project_dir: &Path) -> PathBuf {
         project_dir.join(".gemini").join("settings.json")
     }
+
+    /// hookd's own hooks file of a project directory.
+    pub fn hookd_project(project_dir: &Path) -> PathBuf {
+        project_dir.join(".hookd").join("hooks.json")
+    }
+
+    /// Claude Code's project settings files of a project directory, in the order they are
+    /// layered: the shared `settings.json`, then the personal `settings.local.json`.
+    pub fn claude_project(project_dir: &Path) -> [PathBuf; 2] {
+        let dir = project_dir.join(".claude");
+        [dir.join("settings.json"), dir.join("settings.local.json")]
+    }
+
+    /// Every file of a project directory the loader may read as a settings layer: Gemini
+    /// CLI's, hookd's, and Claude Code's (whether or not Claude layers are on).
+    pub fn project_files(project_dir: &Path) -> Vec<PathBuf> {
+        let mut files = vec![
+            LayerPaths::project_settings(project_dir),
+            LayerPaths::hookd_project(project_dir),
+        ];
+        files.extend(LayerPaths::claude_project(project_dir));
+        files
+    }
 }
 
-/// Where hookd keeps its project-hook trust store.
-fn trusted_hooks_path(env: &LoaderEnv) -> PathBuf {
+/// hookd's configuration directory: `$XDG_CONFIG_HOME/hookd` (an absolute `XDG_CONFIG_HOME`
+/// only), else `<home>/.config/hookd`, with the user's real home (not `GEMINI_CLI_HOME`: the
+/// files there belong to hookd, not to a Gemini CLI profile).
+pub fn hookd_config_dir(env: &LoaderEnv) -> PathBuf {
     let config_dir = env
         .var("XDG_CONFIG_HOME")
         .map(PathBuf::from)
         .filter(|dir| dir.is_absolute())
         .unwrap_or_else(|| env.home_dir.join(".config"));
-    config_dir.join("hookd").join("trusted-hooks.json")
+    config_dir.join("hookd")
+}
+
+/// Claude Code's user directory: `$CLAUDE_CONFIG_DIR` when it is absolute, else
+/// `<home>/.claude`.
+pub fn claude_config_dir(env: &LoaderEnv) -> PathBuf {
+    env.var("CLAUDE_CONFIG_DIR")
+        .map(PathBuf::from)
+        .filter(|dir| dir.is_absolute())
+        .unwrap_or_else(|| env.home_dir.join(".claude"))
 }
 
 fn default_system_settings() -> PathBuf {
@@ -412,8 +480,12 @@ pub struct SharedLayers {
     pub env: LoaderEnv,
     /// The paths of the shared files.
     pub paths: LayerPaths,
-    /// The user, system and system-defaults settings files that exist.
+    /// The user, system and system-defaults settings files that exist, hookd's own user
+    /// hooks file (a user layer, after Gemini CLI's) among them.
     pub layers: Vec<LayerText>,
+    /// Claude Code's user settings file as written (Claude's schema), when Claude layers are
+    /// on and it exists; [`assemble`] converts it.
+    pub claude_layers: Vec<LayerText>,
     /// The installed extensions, sorted by directory name.
     pub extensions: Vec<InstalledExtension>,
     /// Enablement rules per extension name.
@@ -434,11 +506,19 @@ impl SharedLayers {
         let mut layers = Vec::new();
         for (source, path) in [
             (Source::User, &paths.user),
+            (Source::User, &paths.hookd_user),
             (Source::System, &paths.system),
             (Source::SystemDefaults, &paths.system_defaults),
         ] {
             match read_layer(source, path) {
                 Ok(layer) => layers.extend(layer),
+                Err(diagnostic) => diagnostics.push(diagnostic),
+            }
+        }
+        let mut claude_layers = Vec::new();
+        if env.claude_settings {
+            match read_layer(Source::User, &paths.claude_user) {
+                Ok(layer) => claude_layers.extend(layer),
                 Err(diagnostic) => diagnostics.push(diagnostic),
             }
         }
@@ -461,6 +541,7 @@ impl SharedLayers {
             env,
             paths,
             layers,
+            claude_layers,
             extensions,
             enablement,
             trusted_folders,
@@ -469,18 +550,32 @@ impl SharedLayers {
         }
     }
 
-    /// Replaces (or removes, with `None`) the shared layer of `source`, e.g. after the file
-    /// changed on disk.
-    pub fn replace_layer(&mut self, source: Source, layer: Option<LayerText>) {
-        self.layers.retain(|existing| existing.source != source);
-        self.layers.extend(layer);
+    /// Replaces (or removes, with `None`) the shared layer of `source` read from `path`, e.g.
+    /// after the file changed on disk. A replaced layer keeps its place; a new one goes last.
+    pub fn replace_layer(&mut self, source: Source, path: &Path, layer: Option<LayerText>) {
+        let position = self
+            .layers
+            .iter()
+            .position(|existing| existing.source == source && existing.path == path);
+        match (position, layer) {
+            (Some(index), Some(layer)) => self.layers[index] = layer,
+            (Some(index), None) => {
+                self.layers.remove(index);
+            }
+            (None, layer) => self.layers.extend(layer),
+        }
     }
 
     /// `security.folderTrust.enabled` merged over system defaults, user and system (last
     /// wins); off unless a layer turns it on.
     pub fn folder_trust_enabled(&self) -> bool {
         let lookup = |name: &str| self.env.vars.get(name).cloned();
-        let mut ordered: Vec<&LayerText> = self.layers.iter().collect();
+        // hookd's own hooks file holds hooks, not Gemini CLI's security settings.
+        let mut ordered: Vec<&LayerText> = self
+            .layers
+            .iter()
+            .filter(|layer| layer.path != self.paths.hookd_user)
+            .collect();
         ordered.sort_by_key(|layer| match layer.source {
             Source::SystemDefaults => 0,
             Source::User => 1,
@@ -540,28 +635,33 @@ pub fn load_trust_store(path: &Path) -> Result<TrustStore, Diagnostic> {
 /// digests of the script files its hooks' commands run. Empty for an untrusted folder or a
 /// project without a settings file (it has no project hooks).
 pub fn read_hook_trust(shared: &SharedLayers, project: &ProjectLayer) -> HookTrustInput {
-    let Some(layer) = project
-        .layer
-        .as_ref()
-        .filter(|_| project.trust.is_trusted())
-    else {
-        return HookTrustInput::default();
-    };
-    let lookup = |name: &str| shared.env.vars.get(name).cloned();
-    let parsed = settings::parse_settings(layer.source, &layer.path, &layer.text, &lookup);
-    let mut paths: Vec<PathBuf> = Vec::new();
-    let commands = parsed
+    let (claude_layers, _) = convert_claude_layers(&project.claude_layers);
+    let layers: Vec<&LayerText> = project
         .layer
         .iter()
-        .flat_map(|layer| &layer.hooks)
-        .flat_map(|event| &event.definitions)
-        .flat_map(|definition| &definition.hooks)
-        .filter(|config| config.runs_command())
-        .filter_map(|config| config.command.as_deref());
-    for command in commands {
-        for path in trust::script_paths(command, &project.project_dir) {
-            if !paths.contains(&path) {
-                paths.push(path);
+        .chain(&project.hookd_layer)
+        .chain(&claude_layers)
+        .collect();
+    if layers.is_empty() || !project.trust.is_trusted() {
+        return HookTrustInput::default();
+    }
+    let lookup = |name: &str| shared.env.vars.get(name).cloned();
+    let mut paths: Vec<PathBuf> = Vec::new();
+    for layer in layers {
+        let parsed = settings::parse_settings(layer.source, &layer.path, &layer.text, &lookup);
+        let commands = parsed
+            .layer
+            .iter()
+            .flat_map(|layer| &layer.hooks)
+            .flat_map(|event| &event.definitions)
+            .flat_map(|definition| &definition.hooks)
+            .filter(|config| config.runs_command())
+            .filter_map(|config| config.command.as_deref());
+        for command in commands {
+            for path in trust::script_paths(command, &project.project_dir) {
+                if !paths.contains(&path) {
+                    paths.push(path);
+                }
             }
         }
     }
@@ -939,6 +1039,11 @@ pub struct ProjectLayer {
     pub trust: TrustDecision,
     /// The project settings file, when it exists (and is not the user file).
     pub layer: Option<LayerText>,
+    /// hookd's own project hooks file (`.hookd/hooks.json`), when it exists.
+    pub hookd_layer: Option<LayerText>,
+    /// Claude Code's project settings files as written (Claude's schema), when Claude layers
+    /// are on and they exist; [`assemble`] converts them.
+    pub claude_layers: Vec<LayerText>,
     /// The project's `.env` entries, read only when the folder is trusted.
     pub workspace_env: Vec<(String, String)>,
     /// Problems found while reading.
@@ -967,6 +1072,24 @@ impl ProjectLayer {
                 }
             }
         };
+        let mut read_project_layer = |path: &Path| match read_layer(Source::Project, path) {
+            Ok(layer) => layer,
+            Err(diagnostic) => {
+                diagnostics.push(diagnostic);
+                None
+            }
+        };
+        let hookd_layer = read_project_layer(&LayerPaths::hookd_project(project_dir));
+        let mut claude_layers = Vec::new();
+        if shared.env.claude_settings {
+            for path in LayerPaths::claude_project(project_dir) {
+                // In the home directory `.claude/settings.json` is the user file.
+                if real_path(&path) == real_path(&shared.paths.claude_user) {
+                    continue;
+                }
+                claude_layers.extend(read_project_layer(&path));
+            }
+        }
         let mut workspace_env = Vec::new();
         if trust.is_trusted() && !shared.extensions.is_empty() {
             let env_file = project_dir.join(".env");
@@ -982,6 +1105,8 @@ impl ProjectLayer {
             project_dir: project_dir.to_owned(),
             trust,
             layer,
+            hookd_layer,
+            claude_layers,
             workspace_env,
             diagnostics,
         }
@@ -1002,8 +1127,18 @@ pub struct LoadedWorkspace {
 /// Combines the shared layers and one project into a registry input.
 pub fn assemble(shared: &SharedLayers, project: &ProjectLayer) -> LoadedWorkspace {
     let trusted = project.trust.is_trusted();
+    // Within a source the agent CLI's own file comes first, then hookd's, then Claude
+    // Code's: the registry keeps this order within a source, and de-duplication keeps the
+    // first copy.
+    let (claude_user, mut claude_diagnostics) = convert_claude_layers(&shared.claude_layers);
+    let (claude_project, project_claude_diagnostics) =
+        convert_claude_layers(&project.claude_layers);
+    claude_diagnostics.extend(project_claude_diagnostics);
     let mut layers = shared.layers.clone();
+    layers.extend(claude_user);
     layers.extend(project.layer.clone());
+    layers.extend(project.hookd_layer.clone());
+    layers.extend(claude_project);
     let project_path = project.project_dir.to_string_lossy();
     let extensions = shared
         .extensions
@@ -1031,6 +1166,7 @@ pub fn assemble(shared: &SharedLayers, project: &ProjectLayer) -> LoadedWorkspac
         .collect();
     let mut diagnostics = shared.diagnostics.clone();
     diagnostics.extend(project.diagnostics.iter().cloned());
+    diagnostics.extend(claude_diagnostics);
     if let Some(reason) = project.trust.reason() {
         diagnostics.push(Diagnostic::info(format!(
             "the folder {} is not trusted ({reason})",
@@ -1050,6 +1186,47 @@ pub fn assemble(shared: &SharedLayers, project: &ProjectLayer) -> LoadedWorkspac
         trust: project.trust.clone(),
         diagnostics,
     }
+}
+
+/// Converts Claude Code settings files into settings layers of the same source and path.
+/// Each file's problems (not JSON, hooks that cannot be converted) are diagnostics naming it.
+pub fn convert_claude_layers(raw: &[LayerText]) -> (Vec<LayerText>, Vec<Diagnostic>) {
+    let mut layers = Vec::new();
+    let mut diagnostics = Vec::new();
+    for layer in raw {
+        let root = match jsonc::parse(&layer.text) {
+            Ok(root @ Value::Object(_)) => root,
+            Ok(_) => {
+                diagnostics.push(
+                    Diagnostic::error(
+                        "Claude Code settings file must contain a JSON object; layer ignored",
+                    )
+                    .with_path(&layer.path),
+                );
+                continue;
+            }
+            Err(err) => {
+                diagnostics.push(
+                    Diagnostic::error(format!("invalid JSON: {}; layer ignored", err.message))
+                        .with_path(&layer.path)
+                        .with_position(err.line, err.column),
+                );
+                continue;
+            }
+        };
+        let conversion = dialect::convert_claude_settings(&root, dialect::Purpose::Layer);
+        for problem in &conversion.problems {
+            diagnostics.push(Diagnostic::warning(problem.to_string()).with_path(&layer.path));
+        }
+        let mut converted = serde_json::Map::new();
+        converted.insert("hooks".to_owned(), Value::Object(conversion.hooks));
+        layers.push(LayerText {
+            source: layer.source,
+            path: layer.path.clone(),
+            text: Value::Object(converted).to_string(),
+        });
+    }
+    (layers, diagnostics)
 }
 
 /// Loads everything for one project directory at once.
@@ -1271,6 +1448,210 @@ mod tests {
         assert_eq!(
             plan.hooks[0].origin.path.as_deref(),
             Some(fx.path("project/.gemini/settings.json").as_path())
+        );
+    }
+
+    #[test]
+    fn hookd_files_are_layers_after_the_cli_files_of_their_scope() {
+        let fx = Fixture::new();
+        fx.write("home/.gemini/settings.json", &hook("user"));
+        fx.write("home/.config/hookd/hooks.json", &hook("hookd-user"));
+        fx.write("project/.gemini/settings.json", &hook("project"));
+        fx.write(
+            "project/.hookd/hooks.json",
+            &format!("// hookd's own file\n{}", hook("hookd-project")),
+        );
+        let (loaded, registry) = fx.load(&[]);
+        assert!(loaded.diagnostics.is_empty(), "{:?}", loaded.diagnostics);
+        assert_eq!(
+            summary(&registry),
+            [
+                "project project run me",
+                "project hookd-project run me",
+                "user user run me",
+                "user hookd-user run me",
+            ]
+        );
+        let origins: Vec<PathBuf> = registry
+            .entries()
+            .filter_map(|entry| entry.origin.path.clone())
+            .collect();
+        assert_eq!(
+            origins,
+            [
+                fx.path("project/.gemini/settings.json"),
+                fx.path("project/.hookd/hooks.json"),
+                fx.path("home/.gemini/settings.json"),
+                fx.path("home/.config/hookd/hooks.json"),
+            ]
+        );
+
+        // XDG_CONFIG_HOME moves hookd's user file; the same hook in both files of a scope
+        // runs once, from the CLI's file.
+        let xdg = fx.path("xdg");
+        let xdg = xdg.to_str().expect("utf-8");
+        fx.write("xdg/hookd/hooks.json", &hook("user"));
+        let (_, registry) = fx.load(&[("XDG_CONFIG_HOME", xdg)]);
+        assert_eq!(
+            summary(&registry),
+            [
+                "project project run me",
+                "project hookd-project run me",
+                "user user run me",
+                "user user run me"
+            ]
+        );
+        let plan = registry
+            .plan(HookEventName::BeforeTool, &MatchContext::tool("read_file"))
+            .expect("plan");
+        let planned: Vec<(&str, Option<&Path>)> = plan
+            .hooks
+            .iter()
+            .map(|hook| (hook.config.display_name(), hook.origin.path.as_deref()))
+            .collect();
+        let user_file = fx.path("home/.gemini/settings.json");
+        assert_eq!(planned[2], ("user", Some(user_file.as_path())));
+        assert_eq!(planned.len(), 3, "{planned:?}");
+
+        // An untrusted folder runs neither project file.
+        let (_, registry) = fx.load(&[("GEMINI_CLI_TRUST_WORKSPACE", "false")]);
+        assert_eq!(registry.entries().len(), 0);
+    }
+
+    #[test]
+    fn hookd_project_hooks_need_project_hook_trust() {
+        let fx = Fixture::new();
+        let xdg = fx.path("config");
+        let xdg = xdg.to_str().expect("utf-8");
+        fx.write(
+            "project/.hookd/hooks.json",
+            r#"{"hooks": {"BeforeTool": [{"hooks": [
+                {"type": "command", "name": "guard", "command": "bash $GEMINI_PROJECT_DIR/g.sh"}
+            ]}]}}"#,
+        );
+        fx.write("project/g.sh", "echo v1\n");
+        let shared = SharedLayers::load(fx.env(&[("XDG_CONFIG_HOME", xdg)]));
+        let project = ProjectLayer::load(&shared, &fx.path("project"));
+        let input = read_hook_trust(&shared, &project);
+        assert_eq!(input.scripts.len(), 1);
+        assert_eq!(input.scripts[0].path, fx.path("project/g.sh"));
+        assert_eq!(
+            project_trust(&fx, &[("XDG_CONFIG_HOME", xdg)]),
+            [("guard".to_owned(), "untrusted")]
+        );
+    }
+
+    /// `(source, event, command, origin file relative to the fixture, dialect)` of every hook.
+    fn claude_summary(fx: &Fixture, registry: &Registry) -> Vec<String> {
+        registry
+            .entries()
+            .map(|entry| {
+                let origin = entry.origin.path.clone().unwrap_or_default();
+                let origin = origin.strip_prefix(&fx.root).unwrap_or(&origin).to_owned();
+                format!(
+                    "{} {} {} {} {}",
+                    entry.source,
+                    entry.event,
+                    entry.config.command.as_deref().unwrap_or(""),
+                    origin.display(),
+                    entry.config.dialect()
+                )
+            })
+            .collect()
+    }
+
+    #[test]
+    fn claude_settings_are_layers_only_when_enabled() {
+        let fx = Fixture::new();
+        let claude = |command: &str| {
+            format!(
+                r#"{{"permissions": {{"allow": []}}, "hooks": {{"PreToolUse": [{{"matcher": "Bash", "hooks": [{{"type": "command", "command": "{command}", "timeout": 5}}]}}]}}}}"#
+            )
+        };
+        fx.write("home/.gemini/settings.json", &hook("user"));
+        fx.write("home/.claude/settings.json", &claude("claude-user"));
+        fx.write("project/.claude/settings.json", &claude("claude-project"));
+        fx.write(
+            "project/.claude/settings.local.json",
+            &claude("claude-local"),
+        );
+
+        // Off (the default): Claude Code's files are not read.
+        let (loaded, registry) = fx.load(&[]);
+        assert!(loaded.diagnostics.is_empty(), "{:?}", loaded.diagnostics);
+        assert_eq!(summary(&registry), ["user user run me"]);
+
+        let load_with_claude = || {
+            let env = fx.env(&[]).with_claude_settings(true);
+            let loaded = load_workspace(env, &fx.path("project"));
+            let registry = Registry::build(&loaded.input);
+            (loaded, registry)
+        };
+        let (loaded, registry) = load_with_claude();
+        assert!(loaded.diagnostics.is_empty(), "{:?}", loaded.diagnostics);
+        assert_eq!(
+            claude_summary(&fx, &registry),
+            [
+                "project BeforeTool claude-project project/.claude/settings.json claude",
+                "project BeforeTool claude-local project/.claude/settings.local.json claude",
+                "user BeforeTool run me home/.gemini/settings.json gemini",
+                "user BeforeTool claude-user home/.claude/settings.json claude",
+            ]
+        );
+        // Claude's seconds are hookd's milliseconds; the Bash matcher selects Gemini's shell.
+        let plan = registry
+            .plan(
+                HookEventName::BeforeTool,
+                &MatchContext::tool("run_shell_command"),
+            )
+            .expect("plan");
+        assert_eq!(plan.hooks.len(), 4);
+        assert_eq!(plan.hooks[0].config.timeout_ms(), 5000);
+        assert!(
+            registry
+                .plan(HookEventName::BeforeTool, &MatchContext::tool("read_file"))
+                .is_some_and(|plan| plan.hooks.len() == 1)
+        );
+
+        // A broken file is an error naming it; a hook hookd cannot run is a warning naming it.
+        fx.write("project/.claude/settings.json", "{ broken");
+        fx.write(
+            "home/.claude/settings.json",
+            r#"{"hooks": {"Stop": [{"hooks": [{"type": "prompt", "prompt": "done?"}]}]}}"#,
+        );
+        let (loaded, registry) = load_with_claude();
+        let problems: Vec<(Severity, PathBuf)> = loaded
+            .diagnostics
+            .iter()
+            .map(|d| (d.severity, d.path.clone().unwrap_or_default()))
+            .collect();
+        assert_eq!(
+            problems,
+            [
+                (Severity::Warning, fx.path("home/.claude/settings.json")),
+                (Severity::Error, fx.path("project/.claude/settings.json")),
+            ],
+            "{:?}",
+            loaded.diagnostics
+        );
+        assert_eq!(
+            claude_summary(&fx, &registry),
+            [
+                "project BeforeTool claude-local project/.claude/settings.local.json claude",
+                "user BeforeTool run me home/.gemini/settings.json gemini",
+            ]
+        );
+
+        // In the home directory the project's .claude/settings.json is the user file.
+        fx.write("home/.claude/settings.json", &claude("claude-user"));
+        let env = fx.env(&[]).with_claude_settings(true);
+        let registry = Registry::build(&load_workspace(env, &fx.path("home")).input);
+        assert_eq!(
+            claude_summary(&fx, &registry),
+            [
+                "user BeforeTool run me home/.gemini/settings.json gemini",
+                "user BeforeTool claude-user home/.claude/settings.json claude",
+            ]
         );
     }
 
@@ -1670,7 +2051,8 @@ mod tests {
         let mut shared = SharedLayers::load(fx.env(&[]));
         fx.write("home/.gemini/settings.json", &hook("new"));
         let reread = read_layer(Source::User, &shared.paths.user).expect("readable");
-        shared.replace_layer(Source::User, reread);
+        let path = shared.paths.user.clone();
+        shared.replace_layer(Source::User, &path, reread);
         let project = ProjectLayer::load(&shared, &fx.path("project"));
         let registry = Registry::build(&assemble(&shared, &project).input);
         assert_eq!(summary(&registry), ["user new run me"]);

@@ -51,6 +51,10 @@ pub struct ServerConfig {
     pub env: HashMap<String, String>,
     /// The home directory (`~` in settings paths), from `HOME` unless overridden.
     pub home: PathBuf,
+    /// Whether Claude Code's settings files (`~/.claude/settings.json`,
+    /// `<project>/.claude/settings.json` and `settings.local.json`) are read, converted, as
+    /// settings layers; off unless `hookd --claude-settings`.
+    pub claude_settings: bool,
     /// Where reload requests come from (SIGHUP in the `hookd` binary).
     pub control: Control,
     /// Who hears about readiness, reloads, shutdown and watchdog ticks (systemd's notify
@@ -117,6 +121,7 @@ impl std::fmt::Debug for ServerConfig {
             .field("default_on_failure", &self.default_on_failure)
             .field("project_hooks", &self.project_hooks)
             .field("home", &self.home)
+            .field("claude_settings", &self.claude_settings)
             .field("lifecycle", &self.lifecycle.is_some())
             .field("audit", &self.audit)
             .finish_non_exhaustive()
@@ -146,6 +151,7 @@ impl ServerConfig {
             project_hooks: ProjectHookPolicy::Warn,
             env,
             home,
+            claude_settings: false,
             control: Control::new(),
             lifecycle: None,
             audit: None,

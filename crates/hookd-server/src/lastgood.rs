@@ -14,6 +14,10 @@
 //!
 //! Problems below the file level (one invalid hook entry) are not masked: the registry keeps
 //! the file's valid parts and reports the invalid ones, as Gemini CLI does.
+//!
+//! The rule covers every settings layer: Gemini CLI's files, hookd's own hooks files and, with
+//! `hookd --claude-settings`, Claude Code's settings files (checked as written, before their
+//! conversion).
 
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
@@ -21,7 +25,7 @@ use std::path::{Path, PathBuf};
 use hookd_core::jsonc;
 use hookd_core::registry::LayerText;
 use hookd_core::settings::Diagnostic;
-use hookd_runner::loader::{ProjectLayer, SharedLayers};
+use hookd_runner::loader::{LayerPaths, ProjectLayer, SharedLayers};
 use serde_json::Value;
 
 /// Kept texts by file path.
@@ -42,15 +46,22 @@ impl LastGood {
     pub(crate) fn apply_shared(&mut self, shared: &mut SharedLayers) {
         for path in [
             shared.paths.user.clone(),
+            shared.paths.hookd_user.clone(),
+            shared.paths.claude_user.clone(),
             shared.paths.system.clone(),
             shared.paths.system_defaults.clone(),
         ] {
-            if !shared.layers.iter().any(|layer| layer.path == path) {
+            let present = shared
+                .layers
+                .iter()
+                .chain(&shared.claude_layers)
+                .any(|layer| layer.path == path);
+            if !present {
                 self.texts.remove(&path);
             }
         }
         let mut diagnostics = Vec::new();
-        for layer in &mut shared.layers {
+        for layer in shared.layers.iter_mut().chain(&mut shared.claude_layers) {
             diagnostics.extend(self.settings(layer));
         }
         for extension in &mut shared.extensions {
@@ -67,26 +78,37 @@ impl LastGood {
         shared.diagnostics.extend(diagnostics);
     }
 
-    /// Applies the rule to a project's settings file.
+    /// Applies the rule to a project's settings files: Gemini CLI's, hookd's and Claude
+    /// Code's.
     pub(crate) fn apply_project(&mut self, project: &mut ProjectLayer) {
-        let path = hookd_runner::loader::LayerPaths::project_settings(&project.project_dir);
-        match &mut project.layer {
-            Some(layer) => {
-                let diagnostic = self.settings(layer);
-                project.diagnostics.extend(diagnostic);
-            }
-            None => {
+        for path in LayerPaths::project_files(&project.project_dir) {
+            let present = project
+                .layer
+                .iter()
+                .chain(&project.hookd_layer)
+                .chain(&project.claude_layers)
+                .any(|layer| layer.path == path);
+            if !present {
                 self.texts.remove(&path);
             }
         }
+        let layers = project
+            .layer
+            .iter_mut()
+            .chain(&mut project.hookd_layer)
+            .chain(&mut project.claude_layers);
+        let mut diagnostics = Vec::new();
+        for layer in layers {
+            diagnostics.extend(self.settings(layer));
+        }
+        project.diagnostics.extend(diagnostics);
     }
 
     /// Forgets what was kept for a project that is no longer loaded.
     pub(crate) fn forget_project(&mut self, project_dir: &Path) {
-        self.texts
-            .remove(&hookd_runner::loader::LayerPaths::project_settings(
-                project_dir,
-            ));
+        for path in LayerPaths::project_files(project_dir) {
+            self.texts.remove(&path);
+        }
     }
 
     fn settings(&mut self, layer: &mut LayerText) -> Option<Diagnostic> {

@@ -169,7 +169,8 @@ pub(crate) struct Registries {
 impl Registries {
     /// An empty cache for the daemon's environment.
     pub(crate) fn new(config: &ServerConfig) -> Registries {
-        let env = LoaderEnv::new(config.env.clone(), config.home.clone());
+        let env = LoaderEnv::new(config.env.clone(), config.home.clone())
+            .with_claude_settings(config.claude_settings);
         Registries {
             paths: LayerPaths::resolve(&env),
             env,

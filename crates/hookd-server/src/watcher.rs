@@ -9,8 +9,10 @@
 //! file and renaming it over the old one, which a watch on the old file would not survive. The
 //! watched directories are those holding the files that matter: the user settings, the system
 //! settings and system defaults, the trusted-folders and extension-enablement files, hookd's
-//! trusted-hooks store, the extensions directory, each extension's directory and its `hooks/`
-//! directory, each loaded project's `.gemini/` directory (plus the project directory itself
+//! trusted-hooks store and user hooks file, Claude Code's user settings (with
+//! `--claude-settings`), the extensions directory, each extension's directory and its `hooks/`
+//! directory, each loaded project's `.gemini/` and `.hookd/` directories (and `.claude/` with
+//! `--claude-settings`; plus the project directory itself
 //! when extensions may read its `.env`), and the directory of every script a loaded project's
 //! hooks run (decision D8: editing a trusted script must make its hook untrusted). When a directory does not exist yet, its nearest existing ancestor is watched
 //! for the one name on the way, so creating `.gemini/` (or the extensions directory) is seen.
@@ -34,6 +36,8 @@ use notify::event::{AccessKind, AccessMode};
 use notify::{Event, EventKind, RecommendedWatcher, RecursiveMode, Watcher as _};
 use tokio::sync::mpsc;
 use tokio_util::sync::CancellationToken;
+
+use hookd_runner::loader::LayerPaths;
 
 use crate::shared::Shared;
 
@@ -247,9 +251,12 @@ impl Watcher {
         let shared_layers = registries.shared();
         let projects = registries.project_dirs();
 
+        let claude_settings = registries.env().claude_settings;
+
         let mut targets: Vec<(PathBuf, Target, Scope)> = Vec::new();
         for file in [
             &paths.user,
+            &paths.hookd_user,
             &paths.system,
             &paths.system_defaults,
             &paths.trusted_folders,
@@ -257,6 +264,9 @@ impl Watcher {
             &paths.trusted_hooks,
         ] {
             targets.push((file.clone(), Target::File, Scope::Shared));
+        }
+        if claude_settings {
+            targets.push((paths.claude_user.clone(), Target::File, Scope::Shared));
         }
         targets.push((
             paths.extensions_dir.clone(),
@@ -287,11 +297,16 @@ impl Watcher {
         }
         for project in &projects {
             let scope = Scope::Project(project.clone());
-            targets.push((
-                hookd_runner::loader::LayerPaths::project_settings(project),
-                Target::File,
-                scope.clone(),
-            ));
+            let mut files = vec![
+                LayerPaths::project_settings(project),
+                LayerPaths::hookd_project(project),
+            ];
+            if claude_settings {
+                files.extend(LayerPaths::claude_project(project));
+            }
+            for file in files {
+                targets.push((file, Target::File, scope.clone()));
+            }
             if has_extensions {
                 targets.push((project.join(".env"), Target::File, scope));
             }

@@ -65,6 +65,11 @@ struct Args {
     /// the command that trusts it). User, system and extension hooks are never gated.
     #[arg(long, value_name = "warn|require", default_value_t = ProjectHookPolicy::Warn)]
     project_hooks: ProjectHookPolicy,
+    /// Also read Claude Code's settings files (~/.claude/settings.json,
+    /// <project>/.claude/settings.json and settings.local.json) as settings layers: their
+    /// hooks run, in Claude's language, for the matching Gemini events. Off by default.
+    #[arg(long)]
+    claude_settings: bool,
     /// Worker threads for the daemon's own work. 1 (the default) runs everything on one
     /// thread, which answers fastest: no request is handed between threads. Hook processes
     /// run in parallel either way; settings files are read and large requests parsed on a
@@ -144,6 +149,7 @@ fn main() -> anyhow::Result<()> {
         config.default_on_failure = policy;
     }
     config.project_hooks = args.project_hooks;
+    config.claude_settings = args.claude_settings;
 
     let mut builder = if args.threads <= 1 {
         tokio::runtime::Builder::new_current_thread()
