@@ -266,6 +266,10 @@ mod tests {
             // `glob` is both Claude's `Grep` input key and Gemini's tool: `gl` matches the
             // Gemini name `glob` but no Claude name.
             ("gl.b", "^(?!(?:glob)$)[\\s\\S]*?(?:gl.b)"),
+            (
+                "mcp__memory__.*",
+                "^(?!mcp_)[\\s\\S]*?(?:mcp__memory__.*)|^(?=mcp_)[\\s\\S]*?(?:mcp_memory_.*)",
+            ),
         ];
         for (claude, gemini) in cases {
             assert_eq!(claude_matcher_to_gemini(claude), gemini, "{claude:?}");
