@@ -18,8 +18,10 @@ use hookd_client::{Client, ConnectOptions, EventRequest};
 use hookd_protocol::{ListResponse, StatusResponse};
 use serde_json::{Map, Value};
 
+pub mod install;
 pub mod manage;
 pub mod migrate;
+pub mod relay;
 pub mod service;
 pub mod trust;
 
@@ -76,6 +78,14 @@ pub enum Command {
     /// Turn the project's Claude Code hooks into Gemini CLI hooks in .gemini/settings.json
     /// (--from-claude); lists every entry that could not be converted. Needs no daemon.
     Migrate(migrate::MigrateArgs),
+    /// Stand in for an agent CLI's command hook: read the event's JSON from stdin, let hookd
+    /// run the hooks, answer as the CLI's hooks do (stdout, stderr, exit code).
+    Relay(relay::RelayCommand),
+    /// Hand an agent CLI's hooks to hookd: move them into hookd's hooks file and put one
+    /// `hookctl relay` entry per event into the CLI's settings (shows the changes first).
+    Install(install::InstallArgs),
+    /// Undo `hookctl install`: restore every file it changed, byte for byte.
+    Uninstall(install::UninstallArgs),
 }
 
 /// Arguments of `hookctl emit`.
@@ -120,6 +130,13 @@ pub struct StatusArgs {
 
 /// Runs one `hookctl` invocation and returns its exit code.
 pub fn run(cli: Cli) -> ExitCode {
+    // Neither needs a runtime; the relay must not pay for one.
+    match &cli.command {
+        Command::Relay(command) => return relay::run(&command.to_args(cli.socket.clone())),
+        Command::Install(args) => return install::run_install(args),
+        Command::Uninstall(args) => return install::run_uninstall(args),
+        _ => {}
+    }
     let runtime = match tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()
@@ -191,6 +208,9 @@ pub async fn execute(cli: Cli) -> anyhow::Result<String> {
         Command::Trust(args) => trust::trust(&connect(&socket, false).await?, args).await,
         Command::Untrust(args) => trust::untrust(&connect(&socket, false).await?, args).await,
         Command::Migrate(args) => migrate::run(args),
+        Command::Relay(_) | Command::Install(_) | Command::Uninstall(_) => {
+            bail!("this subcommand runs without the async runtime (hookctl::run)")
+        }
         Command::Ping => {
             let client = connect(&socket, false).await?;
             let started = std::time::Instant::now();
