@@ -34,6 +34,11 @@
 //! firing, and count against [`RunnerConfig::hook_slots`] for as long as they are alive;
 //! [`RunnerConfig::shutdown`] stops them.
 //!
+//! A builtin filter (`"type": "builtin"`, `hookd_core::redact`) on a plain AfterModel firing
+//! runs in the firing's task with no process and no hook slot: its record is a success whose
+//! output replaces the chunk's text (`{"content": ...}`, decision D6) when the filter changed
+//! it. (Streamed AfterModel chunks run their filters in the server, with state across chunks.)
+//!
 //! All hooks of a firing are driven by the caller's task: no task is spawned per hook
 //! (workers and spares have a task each, owned by their pools).
 
@@ -53,7 +58,7 @@ use hookd_core::event::HookEventName;
 use hookd_core::exec::ExecMode;
 use hookd_core::model::{HookEntry, HookType};
 use hookd_core::output::hook_result;
-use hookd_core::payload::{BaseFields, build_payload};
+use hookd_core::payload::{BaseFields, build_payload, chunk_text};
 use hookd_core::plan::Plan;
 use hookd_core::policy::{FailurePolicy, apply_failure_policy};
 use hookd_core::result::{HookOutcome, HookResult, HookRun};
@@ -78,6 +83,13 @@ const RUNTIME_HOOK_ERROR: &str = "hookConfig.action is not a function";
 
 /// The error Gemini CLI reports for a command-like hook without a command.
 const MISSING_COMMAND_ERROR: &str = "Command hook missing command";
+
+/// The refusal of a builtin hook whose filter was not compiled (settings validation keeps
+/// such a hook out of the registry; this is the runner's safety net).
+const BUILTIN_WITHOUT_FILTER_ERROR: &str = "builtin hook has no compiled filter";
+
+/// The refusal of a builtin filter outside AfterModel, the one event it applies to.
+const BUILTIN_EVENT_ERROR: &str = "builtin filters only run on AfterModel";
 
 /// How hook processes are run, shared by every firing of the daemon.
 #[derive(Debug, Clone)]
@@ -216,13 +228,19 @@ impl Firing<'_> {
         hooks: &[Arc<HookEntry>],
         on_result: &mut (dyn FnMut(usize, &HookResult) + Send),
     ) -> Vec<HookResult> {
-        let stdin = self.payload(&self.request.input);
+        // Builtin filters read the input itself; the payload is only built for processes.
+        let input = &self.request.input;
+        let stdin = if hooks.iter().any(|entry| needs_payload(entry)) {
+            self.payload(input)
+        } else {
+            Bytes::new()
+        };
         let mut running: FuturesUnordered<_> = hooks
             .iter()
             .enumerate()
             .map(|(index, entry)| {
                 let stdin = stdin.clone();
-                async move { (index, self.run_hook(entry, stdin).await) }
+                async move { (index, self.run_hook(entry, input, stdin).await) }
             })
             .collect();
         let mut results: Vec<Option<HookResult>> = hooks.iter().map(|_| None).collect();
@@ -245,7 +263,12 @@ impl Firing<'_> {
         let mut input = Cow::Borrowed(&self.request.input);
         let mut results = Vec::with_capacity(hooks.len());
         for (index, entry) in hooks.iter().enumerate() {
-            let result = self.run_hook(entry, self.payload(&input)).await;
+            let stdin = if needs_payload(entry) {
+                self.payload(&input)
+            } else {
+                Bytes::new()
+            };
+            let result = self.run_hook(entry, &input, stdin).await;
             on_result(index, &result);
             let is_last = index + 1 == hooks.len();
             // Chaining only ever uses a successful hook's output (spec §4.7).
@@ -265,9 +288,21 @@ impl Firing<'_> {
     }
 
     /// Runs one hook: refuses what cannot run, waits for a process slot, spawns, interprets.
-    async fn run_hook(&self, entry: &HookEntry, stdin: Bytes) -> HookResult {
+    async fn run_hook(
+        &self,
+        entry: &HookEntry,
+        input: &Map<String, Value>,
+        stdin: Bytes,
+    ) -> HookResult {
         let (run, warning) = match self.trust_verdict(entry).await {
-            TrustVerdict::Run { warning } => (self.run_entry(entry, stdin).await, warning),
+            TrustVerdict::Run { warning } => {
+                let run = if entry.config.hook_type == HookType::Builtin {
+                    run_builtin(entry, input)
+                } else {
+                    self.run_entry(entry, stdin).await
+                };
+                (run, warning)
+            }
             TrustVerdict::Refuse { message } => (not_run(HookOutcome::Refused { message }), None),
         };
         let policy = entry
@@ -401,11 +436,61 @@ enum TrustVerdict {
     Refuse { message: String },
 }
 
+/// Whether the hook reads the stdin payload (every hook but a builtin filter).
+fn needs_payload(entry: &HookEntry) -> bool {
+    entry.config.hook_type != HookType::Builtin
+}
+
+/// Runs a builtin filter (a `redact` hook) on a plain AfterModel firing, in this task: no
+/// process, no hook slot. The text is the input's `content` when it is a string (decision
+/// D6), else the text of its `llm_response` chunk. When the filter changes it, the run is a
+/// success whose stdout is `{"content": "<filtered text>"}`, which replaces the chunk's text
+/// in the aggregate; otherwise a success with no output. (Streams run their filters with
+/// state across chunks in the server, not here.)
+fn run_builtin(entry: &HookEntry, input: &Map<String, Value>) -> HookRun {
+    let started = std::time::Instant::now();
+    let redactor = match (&entry.builtin, entry.event) {
+        (Some(redactor), HookEventName::AfterModel) => redactor,
+        (None, _) => {
+            return not_run(HookOutcome::Refused {
+                message: BUILTIN_WITHOUT_FILTER_ERROR.to_owned(),
+            });
+        }
+        (Some(_), _) => {
+            return not_run(HookOutcome::Refused {
+                message: BUILTIN_EVENT_ERROR.to_owned(),
+            });
+        }
+    };
+    let text = match input.get("content") {
+        Some(Value::String(content)) => Cow::Borrowed(content.as_str()),
+        _ => Cow::Owned(
+            input
+                .get("llm_response")
+                .map(chunk_text)
+                .unwrap_or_default(),
+        ),
+    };
+    let stdout = match redactor.redact_all(&text) {
+        Cow::Owned(redacted) if redacted != *text => {
+            serde_json::json!({ "content": redacted }).to_string()
+        }
+        _ => String::new(),
+    };
+    HookRun {
+        outcome: HookOutcome::Exited { code: 0 },
+        stdout,
+        stderr: String::new(),
+        duration: started.elapsed(),
+    }
+}
+
 /// The command a hook runs, or why it cannot run at all (as Gemini CLI words it).
 fn runnable_command(entry: &HookEntry) -> Result<&str, &'static str> {
     match entry.config.hook_type {
         HookType::Runtime => Err(RUNTIME_HOOK_ERROR),
-        HookType::Builtin => Err("builtin hooks are not wired into the runner yet"),
+        // Builtin filters never get here (`run_builtin`); they run no command.
+        HookType::Builtin => Err(BUILTIN_EVENT_ERROR),
         HookType::Command | HookType::Plugin => entry
             .config
             .command
@@ -998,6 +1083,110 @@ mod tests {
             .expect("shutdown is bounded");
         assert_eq!(config.workers.live_workers(), 0);
         assert_eq!(config.prewarm.spares(), 0);
+    }
+
+    #[tokio::test]
+    async fn builtin_filters_run_in_process_and_replace_the_chunk() {
+        use hookd_core::redact::Redactor;
+        let dir = tempfile::tempdir().expect("tempdir");
+        let raw = json!({"builtin": "redact"});
+        let raw = raw.as_object().cloned().unwrap_or_default();
+        let redactor = Arc::new(Redactor::from_raw(&raw).expect("the default filter"));
+        let mut filter = (*entry(HookType::Builtin, None)).clone();
+        filter.event = HookEventName::AfterModel;
+        filter.config.name = Some("redact".to_owned());
+        filter.config.raw = raw;
+        filter.builtin = Some(redactor);
+        let key = "AKIAABCDEFGHIJKLMNOP";
+        let chunk =
+            |text: &str| json!({"candidates": [{"content": {"role": "model", "parts": [text]}}]});
+        // (input, the filter's stdout, the chunk the aggregate carries)
+        let redacted = "key [REDACTED:aws-access-key-id] here";
+        let cases = [
+            (
+                json!({"llm_response": chunk(&format!("key {key} here"))}),
+                json!({"content": redacted}).to_string(),
+                Some(redacted),
+            ),
+            // D6: `content`, when the client sent it, is what is filtered.
+            (
+                json!({"llm_response": chunk("other"), "content": format!("key {key} here")}),
+                json!({"content": redacted}).to_string(),
+                Some(redacted),
+            ),
+            (
+                json!({"llm_response": {"text": format!("key {key} here")}}),
+                json!({"content": redacted}).to_string(),
+                Some(redacted),
+            ),
+            (
+                json!({"llm_response": chunk("nothing secret")}),
+                String::new(),
+                None,
+            ),
+            (json!({}), String::new(), None),
+        ];
+        for (input, stdout, carried) in cases {
+            let mut request = request(dir.path());
+            request.event = HookEventName::AfterModel;
+            request.input = input.as_object().cloned().unwrap_or_default();
+            let plan = Plan {
+                event: HookEventName::AfterModel,
+                hooks: vec![Arc::new(filter.clone())],
+                sequential: false,
+            };
+            // No hook slot at all: a filter that needed one would wait forever.
+            let results = tokio::time::timeout(
+                Duration::from_secs(10),
+                run_plan(
+                    &plan,
+                    &request,
+                    &config(0),
+                    &CancellationToken::new(),
+                    &mut |_, _| {},
+                ),
+            )
+            .await
+            .expect("no process, no slot");
+            let result = &results[0];
+            assert_eq!(result.outcome, HookOutcome::Exited { code: 0 }, "{input}");
+            assert!(result.success && result.failure.is_none(), "{input}");
+            assert_eq!(result.stdout, stdout, "{input}");
+            let aggregate = hookd_core::aggregate::aggregate(plan.event, &results, &request.input);
+            let response = aggregate
+                .final_output
+                .as_ref()
+                .and_then(|output| output.pointer("/hookSpecificOutput/llm_response"));
+            let text = response.map(chunk_text);
+            assert_eq!(text.as_deref(), carried, "{input}: {aggregate:?}");
+        }
+
+        // Without a compiled filter, or outside AfterModel, it is refused.
+        let mut unfiltered = filter.clone();
+        unfiltered.builtin = None;
+        let mut elsewhere = filter.clone();
+        elsewhere.event = HookEventName::BeforeTool;
+        let cases = [
+            (unfiltered, BUILTIN_WITHOUT_FILTER_ERROR),
+            (elsewhere, BUILTIN_EVENT_ERROR),
+        ];
+        for (hook, message) in cases {
+            let plan = plan(vec![Arc::new(hook)], false);
+            let results = run_plan(
+                &plan,
+                &request(dir.path()),
+                &config(0),
+                &CancellationToken::new(),
+                &mut |_, _| {},
+            )
+            .await;
+            assert_eq!(
+                results[0].outcome,
+                HookOutcome::Refused {
+                    message: message.to_owned()
+                }
+            );
+        }
     }
 
     #[test]
