@@ -23,5 +23,6 @@ mod reload;
 mod reload_load;
 mod robustness;
 mod shutdown;
+mod streams;
 mod trust;
 mod workers;

@@ -22,8 +22,25 @@ pub(crate) enum Route {
     /// A streaming event: `hook_result` messages, then the final one.
     Stream(mpsc::Sender<ServerMessage>),
     /// A subscription: messages are dropped when its consumer falls behind, so an unread
-    /// subscription never holds up the connection's other answers.
+    /// subscription never holds up the connection's other answers. Only an `error` ends it.
     Lossy(mpsc::Sender<ServerMessage>),
+    /// A watch whose every message is the whole current state (`hooked_events` with
+    /// `subscribe`): the latest message replaces the one before, read or not, so an unread
+    /// watch holds up nothing and its consumer always sees the newest state. Only an `error`
+    /// ends it.
+    Latest(tokio::sync::watch::Sender<Option<ServerMessage>>),
+}
+
+impl Route {
+    /// Whether `message` is the last one this route gets. Subscriptions and watches last until
+    /// an `error` (a `cancel` is answered on the cancel's own id); for the others the message
+    /// says.
+    fn ends_with(&self, message: &ServerMessage) -> bool {
+        match self {
+            Route::Lossy(_) | Route::Latest(_) => matches!(message, ServerMessage::Error(_)),
+            Route::Once(_) | Route::Stream(_) => message.is_final(),
+        }
+    }
 }
 
 /// The requests waiting for answers, shared by the client and the reader task.
@@ -79,14 +96,22 @@ impl Pending {
         };
         let stream = {
             let mut table = self.lock();
+            let ends = match table.routes.get(&id) {
+                None => return,
+                Some(route) => route.ends_with(&message),
+            };
             match table.routes.get(&id) {
                 None => return,
                 // A non-streaming request never asked for hook results; ignore stray ones.
-                Some(Route::Once(_)) if !message.is_final() => return,
-                Some(Route::Stream(sender)) if !message.is_final() => sender.clone(),
-                Some(Route::Lossy(sender)) if !message.is_final() => {
+                Some(Route::Once(_)) if !ends => return,
+                Some(Route::Stream(sender)) if !ends => sender.clone(),
+                Some(Route::Lossy(sender)) if !ends => {
                     // Full: the consumer lags and loses this frame; closed: it is gone.
                     let _ = sender.try_send(message);
+                    return;
+                }
+                Some(Route::Latest(sender)) if !ends => {
+                    sender.send_replace(Some(message));
                     return;
                 }
                 Some(_) => match table.routes.remove(&id) {
@@ -98,6 +123,12 @@ impl Pending {
                     Some(Route::Stream(sender)) => sender,
                     Some(Route::Lossy(sender)) => {
                         let _ = sender.try_send(message);
+                        return;
+                    }
+                    Some(Route::Latest(sender)) => {
+                        // The error is the last state; dropping the sender ends the watch
+                        // once it is read.
+                        sender.send_replace(Some(message));
                         return;
                     }
                     None => return,
@@ -127,14 +158,26 @@ pub(crate) async fn read_loop(mut frames: FramedRead<OwnedReadHalf, FrameCodec>,
     pending.close();
 }
 
-/// Writes queued frames until every sender is gone or the socket fails.
+/// How many queued bytes the writer gathers into one write at most.
+const WRITE_BATCH_BYTES: usize = 64 * 1024;
+
+/// Writes queued frames until every sender is gone or the socket fails. Frames queued while
+/// one is written go out together: a pipelining caller gets few large writes, a lone request
+/// is written at once.
 pub(crate) async fn write_loop(
     mut frames: FramedWrite<OwnedWriteHalf, FrameCodec>,
     mut outgoing: mpsc::Receiver<Bytes>,
     pending: Pending,
 ) {
     while let Some(body) = outgoing.recv().await {
-        if frames.send(body).await.is_err() {
+        let mut written = frames.feed(body).await;
+        while written.is_ok() && frames.write_buffer().len() < WRITE_BATCH_BYTES {
+            match outgoing.try_recv() {
+                Ok(body) => written = frames.feed(body).await,
+                Err(_) => break,
+            }
+        }
+        if written.is_err() || frames.flush().await.is_err() {
             // Requests already queued or sent will get no answer the daemon can read.
             pending.close();
             return;

@@ -64,6 +64,10 @@ pub enum ClientError {
         /// The answer's type.
         response: &'static str,
     },
+    /// The stream was closed or failed, or the daemon ended it (cancelled, or stopping): no
+    /// more chunks can be sent and no more results come.
+    #[error("the stream has ended")]
+    StreamEnded,
     /// Reading or writing frames failed during the handshake.
     #[error(transparent)]
     Frame(#[from] CodecError),

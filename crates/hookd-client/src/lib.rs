@@ -7,10 +7,39 @@
 //!
 //! When the connection is lost, every pending request fails with
 //! [`ClientError::Disconnected`]. Dropping the last clone of a `Client` closes the connection.
+//!
+//! AfterModel chunks go through a [`Stream`] ([`Client::open_stream`]): the plan and the
+//! `llm_request` are settled once, chunks are pipelined, results come back one per chunk in
+//! order. [`Client::hooked_events`] and [`Client::watch_hooked_events`] tell which events have
+//! hooks at all, so an agent can skip sending the others.
+//!
+//! ```no_run
+//! # async fn example(client: hookd_client::Client) -> hookd_client::Result<()> {
+//! use hookd_client::StreamRequest;
+//! use serde_json::json;
+//!
+//! let mut events = client.watch_hooked_events("/srv/proj").await?;
+//! if events.is_hooked("AfterModel") {
+//!     let request = StreamRequest::new("/srv/proj").with_llm_request(json!({"model": "m"}));
+//!     let mut stream = client.open_stream(request).await?;
+//!     for text in ["Hello, ", "world"] {
+//!         let chunk = json!({"candidates": [{"content": {"role": "model", "parts": [text]}}]});
+//!         stream.send_chunk(chunk.as_object().cloned().unwrap_or_default()).await?;
+//!     }
+//!     while let Some(result) = stream.next_result().await? {
+//!         println!("chunk {}: {:?}", result.seq, result.content);
+//!     }
+//!     let end = stream.close().await?;
+//!     print!("{}", end.flush);
+//! }
+//! # Ok(())
+//! # }
+//! ```
 
 mod connection;
 mod error;
 mod event;
+mod stream;
 mod subscription;
 
 use std::path::Path;
@@ -35,11 +64,13 @@ use tokio_util::codec::{FramedRead, FramedWrite};
 
 pub use error::{ClientError, Result};
 pub use event::{EventRequest, EventResponse, EventStream, EventStreamItem};
+pub use hookd_protocol::{ChunkResultMessage, HookedEventsMessage};
 pub use hookd_protocol::{EditedMessage, RegistryChangedMessage, RegistryStatus, Scope};
 pub use hookd_protocol::{
     TrustListMessage, TrustPreviewMessage, TrustedHook, TrustedProject, TrustedScript,
 };
 pub use hookd_protocol::{default_socket_path, resolve_socket_path};
+pub use stream::{HookedEventsWatch, STREAM_WINDOW, Stream, StreamEnd, StreamRequest};
 pub use subscription::Subscription;
 
 use connection::{Pending, Route};
@@ -480,7 +511,7 @@ impl Client {
 }
 
 /// Abandons a request if its future is dropped before the answer arrives.
-struct AbandonOnDrop<'a> {
+pub(crate) struct AbandonOnDrop<'a> {
     client: &'a Client,
     id: &'a RequestId,
     cancel: bool,

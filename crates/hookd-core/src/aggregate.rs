@@ -415,8 +415,9 @@ fn with_content_replacement(output: &Value, input: &Map<String, Value>) -> Value
 
 /// The input's `llm_response` with its text replaced by `content`: `text` (when present) is
 /// set, and the first candidate's parts become `[content]`, creating the candidate (role
-/// `model`) when there is none.
-fn replaced_response(original: Option<&Value>, content: &str) -> Value {
+/// `model`) when there is none. Stream sessions use it too, to give hooks a chunk whose text
+/// their builtin filters changed.
+pub fn replaced_response(original: Option<&Value>, content: &str) -> Value {
     let candidate = || json!({"content": {"role": "model", "parts": [content]}});
     let Some(Value::Object(original)) = original else {
         return json!({"candidates": [candidate()]});

@@ -104,6 +104,24 @@ impl FrameCodec {
         self.max_frame_bytes = self.inner.max_frame_length();
     }
 
+    /// Whether [`Decoder::decode`] would produce a frame from `buffered` without more input:
+    /// a whole frame, or the prefix of an oversized one, is at its start. Lets a reader tell
+    /// whether the peer has already sent its next request.
+    pub fn frame_ready(&self, buffered: &[u8]) -> bool {
+        if self.state != DecodeState::Boundary {
+            return false;
+        }
+        let Some(prefix) = buffered.get(..LENGTH_PREFIX_BYTES) else {
+            return false;
+        };
+        let declared = u64::from(u32::from_be_bytes([
+            prefix[0], prefix[1], prefix[2], prefix[3],
+        ]));
+        let max = u64::try_from(self.max_frame_bytes).unwrap_or(u64::MAX);
+        let buffered_body = u64::try_from(buffered.len() - LENGTH_PREFIX_BYTES).unwrap_or(0);
+        declared > max || declared <= buffered_body
+    }
+
     /// Drops as much of an oversized frame's body as is buffered; returns whether the whole
     /// body has now been skipped.
     fn discard(&mut self, src: &mut BytesMut) -> bool {
@@ -364,6 +382,31 @@ mod tests {
         buffer.extend_from_slice(&[7; 4096]);
         assert_eq!(codec.decode(&mut buffer).unwrap(), None);
         assert!(buffer.is_empty());
+    }
+
+    #[test]
+    fn frame_ready_says_whether_decode_would_produce_a_frame() {
+        let codec = FrameCodec::with_max_frame_bytes(4);
+        let cases: [(Vec<u8>, bool); 6] = [
+            (vec![], false),
+            (vec![0, 0, 0], false),
+            (frame("ab"), true),
+            (frame("ab")[..5].to_vec(), false),
+            ([frame(""), frame("x")].concat(), true),
+            // An oversized frame is reported as soon as its prefix is there.
+            (prefix(5), true),
+        ];
+        for (buffered, expected) in cases {
+            assert_eq!(codec.frame_ready(&buffered), expected, "{buffered:?}");
+            let mut buffer = BytesMut::from(&buffered[..]);
+            let mut probe = FrameCodec::with_max_frame_bytes(4);
+            assert_eq!(probe.decode(&mut buffer).unwrap().is_some(), expected);
+        }
+        // While an oversized body is skipped, nothing is ready.
+        let mut codec = FrameCodec::with_max_frame_bytes(4);
+        let mut buffer = BytesMut::from(&prefix(10)[..]);
+        codec.decode(&mut buffer).unwrap();
+        assert!(!codec.frame_ready(&frame("ab")));
     }
 
     #[test]

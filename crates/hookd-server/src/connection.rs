@@ -1,25 +1,37 @@
 //! One client connection: the handshake, then requests until the client goes away.
 //!
 //! The connection's task reads frames and answers everything that needs no hook process
-//! (pings, status, listings, events that match no hook, errors) itself, so the common case
-//! costs one read, one parse and one write. Events with a plan run in their own tasks; all
-//! writers share the connection's [`FrameWriter`], which sends whole frames one at a time, so
-//! frames never interleave. The socket I/O itself is in [`crate::io`].
+//! (pings, status, listings, events that match no hook, chunks of streams without hooks,
+//! errors) itself, so the common case costs one read, one parse and one write. Events with a
+//! plan run in their own tasks, streams with hooks in theirs ([`crate::stream`]); all writers
+//! share the connection's [`FrameWriter`], which sends whole frames one at a time, so frames
+//! never interleave. The socket I/O itself is in [`crate::io`].
+//!
+//! The two requests an agent sends most, an `event` no hook matches and a `chunk` of a stream
+//! without hooks, take an allocation-free path: the frame is scanned in place
+//! (`hookd_protocol::fast`), the registry found in the cache without allocating, and the
+//! answer written into the writer's reused buffer, queued there while the client's next
+//! request is already buffered and flushed before the loop waits for more.
 //!
 //! A client that disconnects cancels its runs (their process groups are killed). A daemon
 //! that is stopping stops reading, lets the runs finish, then closes.
 
 use std::collections::HashMap;
-use std::path::Path;
-use std::sync::Arc;
+use std::path::{Path, PathBuf};
+use std::sync::{Arc, Mutex, PoisonError};
 use std::time::{SystemTime, UNIX_EPOCH};
 
 use bytes::Bytes;
-use hookd_core::HookEventName;
+use futures_util::FutureExt;
+use hookd_core::matcher::MatchContext;
 use hookd_core::payload::{BaseFields, format_timestamp};
+use hookd_core::{HookEventName, MatcherKind};
+use hookd_protocol::fast::{ScannedEvent, ScannedRequest};
 use hookd_protocol::{
-    CancelRequest, ClientMessage, ErrorCode, EventRequest, Frame, ListRequest, PongMessage,
-    ProtocolError, RequestId, ServerHello, ServerMessage, SubscribeRequest, WireEnv,
+    CancelRequest, ChunkRequest, ChunkResultMessage, ClientMessage, ErrorCode, EventRequest,
+    EventResult, Frame, HookRecord, HookedEventsRequest, ListRequest, PongMessage, ProtocolError,
+    RequestId, ServerHello, ServerMessage, StreamCloseRequest, StreamClosedMessage,
+    StreamOpenRequest, StreamOpenedMessage, SubscribeRequest, WireEnv,
 };
 use hookd_runner::fire::{FireRequest, run_plan};
 use tokio::net::UnixStream;
@@ -33,9 +45,14 @@ use crate::limits::InflightLimit;
 use crate::manage::Manager;
 use crate::shared::Shared;
 use crate::stats::Stats;
+use crate::stream::{ChunkRoute, Command, Removed, StreamRun, Streams};
 
 /// The write side of a connection, shared by the connection task and its runs.
-type Sink = Arc<FrameWriter>;
+pub(crate) type Sink = Arc<FrameWriter>;
+
+/// Cancellation tokens of a connection's in-flight requests (event runs, subscriptions,
+/// streams), by request id.
+pub(crate) type Inflight = Arc<Mutex<HashMap<RequestId, CancellationToken>>>;
 
 /// The environment hooks run with, as `(name, value)` pairs.
 type Env = Arc<Vec<(String, String)>>;
@@ -53,10 +70,15 @@ pub(crate) async fn serve(stream: UnixStream, shared: Arc<Shared>) {
             shared: Arc::clone(&shared),
             sink,
             env,
-            inflight: Arc::new(std::sync::Mutex::new(HashMap::new())),
+            inflight: Arc::new(Mutex::new(HashMap::new())),
             runs: TaskTracker::new(),
             output_budget: Arc::new(tokio::sync::Semaphore::new(OUTPUT_BUDGET_KIB as usize)),
             limit: InflightLimit::new(shared.config.max_inflight_per_connection),
+            streams: Streams::default(),
+            match_scratch: Mutex::new(MatchContext {
+                tool_name: Some(String::new()),
+                trigger: Some(String::new()),
+            }),
         };
         connection.read_requests(&mut reader).await;
     }
@@ -125,9 +147,10 @@ fn wire_env(env: WireEnv) -> Env {
     Arc::new(env.into_iter().collect())
 }
 
-/// Encodes and writes one message. A failed write means the client is gone; the read side
-/// notices and ends the connection, so the error is only logged.
-async fn send(sink: &Sink, message: &ServerMessage) {
+/// Encodes and writes one message (with whatever the read loop queued before it). A failed
+/// write means the client is gone; the read side notices and ends the connection, so the
+/// error is only logged.
+pub(crate) async fn send(sink: &Sink, message: &ServerMessage) {
     let frame = hookd_protocol::encode(message);
     if let Err(err) = sink.send(frame).await {
         tracing::debug!(%err, "cannot write to client");
@@ -140,8 +163,8 @@ struct Connection {
     sink: Sink,
     /// The environment hooks of this connection run with unless a request brings its own.
     env: Env,
-    /// Cancellation tokens of this connection's in-flight event runs, by request id.
-    inflight: Arc<std::sync::Mutex<HashMap<RequestId, CancellationToken>>>,
+    /// Cancellation tokens of this connection's in-flight requests, by request id.
+    inflight: Inflight,
     /// The connection's run tasks.
     runs: TaskTracker,
     /// Cancelled when the client disconnects or the daemon stops for good.
@@ -151,12 +174,18 @@ struct Connection {
     /// finished runs cannot give theirs back, the budget runs out, and the connection stops
     /// reading requests: one connection can never pin more than this.
     output_budget: Arc<tokio::sync::Semaphore>,
-    /// The cap on in-flight event runs: at the cap, no frame is read until a run ends.
+    /// The cap on in-flight event runs and queued stream chunks: at the cap, no frame is read
+    /// until one of them ends. It also caps the number of open streams.
     limit: InflightLimit,
+    /// The open streams.
+    streams: Streams,
+    /// A match context whose strings are reused by the allocation-free path (both are always
+    /// `Some`; an empty string matches like an absent field).
+    match_scratch: Mutex<MatchContext>,
 }
 
 /// The output budget of one connection, in KiB (64 MiB).
-const OUTPUT_BUDGET_KIB: u32 = 64 * 1024;
+pub(crate) const OUTPUT_BUDGET_KIB: u32 = 64 * 1024;
 
 impl Connection {
     /// Reads and answers requests until the client disconnects or the daemon stops.
@@ -164,6 +193,12 @@ impl Connection {
         // One wait for the stop, registered once rather than once per request.
         let mut stopping = std::pin::pin!(self.shared.shutdown.cancelled());
         let disconnected = loop {
+            // Answers queued by the allocation-free path go out before the loop waits: for
+            // the client's next request, or for an in-flight slot.
+            let must_wait = !reader.frame_buffered() || self.limit.ready().now_or_never().is_none();
+            if must_wait && let Err(err) = self.sink.flush().await {
+                tracing::debug!(%err, "cannot write to client");
+            }
             let frame = tokio::select! {
                 biased;
                 () = &mut stopping => break false,
@@ -195,12 +230,23 @@ impl Connection {
         if disconnected {
             // The client is gone: nobody will read the results, so stop the hooks.
             self.cancel.cancel();
+            // Dropping the streams' queues lets their tasks end.
+            drop(self.streams.drain());
             self.runs.close();
             self.runs.wait().await;
             return;
         }
         // The daemon is stopping: in-flight runs finish and send their results; anything new
-        // the client asks meanwhile is refused with `shutting_down`.
+        // the client asks meanwhile is refused with `shutting_down`. Open streams answer the
+        // chunks they have and end with `stream_closed`.
+        if let Err(err) = self.sink.flush().await {
+            tracing::debug!(%err, "cannot write to client");
+        }
+        for (id, removed) in self.streams.drain() {
+            if let Removed::Plain { chunks } = removed {
+                self.close_plain_stream(id, chunks).await;
+            }
+        }
         self.runs.close();
         loop {
             tokio::select! {
@@ -230,6 +276,9 @@ impl Connection {
 
     /// Answers one frame. Returns `false` when the connection must close.
     async fn handle_frame(&self, body: Bytes) -> bool {
+        if body.len() <= INLINE_PARSE_LIMIT && self.answer_unhooked(&body).await {
+            return true;
+        }
         let message = match parse_off_thread_if_large(body).await {
             Ok(message) => message,
             Err(err) => {
@@ -312,38 +361,286 @@ impl Connection {
                 let reply = crate::trust::answer_list(&self.shared, request).await;
                 send(&self.sink, &reply).await;
             }
-            other @ (ClientMessage::StreamOpen(_)
-            | ClientMessage::Chunk(_)
-            | ClientMessage::StreamClose(_)
-            | ClientMessage::HookedEvents(_)) => {
-                let error = ProtocolError::new(
-                    ErrorCode::UnknownType,
-                    format!("{} is not served yet", other.type_name()),
-                )
-                .with_id(other.id().cloned());
-                send(&self.sink, &error.to_server_message()).await;
-            }
+            ClientMessage::StreamOpen(request) => self.stream_open(request).await,
+            ClientMessage::Chunk(request) => self.chunk(request).await,
+            ClientMessage::StreamClose(request) => self.stream_close(request).await,
+            ClientMessage::HookedEvents(request) => self.hooked_events(request).await,
         }
         true
     }
 
+    /// Answers an `event` or `chunk` frame for which no hook runs on the allocation-free
+    /// path; returns `false` (having done nothing) when the frame needs the full parser or
+    /// hooks will run.
+    async fn answer_unhooked(&self, body: &[u8]) -> bool {
+        match hookd_protocol::fast::scan_request(body) {
+            Some(ScannedRequest::Chunk { id, seq }) => {
+                if self.streams.route_chunk(id) != ChunkRoute::Plain {
+                    return false;
+                }
+                Stats::add(&self.shared.stats.events_served, 1);
+                self.sink
+                    .queue_with(|out| hookd_protocol::fast::write_plain_chunk_result(out, id, seq))
+                    .await;
+                true
+            }
+            Some(ScannedRequest::Event(event)) => {
+                let Some(generation) = self.unhooked_generation(&event) else {
+                    return false;
+                };
+                Stats::add(&self.shared.stats.events_served, 1);
+                self.sink
+                    .queue_with(|out| {
+                        hookd_protocol::fast::write_empty_result(out, event.id, generation)
+                    })
+                    .await;
+                true
+            }
+            None => false,
+        }
+    }
+
+    /// The generation of the cached registry of a scanned event's project when no hook of it
+    /// matches the event; `None` when one does, or the registry is not cached, or the event
+    /// is unknown (the full path then answers). Allocates nothing once the match context's
+    /// strings have grown to the longest tool name seen.
+    fn unhooked_generation(&self, scanned: &ScannedEvent<'_>) -> Option<u64> {
+        let event = HookEventName::ALL
+            .into_iter()
+            .find(|event| event.as_str() == scanned.event)?;
+        let snapshot = self.shared.registries.cached(Path::new(scanned.cwd))?;
+        let (tool_name, trigger) = match event.matcher_kind() {
+            MatcherKind::ToolName => (scanned.tool_name, None),
+            MatcherKind::Trigger => (
+                None,
+                event
+                    .trigger_field()
+                    .and_then(|field| scanned.input_str(field)),
+            ),
+            MatcherKind::Ignored => (None, None),
+        };
+        let mut context = self
+            .match_scratch
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner);
+        reuse(&mut context.tool_name, tool_name.unwrap_or(""));
+        reuse(&mut context.trigger, trigger.unwrap_or(""));
+        let planned = snapshot.registry.plan(event, &context).is_some();
+        (!planned).then_some(snapshot.generation)
+    }
+
+    /// Answers a `stream_open` request: the plan is computed now and kept for the stream's
+    /// life; a stream with hooks gets a task.
+    async fn stream_open(&self, request: StreamOpenRequest) {
+        let event = match parse_event(&request.id, &request.event) {
+            Ok(event) => event,
+            Err(error) => return send(&self.sink, &error.to_server_message()).await,
+        };
+        if event != HookEventName::AfterModel {
+            let error = ProtocolError::new(
+                ErrorCode::UnsupportedEvent,
+                format!(
+                    "{event} cannot be streamed; only AfterModel can (send each {event} as an                      event request)"
+                ),
+            )
+            .with_id(Some(request.id));
+            return send(&self.sink, &error.to_server_message()).await;
+        }
+        let max_streams = self.shared.config.max_inflight_per_connection.max(1);
+        if self.streams.len() >= max_streams {
+            let error = ProtocolError::new(
+                ErrorCode::LimitReached,
+                format!(
+                    "this connection has {max_streams} open streams already, the most it may                      have (max_inflight_per_connection); close one first"
+                ),
+            )
+            .with_id(Some(request.id));
+            return send(&self.sink, &error.to_server_message()).await;
+        }
+        let Some(token) = self.register(&request.id).await else {
+            return;
+        };
+        let snapshot = self.shared.registries.get(Path::new(&request.cwd)).await;
+        let plan = snapshot.registry.plan(event, &MatchContext::default());
+        let opened = ServerMessage::StreamOpened(StreamOpenedMessage {
+            id: request.id.clone(),
+            hooks: plan.as_ref().map_or(0, |plan| plan.hooks.len() as u64),
+            generation: snapshot.generation,
+        });
+        // Sent before the stream can answer anything.
+        send(&self.sink, &opened).await;
+        let Some(plan) = plan else {
+            self.streams.insert_plain(request.id);
+            return;
+        };
+        let env = match &request.env {
+            Some(env) => wire_env(env.clone()),
+            None => Arc::clone(&self.env),
+        };
+        let plans_dir = request.plans_dir.clone().unwrap_or_else(|| {
+            hookd_core::env::default_plans_dir(
+                &self.shared.registries.gemini_home().display().to_string(),
+                &snapshot.project_id,
+                &request.session_id,
+            )
+        });
+        let fire = FireRequest {
+            event,
+            input: request.input,
+            base: BaseFields {
+                session_id: request.session_id,
+                transcript_path: request.transcript_path,
+                cwd: request.cwd.clone(),
+                timestamp: format_timestamp(unix_millis_now()),
+            },
+            project_dir: request.cwd,
+            plans_dir,
+            env,
+        };
+        // At most the in-flight cap of chunks can be queued (each holds a slot), plus the
+        // close: the queue never fills.
+        let capacity = self.shared.config.max_inflight_per_connection.max(1) + 1;
+        let (queue, commands) = mpsc::channel(capacity);
+        let run = StreamRun {
+            shared: Arc::clone(&self.shared),
+            sink: Arc::clone(&self.sink),
+            inflight: Arc::clone(&self.inflight),
+            id: request.id.clone(),
+            token,
+            gone: self.cancel.clone(),
+            generation: snapshot.generation,
+            output_budget: Arc::clone(&self.output_budget),
+            fire,
+            plan,
+        };
+        self.streams.insert_hooked(request.id, queue);
+        self.runs.spawn(run.serve(commands));
+    }
+
+    /// Answers a `chunk` that the allocation-free path did not: a chunk of a stream with
+    /// hooks is queued for its task, holding an in-flight slot until it is answered.
+    async fn chunk(&self, request: ChunkRequest) {
+        match self.streams.route_chunk(request.id.as_id_ref()) {
+            ChunkRoute::Plain => {
+                Stats::add(&self.shared.stats.events_served, 1);
+                let reply = ServerMessage::ChunkResult(ChunkResultMessage {
+                    id: request.id,
+                    seq: request.seq,
+                    content: None,
+                    result: empty_event_result(),
+                });
+                send(&self.sink, &reply).await;
+            }
+            ChunkRoute::Hooked => {
+                let command = Command::Chunk {
+                    seq: request.seq,
+                    llm_response: request.llm_response,
+                    slot: self.limit.enter(),
+                };
+                if self.streams.queue(&request.id, command).is_err() {
+                    let error = ProtocolError::new(
+                        ErrorCode::Internal,
+                        format!("stream {} could not take the chunk", request.id),
+                    )
+                    .with_id(Some(request.id));
+                    send(&self.sink, &error.to_server_message()).await;
+                }
+            }
+            ChunkRoute::Unknown => {
+                let error = unknown_stream(request.id);
+                send(&self.sink, &error.to_server_message()).await;
+            }
+        }
+    }
+
+    /// Answers a `stream_close`: at once for a stream without hooks, else by its task once
+    /// its queued chunks are answered.
+    async fn stream_close(&self, request: StreamCloseRequest) {
+        match self.streams.remove(&request.id) {
+            Some(Removed::Plain { chunks }) => self.close_plain_stream(request.id, chunks).await,
+            Some(Removed::Hooked { queue }) => {
+                // The queue has room for the close (see `stream_open`); were it gone, the task
+                // would close the stream anyway when the queue is dropped here.
+                let _ = queue.try_send(Command::Close);
+            }
+            None => {
+                let error = unknown_stream(request.id);
+                send(&self.sink, &error.to_server_message()).await;
+            }
+        }
+    }
+
+    /// Ends a stream without hooks (already out of the table) with `stream_closed`.
+    async fn close_plain_stream(&self, id: RequestId, chunks: u64) {
+        self.inflight
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .remove(&id);
+        let closed = ServerMessage::StreamClosed(StreamClosedMessage {
+            id,
+            chunks,
+            flush: String::new(),
+        });
+        send(&self.sink, &closed).await;
+    }
+
+    /// Answers a `hooked_events` request; with `subscribe`, sends the answer again after each
+    /// swap of the project's registry until the request is cancelled, the client goes or the
+    /// daemon stops.
+    async fn hooked_events(&self, request: HookedEventsRequest) {
+        let dir = PathBuf::from(&request.cwd);
+        if !request.subscribe {
+            let snapshot = self.shared.registries.get(&dir).await;
+            let reply = convert::hooked_events(request.id, request.cwd, &snapshot);
+            return send(&self.sink, &reply).await;
+        }
+        let Some(token) = self.register(&request.id).await else {
+            return;
+        };
+        // Subscribed before the first answer, so no change after it can be missed.
+        let mut changes = self.shared.registries.subscribe();
+        let snapshot = self.shared.registries.get(&dir).await;
+        let reply = convert::hooked_events(request.id.clone(), request.cwd.clone(), &snapshot);
+        send(&self.sink, &reply).await;
+        let shared = Arc::clone(&self.shared);
+        let sink = Arc::clone(&self.sink);
+        let inflight = Arc::clone(&self.inflight);
+        let id = request.id;
+        let cwd = request.cwd;
+        self.runs.spawn(async move {
+            loop {
+                let change = tokio::select! {
+                    _ = token.cancelled() => break,
+                    _ = shared.shutdown.cancelled() => break,
+                    change = changes.recv() => change,
+                };
+                let snapshot = match change {
+                    Ok(change) if change.snapshot.project_dir == dir => {
+                        Arc::clone(&change.snapshot)
+                    }
+                    Ok(_) => continue,
+                    // Every answer is the whole state: after missing some, the current one
+                    // is all the client needs.
+                    Err(tokio::sync::broadcast::error::RecvError::Lagged(_)) => {
+                        shared.registries.get(&dir).await
+                    }
+                    Err(tokio::sync::broadcast::error::RecvError::Closed) => break,
+                };
+                let reply = convert::hooked_events(id.clone(), cwd.clone(), &snapshot);
+                send(&sink, &reply).await;
+            }
+            inflight
+                .lock()
+                .unwrap_or_else(PoisonError::into_inner)
+                .remove(&id);
+        });
+    }
+
     /// Answers an `event` request: at once when no hook matches, else from a run task.
     async fn event(&self, request: EventRequest) {
-        let event = match request.event.parse::<HookEventName>() {
+        let event = match parse_event(&request.id, &request.event) {
             Ok(event) => event,
-            Err(_) => {
-                let error = ProtocolError::new(
-                    ErrorCode::UnknownEvent,
-                    format!(
-                        "unknown event {:?}; expected one of {}",
-                        request.event,
-                        HookEventName::ALL.map(HookEventName::as_str).join(", ")
-                    ),
-                )
-                .with_id(Some(request.id));
-                send(&self.sink, &error.to_server_message()).await;
-                return;
-            }
+            Err(error) => return send(&self.sink, &error.to_server_message()).await,
         };
         // `parse_client_message` has already refused a `cwd` that is not absolute.
         let snapshot = self.shared.registries.get(Path::new(&request.cwd)).await;
@@ -490,8 +787,23 @@ impl Connection {
         });
     }
 
-    /// Answers a `cancel` request.
+    /// Answers a `cancel` request. A cancelled stream answers what it has queued (its hooks'
+    /// runs stopped) and ends with `stream_closed`.
     async fn cancel_run(&self, request: CancelRequest) {
+        match self.streams.remove(&request.target) {
+            Some(Removed::Plain { chunks }) => {
+                let reply = ServerMessage::Cancelled(hookd_protocol::CancelledMessage {
+                    id: request.id,
+                    target: request.target.clone(),
+                });
+                send(&self.sink, &reply).await;
+                return self.close_plain_stream(request.target, chunks).await;
+            }
+            // Dropping the queue lets the task end after what is queued; the token below
+            // stops the running hooks.
+            Some(Removed::Hooked { queue }) => drop(queue),
+            None => {}
+        }
         let token = self
             .inflight
             .lock()
@@ -509,7 +821,8 @@ impl Connection {
             None => ProtocolError::new(
                 ErrorCode::UnknownId,
                 format!(
-                    "no event request with id {} is in flight on this connection",
+                    "no event request, subscription or stream with id {} is in flight on this \
+                     connection",
                     request.target
                 ),
             )
@@ -531,7 +844,7 @@ impl Connection {
 struct Run {
     shared: Arc<Shared>,
     sink: Sink,
-    inflight: Arc<std::sync::Mutex<HashMap<RequestId, CancellationToken>>>,
+    inflight: Inflight,
     token: CancellationToken,
     event: HookEventName,
     env: Env,
@@ -615,29 +928,28 @@ impl Run {
     }
 }
 
-/// Makes a `result` fit in one frame of at most `max_frame_bytes`.
+/// Makes a `result` or `chunk_result` fit in one frame of at most `max_frame_bytes`.
 ///
 /// A result repeats each hook's captured text (its `stdout`, its output, the merged output),
 /// and JSON escaping can multiply it, so a few hooks at their output caps can exceed the
 /// frame limit the client reads with. The captured `stdout`/`stderr` of the records are cut
 /// shorter and shorter, each cut said in the text; if even that does not fit, the request is
 /// answered with an `internal` error saying how large the result was.
-fn fit_in_frame(message: ServerMessage, max_frame_bytes: usize) -> ServerMessage {
+pub(crate) fn fit_in_frame(mut message: ServerMessage, max_frame_bytes: usize) -> ServerMessage {
     let size = hookd_protocol::encode(&message).len();
     if size <= max_frame_bytes {
         return message;
     }
-    let ServerMessage::Result(mut result) = message else {
-        return message;
-    };
     for keep in [64 * 1024, 4 * 1024, 0] {
-        for hook in &mut result.result.hooks {
+        let Some(hooks) = records_mut(&mut message) else {
+            return message;
+        };
+        for hook in hooks {
             truncate_text(&mut hook.stdout, keep);
             truncate_text(&mut hook.stderr, keep);
         }
-        let candidate = ServerMessage::Result(result.clone());
-        if hookd_protocol::encode(&candidate).len() <= max_frame_bytes {
-            return candidate;
+        if hookd_protocol::encode(&message).len() <= max_frame_bytes {
+            return message;
         }
     }
     ProtocolError::new(
@@ -647,8 +959,59 @@ fn fit_in_frame(message: ServerMessage, max_frame_bytes: usize) -> ServerMessage
              limit, even with the hooks' captured output cut; its hooks' outputs are too large"
         ),
     )
-    .with_id(Some(result.id))
+    .with_id(message.id().cloned())
     .to_server_message()
+}
+
+/// The hook records of a `result` or `chunk_result`.
+fn records_mut(message: &mut ServerMessage) -> Option<&mut Vec<HookRecord>> {
+    match message {
+        ServerMessage::Result(result) => Some(&mut result.result.hooks),
+        ServerMessage::ChunkResult(result) => Some(&mut result.result.hooks),
+        _ => None,
+    }
+}
+
+/// Overwrites a reused string with `value`, keeping its capacity.
+fn reuse(slot: &mut Option<String>, value: &str) {
+    let text = slot.get_or_insert_with(String::new);
+    text.clear();
+    text.push_str(value);
+}
+
+/// The event named in a request, or its `unknown_event` error.
+fn parse_event(id: &RequestId, name: &str) -> Result<HookEventName, ProtocolError> {
+    name.parse::<HookEventName>().map_err(|_| {
+        ProtocolError::new(
+            ErrorCode::UnknownEvent,
+            format!(
+                "unknown event {name:?}; expected one of {}",
+                HookEventName::ALL.map(HookEventName::as_str).join(", ")
+            ),
+        )
+        .with_id(Some(id.clone()))
+    })
+}
+
+/// The `unknown_id` error for a chunk or close of a stream that is not open.
+fn unknown_stream(id: RequestId) -> ProtocolError {
+    ProtocolError::new(
+        ErrorCode::UnknownId,
+        format!("no stream with id {id} is open on this connection"),
+    )
+    .with_id(Some(id))
+}
+
+/// The aggregate of no hooks.
+fn empty_event_result() -> EventResult {
+    EventResult {
+        success: true,
+        final_output: None,
+        all_outputs: Vec::new(),
+        errors: Vec::new(),
+        total_duration_ms: 0.0,
+        hooks: Vec::new(),
+    }
 }
 
 /// Cuts `text` to at most `keep` bytes (on a character boundary) and says so.
@@ -687,7 +1050,7 @@ async fn parse_off_thread_if_large(body: Bytes) -> Result<ClientMessage, Protoco
 }
 
 /// Milliseconds since the Unix epoch, for the payload's `timestamp`.
-fn unix_millis_now() -> i64 {
+pub(crate) fn unix_millis_now() -> i64 {
     SystemTime::now()
         .duration_since(UNIX_EPOCH)
         .map_or(0, |elapsed| elapsed.as_millis() as i64)

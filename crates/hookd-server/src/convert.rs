@@ -85,15 +85,44 @@ pub(crate) fn result(
 ) -> ServerMessage {
     ServerMessage::Result(wire::ResultMessage {
         id,
-        result: wire::EventResult {
-            success: aggregate.success,
-            final_output: aggregate.final_output.clone(),
-            all_outputs: aggregate.all_outputs.clone(),
-            errors: aggregate.errors.clone(),
-            total_duration_ms: millis(aggregate.total_duration),
-            hooks: results.iter().map(hook_record).collect(),
-        },
+        result: event_result(aggregate, results),
         generation,
+    })
+}
+
+/// The wire form of an aggregate with the records it was made from.
+pub(crate) fn event_result(aggregate: &Aggregate, results: &[HookResult]) -> wire::EventResult {
+    wire::EventResult {
+        success: aggregate.success,
+        final_output: aggregate.final_output.clone(),
+        all_outputs: aggregate.all_outputs.clone(),
+        errors: aggregate.errors.clone(),
+        total_duration_ms: millis(aggregate.total_duration),
+        hooks: results.iter().map(hook_record).collect(),
+    }
+}
+
+/// The events with at least one enabled hook in `snapshot`, in the protocol's event order.
+pub(crate) fn hooked_event_names(snapshot: &Snapshot) -> Vec<String> {
+    hookd_core::HookEventName::ALL
+        .into_iter()
+        .filter(|event| {
+            snapshot
+                .registry
+                .entries()
+                .any(|entry| entry.enabled && entry.event == *event)
+        })
+        .map(|event| event.as_str().to_owned())
+        .collect()
+}
+
+/// The `hooked_events` answer for the project of `snapshot`.
+pub(crate) fn hooked_events(id: RequestId, cwd: String, snapshot: &Snapshot) -> ServerMessage {
+    ServerMessage::HookedEvents(wire::HookedEventsMessage {
+        id,
+        cwd,
+        events: hooked_event_names(snapshot),
+        generation: snapshot.generation,
     })
 }
 

@@ -1,10 +1,19 @@
 //! Frame I/O on an accepted connection.
 //!
 //! [`FrameReader`] decodes with [`FrameCodec`], so oversized frames are reported and skipped
-//! exactly as `FramedRead` did. [`FrameWriter`] is shared by a connection's tasks and writes
-//! each frame with one plain non-blocking write; only when the socket buffer is full does it
-//! wait for room, so a slow client gets backpressure and blocks nobody but the senders of its
-//! own connection. An async mutex serialises whole frames, so frames never interleave.
+//! exactly as `FramedRead` did; one read takes whatever the socket holds, so a pipelining
+//! client's many small frames come in with few reads. [`FrameWriter`] is shared by a
+//! connection's tasks and writes each frame with one plain non-blocking write; only when the
+//! socket buffer is full does it wait for room, so a slow client gets backpressure and blocks
+//! nobody but the senders of its own connection. An async mutex serialises whole frames, so
+//! frames never interleave.
+//!
+//! Coalescing: the connection's read loop *queues* the answers it writes itself
+//! ([`FrameWriter::queue_with`], straight into the writer's reused buffer) while the client's
+//! next request is already buffered ([`FrameReader::frame_buffered`]), and
+//! [`FrameWriter::flush`]es before it waits for more input. A pipelining client thus gets many
+//! answers per write, and a lone request is answered as soon as it is handled. Any
+//! [`FrameWriter::send`] writes what is queued too, in order.
 
 use std::io;
 
@@ -16,8 +25,13 @@ use tokio::net::unix::{OwnedReadHalf, OwnedWriteHalf};
 use tokio::sync::Mutex;
 use tokio_util::codec::{Decoder, Encoder};
 
-/// The read buffer's initial capacity, as `FramedRead` had it.
+/// The read buffer's initial capacity, as `FramedRead` had it; also how much room is made
+/// before a read when less than [`MIN_READ_ROOM`] is left.
 const INITIAL_READ_CAPACITY: usize = 8 * 1024;
+
+/// Below this much free room the buffer is grown (or reclaimed) before a read, so that each
+/// read can take many small frames at once.
+const MIN_READ_ROOM: usize = 1024;
 
 /// Splits an accepted stream into its frame reader and its (shareable) frame writer.
 ///
@@ -67,6 +81,12 @@ impl FrameReader {
         self.codec.set_max_frame_bytes(max_frame_bytes);
     }
 
+    /// Whether a frame (or an oversized frame's prefix) is already buffered, so that
+    /// [`FrameReader::next`] returns without reading the socket.
+    pub(crate) fn frame_buffered(&self) -> bool {
+        self.state == ReadState::Open && self.codec.frame_ready(&self.buffer)
+    }
+
     /// The next frame; `None` once the peer has closed the connection (or after an error).
     ///
     /// Cancel-safe: every byte read is kept in the reader, so dropping the future between
@@ -112,8 +132,10 @@ impl FrameReader {
     /// Waits until the socket is readable and appends what it holds to the buffer; returns
     /// how many bytes came, 0 at end of stream.
     async fn fill(&mut self) -> io::Result<usize> {
-        if self.buffer.len() == self.buffer.capacity() {
-            self.buffer.reserve(1);
+        // Once the frames handed out are dropped, this reclaims the buffer's own storage
+        // instead of allocating.
+        if self.buffer.capacity() - self.buffer.len() < MIN_READ_ROOM {
+            self.buffer.reserve(INITIAL_READ_CAPACITY);
         }
         self.half.read_buf(&mut self.buffer).await
     }
@@ -141,12 +163,33 @@ impl FrameWriter {
     /// of it. A full socket buffer makes this wait (only this connection's senders wait).
     pub(crate) async fn send(&self, body: Bytes) -> Result<(), CodecError> {
         let mut state = self.state.lock().await;
-        let WriteState {
-            half,
-            codec,
-            pending,
-        } = &mut *state;
+        let WriteState { codec, pending, .. } = &mut *state;
         codec.encode(body, pending)?;
+        state.write_pending().await
+    }
+
+    /// Appends a frame that `write` puts into the writer's buffer (length prefix included)
+    /// without writing it yet: the next [`FrameWriter::send`] or [`FrameWriter::flush`] does.
+    /// The buffer is reused, so this allocates nothing once it has grown to its working size.
+    pub(crate) async fn queue_with(&self, write: impl FnOnce(&mut BytesMut)) {
+        let mut state = self.state.lock().await;
+        write(&mut state.pending);
+    }
+
+    /// Writes whatever is queued.
+    pub(crate) async fn flush(&self) -> Result<(), CodecError> {
+        let mut state = self.state.lock().await;
+        if state.pending.is_empty() {
+            return Ok(());
+        }
+        state.write_pending().await
+    }
+}
+
+impl WriteState {
+    /// Writes the whole buffer, waiting for room when the socket is full.
+    async fn write_pending(&mut self) -> Result<(), CodecError> {
+        let WriteState { half, pending, .. } = self;
         while !pending.is_empty() {
             match half.try_write(pending) {
                 Ok(0) => return Err(CodecError::Io(io::ErrorKind::WriteZero.into())),

@@ -30,6 +30,7 @@ mod registries;
 mod shared;
 mod socket;
 mod stats;
+mod stream;
 mod trust;
 mod watcher;
 

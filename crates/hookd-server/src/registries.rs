@@ -256,8 +256,9 @@ impl Registries {
         snapshot
     }
 
-    /// The cached registry of `project_dir`, marked as used.
-    fn cached(&self, project_dir: &Path) -> Option<Arc<Snapshot>> {
+    /// The cached registry of `project_dir`, marked as used; `None` when it is not cached.
+    /// Never waits and allocates nothing, for the connection's fast path.
+    pub(crate) fn cached(&self, project_dir: &Path) -> Option<Arc<Snapshot>> {
         let now = self.clock.fetch_add(1, Ordering::Relaxed);
         let mut cache = self.lock_cache();
         let cached = cache.get_mut(project_dir)?;

@@ -1,0 +1,548 @@
+//! AfterModel stream sessions: one model response, many chunks, one plan.
+//!
+//! `stream_open` computes the plan once (AfterModel ignores matchers) from the project's
+//! registry snapshot, which the stream keeps for its whole life, and keeps the open's input
+//! (with `llm_request`), so each `chunk` carries only its `llm_response`.
+//!
+//! A stream with no hook is only an entry in the connection's [`Streams`] table: its chunks are
+//! answered by the connection's read loop itself, on the allocation-free path when the frame
+//! allows it. A stream with hooks gets a task ([`StreamRun`]) that takes its chunks from a
+//! bounded queue one after another (a stream has state), while different streams run
+//! concurrently. Every queued chunk holds one of the connection's in-flight slots until its
+//! `chunk_result` is written, so a connection never has more than its in-flight cap of chunks
+//! and event runs waiting, and the queue (sized to that cap) never fills.
+//!
+//! Per chunk, the builtin filters of the plan run first, in plan order, in this task: the
+//! chunk's text goes through each filter's [`StreamRedactor`]. The filtered text is what the
+//! command hooks then see, as `content` and inside the `llm_response` they are given, and
+//! `full_content` is the text emitted so far plus this chunk's filtered text: hooks never see
+//! what a filter removed. The command hooks run through `hookd_runner::fire::run_plan` as a
+//! plan of their own. The records are aggregated in the order they ran (filters, then command
+//! hooks, each in plan order), so a command hook's replacement is applied on top of the
+//! filters' and wins over it. What a filter holds back at the end of a chunk (the possible
+//! start of a secret) is released at `stream_close` as `flush`.
+
+use std::borrow::Borrow;
+use std::collections::HashMap;
+use std::hash::{Hash, Hasher};
+use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
+use std::time::{Duration, Instant};
+
+use hookd_core::payload::{chunk_text, format_timestamp};
+use hookd_core::redact::StreamRedactor;
+use hookd_core::{HookEntry, HookEventName, HookOutcome, HookResult, HookType, OutputFormat, Plan};
+use hookd_protocol::fast::IdRef;
+use hookd_protocol::{ChunkResultMessage, RequestId, ServerMessage, StreamClosedMessage};
+use hookd_runner::fire::{FireRequest, run_plan};
+use serde_json::{Map, Value, json};
+use tokio::sync::{OwnedSemaphorePermit, Semaphore, mpsc};
+use tokio_util::sync::CancellationToken;
+
+use crate::connection::{Inflight, OUTPUT_BUDGET_KIB, Sink, fit_in_frame, send, unix_millis_now};
+use crate::convert;
+use crate::shared::Shared;
+use crate::stats::Stats;
+
+/// At most this much of the text emitted so far is kept for `full_content`; beyond it the
+/// oldest text is dropped (on a character boundary).
+pub(crate) const MAX_FULL_CONTENT_BYTES: usize = 8 * 1024 * 1024;
+
+/// What the read loop hands a stream's task.
+#[derive(Debug)]
+pub(crate) enum Command {
+    /// A chunk to run, with the in-flight slot it holds until it is answered.
+    Chunk {
+        seq: u64,
+        llm_response: Map<String, Value>,
+        slot: Option<OwnedSemaphorePermit>,
+    },
+    /// `stream_close`: answer `stream_closed` with the filters' held-back text.
+    Close,
+}
+
+/// A stream id as the table's key, hashed and compared as an [`IdRef`] so that the table can
+/// be searched with an id borrowed from a frame.
+#[derive(Debug, PartialEq, Eq)]
+struct StreamKey(RequestId);
+
+/// Anything that can be seen as an [`IdRef`]: the table's keys and borrowed ids.
+trait IdKey {
+    fn id_ref(&self) -> IdRef<'_>;
+}
+
+impl IdKey for StreamKey {
+    fn id_ref(&self) -> IdRef<'_> {
+        self.0.as_id_ref()
+    }
+}
+
+impl IdKey for IdRef<'_> {
+    fn id_ref(&self) -> IdRef<'_> {
+        *self
+    }
+}
+
+impl Hash for StreamKey {
+    fn hash<H: Hasher>(&self, state: &mut H) {
+        self.id_ref().hash(state);
+    }
+}
+
+impl<'a> Borrow<dyn IdKey + 'a> for StreamKey {
+    fn borrow(&self) -> &(dyn IdKey + 'a) {
+        self
+    }
+}
+
+impl Hash for dyn IdKey + '_ {
+    fn hash<H: Hasher>(&self, state: &mut H) {
+        self.id_ref().hash(state);
+    }
+}
+
+impl PartialEq for dyn IdKey + '_ {
+    fn eq(&self, other: &Self) -> bool {
+        self.id_ref() == other.id_ref()
+    }
+}
+
+impl Eq for dyn IdKey + '_ {}
+
+/// One open stream in the table.
+#[derive(Debug)]
+enum Entry {
+    /// No hook: the read loop answers, counting the chunks.
+    Plain { chunks: u64 },
+    /// A task runs the chunks; this is its queue.
+    Hooked { queue: mpsc::Sender<Command> },
+}
+
+/// Where a chunk goes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum ChunkRoute {
+    /// A stream without hooks: answered at once (and counted).
+    Plain,
+    /// A stream with hooks: to its task.
+    Hooked,
+    /// No such stream is open.
+    Unknown,
+}
+
+/// A stream taken out of the table.
+#[derive(Debug)]
+pub(crate) enum Removed {
+    /// A stream without hooks and how many chunks it answered.
+    Plain { chunks: u64 },
+    /// A stream with hooks: its queue (dropping it lets the task end after what is queued).
+    Hooked { queue: mpsc::Sender<Command> },
+}
+
+/// The open streams of one connection. Only the connection's read loop changes it.
+#[derive(Debug, Default)]
+pub(crate) struct Streams {
+    map: Mutex<HashMap<StreamKey, Entry>>,
+}
+
+impl Streams {
+    fn lock(&self) -> MutexGuard<'_, HashMap<StreamKey, Entry>> {
+        self.map.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+
+    /// How many streams are open.
+    pub(crate) fn len(&self) -> usize {
+        self.lock().len()
+    }
+
+    /// Adds a stream without hooks.
+    pub(crate) fn insert_plain(&self, id: RequestId) {
+        self.lock()
+            .insert(StreamKey(id), Entry::Plain { chunks: 0 });
+    }
+
+    /// Adds a stream whose task reads `queue`.
+    pub(crate) fn insert_hooked(&self, id: RequestId, queue: mpsc::Sender<Command>) {
+        self.lock().insert(StreamKey(id), Entry::Hooked { queue });
+    }
+
+    /// Where a chunk of stream `id` goes; a chunk of a stream without hooks is counted as
+    /// answered. Allocates nothing.
+    pub(crate) fn route_chunk(&self, id: IdRef<'_>) -> ChunkRoute {
+        let mut map = self.lock();
+        match map.get_mut(&id as &dyn IdKey) {
+            Some(Entry::Plain { chunks }) => {
+                *chunks += 1;
+                ChunkRoute::Plain
+            }
+            Some(Entry::Hooked { .. }) => ChunkRoute::Hooked,
+            None => ChunkRoute::Unknown,
+        }
+    }
+
+    /// Queues a command for the task of stream `id`; gives it back when the stream has no
+    /// task (any more) or its queue is full, which the in-flight cap rules out.
+    pub(crate) fn queue(&self, id: &RequestId, command: Command) -> Result<(), Command> {
+        let map = self.lock();
+        match map.get(&id.as_id_ref() as &dyn IdKey) {
+            Some(Entry::Hooked { queue }) => queue.try_send(command).map_err(|err| match err {
+                mpsc::error::TrySendError::Full(command)
+                | mpsc::error::TrySendError::Closed(command) => command,
+            }),
+            _ => Err(command),
+        }
+    }
+
+    /// Takes stream `id` out of the table.
+    pub(crate) fn remove(&self, id: &RequestId) -> Option<Removed> {
+        let entry = self.lock().remove(&id.as_id_ref() as &dyn IdKey)?;
+        Some(removed(entry))
+    }
+
+    /// Takes every stream out of the table.
+    pub(crate) fn drain(&self) -> Vec<(RequestId, Removed)> {
+        self.lock()
+            .drain()
+            .map(|(key, entry)| (key.0, removed(entry)))
+            .collect()
+    }
+}
+
+fn removed(entry: Entry) -> Removed {
+    match entry {
+        Entry::Plain { chunks } => Removed::Plain { chunks },
+        Entry::Hooked { queue } => Removed::Hooked { queue },
+    }
+}
+
+/// One builtin filter of a stream, with its streaming state.
+struct Filter {
+    entry: Arc<HookEntry>,
+    stream: StreamRedactor,
+}
+
+/// A stream with hooks, owned by its task.
+pub(crate) struct StreamRun {
+    pub(crate) shared: Arc<Shared>,
+    pub(crate) sink: Sink,
+    pub(crate) inflight: Inflight,
+    pub(crate) id: RequestId,
+    /// Cancelled by a `cancel` naming the stream, and with the connection.
+    pub(crate) token: CancellationToken,
+    /// The connection's own token: cancelled when the client is gone (or the daemon's stop
+    /// deadline passed), when nothing more can be answered.
+    pub(crate) gone: CancellationToken,
+    /// The generation of the registry snapshot the plan came from.
+    pub(crate) generation: u64,
+    /// The connection's output budget (see `connection`).
+    pub(crate) output_budget: Arc<Semaphore>,
+    /// The open's input and base fields; each chunk sets its own fields in it.
+    pub(crate) fire: FireRequest,
+    /// The plan, computed at `stream_open`.
+    pub(crate) plan: Plan,
+}
+
+/// The state a stream keeps between chunks.
+struct StreamState {
+    filters: Vec<Filter>,
+    /// The hooks that are not builtin filters, as a plan of their own.
+    commands: Option<Plan>,
+    /// The text emitted so far (at most [`MAX_FULL_CONTENT_BYTES`]), for `full_content`.
+    emitted: String,
+}
+
+impl StreamState {
+    fn new(plan: &Plan) -> StreamState {
+        let mut filters = Vec::new();
+        let mut commands = Vec::new();
+        for entry in &plan.hooks {
+            match (&entry.config.hook_type, &entry.builtin) {
+                (HookType::Builtin, Some(redactor)) => filters.push(Filter {
+                    entry: Arc::clone(entry),
+                    stream: StreamRedactor::new(Arc::clone(redactor)),
+                }),
+                // A builtin without a compiled filter is the runner's to refuse.
+                _ => commands.push(Arc::clone(entry)),
+            }
+        }
+        let commands = (!commands.is_empty()).then(|| Plan {
+            event: plan.event,
+            hooks: commands,
+            sequential: plan.sequential,
+        });
+        StreamState {
+            filters,
+            commands,
+            emitted: String::new(),
+        }
+    }
+
+    /// Adds text to what was emitted, dropping the oldest beyond the bound.
+    fn push_emitted(&mut self, text: &str) {
+        if self.commands.is_none() {
+            // Only command hooks read `full_content`.
+            return;
+        }
+        self.emitted.push_str(text);
+        if self.emitted.len() > MAX_FULL_CONTENT_BYTES {
+            let mut cut = self.emitted.len() - MAX_FULL_CONTENT_BYTES;
+            while !self.emitted.is_char_boundary(cut) {
+                cut += 1;
+            }
+            self.emitted.drain(..cut);
+        }
+    }
+
+    /// Ends the filters: what each held back, through the filters after it.
+    fn flush(&mut self) -> String {
+        let mut carry = String::new();
+        for filter in &mut self.filters {
+            let mut out = filter.stream.push(&carry);
+            out.push_str(&filter.stream.finish());
+            carry = out;
+        }
+        carry
+    }
+}
+
+impl StreamRun {
+    /// Answers the stream's chunks in order until it is closed (or its queue is dropped:
+    /// cancelled, or the daemon is stopping), then sends `stream_closed`.
+    pub(crate) async fn serve(mut self, mut commands: mpsc::Receiver<Command>) {
+        let mut state = StreamState::new(&self.plan);
+        let mut chunks = 0u64;
+        while let Some(command) = commands.recv().await {
+            if self.gone.is_cancelled() {
+                break;
+            }
+            match command {
+                Command::Chunk {
+                    seq,
+                    llm_response,
+                    slot,
+                } => {
+                    let (message, budget) = self.chunk(&mut state, seq, llm_response).await;
+                    chunks += 1;
+                    send(&self.sink, &message).await;
+                    drop(budget);
+                    drop(slot);
+                }
+                Command::Close => break,
+            }
+        }
+        let flush = state.flush();
+        self.inflight
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .remove(&self.id);
+        if self.gone.is_cancelled() {
+            return;
+        }
+        let closed = ServerMessage::StreamClosed(StreamClosedMessage {
+            id: self.id.clone(),
+            chunks,
+            flush,
+        });
+        send(&self.sink, &closed).await;
+    }
+
+    /// Runs one chunk: filters, then command hooks; returns its `chunk_result` and the share
+    /// of the output budget to give back once it is written.
+    async fn chunk(
+        &mut self,
+        state: &mut StreamState,
+        seq: u64,
+        llm_response: Map<String, Value>,
+    ) -> (ServerMessage, Option<OwnedSemaphorePermit>) {
+        Stats::add(&self.shared.stats.events_served, 1);
+        let original_response = Value::Object(llm_response);
+        let original = chunk_text(&original_response);
+        let mut results: Vec<HookResult> = Vec::with_capacity(self.plan.hooks.len());
+
+        let mut text = original.clone();
+        for filter in &mut state.filters {
+            let started = Instant::now();
+            let filtered = filter.stream.push(&text);
+            let output = (filtered != text).then(|| filtered.clone());
+            results.push(builtin_record(&filter.entry, output, started.elapsed()));
+            text = filtered;
+        }
+        let response = if text == original {
+            original_response
+        } else {
+            hookd_core::aggregate::replaced_response(Some(&original_response), &text)
+        };
+        let input = &mut self.fire.input;
+        input.insert("llm_response".to_owned(), response);
+        input.insert("content".to_owned(), Value::String(text.clone()));
+
+        let mut budget = None;
+        if let Some(commands) = &state.commands {
+            let mut full_content = String::with_capacity(state.emitted.len() + text.len());
+            full_content.push_str(&state.emitted);
+            full_content.push_str(&text);
+            input.insert("full_content".to_owned(), Value::String(full_content));
+            self.fire.base.timestamp = format_timestamp(unix_millis_now());
+            let worst_kib = (commands.hooks.len() * 2 * self.shared.config.max_output_bytes)
+                .div_ceil(1024)
+                .clamp(1, OUTPUT_BUDGET_KIB as usize);
+            let kib = u32::try_from(worst_kib).unwrap_or(OUTPUT_BUDGET_KIB);
+            budget = tokio::select! {
+                permit = Arc::clone(&self.output_budget).acquire_many_owned(kib) => permit.ok(),
+                () = self.gone.cancelled() => None,
+            };
+            let hook_count = commands.hooks.len();
+            Stats::add(&self.shared.stats.hooks_pending, hook_count as u64);
+            let stats = Arc::clone(&self.shared);
+            let mut on_result = move |_: usize, _: &HookResult| {
+                Stats::sub(&stats.stats.hooks_pending, 1);
+            };
+            let ran = run_plan(
+                commands,
+                &self.fire,
+                &self.shared.runner,
+                &self.token,
+                &mut on_result,
+            )
+            .await;
+            self.shared.last_runs.record(&commands.hooks, &ran);
+            results.extend(ran);
+        }
+
+        let aggregate =
+            hookd_core::aggregate::aggregate(HookEventName::AfterModel, &results, &self.fire.input);
+        crate::audit::record_run(
+            &self.shared,
+            &self.fire,
+            self.generation,
+            &results,
+            &aggregate,
+        );
+        let emitted = replacement_text(&aggregate).unwrap_or(text);
+        state.push_emitted(&emitted);
+        let content = (emitted != original).then_some(emitted);
+        let message = ServerMessage::ChunkResult(ChunkResultMessage {
+            id: self.id.clone(),
+            seq,
+            content,
+            result: convert::event_result(&aggregate, &results),
+        });
+        (
+            fit_in_frame(message, self.shared.config.max_frame_bytes),
+            budget,
+        )
+    }
+}
+
+/// The text of the response the aggregate puts in place of the chunk, if it replaces it:
+/// `hookSpecificOutput.llm_response` of the merged output, when it is an object.
+fn replacement_text(aggregate: &hookd_core::aggregate::Aggregate) -> Option<String> {
+    aggregate
+        .final_output
+        .as_ref()?
+        .get("hookSpecificOutput")?
+        .get("llm_response")
+        .filter(|response| response.is_object())
+        .map(chunk_text)
+}
+
+/// The record of a builtin filter's run on one chunk: a hook that exited 0, whose output
+/// replaces the chunk's text (`{"content": ...}`, decision D6) when the filter changed it.
+fn builtin_record(entry: &HookEntry, filtered: Option<String>, duration: Duration) -> HookResult {
+    let output = filtered.map(|content| json!({ "content": content }));
+    HookResult {
+        name: entry.config.display_name().to_owned(),
+        source: entry.source,
+        event: HookEventName::AfterModel,
+        success: true,
+        output_format: output.as_ref().map(|_| OutputFormat::Json),
+        output,
+        stdout: String::new(),
+        stderr: String::new(),
+        exit_code: Some(0),
+        duration,
+        error: None,
+        outcome: HookOutcome::Exited { code: 0 },
+        failure: None,
+        warning: None,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_table_finds_streams_by_borrowed_ids() {
+        let streams = Streams::default();
+        streams.insert_plain(RequestId::Number(7));
+        streams.insert_plain(RequestId::from("s"));
+        let (queue, _rx) = mpsc::channel(1);
+        streams.insert_hooked(RequestId::from("h"), queue);
+        // (id, route)
+        let cases = [
+            (IdRef::Number(7), ChunkRoute::Plain),
+            (IdRef::String("7"), ChunkRoute::Unknown),
+            (IdRef::String("s"), ChunkRoute::Plain),
+            (IdRef::Number(8), ChunkRoute::Unknown),
+            (IdRef::String("h"), ChunkRoute::Hooked),
+        ];
+        for (id, route) in cases {
+            assert_eq!(streams.route_chunk(id), route, "{id:?}");
+        }
+        assert!(matches!(
+            streams.remove(&RequestId::Number(7)),
+            Some(Removed::Plain { chunks: 1 })
+        ));
+        assert_eq!(streams.route_chunk(IdRef::Number(7)), ChunkRoute::Unknown);
+        assert_eq!(streams.len(), 2);
+        // A plain stream has no queue.
+        assert!(
+            streams
+                .queue(&RequestId::from("s"), Command::Close)
+                .is_err()
+        );
+        assert!(streams.queue(&RequestId::from("h"), Command::Close).is_ok());
+        // The queue holds one command.
+        assert!(
+            streams
+                .queue(&RequestId::from("h"), Command::Close)
+                .is_err()
+        );
+        assert_eq!(streams.drain().len(), 2);
+        assert_eq!(streams.len(), 0);
+    }
+
+    #[test]
+    fn replacement_text_reads_the_merged_llm_response() {
+        let aggregate = |output: Option<Value>| hookd_core::aggregate::Aggregate {
+            success: true,
+            final_output: output,
+            all_outputs: Vec::new(),
+            errors: Vec::new(),
+            total_duration: Duration::ZERO,
+        };
+        let cases = [
+            (None, None),
+            (Some(json!({"decision": "allow"})), None),
+            (
+                Some(json!({"hookSpecificOutput": {"llm_response": null}})),
+                None,
+            ),
+            (
+                Some(json!({"hookSpecificOutput": {"llm_response": {"text": "t"}}})),
+                Some("t"),
+            ),
+            (
+                Some(json!({"hookSpecificOutput": {"llm_response":
+                    {"candidates": [{"content": {"parts": ["a", "b"]}}]}}})),
+                Some("ab"),
+            ),
+        ];
+        for (output, expected) in cases {
+            assert_eq!(
+                replacement_text(&aggregate(output.clone())).as_deref(),
+                expected,
+                "{output:?}"
+            );
+        }
+    }
+}

@@ -1,0 +1,529 @@
+//! AfterModel stream sessions and `hooked_events`, against the real daemon with real hook
+//! scripts: chunks come back one per chunk and in order, replaced when a hook replaces them;
+//! hooks see `content` and `full_content`; a stream without hooks answers at once; a client
+//! that goes away mid-stream takes its running hook with it; two streams share a connection;
+//! builtin filters redact across chunk boundaries and release what they held at close; an
+//! agent learns which events have hooks, and when that changes.
+
+use std::time::{Duration, Instant};
+
+use hookd_client::{ClientError, StreamRequest};
+use hookd_e2e::{
+    Daemon, RawConn, command_hook, process_running, script_command, settings, wait_until, within,
+};
+use hookd_protocol::ErrorCode;
+use serde_json::{Map, Value, json};
+
+/// Generous bound for anything that should take a moment.
+const WAIT: Duration = Duration::from_secs(30);
+
+/// A model response chunk whose text is `text`, in the candidates form the daemon reads.
+fn chunk(text: &str) -> Map<String, Value> {
+    let value = json!({"candidates": [{"content": {"role": "model", "parts": [text]},
+                                        "index": 0}]});
+    value.as_object().cloned().unwrap_or_default()
+}
+
+/// The `llm_request` every stream of this module sends.
+fn llm_request() -> Value {
+    json!({"model": "gemini-2.5-flash", "messages": [{"role": "user", "content": "hi"}]})
+}
+
+/// A hook body that answers `{"content": "<this chunk's text, upper-cased>!"}`, reading the
+/// chunk's `content` (the field right before `full_content`) from its stdin with bash alone
+/// (the texts of these tests have no escapes). With `log`, it also appends its stdin as a line to that file.
+fn upper_script(log: Option<&std::path::Path>) -> String {
+    let append = log
+        .map(|log| format!("printf '%s\\n' \"$input\" >> '{}'\n", log.display()))
+        .unwrap_or_default();
+    format!(
+        r#"input=$(cat)
+{append}if [[ $input =~ \"content\":\"([^\"]*)\",\"full_content\" ]]; then
+  printf '{{"content":"%s!"}}' "${{BASH_REMATCH[1]^^}}"
+fi"#
+    )
+}
+
+/// Settings with these AfterModel hooks.
+fn after_model(hooks: Vec<Value>) -> Value {
+    settings(&[("AfterModel", None, hooks)])
+}
+
+#[tokio::test]
+async fn a_thousand_chunks_through_a_replacing_hook_come_back_in_order() {
+    let daemon = Daemon::start(after_model(vec![command_hook(
+        "upper",
+        &script_command("upper.sh"),
+    )]))
+    .await;
+    daemon.script("upper.sh", &upper_script(None));
+    let client = daemon.client().await;
+    let request = StreamRequest::new(daemon.cwd()).with_llm_request(llm_request());
+    let mut stream = client.open_stream(request).await.expect("open");
+    assert_eq!(stream.hooks(), 1);
+
+    within("1000 chunks through a one-shot hook", Duration::from_secs(120), async {
+        for n in 0..1000u64 {
+            let seq = stream.send_chunk(chunk(&format!("c{n}"))).await.expect("send");
+            assert_eq!(seq, n);
+        }
+        for n in 0..1000u64 {
+            let result = stream.next_result().await.expect("result").expect("in flight");
+            assert_eq!(result.seq, n, "results come in order");
+            assert_eq!(result.content.as_deref(), Some(format!("C{n}!").as_str()));
+            assert!(result.result.success, "{:?}", result.result);
+            let replaced = &result.result.final_output.as_ref().expect("output")
+                ["hookSpecificOutput"]["llm_response"];
+            assert_eq!(
+                replaced["candidates"][0]["content"]["parts"],
+                json!([format!("C{n}!")])
+            );
+        }
+    })
+    .await;
+    assert!(stream.next_result().await.expect("none left").is_none());
+    let end = stream.close().await.expect("close");
+    assert_eq!((end.chunks, end.flush.as_str()), (1000, ""));
+    assert!(end.results.is_empty());
+}
+
+#[tokio::test]
+async fn hooks_see_the_chunk_as_content_and_the_emitted_text_as_full_content() {
+    let daemon = Daemon::start(after_model(vec![command_hook(
+        "upper",
+        &script_command("upper.sh"),
+    )]))
+    .await;
+    let log = daemon.out_dir("out").join("stdin.log");
+    daemon.script("upper.sh", &upper_script(Some(&log)));
+    let client = daemon.client().await;
+    let mut request = StreamRequest::new(daemon.cwd()).with_llm_request(llm_request());
+    request.session_id = "sess-stream".to_owned();
+    request
+        .input
+        .insert("extra_field".to_owned(), json!({"kept": true}));
+    let mut stream = client.open_stream(request).await.expect("open");
+    for text in ["ab", "cd", "ef"] {
+        stream.send_chunk(chunk(text)).await.expect("send");
+    }
+    let end = stream.close().await.expect("close");
+    let emitted: Vec<Option<String>> = end.results.iter().map(|r| r.content.clone()).collect();
+    assert_eq!(
+        emitted,
+        [Some("AB!".into()), Some("CD!".into()), Some("EF!".into())]
+    );
+
+    let payloads: Vec<Value> = std::fs::read_to_string(&log)
+        .expect("log")
+        .lines()
+        .map(|line| serde_json::from_str(line).expect("payload"))
+        .collect();
+    assert_eq!(payloads.len(), 3);
+    // (content, full_content): the text emitted so far (after the hook's replacement), then
+    // this chunk's own text.
+    let expected = [("ab", "ab"), ("cd", "AB!cd"), ("ef", "AB!CD!ef")];
+    for (payload, (content, full)) in payloads.iter().zip(expected) {
+        assert_eq!(payload["hook_event_name"], "AfterModel");
+        assert_eq!(payload["session_id"], "sess-stream");
+        assert_eq!(
+            payload["llm_request"],
+            llm_request(),
+            "sent once, given every time"
+        );
+        assert_eq!(payload["extra_field"], json!({"kept": true}));
+        assert_eq!(payload["content"], content, "{payload}");
+        assert_eq!(payload["full_content"], full, "{payload}");
+        assert_eq!(
+            payload["llm_response"]["candidates"][0]["content"]["parts"],
+            json!([content])
+        );
+        // Gemini CLI's key order: base fields, then the event's fields.
+        let keys: Vec<&str> = payload
+            .as_object()
+            .expect("object")
+            .keys()
+            .map(String::as_str)
+            .collect();
+        assert_eq!(
+            keys[..9],
+            [
+                "session_id",
+                "transcript_path",
+                "cwd",
+                "hook_event_name",
+                "timestamp",
+                "llm_request",
+                "llm_response",
+                "content",
+                "full_content"
+            ]
+        );
+    }
+}
+
+#[tokio::test]
+async fn a_stream_without_hooks_answers_every_chunk_at_once() {
+    // A BeforeTool hook only: AfterModel has none.
+    let daemon = Daemon::start(settings(&[(
+        "BeforeTool",
+        None,
+        vec![command_hook("t", "true")],
+    )]))
+    .await;
+    let client = daemon.client().await;
+    let mut stream = client
+        .open_stream(StreamRequest::new(daemon.cwd()).with_llm_request(llm_request()))
+        .await
+        .expect("open");
+    assert_eq!(stream.hooks(), 0);
+    const CHUNKS: u64 = 20_000;
+    let started = Instant::now();
+    let mut received = 0u64;
+    within("20,000 chunks without hooks", WAIT, async {
+        for n in 0..CHUNKS {
+            stream
+                .send_chunk(chunk("some text\nwith \"quotes\""))
+                .await
+                .expect("send");
+            // Read whatever is already back, so the window stays open.
+            while stream.in_flight() > 64 {
+                let result = stream.next_result().await.expect("result").expect("some");
+                assert_eq!(result.seq, received);
+                assert_eq!(result.content, None);
+                assert!(result.result.hooks.is_empty());
+                received += 1;
+            }
+            assert!(n + 1 - received <= 65);
+        }
+        while let Some(result) = stream.next_result().await.expect("result") {
+            assert_eq!(result.seq, received);
+            received += 1;
+        }
+    })
+    .await;
+    let elapsed = started.elapsed();
+    assert_eq!(received, CHUNKS);
+    eprintln!(
+        "no-hook stream: {CHUNKS} chunks in {elapsed:?} ({:.0} chunks/s, unoptimised build)",
+        CHUNKS as f64 / elapsed.as_secs_f64()
+    );
+    let end = stream.close().await.expect("close");
+    assert_eq!((end.chunks, end.flush.as_str()), (CHUNKS, ""));
+    let status = client.status().await.expect("status");
+    assert!(status.events_served >= CHUNKS, "{}", status.events_served);
+}
+
+#[tokio::test]
+async fn a_client_that_disconnects_mid_stream_takes_its_running_hook_with_it() {
+    let daemon = Daemon::start(after_model(vec![command_hook(
+        "slow",
+        &script_command("slow.sh"),
+    )]))
+    .await;
+    let pid_file = daemon.out_dir("out").join("pid");
+    daemon.script(
+        "slow.sh",
+        &format!("echo $$ > '{}'\nexec sleep 60", pid_file.display()),
+    );
+    let client = daemon.client().await;
+    let mut stream = client
+        .open_stream(StreamRequest::new(daemon.cwd()))
+        .await
+        .expect("open");
+    stream.send_chunk(chunk("one")).await.expect("send");
+    stream.send_chunk(chunk("two")).await.expect("send");
+    wait_until("the hook has started", WAIT, || {
+        std::fs::read_to_string(&pid_file).is_ok_and(|pid| pid.trim().parse::<i32>().is_ok())
+    })
+    .await;
+    let pid: i32 = std::fs::read_to_string(&pid_file)
+        .expect("pid")
+        .trim()
+        .parse()
+        .expect("a pid");
+    assert!(process_running(pid));
+    drop(stream);
+    drop(client);
+    wait_until("the running hook is killed", WAIT, || !process_running(pid)).await;
+    // The daemon carries on.
+    daemon.client().await.ping().await.expect("ping");
+}
+
+#[tokio::test]
+async fn cancelling_a_stream_stops_its_hook_and_ends_it() {
+    let daemon = Daemon::start(after_model(vec![command_hook(
+        "slow",
+        &script_command("slow.sh"),
+    )]))
+    .await;
+    daemon.script("slow.sh", "exec sleep 60");
+    let client = daemon.client().await;
+    let mut stream = client
+        .open_stream(StreamRequest::new(daemon.cwd()))
+        .await
+        .expect("open");
+    stream.send_chunk(chunk("one")).await.expect("send");
+    stream.send_chunk(chunk("two")).await.expect("send");
+    let id = stream.id().clone();
+    within("cancel", WAIT, client.cancel(&id))
+        .await
+        .expect("cancelled");
+    // Both chunks are answered, their hook cancelled, then the stream ends.
+    let first = within("result", WAIT, stream.next_result())
+        .await
+        .expect("result")
+        .expect("one");
+    assert_eq!(first.result.hooks[0].outcome.kind(), "cancelled");
+    let second = stream.next_result().await.expect("result").expect("two");
+    assert_eq!(second.seq, 1);
+    assert_eq!(second.result.hooks[0].outcome.kind(), "cancelled");
+    let end = stream.close().await.expect("ended by the daemon");
+    assert_eq!(end.chunks, 2);
+}
+
+#[tokio::test]
+async fn two_streams_interleave_on_one_connection() {
+    let daemon = Daemon::start(after_model(vec![command_hook(
+        "upper",
+        &script_command("upper.sh"),
+    )]))
+    .await;
+    daemon.script("upper.sh", &upper_script(None));
+    let client = daemon.client().await;
+    let open = || client.open_stream(StreamRequest::new(daemon.cwd()));
+    let mut left = open().await.expect("open left");
+    let mut right = open().await.expect("open right");
+    assert_ne!(left.id(), right.id());
+    within("two interleaved streams", WAIT, async {
+        for n in 0..20 {
+            left.send_chunk(chunk(&format!("l{n}")))
+                .await
+                .expect("left");
+            right
+                .send_chunk(chunk(&format!("r{n}")))
+                .await
+                .expect("right");
+        }
+        for n in 0..20 {
+            let l = left
+                .next_result()
+                .await
+                .expect("left")
+                .expect("left result");
+            let r = right
+                .next_result()
+                .await
+                .expect("right")
+                .expect("right result");
+            assert_eq!(l.content.as_deref(), Some(format!("L{n}!").as_str()));
+            assert_eq!(r.content.as_deref(), Some(format!("R{n}!").as_str()));
+        }
+    })
+    .await;
+    assert_eq!(left.close().await.expect("close").chunks, 20);
+    assert_eq!(right.close().await.expect("close").chunks, 20);
+}
+
+#[tokio::test]
+async fn stream_requests_that_cannot_be_served_get_typed_errors() {
+    let daemon = Daemon::start(after_model(vec![])).await;
+    let mut raw = RawConn::connect_hello(&daemon.socket).await;
+    let cwd = daemon.cwd();
+    let cases = [
+        (
+            json!({"type": "chunk", "id": 99, "seq": 0, "llm_response": {}}),
+            "unknown_id",
+        ),
+        (json!({"type": "stream_close", "id": 99}), "unknown_id"),
+        (
+            json!({"type": "stream_open", "id": 1, "event": "BeforeTool", "cwd": cwd}),
+            "unsupported_event",
+        ),
+        (
+            json!({"type": "stream_open", "id": 1, "event": "Nope", "cwd": cwd}),
+            "unknown_event",
+        ),
+        (
+            json!({"type": "chunk", "id": 99, "seq": -1, "llm_response": {}}),
+            "bad_request",
+        ),
+        (
+            json!({"type": "chunk", "id": 99, "seq": 0, "llm_response": "text"}),
+            "bad_request",
+        ),
+    ];
+    for (request, code) in cases {
+        raw.send(&request).await;
+        let answer = raw.recv().await.expect("an answer");
+        assert_eq!(answer["type"], "error", "{request} -> {answer}");
+        assert_eq!(answer["code"], code, "{request} -> {answer}");
+        assert_eq!(answer["id"], request["id"], "{request} -> {answer}");
+    }
+    // A stream's id is in flight while it is open.
+    raw.send(&json!({"type": "stream_open", "id": 5, "event": "AfterModel", "cwd": cwd}))
+        .await;
+    let opened = raw.recv().await.expect("opened");
+    assert_eq!(
+        opened,
+        json!({"type": "stream_opened", "id": 5, "hooks": 0,
+                              "generation": opened["generation"]})
+    );
+    raw.send(&json!({"type": "stream_open", "id": 5, "event": "AfterModel", "cwd": cwd}))
+        .await;
+    assert_eq!(raw.recv().await.expect("error")["code"], "duplicate_id");
+    raw.send(&json!({"type": "chunk", "id": 5, "seq": 41, "llm_response": {"text": "x"}}))
+        .await;
+    let result = raw.recv().await.expect("chunk result");
+    assert_eq!(
+        result,
+        json!({"type": "chunk_result", "id": 5, "seq": 41, "result": {"success": true,
+               "final_output": null, "all_outputs": [], "errors": [], "total_duration_ms": 0.0,
+               "hooks": []}})
+    );
+    raw.send(&json!({"type": "stream_close", "id": 5})).await;
+    assert_eq!(
+        raw.recv().await.expect("closed"),
+        json!({"type": "stream_closed", "id": 5, "chunks": 1, "flush": ""})
+    );
+    // After the close, the id is free and the stream gone.
+    raw.send(&json!({"type": "chunk", "id": 5, "seq": 42, "llm_response": {}}))
+        .await;
+    assert_eq!(raw.recv().await.expect("error")["code"], "unknown_id");
+    raw.send(&json!({"type": "ping", "id": 5})).await;
+    assert_eq!(raw.recv().await.expect("pong")["type"], "pong");
+}
+
+#[tokio::test]
+async fn the_client_reports_a_stream_the_daemon_refuses() {
+    let daemon = Daemon::start(after_model(vec![])).await;
+    let client = daemon.client().await;
+    let error = client
+        .open_stream(StreamRequest::new("relative/dir"))
+        .await
+        .expect_err("refused");
+    assert!(
+        matches!(
+            error,
+            ClientError::Server {
+                code: ErrorCode::BadRequest,
+                ..
+            }
+        ),
+        "{error}"
+    );
+}
+
+#[tokio::test]
+async fn hooked_events_lists_the_events_with_hooks_and_follows_changes() {
+    let daemon = Daemon::start(settings(&[
+        (
+            "BeforeTool",
+            Some("run_shell_command"),
+            vec![command_hook("t", "true")],
+        ),
+        ("SessionEnd", None, vec![command_hook("s", "true")]),
+    ]))
+    .await;
+    let client = daemon.client().await;
+    let answer = client.hooked_events(daemon.cwd()).await.expect("answer");
+    assert_eq!(answer.events, ["BeforeTool", "SessionEnd"]);
+    assert_eq!(answer.cwd, daemon.cwd());
+
+    let mut watch = client
+        .watch_hooked_events(daemon.cwd())
+        .await
+        .expect("watch");
+    assert!(watch.is_hooked("BeforeTool"));
+    assert!(!watch.is_hooked("AfterModel"));
+    let generation = watch.current().generation;
+
+    // Adding an AfterModel hook (and dropping the SessionEnd one) is announced.
+    let new_settings = settings(&[
+        ("BeforeTool", None, vec![command_hook("t", "true")]),
+        ("AfterModel", None, vec![command_hook("m", "true")]),
+    ]);
+    hookd_e2e::write(
+        &daemon.project.join(".gemini/settings.json"),
+        &serde_json::to_string_pretty(&new_settings).expect("json"),
+    );
+    let changed = within("the change is announced", WAIT, watch.changed())
+        .await
+        .expect("a change")
+        .expect("not an error");
+    assert_eq!(changed.events, ["BeforeTool", "AfterModel"]);
+    assert!(changed.generation > generation);
+    assert!(watch.is_hooked("AfterModel"));
+
+    // Cancelling the watch ends it; the connection goes on.
+    let id = watch.id().clone();
+    client.cancel(&id).await.expect("cancelled");
+    assert_eq!(
+        client
+            .hooked_events(daemon.cwd())
+            .await
+            .expect("answer")
+            .events,
+        ["BeforeTool", "AfterModel"]
+    );
+}
+
+#[tokio::test]
+async fn a_builtin_filter_redacts_a_secret_split_across_chunks() {
+    let redact = json!({"type": "builtin", "builtin": "redact", "name": "redact-tickets",
+                        "default_patterns": false, "holdback": 16,
+                        "patterns": [{"name": "ticket", "regex": "TCK-[0-9]{6}"}]});
+    // The filter comes after the command hook in plan order, and still runs first.
+    let daemon = Daemon::start(after_model(vec![
+        command_hook("log", &script_command("log.sh")),
+        redact,
+    ]))
+    .await;
+    let log = daemon.out_dir("out").join("stdin.log");
+    daemon.script(
+        "log.sh",
+        &format!("cat >> '{}'\necho >> '{}'", log.display(), log.display()),
+    );
+    let client = daemon.client().await;
+    let mut stream = client
+        .open_stream(StreamRequest::new(daemon.cwd()))
+        .await
+        .expect("open");
+    assert_eq!(stream.hooks(), 2);
+    let chunks = [
+        "Your ticket number is TCK-12",
+        "3456, filed today; the ticket before it was TCK-654",
+        "321 and that one is closed. Thanks for writing!",
+    ];
+    for text in chunks {
+        stream.send_chunk(chunk(text)).await.expect("send");
+    }
+    let end = within("close", WAIT, stream.close()).await.expect("close");
+    let mut emitted = String::new();
+    for (result, original) in end.results.iter().zip(chunks) {
+        emitted.push_str(result.emitted(original));
+        // The filter's record comes first, then the command hook's.
+        let names: Vec<&str> = result
+            .result
+            .hooks
+            .iter()
+            .map(|h| h.name.as_str())
+            .collect();
+        assert_eq!(names, ["redact-tickets", "log"]);
+    }
+    emitted.push_str(&end.flush);
+    assert_eq!(
+        emitted,
+        "Your ticket number is [REDACTED:ticket], filed today; the ticket before it was \
+         [REDACTED:ticket] and that one is closed. Thanks for writing!"
+    );
+    assert!(
+        !end.flush.is_empty(),
+        "the tail was held back until the close"
+    );
+    // The command hook never saw a secret, whole or in part.
+    let seen = std::fs::read_to_string(&log).expect("log");
+    assert_eq!(seen.lines().count(), 3);
+    for part in ["TCK-12", "3456", "TCK-654", "321"] {
+        assert!(!seen.contains(part), "the hook saw {part:?}: {seen}");
+    }
+}
