@@ -357,6 +357,17 @@ impl Registry {
 
     /// The hooks to run for one firing of `event`, or `None` when nothing runs (§3).
     pub fn plan(&self, event: HookEventName, context: &MatchContext) -> Option<Plan> {
+        self.plan_where(event, context, |_| true)
+    }
+
+    /// [`Registry::plan`] keeping only the matching hooks for which `takes_part` holds; a
+    /// hook left out this way takes no part in de-duplication either.
+    fn plan_where(
+        &self,
+        event: HookEventName,
+        context: &MatchContext,
+        takes_part: impl Fn(&HookEntry) -> bool,
+    ) -> Option<Plan> {
         let mut seen: HashSet<&str> = HashSet::new();
         // Under `require`, untrusted project hooks are planned (and refused) without claiming
         // their key, so a later copy from another layer still runs; among themselves they are
@@ -366,7 +377,11 @@ impl Registry {
         let mut sequential = false;
         for hook in &self.hooks {
             let entry = &hook.entry;
-            if entry.event != event || !entry.enabled || !hook.matcher.matches(context) {
+            if entry.event != event
+                || !entry.enabled
+                || !hook.matcher.matches(context)
+                || !takes_part(entry)
+            {
                 continue;
             }
             // The first copy of a `name:command` wins; a dropped copy's `sequential` is moot.
@@ -396,8 +411,17 @@ impl Registry {
     }
 
     /// [`Registry::plan`] with the match context derived from the event's input fields.
+    ///
+    /// Hooks converted from Claude Code settings also say which Claude event (and, for
+    /// Notification and SubagentStop, which notification or agent type) they were written
+    /// for; they take part only in firings that are that event
+    /// ([`crate::dialect::claude_hook_applies`]), so a `SubagentStop` hook does not run
+    /// when the main agent stops.
     pub fn plan_for_input(&self, event: HookEventName, input: &Map<String, Value>) -> Option<Plan> {
-        self.plan(event, &MatchContext::from_input(event, input))
+        self.plan_where(event, &MatchContext::from_input(event, input), |entry| {
+            entry.config.dialect() != crate::exec::Dialect::Claude
+                || crate::dialect::claude_hook_applies(&entry.config, event, input)
+        })
     }
 }
 
@@ -1171,6 +1195,52 @@ mod tests {
                 "{command}: {:?}",
                 registry.diagnostics()
             );
+        }
+    }
+
+    #[test]
+    fn claude_hooks_take_part_only_in_their_own_claude_event() {
+        let settings = json!({"hooks": {"AfterAgent": [{"hooks": [
+            {"name": "stop", "type": "command", "command": "s", "dialect": "claude",
+             "claude_event": "Stop"},
+            {"name": "subagent", "type": "command", "command": "a", "dialect": "claude",
+             "claude_event": "SubagentStop"},
+            {"name": "unmarked", "type": "command", "command": "u", "dialect": "claude"},
+            {"name": "gemini", "type": "command", "command": "g", "claude_event": "SubagentStop"}
+        ]}]}});
+        let registry = Registry::build(&input(
+            vec![layer(Source::User, &settings.to_string())],
+            vec![],
+        ));
+        // (event input, hooks planned)
+        let cases = [
+            (json!({}), vec!["stop", "unmarked", "gemini"]),
+            (
+                json!({"claude_event": "Stop"}),
+                vec!["stop", "unmarked", "gemini"],
+            ),
+            (
+                json!({"claude_event": "SubagentStop"}),
+                vec!["subagent", "unmarked", "gemini"],
+            ),
+            // A Claude event that does not belong to AfterAgent is not this firing's.
+            (
+                json!({"claude_event": "PreToolUse"}),
+                vec!["stop", "unmarked", "gemini"],
+            ),
+        ];
+        for (event_input, expected) in cases {
+            let map = event_input.as_object().cloned().unwrap();
+            let names: Vec<String> = registry
+                .plan_for_input(HookEventName::AfterAgent, &map)
+                .map(|plan| {
+                    plan.hooks
+                        .iter()
+                        .map(|entry| entry.config.display_name().to_owned())
+                        .collect()
+                })
+                .unwrap_or_default();
+            assert_eq!(names, expected, "{event_input}");
         }
     }
 
