@@ -410,6 +410,9 @@ pub fn install(
 
     let mut manifest = Manifest::load(&target.backup_dir)?;
     let mut record = InstallRecord::default();
+    if manifest.installs.is_empty() {
+        manifest.created_dirs = missing_dirs(&target.backup_dir.join(MANIFEST));
+    }
     std::fs::create_dir_all(&target.backup_dir)
         .with_context(|| format!("cannot create {}", target.backup_dir.display()))?;
     for change in &changes {
@@ -531,6 +534,9 @@ pub fn uninstall(args: &UninstallArgs, locations: &Locations) -> anyhow::Result<
     if manifest.installs.is_empty() {
         let _ = std::fs::remove_file(target.backup_dir.join(MANIFEST));
         let _ = std::fs::remove_dir(&target.backup_dir);
+        for dir in &manifest.created_dirs {
+            let _ = std::fs::remove_dir(dir);
+        }
     } else {
         manifest.save(&target.backup_dir)?;
     }
@@ -890,6 +896,10 @@ struct Manifest {
     project: Option<String>,
     #[serde(default)]
     installs: Vec<InstallRecord>,
+    /// The state directories the first install created, deepest first: removed with the
+    /// last uninstall when nothing else is in them.
+    #[serde(default)]
+    created_dirs: Vec<PathBuf>,
 }
 
 /// The files one install changed.

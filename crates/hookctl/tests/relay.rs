@@ -1,0 +1,644 @@
+//! `hookctl relay` driven exactly as its hosts drive a command hook: the event's JSON on stdin,
+//! the host's environment and working directory, and the exit code, stdout and stderr read
+//! back. A real daemon runs real hook scripts for every event of Gemini CLI and Claude Code;
+//! when the daemon cannot answer, both policies answer within seconds.
+
+// Test fixtures may unwrap: a failure here is a failed test, not a daemon bug.
+#![allow(clippy::unwrap_used)]
+
+mod common;
+
+use std::io::Write;
+use std::os::unix::fs::PermissionsExt;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output, Stdio};
+use std::time::{Duration, Instant};
+
+use common::Fixture;
+use serde_json::{Value, json};
+
+/// One relay run: what the host would see, and how long it took.
+struct Run {
+    code: i32,
+    stdout: String,
+    stderr: String,
+    elapsed: Duration,
+}
+
+impl Run {
+    fn json(&self) -> Value {
+        serde_json::from_str(&self.stdout)
+            .unwrap_or_else(|err| panic!("stdout is not JSON ({err}): {:?}", self.stdout))
+    }
+}
+
+/// How the host runs the relay.
+struct Host<'a> {
+    socket: &'a Path,
+    cwd: &'a Path,
+    env: Vec<(&'a str, String)>,
+}
+
+impl Host<'_> {
+    /// Runs `hookctl relay <args>` with `payload` on stdin, off the async runtime.
+    async fn relay(&self, args: &[&str], payload: &Value) -> Run {
+        let mut command = Command::new(env!("CARGO_BIN_EXE_hookctl"));
+        command
+            .arg("relay")
+            .args(args)
+            .arg("--socket")
+            .arg(self.socket)
+            .current_dir(self.cwd)
+            .env_remove("HOOKD_SOCKET")
+            .env_remove("HOOKD_RELAY_UNREACHABLE")
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped());
+        for (name, value) in &self.env {
+            command.env(name, value);
+        }
+        let stdin = payload.to_string();
+        tokio::task::spawn_blocking(move || {
+            let started = Instant::now();
+            let mut child = command.spawn().unwrap();
+            let _ = child.stdin.take().unwrap().write_all(stdin.as_bytes());
+            let output: Output = child.wait_with_output().unwrap();
+            Run {
+                code: output.status.code().unwrap_or(-1),
+                stdout: String::from_utf8(output.stdout).unwrap(),
+                stderr: String::from_utf8(output.stderr).unwrap(),
+                elapsed: started.elapsed(),
+            }
+        })
+        .await
+        .unwrap()
+    }
+}
+
+/// Writes an executable bash script and returns its path.
+fn script(dir: &Path, name: &str, body: &str) -> String {
+    let path = dir.join(name);
+    std::fs::create_dir_all(dir).unwrap();
+    std::fs::write(&path, format!("#!/usr/bin/env bash\n{body}\n")).unwrap();
+    std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o755)).unwrap();
+    path.display().to_string()
+}
+
+/// A `hooks` settings object with one command hook per `(event, matcher, command)`.
+fn settings(hooks: &[(&str, Option<&str>, String)]) -> String {
+    let mut object = serde_json::Map::new();
+    for (event, matcher, command) in hooks {
+        let mut definition = json!({"hooks": [{"type": "command", "command": command}]});
+        if let Some(matcher) = matcher {
+            definition["matcher"] = json!(matcher);
+        }
+        object
+            .entry(event.to_string())
+            .or_insert_with(|| json!([]))
+            .as_array_mut()
+            .unwrap()
+            .push(definition);
+    }
+    json!({ "hooks": object }).to_string()
+}
+
+/// The lines of a file (none when it does not exist).
+fn lines(path: &Path) -> Vec<String> {
+    std::fs::read_to_string(path)
+        .unwrap_or_default()
+        .lines()
+        .map(str::to_owned)
+        .collect()
+}
+
+/// A request for the model, as Gemini CLI sends it to model hooks.
+fn llm_request() -> Value {
+    json!({"model": "gemini-2.5-pro", "messages": [{"role": "user", "content": "hi"}]})
+}
+
+/// Gemini CLI's payload for `event` (spec §4.4).
+fn gemini_payload(event: &str, cwd: &Path) -> Value {
+    let mut payload = json!({
+        "session_id": "sess-1",
+        "transcript_path": "/srv/transcripts/sess-1.json",
+        "cwd": cwd.display().to_string(),
+        "hook_event_name": event,
+        "timestamp": "2026-01-01T00:00:00.000Z",
+    });
+    let fields = match event {
+        "BeforeTool" => json!({"tool_name": "run_shell_command", "tool_input": {"command": "ls"}}),
+        "AfterTool" => json!({"tool_name": "run_shell_command", "tool_input": {"command": "ls"},
+                             "tool_response": {"llmContent": "a b", "returnDisplay": "a b"}}),
+        "BeforeAgent" => json!({"prompt": "hello"}),
+        "AfterAgent" => {
+            json!({"prompt": "hello", "prompt_response": "hi", "stop_hook_active": false})
+        }
+        "Notification" => json!({"notification_type": "ToolPermission",
+                                "message": "Tool Shell requires execution",
+                                "details": {"type": "exec", "title": "Shell"}}),
+        "SessionStart" => json!({"source": "startup"}),
+        "SessionEnd" => json!({"reason": "exit"}),
+        "PreCompress" => json!({"trigger": "auto"}),
+        "BeforeModel" | "BeforeToolSelection" => json!({"llm_request": llm_request()}),
+        "AfterModel" => json!({"llm_request": llm_request(),
+                              "llm_response": {"candidates": [{"content": {"role": "model", "parts": [{"text": "hi"}]}}]}}),
+        other => panic!("no payload for {other}"),
+    };
+    for (key, value) in fields.as_object().unwrap() {
+        payload[key] = value.clone();
+    }
+    payload
+}
+
+/// Claude Code's payload for `event`.
+fn claude_payload(event: &str, cwd: &Path) -> Value {
+    let mut payload = json!({
+        "session_id": "sess-2",
+        "transcript_path": "/srv/transcripts/sess-2.jsonl",
+        "cwd": cwd.display().to_string(),
+        "hook_event_name": event,
+        "permission_mode": "default",
+    });
+    let fields = match event {
+        "PreToolUse" => json!({"tool_name": "Bash", "tool_input": {"command": "rm -rf build"}}),
+        "PostToolUse" => json!({"tool_name": "Bash", "tool_input": {"command": "ls"},
+                               "tool_response": {"stdout": "a b", "stderr": ""}}),
+        "UserPromptSubmit" => json!({"prompt": "hello"}),
+        "Stop" | "SubagentStop" => json!({"stop_hook_active": false}),
+        "SessionStart" => json!({"source": "startup"}),
+        "SessionEnd" => json!({"reason": "logout"}),
+        "PreCompact" => json!({"trigger": "manual", "custom_instructions": ""}),
+        "Notification" => json!({"message": "Claude needs your permission to use Bash",
+                                "notification_type": "permission_prompt"}),
+        other => panic!("no payload for {other}"),
+    };
+    for (key, value) in fields.as_object().unwrap() {
+        payload[key] = value.clone();
+    }
+    payload
+}
+
+const GEMINI_EVENTS: [&str; 11] = [
+    "BeforeTool",
+    "AfterTool",
+    "BeforeAgent",
+    "Notification",
+    "AfterAgent",
+    "SessionStart",
+    "SessionEnd",
+    "PreCompress",
+    "BeforeModel",
+    "AfterModel",
+    "BeforeToolSelection",
+];
+
+const CLAUDE_EVENTS: [(&str, &str); 9] = [
+    ("PreToolUse", "BeforeTool"),
+    ("PostToolUse", "AfterTool"),
+    ("UserPromptSubmit", "BeforeAgent"),
+    ("Stop", "AfterAgent"),
+    ("SubagentStop", "AfterAgent"),
+    ("SessionStart", "SessionStart"),
+    ("SessionEnd", "SessionEnd"),
+    ("PreCompact", "PreCompress"),
+    ("Notification", "Notification"),
+];
+
+/// User settings with a recording hook on every Gemini event: it appends the event it got to
+/// `runs.log`, keeps its stdin and its `RELAY_MARK` variable, and says which event it saw.
+async fn recording_daemon() -> (Fixture, tempfile::TempDir) {
+    let scratch = tempfile::tempdir().unwrap();
+    let record = script(
+        scratch.path(),
+        "record.sh",
+        r#"payload=$(cat)
+event=$(printf '%s' "$payload" | sed -n 's/.*"hook_event_name":"\([A-Za-z]*\)".*/\1/p')
+printf '%s\n' "$event" >> "$(dirname "$0")/runs.log"
+printf '%s' "$payload" > "$(dirname "$0")/$event.json"
+printf '%s' "${RELAY_MARK:-unset}" > "$(dirname "$0")/$event.mark"
+printf '{"systemMessage": "seen %s"}' "$event""#,
+    );
+    let hooks: Vec<(&str, Option<&str>, String)> = GEMINI_EVENTS
+        .iter()
+        .map(|event| (*event, None, record.clone()))
+        .collect();
+    let fixture = Fixture::start("{}", Some(&settings(&hooks))).await;
+    (fixture, scratch)
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn every_gemini_event_is_relayed_with_its_payload_and_environment() {
+    let (fixture, scratch) = recording_daemon().await;
+    let scratch = scratch.path();
+    // The host runs the hook elsewhere than the project: the payload's cwd decides.
+    let host = Host {
+        socket: &fixture.socket,
+        cwd: scratch,
+        env: vec![("RELAY_MARK", "from-the-host".to_owned())],
+    };
+    for event in GEMINI_EVENTS {
+        let run = host
+            .relay(&[event], &gemini_payload(event, &fixture.project))
+            .await;
+        assert_eq!(run.code, 0, "{event}: {}", run.stderr);
+        assert_eq!(run.stderr, "", "{event}");
+        let answer = run.json();
+        if event == "BeforeToolSelection" {
+            // Only a tool selection counts for this event.
+            assert_eq!(
+                answer["hookSpecificOutput"]["toolConfig"]["mode"],
+                json!("AUTO"),
+                "{event}: {answer}"
+            );
+        } else {
+            assert_eq!(
+                answer["systemMessage"],
+                json!(format!("seen {event}")),
+                "{event}: {answer}"
+            );
+        }
+        let payload: Value = serde_json::from_str(
+            &std::fs::read_to_string(scratch.join(format!("{event}.json"))).unwrap(),
+        )
+        .unwrap();
+        assert_eq!(payload["session_id"], json!("sess-1"), "{event}");
+        assert_eq!(
+            payload["transcript_path"],
+            json!("/srv/transcripts/sess-1.json"),
+            "{event}"
+        );
+        assert_eq!(
+            payload["cwd"],
+            json!(fixture.project.display().to_string()),
+            "{event}"
+        );
+        let sent = gemini_payload(event, &fixture.project);
+        for (key, value) in sent.as_object().unwrap() {
+            if !["timestamp", "hook_event_name"].contains(&key.as_str()) {
+                assert_eq!(&payload[key], value, "{event}: {key}");
+            }
+        }
+        assert_eq!(
+            std::fs::read_to_string(scratch.join(format!("{event}.mark"))).unwrap(),
+            "from-the-host",
+            "{event}: hooks run with the host's environment"
+        );
+    }
+    assert_eq!(lines(&scratch.join("runs.log")), GEMINI_EVENTS);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn every_claude_event_is_relayed_as_its_gemini_event() {
+    let (fixture, scratch) = recording_daemon().await;
+    let scratch = scratch.path();
+    let host = Host {
+        socket: &fixture.socket,
+        cwd: &fixture.project,
+        env: vec![("RELAY_MARK", "from-claude".to_owned())],
+    };
+    for (claude, gemini) in CLAUDE_EVENTS {
+        let before = lines(&scratch.join("runs.log")).len();
+        let run = host
+            .relay(
+                &[claude, "--dialect", "claude"],
+                &claude_payload(claude, &fixture.project),
+            )
+            .await;
+        assert_eq!(run.code, 0, "{claude}: {}", run.stderr);
+        let answer = run.json();
+        assert_eq!(
+            answer["systemMessage"],
+            json!(format!("seen {gemini}")),
+            "{claude}: {answer}"
+        );
+        assert_eq!(
+            lines(&scratch.join("runs.log"))[before..],
+            [gemini.to_owned()],
+            "{claude}"
+        );
+        let payload: Value = serde_json::from_str(
+            &std::fs::read_to_string(scratch.join(format!("{gemini}.json"))).unwrap(),
+        )
+        .unwrap();
+        assert_eq!(payload["session_id"], json!("sess-2"), "{claude}");
+        assert_eq!(payload["claude_event"], json!(claude), "{claude}");
+        if claude == "PreToolUse" {
+            assert_eq!(payload["tool_name"], json!("run_shell_command"));
+            assert_eq!(payload["tool_input"], json!({"command": "rm -rf build"}));
+        }
+        assert_eq!(
+            std::fs::read_to_string(scratch.join(format!("{gemini}.mark"))).unwrap(),
+            "from-claude"
+        );
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn blocking_hooks_block_in_each_hosts_own_terms() {
+    let scratch = tempfile::tempdir().unwrap();
+    let dir = scratch.path();
+    let exit2 = script(
+        dir,
+        "exit2.sh",
+        "cat >/dev/null; echo 'no rm here' >&2; exit 2",
+    );
+    let block = script(
+        dir,
+        "block.sh",
+        r#"cat >/dev/null; echo '{"decision": "block", "reason": "policy says no"}'"#,
+    );
+    let user = settings(&[
+        ("BeforeTool", Some("run_shell_command"), exit2.clone()),
+        ("AfterTool", None, block.clone()),
+        ("BeforeAgent", None, block.clone()),
+        ("AfterAgent", None, block.clone()),
+        ("BeforeModel", None, block.clone()),
+        ("PreCompress", None, block.clone()),
+    ]);
+    let fixture = Fixture::start("{}", Some(&user)).await;
+    let host = Host {
+        socket: &fixture.socket,
+        cwd: &fixture.project,
+        env: Vec::new(),
+    };
+
+    // Gemini CLI: the merged output, whose decision blocks.
+    for (event, reason) in [
+        ("BeforeTool", "no rm here"),
+        ("AfterTool", "policy says no"),
+        ("BeforeAgent", "policy says no"),
+        ("AfterAgent", "policy says no"),
+        ("BeforeModel", "policy says no"),
+    ] {
+        let run = host
+            .relay(&[event], &gemini_payload(event, &fixture.project))
+            .await;
+        assert_eq!(run.code, 0, "{event}: {}", run.stderr);
+        let answer = run.json();
+        assert!(
+            matches!(answer["decision"].as_str(), Some("deny" | "block")),
+            "{event}: {answer}"
+        );
+        assert_eq!(answer["reason"], json!(reason), "{event}: {answer}");
+    }
+    // A tool the matcher does not select is not blocked.
+    let mut payload = gemini_payload("BeforeTool", &fixture.project);
+    payload["tool_name"] = json!("read_file");
+    let run = host.relay(&["BeforeTool"], &payload).await;
+    assert_eq!((run.code, run.stdout.as_str()), (0, ""), "{}", run.stderr);
+
+    // Claude Code: PreToolUse denies the permission, the others block, PreCompact exits 2.
+    let claude = |event: &str| claude_payload(event, &fixture.project);
+    let run = host
+        .relay(
+            &["PreToolUse", "--dialect", "claude"],
+            &claude("PreToolUse"),
+        )
+        .await;
+    assert_eq!(run.code, 0, "{}", run.stderr);
+    assert_eq!(
+        run.json()["hookSpecificOutput"],
+        json!({"hookEventName": "PreToolUse", "permissionDecision": "deny",
+               "permissionDecisionReason": "no rm here"})
+    );
+    for event in ["PostToolUse", "UserPromptSubmit", "Stop", "SubagentStop"] {
+        let run = host
+            .relay(&[event, "--dialect", "claude"], &claude(event))
+            .await;
+        assert_eq!(run.code, 0, "{event}: {}", run.stderr);
+        let answer = run.json();
+        assert_eq!(answer["decision"], json!("block"), "{event}: {answer}");
+        assert_eq!(
+            answer["reason"],
+            json!("policy says no"),
+            "{event}: {answer}"
+        );
+    }
+    let run = host
+        .relay(
+            &["PreCompact", "--dialect", "claude"],
+            &claude("PreCompact"),
+        )
+        .await;
+    assert_eq!((run.code, run.stdout.as_str()), (2, ""));
+    assert_eq!(run.stderr, "policy says no\n");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_settings_file_with_relay_entries_and_real_hooks_runs_each_real_hook_once() {
+    let scratch = tempfile::tempdir().unwrap();
+    let dir = scratch.path();
+    let count = script(
+        dir,
+        "count.sh",
+        "cat >/dev/null; echo run >> \"$(dirname \"$0\")/count.log\"",
+    );
+    let relay_program = env!("CARGO_BIN_EXE_hookctl");
+    // The relay entries find the daemon through HOOKD_SOCKET, as they would at the user's: if
+    // the daemon ran them, each would relay the event again and run the real hook again.
+    let user = json!({"hooks": {
+        "BeforeTool": [
+            {"hooks": [{"type": "command", "name": "hookd-relay",
+                        "command": format!("{relay_program} relay BeforeTool"), "timeout": 5000}]},
+            {"hooks": [{"type": "command", "command": count}]}
+        ],
+        "PreCompress": [
+            {"hooks": [{"type": "command", "command": count},
+                       {"type": "command", "command": format!("'{relay_program}' --socket=/dev/null relay PreCompact --dialect claude")}]}
+        ]
+    }});
+    let fixture = Fixture::start("{}", Some(&user.to_string())).await;
+    let host = Host {
+        socket: &fixture.socket,
+        cwd: &fixture.project,
+        env: vec![("HOOKD_SOCKET", fixture.socket.display().to_string())],
+    };
+    let run = host
+        .relay(
+            &["BeforeTool"],
+            &gemini_payload("BeforeTool", &fixture.project),
+        )
+        .await;
+    assert_eq!(run.code, 0, "{}", run.stderr);
+    assert_eq!(lines(&dir.join("count.log")), ["run"]);
+    let run = host
+        .relay(
+            &["PreCompress"],
+            &gemini_payload("PreCompress", &fixture.project),
+        )
+        .await;
+    assert_eq!(run.code, 0, "{}", run.stderr);
+    assert_eq!(lines(&dir.join("count.log")), ["run", "run"]);
+    // The panel does not list the relay entries either.
+    let panel = fixture.ok(&["list"]).await;
+    assert!(!panel.contains("hookd-relay"), "{panel}");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn without_a_daemon_both_policies_answer_within_seconds() {
+    let scratch = tempfile::tempdir().unwrap();
+    let missing = scratch.path().join("no-daemon.sock");
+    // A socket whose owner never accepts: the connection waits in the backlog and no hello
+    // ever comes.
+    let silent = scratch.path().join("silent.sock");
+    let _listener = std::os::unix::net::UnixListener::bind(&silent).unwrap();
+
+    for socket in [&missing, &silent] {
+        let host = |env: Vec<(&'static str, String)>| Host {
+            socket,
+            cwd: scratch.path(),
+            env,
+        };
+        let payload = gemini_payload("BeforeTool", scratch.path());
+        let claude = claude_payload("PreToolUse", scratch.path());
+
+        // allow (the default): exit 0, one warning line, no decision.
+        let run = host(Vec::new()).relay(&["BeforeTool"], &payload).await;
+        assert_eq!((run.code, run.stdout.as_str()), (0, ""), "{socket:?}");
+        assert_eq!(run.stderr.lines().count(), 1, "{:?}", run.stderr);
+        assert!(run.stderr.contains("not reachable"), "{:?}", run.stderr);
+        assert!(run.elapsed < Duration::from_secs(5), "{:?}", run.elapsed);
+        let run = host(Vec::new())
+            .relay(&["PreToolUse", "--dialect", "claude"], &claude)
+            .await;
+        assert_eq!((run.code, run.stdout.as_str()), (0, ""), "{socket:?}");
+        assert!(run.elapsed < Duration::from_secs(5), "{:?}", run.elapsed);
+
+        // deny, by flag or by environment: the host's blocking answer naming hookd.
+        let by_flag = host(Vec::new())
+            .relay(&["BeforeTool", "--unreachable", "deny"], &payload)
+            .await;
+        let by_env = host(vec![("HOOKD_RELAY_UNREACHABLE", "deny".to_owned())])
+            .relay(&["BeforeTool"], &payload)
+            .await;
+        for run in [by_flag, by_env] {
+            assert_eq!(run.code, 0, "{}", run.stderr);
+            let answer = run.json();
+            assert_eq!(answer["decision"], json!("deny"), "{answer}");
+            assert!(
+                answer["reason"].as_str().unwrap().contains("hookd"),
+                "{answer}"
+            );
+            assert!(run.elapsed < Duration::from_secs(5), "{:?}", run.elapsed);
+        }
+        let run = host(Vec::new())
+            .relay(
+                &["PreToolUse", "--dialect", "claude", "--unreachable=deny"],
+                &claude,
+            )
+            .await;
+        let answer = run.json();
+        assert_eq!(
+            answer["hookSpecificOutput"]["permissionDecision"],
+            json!("deny"),
+            "{answer}"
+        );
+        assert!(
+            answer["hookSpecificOutput"]["permissionDecisionReason"]
+                .as_str()
+                .unwrap()
+                .contains("hookd"),
+            "{answer}"
+        );
+        // Denying a stop would make the agent go on: the relay stops it instead.
+        let run = host(Vec::new())
+            .relay(
+                &["Stop", "--dialect", "claude", "--unreachable=deny"],
+                &claude_payload("Stop", scratch.path()),
+            )
+            .await;
+        let answer = run.json();
+        assert_eq!(answer["continue"], json!(false), "{answer}");
+        assert!(run.elapsed < Duration::from_secs(5), "{:?}", run.elapsed);
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_payloads_cwd_picks_the_project_else_the_hosts_directory() {
+    let scratch = tempfile::tempdir().unwrap();
+    let dir = scratch.path();
+    let mark = script(
+        dir,
+        "mark.sh",
+        "cat >/dev/null; pwd >> \"$(dirname \"$0\")/dirs.log\"",
+    );
+    let project = settings(&[("SessionStart", None, mark)]);
+    let fixture = Fixture::start(&project, None).await;
+    let elsewhere = dir.join("elsewhere");
+    std::fs::create_dir_all(&elsewhere).unwrap();
+
+    // With a cwd in the payload, the project's hooks run from anywhere.
+    let host = Host {
+        socket: &fixture.socket,
+        cwd: &elsewhere,
+        env: Vec::new(),
+    };
+    let run = host
+        .relay(
+            &["SessionStart"],
+            &gemini_payload("SessionStart", &fixture.project),
+        )
+        .await;
+    assert_eq!(run.code, 0, "{}", run.stderr);
+    // Without one, the host's working directory is the project.
+    let mut payload = gemini_payload("SessionStart", &fixture.project);
+    payload.as_object_mut().unwrap().remove("cwd");
+    let host = Host {
+        socket: &fixture.socket,
+        cwd: &fixture.project,
+        env: Vec::new(),
+    };
+    let run = host.relay(&["SessionStart"], &payload).await;
+    assert_eq!(run.code, 0, "{}", run.stderr);
+    let host = Host {
+        socket: &fixture.socket,
+        cwd: &elsewhere,
+        env: Vec::new(),
+    };
+    let run = host.relay(&["SessionStart"], &payload).await;
+    assert_eq!(run.code, 0, "{}", run.stderr);
+    let project = std::fs::canonicalize(&fixture.project).unwrap();
+    let runs: Vec<PathBuf> = lines(&dir.join("dirs.log"))
+        .iter()
+        .map(|line| std::fs::canonicalize(line).unwrap())
+        .collect();
+    assert_eq!(runs, [project.clone(), project]);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn bad_input_is_answered_by_policy() {
+    let fixture = Fixture::start("{}", None).await;
+    let host = Host {
+        socket: &fixture.socket,
+        cwd: &fixture.project,
+        env: Vec::new(),
+    };
+    // (arguments, stdin)
+    let cases: [(&[&str], Value); 3] = [
+        (&["NotAnEvent"], json!({})),
+        (&["BeforeTool", "--dialect", "codex"], json!({})),
+        (
+            &["PreToolUse", "--dialect", "claude"],
+            json!({"tool_name": 7}),
+        ),
+    ];
+    for (args, stdin) in cases {
+        let run = host.relay(args, &stdin).await;
+        assert_eq!((run.code, run.stdout.as_str()), (0, ""), "{args:?}");
+        assert!(
+            run.stderr.starts_with("hookctl relay: "),
+            "{args:?}: {}",
+            run.stderr
+        );
+        let mut deny = args.to_vec();
+        deny.push("--unreachable=deny");
+        let run = host.relay(&deny, &stdin).await;
+        assert!(
+            run.code == 2 || run.stdout.contains("deny"),
+            "{args:?}: {} {} {}",
+            run.code,
+            run.stdout,
+            run.stderr
+        );
+    }
+}
