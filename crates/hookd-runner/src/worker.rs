@@ -238,10 +238,26 @@ impl WorkerPools {
             freed.as_mut().enable();
             let handle = match pool.claim() {
                 Claim::Worker(handle) => handle,
-                Claim::Spawn => match self.spawn_worker(pool, request).await {
-                    Ok(handle) => handle,
-                    Err(run) => return run,
-                },
+                Claim::Spawn => {
+                    let reservation = Reservation { pool, armed: true };
+                    let permit = tokio::select! {
+                        // A worker of this pool freed up while we waited for a hook slot: use
+                        // it rather than start (or take a slot from) another.
+                        biased;
+                        () = &mut freed => {
+                            drop(reservation);
+                            continue;
+                        }
+                        permit = request.slots.acquire(request.cancel) => permit,
+                    };
+                    let Some(permit) = permit else {
+                        return not_run(HookOutcome::Cancelled, started);
+                    };
+                    match self.spawn_worker(reservation, permit, request) {
+                        Ok(handle) => handle,
+                        Err(run) => return run,
+                    }
+                }
                 Claim::Backoff { failures, left } => {
                     let message = format!(
                         "Failed to spawn hook: the worker of {} failed {failures} times in a \
@@ -283,17 +299,16 @@ impl WorkerPools {
         }
     }
 
-    /// Starts a worker for `pool`, whose `live` count already includes it.
-    async fn spawn_worker(
+    /// Starts a worker for the reservation's pool (whose `live` count already includes it)
+    /// with `permit`.
+    fn spawn_worker(
         &self,
-        pool: &Arc<Pool>,
+        mut reservation: Reservation<'_>,
+        permit: OwnedSemaphorePermit,
         request: &WorkerRequest<'_>,
     ) -> Result<WorkerHandle, HookRun> {
         let started = Instant::now();
-        let mut reservation = Reservation { pool, armed: true };
-        let Some(permit) = request.slots.acquire(request.cancel).await else {
-            return Err(not_run(HookOutcome::Cancelled, started));
-        };
+        let pool = reservation.pool;
         if self.inner.closed.load(Ordering::Acquire) {
             return Err(not_run(HookOutcome::Cancelled, started));
         }
@@ -1266,8 +1281,9 @@ mod tests {
     const PATH: &str = "/usr/local/bin:/usr/bin:/bin";
 
     /// A worker that counts its requests and answers `{"n": <count>, "pid": <pid>}`, except
-    /// for requests containing `crash` (exit 3), `hang` (sleep), `garbage` (not JSON) and
-    /// `flood` (a line over the cap). It notes each request on stderr.
+    /// for requests containing `crash` (exit 3), `hang` (sleep), `garbage` (not JSON),
+    /// `flood` (a line over the cap) and `slow` (answers after a second). It notes each
+    /// ordinary request on stderr.
     const WORKER: &str = r#"i=0
 while IFS= read -r line; do
   i=$((i+1))
@@ -1276,6 +1292,7 @@ while IFS= read -r line; do
     *hang*) echo "hanging" >&2; sleep 30;;
     *garbage*) echo "not json";;
     *flood*) head -c 5000 /dev/zero | tr '\0' x; echo;;
+    *slow*) sleep 1; printf '{"n":%d,"pid":%d}\n' "$i" "$$";;
     *) echo "note $i" >&2; printf '{"n":%d,"pid":%d}\n' "$i" "$$";;
   esac
 done"#;
@@ -1620,6 +1637,24 @@ done"#;
         let (_, one_again) = answer(&harness.ask(&harness.key(WORKER, "session-1"), "{}").await);
         assert_ne!(one, two);
         assert_eq!(one, one_again);
+    }
+
+    #[tokio::test]
+    async fn a_request_waiting_for_a_slot_takes_a_worker_of_its_pool_that_frees_up() {
+        // One hook slot, a pool of two: the second request cannot start a worker, so it
+        // takes the first one when that one is done, rather than stopping it for its slot.
+        let harness = Harness::new(1);
+        let key = harness.key(WORKER, "s");
+        let cancel = CancellationToken::new();
+        let ask =
+            |payload| harness.ask_with(&key, 2, 60_000, payload, Duration::from_secs(20), &cancel);
+        // `join!` polls the slow request first, so it starts the only worker.
+        let (slow, quick) = tokio::join!(ask("slow"), ask("{}"));
+        let (n_slow, pid_slow) = answer(&slow);
+        let (n_quick, pid_quick) = answer(&quick);
+        assert_eq!((n_slow, n_quick), (1, 2));
+        assert_eq!(pid_slow, pid_quick);
+        assert_eq!(harness.workers.live_workers(), 1);
     }
 
     #[tokio::test]
