@@ -19,6 +19,7 @@ mod matchers;
 mod parsing;
 mod payload;
 mod policy;
+mod relay;
 mod reload;
 mod reload_load;
 mod robustness;
