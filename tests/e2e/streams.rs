@@ -44,25 +44,54 @@ fi"#
     )
 }
 
+/// A persistent Python worker: answers each chunk with `{"content": "<text upper-cased>!",
+/// "systemMessage": "<its pid>"}`, and fails on request when the chunk's text is `crash`
+/// (exit 3) or `hang` (sleeps a minute).
+const WORKER: &str = r#"import json, os, sys, time
+
+for line in sys.stdin:
+    text = json.loads(line)["content"]
+    if text == "crash":
+        print("crashing", file=sys.stderr, flush=True)
+        sys.exit(3)
+    if text == "hang":
+        time.sleep(60)
+    print(json.dumps({"content": text.upper() + "!", "systemMessage": str(os.getpid())}),
+          flush=True)
+"#;
+
+/// The AfterModel hook entry running [`WORKER`] as a persistent worker, with `extra` keys.
+fn worker_hook(extra: Value) -> Value {
+    let mut hook = json!({"name": "upper-worker", "type": "command", "mode": "persistent",
+                          "command": "python3 $GEMINI_PROJECT_DIR/.gemini/hooks/worker.py"});
+    if let (Some(hook), Some(extra)) = (hook.as_object_mut(), extra.as_object()) {
+        hook.extend(extra.clone());
+    }
+    hook
+}
+
+/// The pid a [`WORKER`] answer names.
+fn worker_pid(result: &hookd_client::ChunkResultMessage) -> String {
+    let output = result.result.final_output.as_ref().expect("an output");
+    output["systemMessage"].as_str().expect("a pid").to_owned()
+}
+
 /// Settings with these AfterModel hooks.
 fn after_model(hooks: Vec<Value>) -> Value {
     settings(&[("AfterModel", None, hooks)])
 }
 
 #[tokio::test]
-async fn a_thousand_chunks_through_a_replacing_hook_come_back_in_order() {
-    let daemon = Daemon::start(after_model(vec![command_hook(
-        "upper",
-        &script_command("upper.sh"),
-    )]))
-    .await;
-    daemon.script("upper.sh", &upper_script(None));
+async fn a_thousand_chunks_through_a_replacing_worker_come_back_in_order() {
+    let daemon = Daemon::start(after_model(vec![worker_hook(json!({}))])).await;
+    hookd_e2e::write(&daemon.project.join(".gemini/hooks/worker.py"), WORKER);
     let client = daemon.client().await;
     let request = StreamRequest::new(daemon.cwd()).with_llm_request(llm_request());
     let mut stream = client.open_stream(request).await.expect("open");
     assert_eq!(stream.hooks(), 1);
 
-    within("1000 chunks through a one-shot hook", Duration::from_secs(120), async {
+    let mut pids = std::collections::BTreeSet::new();
+    within("1000 chunks through a worker", Duration::from_secs(120), async {
         for n in 0..1000u64 {
             let seq = stream.send_chunk(chunk(&format!("c{n}"))).await.expect("send");
             assert_eq!(seq, n);
@@ -78,9 +107,11 @@ async fn a_thousand_chunks_through_a_replacing_hook_come_back_in_order() {
                 replaced["candidates"][0]["content"]["parts"],
                 json!([format!("C{n}!")])
             );
+            pids.insert(worker_pid(&result));
         }
     })
     .await;
+    assert_eq!(pids.len(), 1, "one worker served the stream: {pids:?}");
     assert!(stream.next_result().await.expect("none left").is_none());
     let end = stream.close().await.expect("close");
     assert_eq!((end.chunks, end.flush.as_str()), (1000, ""));
@@ -204,13 +235,83 @@ async fn a_stream_without_hooks_answers_every_chunk_at_once() {
     let elapsed = started.elapsed();
     assert_eq!(received, CHUNKS);
     eprintln!(
-        "no-hook stream: {CHUNKS} chunks in {elapsed:?} ({:.0} chunks/s, unoptimised build)",
-        CHUNKS as f64 / elapsed.as_secs_f64()
+        "no-hook stream: {CHUNKS} chunks in {elapsed:?} ({:.0} chunks/s{})",
+        CHUNKS as f64 / elapsed.as_secs_f64(),
+        if cfg!(debug_assertions) {
+            ", unoptimised build"
+        } else {
+            ""
+        }
     );
     let end = stream.close().await.expect("close");
     assert_eq!((end.chunks, end.flush.as_str()), (CHUNKS, ""));
     let status = client.status().await.expect("status");
     assert!(status.events_served >= CHUNKS, "{}", status.events_served);
+}
+
+#[tokio::test]
+async fn a_worker_that_crashes_mid_stream_is_replaced_and_the_stream_goes_on() {
+    let daemon = Daemon::start(after_model(vec![worker_hook(json!({}))])).await;
+    hookd_e2e::write(&daemon.project.join(".gemini/hooks/worker.py"), WORKER);
+    let client = daemon.client().await;
+    let mut stream = client
+        .open_stream(StreamRequest::new(daemon.cwd()))
+        .await
+        .expect("open");
+    for text in ["a", "b", "crash", "c", "d"] {
+        stream.send_chunk(chunk(text)).await.expect("send");
+    }
+    let end = within("the stream", WAIT, stream.close())
+        .await
+        .expect("close");
+    let contents: Vec<Option<&str>> = end.results.iter().map(|r| r.content.as_deref()).collect();
+    // The crashed chunk keeps its text; the others are replaced.
+    assert_eq!(
+        contents,
+        [Some("A!"), Some("B!"), None, Some("C!"), Some("D!")]
+    );
+    let crashed = &end.results[2].result.hooks[0];
+    assert_eq!(crashed.outcome, hookd_protocol::Outcome::Exited { code: 3 });
+    assert!(crashed.stderr.contains("crashing"), "{crashed:?}");
+    assert!(!crashed.success);
+    assert_ne!(
+        worker_pid(&end.results[1]),
+        worker_pid(&end.results[3]),
+        "a new worker took over"
+    );
+    assert_eq!(worker_pid(&end.results[3]), worker_pid(&end.results[4]));
+}
+
+#[tokio::test]
+async fn a_hanging_worker_is_killed_at_its_timeout_and_the_chunk_says_so() {
+    let daemon = Daemon::start(after_model(vec![worker_hook(json!({"timeout": 1500}))])).await;
+    hookd_e2e::write(&daemon.project.join(".gemini/hooks/worker.py"), WORKER);
+    let client = daemon.client().await;
+    let mut stream = client
+        .open_stream(StreamRequest::new(daemon.cwd()))
+        .await
+        .expect("open");
+    for text in ["a", "hang", "b"] {
+        stream.send_chunk(chunk(text)).await.expect("send");
+    }
+    let started = Instant::now();
+    let end = within("the stream", WAIT, stream.close())
+        .await
+        .expect("close");
+    assert!(
+        started.elapsed() < Duration::from_secs(15),
+        "{:?}",
+        started.elapsed()
+    );
+    let hung = &end.results[1];
+    assert_eq!(hung.content, None);
+    assert_eq!(
+        hung.result.hooks[0].outcome,
+        hookd_protocol::Outcome::TimedOut { timeout_ms: 1500 }
+    );
+    assert_eq!(hung.result.hooks[0].failure.as_deref(), Some("timed_out"));
+    assert_eq!(end.results[2].content.as_deref(), Some("B!"));
+    assert_ne!(worker_pid(&end.results[0]), worker_pid(&end.results[2]));
 }
 
 #[tokio::test]
