@@ -44,9 +44,18 @@ pub const MAX_REFUSED_KEYS: usize = 4096;
 ///
 /// [`Prewarmer::shutdown`] stops every spare; dropping the prewarmer stops them too (with
 /// `SIGKILL` right away if the runtime is gone).
-#[derive(Debug, Default)]
+#[derive(Default)]
 pub struct Prewarmer {
     inner: Arc<SparesInner>,
+}
+
+impl std::fmt::Debug for Prewarmer {
+    // Counts only: the keys hold hooks' environments, which may hold secrets.
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Prewarmer")
+            .field("spares", &self.spares())
+            .finish_non_exhaustive()
+    }
 }
 
 impl Prewarmer {

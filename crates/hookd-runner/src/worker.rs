@@ -156,9 +156,18 @@ impl ProcessKey {
 ///
 /// [`WorkerPools::shutdown`] stops every worker; dropping the pools stops them too (with
 /// `SIGKILL` right away if the runtime is gone).
-#[derive(Debug, Default)]
+#[derive(Default)]
 pub struct WorkerPools {
     inner: Arc<PoolsInner>,
+}
+
+impl std::fmt::Debug for WorkerPools {
+    // Counts only: the keys hold hooks' environments, which may hold secrets.
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("WorkerPools")
+            .field("live_workers", &self.live_workers())
+            .finish_non_exhaustive()
+    }
 }
 
 impl WorkerPools {
