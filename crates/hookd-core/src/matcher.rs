@@ -16,6 +16,12 @@
 //! 4. Otherwise everything matches. Events whose matcher Gemini CLI ignores (BeforeAgent,
 //!    AfterAgent, the model events, Notification) get an empty context, so their matchers
 //!    never filter.
+//!
+//! Most tool matchers are plain names, perhaps anchored or listed with `|`
+//! (`run_shell_command`, `^read_file$`, `write_file|replace`). Such a pattern means exactly
+//! "one of these names is contained in / starts / ends / equals the tool name", so it is
+//! evaluated with string comparisons instead of the regex engine, which allocates on every
+//! search: an event that no such matcher matches costs no allocation.
 
 use serde_json::{Map, Value};
 
@@ -75,8 +81,62 @@ pub struct Matcher {
     pattern: Option<String>,
     /// The compiled regular expression, for tool events whose pattern compiles.
     regex: Option<regress::Regex>,
+    /// The pattern as plain-text alternatives, when it is nothing more (tool events only);
+    /// evaluated instead of `regex`, with the same result.
+    literal: Option<Vec<Literal>>,
     /// How the event applies matchers.
     kind: MatcherKind,
+}
+
+/// One alternative of a pattern made of plain text: its text and its anchors.
+#[derive(Debug, Clone, PartialEq, Eq)]
+struct Literal {
+    text: String,
+    /// `^`: the tool name must start with the text.
+    start: bool,
+    /// `$`: the tool name must end with the text.
+    end: bool,
+}
+
+impl Literal {
+    /// What the regular expression `^?text$?` finds in `name` (no flags).
+    fn matches(&self, name: &str) -> bool {
+        match (self.start, self.end) {
+            (true, true) => name == self.text,
+            (true, false) => name.starts_with(&self.text),
+            (false, true) => name.ends_with(&self.text),
+            (false, false) => name.contains(&self.text),
+        }
+    }
+}
+
+/// Reads a pattern as `|`-separated alternatives of plain text, each optionally anchored by a
+/// leading `^` and a trailing `$`; `None` when any other regex syntax appears. Plain text is
+/// ASCII letters, digits and `_ - : / @ = , space`, which a JavaScript regex (no flags)
+/// matches literally.
+fn literal_alternatives(pattern: &str) -> Option<Vec<Literal>> {
+    pattern
+        .split('|')
+        .map(|alternative| {
+            let (start, rest) = match alternative.strip_prefix('^') {
+                Some(rest) => (true, rest),
+                None => (false, alternative),
+            };
+            let (end, text) = match rest.strip_suffix('$') {
+                Some(text) => (true, text),
+                None => (false, rest),
+            };
+            let plain = text.bytes().all(|byte| {
+                byte.is_ascii_alphanumeric()
+                    || matches!(byte, b'_' | b'-' | b':' | b'/' | b'@' | b'=' | b',' | b' ')
+            });
+            plain.then(|| Literal {
+                text: text.to_owned(),
+                start,
+                end,
+            })
+        })
+        .collect()
 }
 
 impl Matcher {
@@ -90,6 +150,7 @@ impl Matcher {
             return Matcher {
                 pattern: None,
                 regex: None,
+                literal: None,
                 kind,
             };
         }
@@ -97,9 +158,12 @@ impl Matcher {
             MatcherKind::ToolName => regress::Regex::new(trimmed).ok(),
             MatcherKind::Trigger | MatcherKind::Ignored => None,
         };
+        // Only for a pattern the regex engine accepted, so that the fallback stays as it is.
+        let literal = regex.as_ref().and_then(|_| literal_alternatives(trimmed));
         Matcher {
             pattern: Some(trimmed.to_owned()),
             regex,
+            literal,
             kind,
         }
     }
@@ -120,6 +184,11 @@ impl Matcher {
             return true;
         };
         if let Some(tool_name) = context.tool_name.as_deref().filter(|t| !t.is_empty()) {
+            if let Some(literal) = &self.literal {
+                return literal
+                    .iter()
+                    .any(|alternative| alternative.matches(tool_name));
+            }
             return match &self.regex {
                 Some(regex) => regex.find(tool_name).is_some(),
                 None => pattern == tool_name,
@@ -196,6 +265,69 @@ mod tests {
         for &(event, matcher, tool, expected) in cases {
             check(event, matcher, MatchContext::tool(tool), expected);
         }
+    }
+
+    #[test]
+    fn plain_text_patterns_match_exactly_as_the_regex_engine_does() {
+        let patterns = [
+            "run_shell_command",
+            "^read_file$",
+            "^read",
+            "file$",
+            "read_file|write_file",
+            "^read_file$|^glob$",
+            "mcp__server__tool",
+            "a|",
+            "|",
+            "^$",
+            "^",
+            "$",
+            "web-fetch:v2",
+            "a b",
+        ];
+        let names = [
+            "run_shell_command",
+            "read_file",
+            "write_file",
+            "spread_file",
+            "glob",
+            "read_file_x",
+            "mcp__server__tool_extra",
+            "web-fetch:v2",
+            "a b c",
+            "x",
+        ];
+        for pattern in patterns {
+            let compiled = Matcher::compile(Some(pattern), MatcherKind::ToolName);
+            assert!(compiled.literal.is_some(), "{pattern} is plain text");
+            let regex = regress::Regex::new(pattern).unwrap();
+            for name in names {
+                assert_eq!(
+                    compiled.matches(&MatchContext::tool(name)),
+                    regex.find(name).is_some(),
+                    "{pattern} on {name}"
+                );
+            }
+        }
+        // Anything else goes to the regex engine.
+        for pattern in [
+            "read.file",
+            "^(read|write)_file$",
+            "a+",
+            "[ab]",
+            "\\w",
+            "a{2}",
+            "é",
+        ] {
+            let compiled = Matcher::compile(Some(pattern), MatcherKind::ToolName);
+            assert!(compiled.literal.is_none(), "{pattern} is a regex");
+        }
+        // A trigger matcher is never a regex.
+        assert!(
+            Matcher::compile(Some("startup"), MatcherKind::Trigger)
+                .literal
+                .is_none()
+        );
     }
 
     #[test]
