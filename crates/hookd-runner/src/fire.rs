@@ -53,8 +53,10 @@ use futures_util::StreamExt;
 use futures_util::stream::FuturesUnordered;
 use hookd_core::chain::apply_chain;
 use hookd_core::command::{CommandVars, expand_command};
+use hookd_core::dialect::{claude_hook_result, gemini_payload_to_claude};
 use hookd_core::env::hook_environment;
 use hookd_core::event::HookEventName;
+use hookd_core::exec::Dialect;
 use hookd_core::exec::ExecMode;
 use hookd_core::model::{HookEntry, HookType};
 use hookd_core::output::hook_result;
@@ -294,6 +296,18 @@ impl Firing<'_> {
         input: &Map<String, Value>,
         stdin: Bytes,
     ) -> HookResult {
+        // A hook that speaks Claude Code's dialect reads Claude's payload and is interpreted
+        // by Claude Code's rules, against the Gemini payload of the firing.
+        let claude_payload = (entry.config.dialect() == Dialect::Claude
+            && entry.config.hook_type != HookType::Builtin)
+            .then(|| build_payload(self.request.event, &self.request.base, input));
+        let stdin = match &claude_payload {
+            Some(payload) => {
+                let claude = gemini_payload_to_claude(self.request.event, payload);
+                Bytes::from(serde_json::to_vec(&claude).unwrap_or_default())
+            }
+            None => stdin,
+        };
         let (run, warning) = match self.trust_verdict(entry).await {
             TrustVerdict::Run { warning } => {
                 let run = if entry.config.hook_type == HookType::Builtin {
@@ -309,7 +323,11 @@ impl Firing<'_> {
             .config
             .on_failure()
             .unwrap_or(self.config.default_on_failure);
-        let mut result = apply_failure_policy(hook_result(entry, run), policy);
+        let interpreted = match &claude_payload {
+            Some(payload) => claude_hook_result(entry, run, payload),
+            None => hook_result(entry, run),
+        };
+        let mut result = apply_failure_policy(interpreted, policy);
         result.warning = warning;
         result
     }
@@ -1006,6 +1024,63 @@ mod tests {
                 seen.push(result.warning.is_some());
             }
             assert_eq!(seen, warnings, "{trust:?} under {policy}");
+        }
+    }
+
+    #[tokio::test]
+    async fn claude_dialect_hooks_read_claude_payloads_and_block_by_claude_rules() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        // Blocks (Claude Code's exit code 2, reason on stderr) only when it was given Claude's
+        // event and tool names; exit 1 is a non-blocking error in Claude Code's rules.
+        let script = r#"input=$(cat); case "$input" in *'"PreToolUse"'*) ;; *) exit 0;; esac; \
+            case "$input" in *'"tool_name":"Write"'*) echo "no writes here" >&2; exit 2;; esac; \
+            exit 1"#;
+        let hook = |raw: Value| {
+            let mut hook = (*command(script)).clone();
+            hook.config.name = Some("claude-gate".to_owned());
+            hook.config.raw = raw.as_object().cloned().unwrap_or_default();
+            Arc::new(hook)
+        };
+        let config = config(4);
+        // (raw entry, tool name, decision, blocking?)
+        let cases = [
+            (
+                json!({"dialect": "claude"}),
+                "write_file",
+                Some("deny"),
+                true,
+            ),
+            (json!({"dialect": "claude"}), "read_file", None, false),
+            // The same script as a Gemini hook sees BeforeTool: it exits 0 with no output.
+            (json!({}), "write_file", None, false),
+        ];
+        for (raw, tool, decision, blocking) in cases {
+            let mut request = request(dir.path());
+            request
+                .input
+                .insert("tool_name".to_owned(), Value::from(tool));
+            let plan = plan(vec![hook(raw.clone())], false);
+            let result = fire(&plan, &request, &config).await.results.remove(0);
+            let found = result
+                .output
+                .as_ref()
+                .and_then(|output| output.get("decision"))
+                .and_then(Value::as_str);
+            if blocking {
+                assert_eq!(found, decision, "{raw} {tool}: {result:?}");
+                let reason = result.output.as_ref().map(|o| o["reason"].to_string());
+                assert!(
+                    reason
+                        .as_deref()
+                        .is_some_and(|r| r.contains("no writes here")),
+                    "{raw} {tool}: {result:?}"
+                );
+            } else {
+                assert!(
+                    !matches!(found, Some("deny" | "block")),
+                    "{raw} {tool}: {result:?}"
+                );
+            }
         }
     }
 
