@@ -616,3 +616,177 @@ async fn a_refused_subscription_is_an_error() {
     drop(client);
     fake.finish().await;
 }
+
+/// A `chunk_result` frame of stream `id` for chunk `seq` whose text became `content`.
+fn chunk_result_frame(id: &Value, seq: u64, content: &str) -> Value {
+    json!({"type": "chunk_result", "id": id, "seq": seq, "content": content, "result": {
+        "success": true, "final_output": null, "all_outputs": [], "errors": [],
+        "total_duration_ms": 0.0, "hooks": []}})
+}
+
+#[tokio::test]
+async fn a_stream_pipelines_more_chunks_than_its_window_and_gets_every_result_in_order() {
+    const CHUNKS: u64 = crate::STREAM_WINDOW as u64 + 44;
+    let fake = fake(|mut peer| async move {
+        peer.handshake().await;
+        let open = peer.recv().await.unwrap();
+        assert_eq!(open["type"], "stream_open");
+        assert_eq!(open["event"], "AfterModel");
+        assert_eq!(open["input"]["llm_request"], json!({"model": "m"}));
+        let id = open["id"].clone();
+        peer.send(json!({"type": "stream_opened", "id": id, "hooks": 1, "generation": 4}))
+            .await;
+        // Answer in batches, as a busy daemon would: the client must not stall.
+        let mut seq = 0;
+        while seq < CHUNKS {
+            let batch = (CHUNKS - seq).min(100);
+            for n in seq..seq + batch {
+                let chunk = peer.recv().await.unwrap();
+                assert_eq!(chunk["type"], "chunk");
+                assert_eq!(chunk["id"], id);
+                assert_eq!(chunk["seq"], n);
+            }
+            for n in seq..seq + batch {
+                peer.send(chunk_result_frame(&id, n, &format!("T{n}")))
+                    .await;
+            }
+            seq += batch;
+        }
+        assert_eq!(
+            peer.recv().await.unwrap(),
+            json!({"type": "stream_close", "id": id})
+        );
+        peer.send(json!({"type": "stream_closed", "id": id, "chunks": CHUNKS, "flush": "end"}))
+            .await;
+        peer.expect_closed().await;
+    });
+    let client = connect(&fake).await;
+    let request = crate::StreamRequest::new("/p").with_llm_request(json!({"model": "m"}));
+    let mut stream = client.open_stream(request).await.unwrap();
+    assert_eq!((stream.hooks(), stream.generation()), (1, 4));
+    for n in 0..CHUNKS {
+        let chunk = json!({"text": format!("t{n}")});
+        let seq = stream
+            .send_chunk(chunk.as_object().cloned().unwrap())
+            .await
+            .unwrap();
+        assert_eq!(seq, n);
+        assert!(stream.in_flight() <= CHUNKS as usize);
+    }
+    // Half read here, the rest handed back by the close.
+    for n in 0..CHUNKS / 2 {
+        let result = stream.next_result().await.unwrap().unwrap();
+        assert_eq!(result.seq, n);
+        assert_eq!(result.emitted("ignored"), format!("T{n}"));
+    }
+    let end = stream.close().await.unwrap();
+    let seqs: Vec<u64> = end.results.iter().map(|result| result.seq).collect();
+    assert_eq!(seqs, (CHUNKS / 2..CHUNKS).collect::<Vec<_>>());
+    assert_eq!((end.chunks, end.flush.as_str()), (CHUNKS, "end"));
+    drop(client);
+    fake.finish().await;
+}
+
+#[tokio::test]
+async fn a_stream_the_daemon_refuses_or_ends_reports_it() {
+    let fake = fake(|mut peer| async move {
+        peer.handshake().await;
+        let open = peer.recv().await.unwrap();
+        peer.send(
+            json!({"type": "error", "id": open["id"], "code": "unsupported_event",
+                         "message": "no"}),
+        )
+        .await;
+        let open = peer.recv().await.unwrap();
+        let id = open["id"].clone();
+        peer.send(json!({"type": "stream_opened", "id": id, "hooks": 0, "generation": 1}))
+            .await;
+        peer.recv().await.unwrap();
+        // The daemon ends the stream by itself (cancelled elsewhere, or stopping).
+        peer.send(json!({"type": "stream_closed", "id": id, "chunks": 0, "flush": "x"}))
+            .await;
+        peer.expect_closed().await;
+    });
+    let client = connect(&fake).await;
+    let error = client
+        .open_stream(crate::StreamRequest::new("/p"))
+        .await
+        .unwrap_err();
+    assert!(
+        matches!(
+            error,
+            ClientError::Server {
+                code: ErrorCode::UnsupportedEvent,
+                ..
+            }
+        ),
+        "{error:?}"
+    );
+    let mut stream = client
+        .open_stream(crate::StreamRequest::new("/p"))
+        .await
+        .unwrap();
+    stream.send_chunk(serde_json::Map::new()).await.unwrap();
+    assert!(matches!(
+        stream.next_result().await,
+        Err(ClientError::StreamEnded)
+    ));
+    assert!(matches!(
+        stream.send_chunk(serde_json::Map::new()).await,
+        Err(ClientError::StreamEnded)
+    ));
+    let end = stream.close().await.unwrap();
+    assert_eq!(end.flush, "x");
+    drop(client);
+    fake.finish().await;
+}
+
+#[tokio::test]
+async fn hooked_events_answers_once_and_a_watch_keeps_the_newest_answer() {
+    let answer = |id: &Value, generation: u64, events: &[&str]| {
+        json!({"type": "hooked_events", "id": id, "cwd": "/p", "events": events,
+               "generation": generation})
+    };
+    let fake = fake(move |mut peer| async move {
+        peer.handshake().await;
+        let once = peer.recv().await.unwrap();
+        assert_eq!(
+            once,
+            json!({"type": "hooked_events", "id": once["id"], "cwd": "/p", "subscribe": false})
+        );
+        peer.send(answer(&once["id"], 1, &["BeforeTool"])).await;
+        let watch = peer.recv().await.unwrap();
+        assert_eq!(watch["subscribe"], true);
+        let id = watch["id"].clone();
+        peer.send(answer(&id, 1, &["BeforeTool"])).await;
+        // Two changes, then a pong: once the pong is in, both changes were delivered.
+        let ping = peer.recv().await.unwrap();
+        peer.send(answer(&id, 2, &["BeforeTool", "AfterModel"]))
+            .await;
+        peer.send(answer(&id, 3, &["AfterModel"])).await;
+        peer.send(json!({"type": "pong", "id": ping["id"]})).await;
+        // Dropping the watch cancels it.
+        let cancel = peer.recv().await.unwrap();
+        assert_eq!(cancel["type"], "cancel");
+        assert_eq!(cancel["target"], id);
+        peer.expect_closed().await;
+    });
+    let client = connect(&fake).await;
+    let once = client.hooked_events("/p").await.unwrap();
+    assert_eq!(once.events, ["BeforeTool"]);
+    let mut watch = client.watch_hooked_events("/p").await.unwrap();
+    assert_eq!(watch.current().generation, 1);
+    assert!(watch.is_hooked("BeforeTool"));
+    client.ping().await.unwrap();
+    // The newest answer, the one in between skipped.
+    let changed = watch.changed().await.unwrap().unwrap();
+    assert_eq!(
+        (changed.generation, changed.events.clone()),
+        (3, vec!["AfterModel".to_owned()])
+    );
+    assert!(!watch.is_hooked("BeforeTool"));
+    // The cancel is queued before the connection closes; the fake checks it came.
+    drop(watch);
+    drop(client);
+    fake.finish().await;
+}

@@ -339,6 +339,63 @@ mod tests {
     }
 
     #[tokio::test]
+    async fn queued_frames_wait_for_a_flush_or_the_next_send_and_keep_their_order() {
+        let (ours, theirs) = UnixStream::pair().unwrap();
+        let (_reader, writer) = split(ours, 64);
+        let mut peer = theirs.into_std().unwrap();
+        peer.set_nonblocking(true).unwrap();
+        let mut received = Vec::new();
+        let mut read_all = |peer: &mut std::os::unix::net::UnixStream| {
+            let mut chunk = [0u8; 256];
+            loop {
+                match peer.read(&mut chunk) {
+                    Ok(0) => break,
+                    Ok(n) => received.extend_from_slice(&chunk[..n]),
+                    Err(err) if err.kind() == io::ErrorKind::WouldBlock => break,
+                    Err(err) => panic!("{err}"),
+                }
+            }
+            received.clone()
+        };
+        let queue =
+            |body: &'static [u8]| move |out: &mut BytesMut| out.extend_from_slice(&frame(body));
+        writer.queue_with(queue(b"a")).await;
+        writer.queue_with(queue(b"bc")).await;
+        assert!(read_all(&mut peer).is_empty(), "queued, not written");
+        writer.flush().await.unwrap();
+        assert_eq!(read_all(&mut peer), [frame(b"a"), frame(b"bc")].concat());
+        // A send writes what was queued before it, first.
+        writer.queue_with(queue(b"d")).await;
+        writer.send(Bytes::from_static(b"e")).await.unwrap();
+        assert_eq!(
+            read_all(&mut peer),
+            [frame(b"a"), frame(b"bc"), frame(b"d"), frame(b"e")].concat()
+        );
+        // Nothing queued: a flush writes nothing.
+        writer.flush().await.unwrap();
+        assert_eq!(received.len(), 4 * 4 + 5);
+    }
+
+    #[tokio::test]
+    async fn frame_buffered_says_whether_the_next_frame_needs_a_read() {
+        let (ours, theirs) = UnixStream::pair().unwrap();
+        let (mut reader, _writer) = split(ours, 64);
+        let mut peer = theirs.into_std().unwrap();
+        peer.set_nonblocking(false).unwrap();
+        assert!(!reader.frame_buffered());
+        peer.write_all(&[frame(b"one"), frame(b"two"), vec![0, 0]].concat())
+            .unwrap();
+        let first = reader.next().await.unwrap().unwrap();
+        assert_eq!(first, Frame::Data(Bytes::from_static(b"one")));
+        assert!(
+            reader.frame_buffered(),
+            "the second frame came with the first"
+        );
+        reader.next().await.unwrap().unwrap();
+        assert!(!reader.frame_buffered(), "half a prefix is not a frame");
+    }
+
+    #[tokio::test]
     async fn a_send_to_a_closed_peer_fails() {
         let (ours, theirs) = UnixStream::pair().unwrap();
         let (_reader, writer) = split(ours, 64);
