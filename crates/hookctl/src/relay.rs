@@ -270,7 +270,8 @@ pub enum RelayError {
 
 /// Runs one relay invocation: reads stdin, asks the daemon, writes the host's answer.
 pub fn run(args: &RelayArgs) -> ExitCode {
-    let mut stdin = Vec::new();
+    // Room for a typical payload up front: reading starts with large reads, not tiny ones.
+    let mut stdin = Vec::with_capacity(64 * 1024);
     let read = io::stdin().lock().read_to_end(&mut stdin);
     let policy = args.policy(std::env::var_os(UNREACHABLE_ENV_VAR).as_deref());
     let answer = match read {

@@ -481,3 +481,77 @@ async fn installed_relay_entries_run_the_moved_hooks_through_the_daemon() {
     assert_eq!(answer["decision"], json!("deny"), "{answer}");
     assert_eq!(answer["reason"], json!("rm is not allowed"), "{answer}");
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn installed_claude_hooks_keep_claudes_rules_through_the_relay() {
+    let fixture = common::Fixture::start("{}", None).await;
+    let project = fixture.project.display().to_string();
+    let claude_file = fixture.project.join(".claude/settings.json");
+    std::fs::create_dir_all(claude_file.parent().unwrap()).unwrap();
+    // Claude Code's rule: exit 2 blocks, with stderr as the reason.
+    std::fs::write(
+        &claude_file,
+        r#"{"hooks": {"PreToolUse": [{"matcher": "Bash", "hooks": [
+            {"type": "command", "command": "grep -q 'rm -rf' && { echo 'no rm -rf' >&2; exit 2; }; exit 0"}
+        ]}]}}"#,
+    )
+    .unwrap();
+    let home = fixture.home.clone();
+    let install = project.clone();
+    tokio::task::spawn_blocking(move || {
+        let output = Command::new(env!("CARGO_BIN_EXE_hookctl"))
+            .args(["install", "--host", "claude", "--scope", "project", "--yes"])
+            .arg("--cwd")
+            .arg(&install)
+            .env("HOME", &home)
+            .env_remove("XDG_CONFIG_HOME")
+            .env_remove("XDG_STATE_HOME")
+            .env_remove("CLAUDE_CONFIG_DIR")
+            .stdin(Stdio::null())
+            .output()
+            .unwrap();
+        assert!(output.status.success(), "{output:?}");
+    })
+    .await
+    .unwrap();
+
+    let host = parse(&claude_file);
+    let command = host["hooks"]["PreToolUse"][0]["hooks"][0]["command"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    let socket = fixture.socket.clone();
+    let ask = move |tool_command: &str| {
+        let payload = json!({"session_id": "s", "transcript_path": "", "cwd": project,
+            "hook_event_name": "PreToolUse", "tool_name": "Bash",
+            "tool_input": {"command": tool_command}});
+        let mut child = Command::new("bash")
+            .arg("-c")
+            .arg(&command)
+            .env("HOOKD_SOCKET", &socket)
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .unwrap();
+        let _ = child
+            .stdin
+            .take()
+            .unwrap()
+            .write_all(payload.to_string().as_bytes());
+        child.wait_with_output().unwrap()
+    };
+    let (denied, allowed) = tokio::task::spawn_blocking(move || (ask("rm -rf /"), ask("ls")))
+        .await
+        .unwrap();
+    assert!(denied.status.success(), "{denied:?}");
+    let answer: Value = serde_json::from_slice(&denied.stdout).unwrap();
+    assert_eq!(
+        answer["hookSpecificOutput"],
+        json!({"hookEventName": "PreToolUse", "permissionDecision": "deny",
+               "permissionDecisionReason": "no rm -rf"}),
+        "{answer}"
+    );
+    assert!(allowed.status.success(), "{allowed:?}");
+    assert_eq!(String::from_utf8_lossy(&allowed.stdout), "");
+}
