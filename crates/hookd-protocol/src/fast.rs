@@ -358,7 +358,14 @@ impl<'a> Scanner<'a> {
             top.optional_fields_valid &= ok;
         };
         match key {
-            "type" => top.type_name = string_value(value)?.plain(),
+            "type" => {
+                // Any other type is for the full parser: stop scanning now.
+                let name = string_value(value)?.plain()?;
+                if name != "chunk" && name != "event" {
+                    return None;
+                }
+                top.type_name = Some(name);
+            }
             "id" => {
                 top.id = match value {
                     Scanned::U64(number) => Some(IdRef::Number(number)),
