@@ -6,8 +6,8 @@
 //! live daemon, replacing a stale socket file).
 //!
 //! Roles: the accept loop here (connection semaphore, peer-uid check, graceful stop),
-//! [`connection`] (one per client: handshake, requests, run tasks, subscriptions), `io` (its
-//! frame reading and writing),
+//! [`connection`] (one per client: handshake, requests, run tasks, subscriptions), `stream`
+//! (its AfterModel stream sessions), `io` (its frame reading and writing),
 //! `registries` (registries per project dir, built on first use, cached, rebuilt and swapped
 //! when their files change), `watcher` (watches the settings files and triggers the
 //! rebuilds), `lastgood` (a bad save keeps the last good version of a file in force),
