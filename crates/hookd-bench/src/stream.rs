@@ -133,7 +133,9 @@ impl Row {
 const FILTER_SH: &str = r#"#!/usr/bin/env bash
 # Replaces foo with bar in the chunk's text (the payload's "content").
 payload=$(cat)
-content=${payload#*\"content\":\"}
+# The chunk's text follows llm_response (llm_request's messages have a "content" too).
+content=${payload#*\"llm_response\"}
+content=${content#*\"content\":\"}
 content=${content%%\"*}
 printf '{"content":"%s"}\n' "${content//foo/bar}"
 "#;

@@ -831,8 +831,14 @@ mod tests {
         let value = serde_json::json!({"A": [1]});
         // (text, expected)
         let cases = [
-            ("", "{\n  \"hooks\": {\n    \"A\": [\n      1\n    ]\n  }\n}\n"),
-            ("{}", "{\n  \"hooks\": {\n    \"A\": [\n      1\n    ]\n  }\n}"),
+            (
+                "",
+                "{\n  \"hooks\": {\n    \"A\": [\n      1\n    ]\n  }\n}\n",
+            ),
+            (
+                "{}",
+                "{\n  \"hooks\": {\n    \"A\": [\n      1\n    ]\n  }\n}",
+            ),
             (
                 "// c\n{\n    \"x\": 1, // keep\n    \"hooks\": {\"old\": []}\n}\n",
                 "// c\n{\n    \"x\": 1, // keep\n    \"hooks\": {\n        \"A\": [\n            1\n        ]\n    }\n}\n",
