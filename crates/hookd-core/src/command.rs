@@ -174,34 +174,59 @@ pub(crate) fn js_trim(s: &str) -> &str {
     s.trim_matches(is_js_whitespace)
 }
 
-/// Cuts a command line into its simple commands, each a list of words after quote removal.
+/// One word of a command line as [`split_commands`] cuts it: its text after quote removal,
+/// and whether the shell would expand it in a way the caller cannot know.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct ShellWord {
+    /// The word's text; what an unknowable expansion would produce is missing from it.
+    pub(crate) text: String,
+    /// Whether part of the word is an expansion (a variable the reader did not know, a
+    /// command substitution, `~`, a glob).
+    pub(crate) unknown: bool,
+}
+
+/// Reads a `$` expansion: called just after the `$`, with the characters that follow, the
+/// word being built and its "unknown" flag.
+pub(crate) type DollarReader<'a> =
+    dyn FnMut(&mut std::iter::Peekable<std::str::Chars<'_>>, &mut Option<String>, &mut bool) + 'a;
+
+/// Cuts a command line into simple commands (lists of words), dropping redirections.
 ///
-/// A deliberately small subset of the shell grammar, enough to see which programs a hook's
-/// command line starts: single and double quotes, backslashes, the operators `;`, `&`, `|`,
-/// `&&`, `||`, newlines and parentheses (which end a simple command), comments, and
-/// redirections (whose target word is dropped, as are the digits of `2>`). Nothing is
-/// expanded: `$HOME/bin/x` stays that text, `$(...)` and backquotes are kept as characters.
-pub fn simple_commands(line: &str) -> Vec<Vec<String>> {
-    let mut commands: Vec<Vec<String>> = Vec::new();
-    let mut words: Vec<String> = Vec::new();
+/// A deliberately small subset of the shell grammar: single and double quotes, backslashes,
+/// the operators `;`, `&`, `|`, `&&`, `||`, newlines and parentheses (which end a simple
+/// command), comments, and redirections (whose target word is dropped, as are the digits of
+/// `2>`). `dollar` decides what a `$` expansion becomes; backquotes, a leading `~` and glob
+/// characters mark the word unknown.
+pub(crate) fn split_commands(line: &str, dollar: &mut DollarReader<'_>) -> Vec<Vec<ShellWord>> {
+    let mut commands: Vec<Vec<ShellWord>> = Vec::new();
+    let mut words: Vec<ShellWord> = Vec::new();
     let mut word: Option<String> = None;
+    let mut unknown = false;
     let mut redirect_target = false;
     let mut chars = line.chars().peekable();
 
-    // Ends the current word; the word after a redirection operator is its target.
-    let finish = |word: &mut Option<String>, words: &mut Vec<String>, redirect: &mut bool| {
+    // Ends the current word; a word after a redirection operator is its target, not an
+    // argument.
+    let finish_word = |word: &mut Option<String>,
+                       unknown: &mut bool,
+                       words: &mut Vec<ShellWord>,
+                       redirect: &mut bool| {
         if let Some(text) = word.take() {
             if !std::mem::take(redirect) {
-                words.push(text);
+                words.push(ShellWord {
+                    text,
+                    unknown: *unknown,
+                });
             }
         }
+        *unknown = false;
     };
 
     while let Some(c) = chars.next() {
         match c {
-            ' ' | '\t' => finish(&mut word, &mut words, &mut redirect_target),
+            ' ' | '\t' => finish_word(&mut word, &mut unknown, &mut words, &mut redirect_target),
             ';' | '&' | '|' | '\n' | '(' | ')' => {
-                finish(&mut word, &mut words, &mut redirect_target);
+                finish_word(&mut word, &mut unknown, &mut words, &mut redirect_target);
                 redirect_target = false;
                 if !words.is_empty() {
                     commands.push(std::mem::take(&mut words));
@@ -214,8 +239,9 @@ pub fn simple_commands(line: &str) -> Vec<Vec<String>> {
                     .is_some_and(|w| w.bytes().all(|b| b.is_ascii_digit()))
                 {
                     word = None;
+                    unknown = false;
                 }
-                finish(&mut word, &mut words, &mut redirect_target);
+                finish_word(&mut word, &mut unknown, &mut words, &mut redirect_target);
                 while chars
                     .peek()
                     .is_some_and(|next| matches!(next, '<' | '>' | '&'))
@@ -225,6 +251,7 @@ pub fn simple_commands(line: &str) -> Vec<Vec<String>> {
                 redirect_target = true;
             }
             '#' if word.is_none() => {
+                // A comment runs to the end of the line.
                 while chars.peek().is_some_and(|next| *next != '\n') {
                     chars.next();
                 }
@@ -239,34 +266,68 @@ pub fn simple_commands(line: &str) -> Vec<Vec<String>> {
                 }
             }
             '"' => {
-                let text = word.get_or_insert_with(String::new);
+                word.get_or_insert_with(String::new);
                 while let Some(next) = chars.next() {
                     match next {
                         '"' => break,
                         '\\' => match chars.next() {
-                            Some(escaped @ ('$' | '`' | '"' | '\\')) => text.push(escaped),
-                            Some('\n') | None => {}
+                            Some(escaped @ ('$' | '`' | '"' | '\\')) => push(&mut word, escaped),
+                            Some('\n') => {}
                             Some(other) => {
-                                text.push('\\');
-                                text.push(other);
+                                push(&mut word, '\\');
+                                push(&mut word, other);
                             }
+                            None => {}
                         },
-                        other => text.push(other),
+                        '$' => dollar(&mut chars, &mut word, &mut unknown),
+                        '`' => unknown = true,
+                        other => push(&mut word, other),
                     }
                 }
             }
             '\\' => match chars.next() {
                 Some('\n') | None => {}
-                Some(escaped) => word.get_or_insert_with(String::new).push(escaped),
+                Some(escaped) => push(&mut word, escaped),
             },
-            other => word.get_or_insert_with(String::new).push(other),
+            '$' => dollar(&mut chars, &mut word, &mut unknown),
+            '`' => {
+                unknown = true;
+                word.get_or_insert_with(String::new);
+            }
+            '~' if word.is_none() => {
+                unknown = true;
+                push(&mut word, '~');
+            }
+            '*' | '?' | '[' => {
+                // A glob may match any file.
+                unknown = true;
+                push(&mut word, c);
+            }
+            other => push(&mut word, other),
         }
     }
-    finish(&mut word, &mut words, &mut redirect_target);
+    finish_word(&mut word, &mut unknown, &mut words, &mut redirect_target);
     if !words.is_empty() {
         commands.push(words);
     }
     commands
+}
+
+fn push(word: &mut Option<String>, c: char) {
+    word.get_or_insert_with(String::new).push(c);
+}
+
+/// Cuts a command line into its simple commands, each a list of words after quote removal,
+/// as [`split_commands`] does, with `$` kept as a literal character: `$HOME/bin/x` stays that
+/// text. Enough to see which programs a hook's command line starts.
+pub fn simple_commands(line: &str) -> Vec<Vec<String>> {
+    let mut literal = |_: &mut std::iter::Peekable<std::str::Chars<'_>>,
+                       word: &mut Option<String>,
+                       _: &mut bool| push(word, '$');
+    split_commands(line, &mut literal)
+        .into_iter()
+        .map(|words| words.into_iter().map(|word| word.text).collect())
+        .collect()
 }
 
 #[cfg(test)]

@@ -368,121 +368,23 @@ fn normalize(path: &Path) -> PathBuf {
 /// expand it in a way that cannot be known here.
 type Word = Option<String>;
 
-/// Cuts a command line into simple commands (lists of words), dropping redirections.
-///
-/// A deliberately small subset of the shell grammar: quotes, backslashes, the project
-/// directory variables in their `${NAME}` and `$NAME` forms, operators and comments.
+/// Cuts a command line into simple commands (lists of words), dropping redirections, with the
+/// project directory variables expanded ([`crate::command::split_commands`]).
 fn simple_commands(line: &str, project_dir: &str) -> Vec<Vec<Word>> {
-    let mut commands: Vec<Vec<Word>> = Vec::new();
-    let mut words: Vec<Word> = Vec::new();
-    let mut word: Option<String> = None;
-    let mut unknown = false;
-    let mut redirect_target = false;
-    let mut chars = line.chars().peekable();
-
-    // Ends the current word; a word after a redirection operator is its target, not an
-    // argument.
-    let finish_word = |word: &mut Option<String>,
-                       unknown: &mut bool,
-                       words: &mut Vec<Word>,
-                       redirect: &mut bool| {
-        if let Some(text) = word.take() {
-            if !std::mem::take(redirect) {
-                words.push((!*unknown).then_some(text));
-            }
-        }
-        *unknown = false;
+    let mut dollar = |chars: &mut std::iter::Peekable<std::str::Chars<'_>>,
+                      word: &mut Option<String>,
+                      unknown: &mut bool| {
+        expand_dollar(chars, word, unknown, project_dir);
     };
-
-    while let Some(c) = chars.next() {
-        match c {
-            ' ' | '\t' => finish_word(&mut word, &mut unknown, &mut words, &mut redirect_target),
-            ';' | '&' | '|' | '\n' | '(' | ')' => {
-                finish_word(&mut word, &mut unknown, &mut words, &mut redirect_target);
-                redirect_target = false;
-                if !words.is_empty() {
-                    commands.push(std::mem::take(&mut words));
-                }
-            }
-            '<' | '>' => {
-                // `2>file`: the digits before the operator are its file descriptor.
-                if word
-                    .as_deref()
-                    .is_some_and(|w| w.bytes().all(|b| b.is_ascii_digit()))
-                {
-                    word = None;
-                    unknown = false;
-                }
-                finish_word(&mut word, &mut unknown, &mut words, &mut redirect_target);
-                while chars
-                    .peek()
-                    .is_some_and(|next| matches!(next, '<' | '>' | '&'))
-                {
-                    chars.next();
-                }
-                redirect_target = true;
-            }
-            '#' if word.is_none() => {
-                // A comment runs to the end of the line.
-                while chars.peek().is_some_and(|next| *next != '\n') {
-                    chars.next();
-                }
-            }
-            '\'' => {
-                let text = word.get_or_insert_with(String::new);
-                for next in chars.by_ref() {
-                    if next == '\'' {
-                        break;
-                    }
-                    text.push(next);
-                }
-            }
-            '"' => {
-                word.get_or_insert_with(String::new);
-                while let Some(next) = chars.next() {
-                    match next {
-                        '"' => break,
-                        '\\' => match chars.next() {
-                            Some(escaped @ ('$' | '`' | '"' | '\\')) => push(&mut word, escaped),
-                            Some('\n') => {}
-                            Some(other) => {
-                                push(&mut word, '\\');
-                                push(&mut word, other);
-                            }
-                            None => {}
-                        },
-                        '$' => expand_dollar(&mut chars, &mut word, &mut unknown, project_dir),
-                        '`' => unknown = true,
-                        other => push(&mut word, other),
-                    }
-                }
-            }
-            '\\' => match chars.next() {
-                Some('\n') | None => {}
-                Some(escaped) => push(&mut word, escaped),
-            },
-            '$' => expand_dollar(&mut chars, &mut word, &mut unknown, project_dir),
-            '`' => {
-                unknown = true;
-                word.get_or_insert_with(String::new);
-            }
-            '~' if word.is_none() => {
-                unknown = true;
-                push(&mut word, '~');
-            }
-            '*' | '?' | '[' => {
-                // A glob may match any file.
-                unknown = true;
-                push(&mut word, c);
-            }
-            other => push(&mut word, other),
-        }
-    }
-    finish_word(&mut word, &mut unknown, &mut words, &mut redirect_target);
-    if !words.is_empty() {
-        commands.push(words);
-    }
-    commands
+    crate::command::split_commands(line, &mut dollar)
+        .into_iter()
+        .map(|words| {
+            words
+                .into_iter()
+                .map(|word| (!word.unknown).then_some(word.text))
+                .collect()
+        })
+        .collect()
 }
 
 fn push(word: &mut Option<String>, c: char) {

@@ -768,6 +768,22 @@ mod tests {
         members
     }
 
+    /// Waits up to a few seconds for every member of the group to be gone: a member that got
+    /// `SIGKILL` closes its pipes (which ends the run) a moment before it stops being listed
+    /// as running.
+    fn group_is_gone_soon(group: i32) -> bool {
+        let deadline = std::time::Instant::now() + Duration::from_secs(5);
+        loop {
+            if live_group_members(group).is_empty() {
+                return true;
+            }
+            if std::time::Instant::now() > deadline {
+                return false;
+            }
+            std::thread::sleep(Duration::from_millis(10));
+        }
+    }
+
     /// Whether `pid` is still in the process table (alive or a zombie).
     fn pid_exists(pid: i32) -> bool {
         Path::new(&format!("/proc/{pid}")).exists()
@@ -897,7 +913,7 @@ mod tests {
         // Output printed before the deadline is kept; the child was reaped.
         let pid = printed_pid(&result);
         assert!(!pid_exists(pid), "hook process {pid} left behind");
-        assert!(live_group_members(pid).is_empty());
+        assert!(group_is_gone_soon(pid), "{:?}", live_group_members(pid));
     }
 
     #[tokio::test]
@@ -910,7 +926,7 @@ mod tests {
         assert!(result.duration < Duration::from_secs(10), "{result:?}");
         let pid = printed_pid(&result);
         assert!(result.stdout.ends_with("hi\n"), "{result:?}");
-        assert!(live_group_members(pid).is_empty());
+        assert!(group_is_gone_soon(pid), "{:?}", live_group_members(pid));
     }
 
     #[tokio::test]
@@ -1051,7 +1067,7 @@ mod tests {
         assert_eq!(printed_pid(&result), pid);
         assert!(result.duration < Duration::from_secs(10), "{result:?}");
         assert!(!pid_exists(pid), "hook process {pid} left behind");
-        assert!(live_group_members(pid).is_empty());
+        assert!(group_is_gone_soon(pid), "{:?}", live_group_members(pid));
     }
 
     #[tokio::test]
