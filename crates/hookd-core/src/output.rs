@@ -118,6 +118,12 @@ pub fn interpret(event: HookEventName, run: &HookRun) -> Interpretation {
 /// applied here (see [`crate::policy::apply_failure_policy`]).
 pub fn hook_result(entry: &HookEntry, run: HookRun) -> HookResult {
     let interpretation = interpret(entry.event, &run);
+    record(entry, run, interpretation)
+}
+
+/// Joins a run with its interpretation (by whichever rules apply to the hook) and the hook's
+/// identity into the per-hook record, with its `failure` classified.
+pub fn record(entry: &HookEntry, run: HookRun, interpretation: Interpretation) -> HookResult {
     let mut result = HookResult {
         name: entry.config.display_name().to_owned(),
         source: entry.source,

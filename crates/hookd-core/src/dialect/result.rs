@@ -31,7 +31,6 @@ use crate::command::js_trim;
 use crate::event::HookEventName;
 use crate::model::HookEntry;
 use crate::output::{Interpretation, interpret};
-use crate::policy::classify;
 use crate::result::{HookOutcome, HookResult, HookRun, OutputFormat};
 
 /// Interprets one run of a Claude-dialect hook; `input` is the Gemini payload of the firing
@@ -42,26 +41,8 @@ pub fn claude_hook_result(
     run: HookRun,
     input: &Map<String, Value>,
 ) -> HookResult {
-    let name = entry.config.display_name().to_owned();
-    let interpretation = interpret_claude(entry.event, &name, &run, input);
-    let mut result = HookResult {
-        name,
-        source: entry.source,
-        event: entry.event,
-        success: interpretation.success,
-        output: interpretation.output,
-        output_format: interpretation.output_format,
-        stdout: run.stdout,
-        stderr: run.stderr,
-        exit_code: interpretation.exit_code,
-        duration: run.duration,
-        error: interpretation.error,
-        outcome: run.outcome,
-        failure: None,
-        warning: None,
-    };
-    result.failure = classify(&result);
-    result
+    let interpretation = interpret_claude(entry.event, entry.config.display_name(), &run, input);
+    crate::output::record(entry, run, interpretation)
 }
 
 /// What Claude Code would make of the run, and the tool the hook saw.
