@@ -12,6 +12,7 @@
 //! | `idle_timeout` | milliseconds (default 600000) | persistent and pre-warmed hooks: how long an unused process is kept |
 //! | `prewarm` | `true`, `false` (default) | one-shot only: keep one process already started, waiting on its stdin |
 //! | `dialect` | `"gemini"` (default), `"claude"` | which CLI's payload and output shapes the hook speaks |
+//! | `drop_fields` | array of payload keys | keys left out of the hook's stdin payload, such as `llm_request` or `full_content` for an AfterModel filter that only reads `content` |
 //!
 //! Every parser here returns the value to use and, for a key that is present but wrong, a
 //! message for the settings diagnostics; a wrong key never discards the hook, its default
@@ -128,6 +129,55 @@ pub fn parse_dialect(raw: &Map<String, Value>) -> (Dialect, Option<KeyProblem>) 
                     crate::settings::json_type(other)
                 ),
             }),
+        ),
+    }
+}
+
+/// Reads the hook's `drop_fields` key: the payload keys the hook does not want on its stdin.
+/// `hook_event_name` cannot be dropped (a hook needs to know what it answers); a value that is
+/// not an array of strings drops nothing.
+pub fn parse_drop_fields(raw: &Map<String, Value>) -> (Vec<String>, Option<KeyProblem>) {
+    let problem = |message: String| {
+        Some(KeyProblem {
+            key: "drop_fields",
+            message,
+        })
+    };
+    match raw.get("drop_fields") {
+        None | Some(Value::Null) => (Vec::new(), None),
+        Some(Value::Array(items)) => {
+            let mut fields = Vec::new();
+            for item in items {
+                match item {
+                    Value::String(name) if name == "hook_event_name" => {
+                        return (
+                            Vec::new(),
+                            problem(
+                                "drop_fields cannot drop hook_event_name; nothing is dropped"
+                                    .to_owned(),
+                            ),
+                        );
+                    }
+                    Value::String(name) => fields.push(name.clone()),
+                    other => {
+                        return (
+                            Vec::new(),
+                            problem(format!(
+                                "drop_fields must list key names, not {}; nothing is dropped",
+                                crate::settings::json_type(other)
+                            )),
+                        );
+                    }
+                }
+            }
+            (fields, None)
+        }
+        Some(other) => (
+            Vec::new(),
+            problem(format!(
+                "drop_fields must be an array of key names, not {}; nothing is dropped",
+                crate::settings::json_type(other)
+            )),
         ),
     }
 }
@@ -321,6 +371,29 @@ mod tests {
             assert_eq!(mode, expected, "{entry}");
             let found: Vec<&str> = problems.iter().map(|problem| problem.key).collect();
             assert_eq!(found, keys, "{entry}: {problems:?}");
+        }
+    }
+
+    #[test]
+    fn drop_fields() {
+        // (entry, fields, problem?)
+        let cases = [
+            (json!({}), vec![], false),
+            (json!({"drop_fields": null}), vec![], false),
+            (json!({"drop_fields": []}), vec![], false),
+            (
+                json!({"drop_fields": ["llm_request", "full_content"]}),
+                vec!["llm_request", "full_content"],
+                false,
+            ),
+            (json!({"drop_fields": "llm_request"}), vec![], true),
+            (json!({"drop_fields": ["llm_request", 3]}), vec![], true),
+            (json!({"drop_fields": ["hook_event_name"]}), vec![], true),
+        ];
+        for (entry, expected, problem) in cases {
+            let (fields, found) = parse_drop_fields(&raw(entry.clone()));
+            assert_eq!(fields, expected, "{entry}");
+            assert_eq!(found.is_some(), problem, "{entry}: {found:?}");
         }
     }
 

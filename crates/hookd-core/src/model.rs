@@ -5,7 +5,7 @@ use std::path::PathBuf;
 
 use serde_json::{Map, Value};
 
-use crate::exec::{Dialect, ExecMode, parse_dialect, parse_exec_mode};
+use crate::exec::{Dialect, ExecMode, parse_dialect, parse_drop_fields, parse_exec_mode};
 use crate::policy::{FailurePolicy, parse_on_failure};
 
 /// The layer a hook was defined in (decision D1: real labels, not Gemini CLI's blanket `project`).
@@ -167,6 +167,11 @@ impl HookConfig {
     /// them as warnings.
     pub fn exec_mode(&self) -> ExecMode {
         parse_exec_mode(&self.raw).0
+    }
+
+    /// The payload keys left out of the hook's stdin (its `drop_fields` key; none by default).
+    pub fn drop_fields(&self) -> Vec<String> {
+        parse_drop_fields(&self.raw).0
     }
 
     /// The language the hook speaks (its `dialect` key; Gemini CLI's by default).

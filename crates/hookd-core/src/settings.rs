@@ -584,6 +584,13 @@ fn parse_entry(
             );
         }
     }
+    if let (_, Some(problem)) = crate::exec::parse_drop_fields(raw) {
+        warn(
+            diagnostics,
+            format!("{key_path}.{}", problem.key),
+            problem.message,
+        );
+    }
     if let (_, Some(problem)) = crate::exec::parse_dialect(raw) {
         warn(
             diagnostics,

@@ -298,16 +298,31 @@ impl Firing<'_> {
     ) -> HookResult {
         // A hook that speaks Claude Code's dialect reads Claude's payload and is interpreted
         // by Claude Code's rules, against the Gemini payload of the firing.
-        let claude_payload = (entry.config.dialect() == Dialect::Claude
-            && entry.config.hook_type != HookType::Builtin)
+        // A hook that drops payload keys (`drop_fields`) gets a payload of its own too.
+        let is_process = entry.config.hook_type != HookType::Builtin;
+        let claude = is_process && entry.config.dialect() == Dialect::Claude;
+        let dropped = if is_process {
+            entry.config.drop_fields()
+        } else {
+            Vec::new()
+        };
+        let own_payload = (claude || !dropped.is_empty())
             .then(|| build_payload(self.request.event, &self.request.base, input));
-        let stdin = match &claude_payload {
+        let stdin = match &own_payload {
             Some(payload) => {
-                let claude = gemini_payload_to_claude(self.request.event, payload);
-                Bytes::from(serde_json::to_vec(&claude).unwrap_or_default())
+                let mut shaped = if claude {
+                    gemini_payload_to_claude(self.request.event, payload)
+                } else {
+                    payload.clone()
+                };
+                for key in &dropped {
+                    shaped.remove(key);
+                }
+                Bytes::from(serde_json::to_vec(&shaped).unwrap_or_default())
             }
             None => stdin,
         };
+        let claude_payload = own_payload.as_ref().filter(|_| claude);
         let (run, warning) = match self.trust_verdict(entry).await {
             TrustVerdict::Run { warning } => {
                 let run = if entry.config.hook_type == HookType::Builtin {
@@ -323,7 +338,7 @@ impl Firing<'_> {
             .config
             .on_failure()
             .unwrap_or(self.config.default_on_failure);
-        let interpreted = match &claude_payload {
+        let interpreted = match claude_payload {
             Some(payload) => claude_hook_result(entry, run, payload),
             None => hook_result(entry, run),
         };
@@ -1025,6 +1040,42 @@ mod tests {
             }
             assert_eq!(seen, warnings, "{trust:?} under {policy}");
         }
+    }
+
+    #[tokio::test]
+    async fn drop_fields_leave_keys_out_of_that_hooks_payload_only() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let echo = |drop: Option<Value>| {
+            let mut hook = (*command("cat >&2")).clone();
+            if let Some(drop) = drop {
+                hook.config.raw.insert("drop_fields".to_owned(), drop);
+            }
+            hook.config.name = Some(format!("echo-{}", hook.config.raw.len()));
+            Arc::new(hook)
+        };
+        let plan = plan(
+            vec![
+                echo(None),
+                echo(Some(json!(["tool_input", "transcript_path"]))),
+            ],
+            false,
+        );
+        let fired = fire(&plan, &request(dir.path()), &config(4)).await;
+        let payloads: Vec<Value> = fired
+            .results
+            .iter()
+            .map(|result| serde_json::from_str(&result.stderr).expect("the payload"))
+            .collect();
+        assert_eq!(payloads[0]["tool_input"], json!({"x": 0}));
+        assert!(payloads[0].get("transcript_path").is_some());
+        assert_eq!(payloads[1]["tool_name"], "write_file");
+        assert_eq!(payloads[1]["hook_event_name"], "BeforeTool");
+        assert!(payloads[1].get("tool_input").is_none(), "{}", payloads[1]);
+        assert!(
+            payloads[1].get("transcript_path").is_none(),
+            "{}",
+            payloads[1]
+        );
     }
 
     #[tokio::test]

@@ -919,40 +919,43 @@ impl Run {
         let aggregate = hookd_core::aggregate::aggregate(self.event, &results, &request.input);
         crate::audit::record_run(&self.shared, &fire, self.generation, &results, &aggregate);
         let message = convert::result(request.id.clone(), &aggregate, &results, self.generation);
-        let message = fit_in_frame(message, self.shared.config.max_frame_bytes);
+        let frame = encode_fitted(message, self.shared.config.max_frame_bytes);
         self.inflight
             .lock()
             .unwrap_or_else(std::sync::PoisonError::into_inner)
             .remove(&request.id);
-        send(&self.sink, &message).await;
+        send_frame(&self.sink, frame).await;
     }
 }
 
-/// Makes a `result` or `chunk_result` fit in one frame of at most `max_frame_bytes`.
+/// Encodes a `result` or `chunk_result` into one frame of at most `max_frame_bytes`.
 ///
 /// A result repeats each hook's captured text (its `stdout`, its output, the merged output),
 /// and JSON escaping can multiply it, so a few hooks at their output caps can exceed the
 /// frame limit the client reads with. The captured `stdout`/`stderr` of the records are cut
 /// shorter and shorter, each cut said in the text; if even that does not fit, the request is
 /// answered with an `internal` error saying how large the result was.
-pub(crate) fn fit_in_frame(mut message: ServerMessage, max_frame_bytes: usize) -> ServerMessage {
-    let size = hookd_protocol::encode(&message).len();
+pub(crate) fn encode_fitted(mut message: ServerMessage, max_frame_bytes: usize) -> Bytes {
+    // Encoded once when it fits, which is nearly always: the frame is what gets sent.
+    let frame = hookd_protocol::encode(&message);
+    let size = frame.len();
     if size <= max_frame_bytes {
-        return message;
+        return frame;
     }
     for keep in [64 * 1024, 4 * 1024, 0] {
         let Some(hooks) = records_mut(&mut message) else {
-            return message;
+            return frame;
         };
         for hook in hooks {
             truncate_text(&mut hook.stdout, keep);
             truncate_text(&mut hook.stderr, keep);
         }
-        if hookd_protocol::encode(&message).len() <= max_frame_bytes {
-            return message;
+        let frame = hookd_protocol::encode(&message);
+        if frame.len() <= max_frame_bytes {
+            return frame;
         }
     }
-    ProtocolError::new(
+    let error = ProtocolError::new(
         ErrorCode::Internal,
         format!(
             "the result of this event is {size} bytes, over the {max_frame_bytes}-byte frame \
@@ -960,7 +963,15 @@ pub(crate) fn fit_in_frame(mut message: ServerMessage, max_frame_bytes: usize) -
         ),
     )
     .with_id(message.id().cloned())
-    .to_server_message()
+    .to_server_message();
+    hookd_protocol::encode(&error)
+}
+
+/// Writes an already encoded frame; see [`send`].
+pub(crate) async fn send_frame(sink: &Sink, frame: Bytes) {
+    if let Err(err) = sink.send(frame).await {
+        tracing::debug!(%err, "cannot write to client");
+    }
 }
 
 /// The hook records of a `result` or `chunk_result`.

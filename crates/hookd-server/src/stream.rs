@@ -38,7 +38,9 @@ use serde_json::{Map, Value, json};
 use tokio::sync::{OwnedSemaphorePermit, Semaphore, mpsc};
 use tokio_util::sync::CancellationToken;
 
-use crate::connection::{Inflight, OUTPUT_BUDGET_KIB, Sink, fit_in_frame, send, unix_millis_now};
+use crate::connection::{
+    Inflight, OUTPUT_BUDGET_KIB, Sink, encode_fitted, send, send_frame, unix_millis_now,
+};
 use crate::convert;
 use crate::shared::Shared;
 use crate::stats::Stats;
@@ -319,9 +321,9 @@ impl StreamRun {
                     llm_response,
                     slot,
                 } => {
-                    let (message, budget) = self.chunk(&mut state, seq, llm_response).await;
+                    let (frame, budget) = self.chunk(&mut state, seq, llm_response).await;
                     chunks += 1;
-                    send(&self.sink, &message).await;
+                    send_frame(&self.sink, frame).await;
                     drop(budget);
                     drop(slot);
                 }
@@ -351,7 +353,7 @@ impl StreamRun {
         state: &mut StreamState,
         seq: u64,
         llm_response: Map<String, Value>,
-    ) -> (ServerMessage, Option<OwnedSemaphorePermit>) {
+    ) -> (bytes::Bytes, Option<OwnedSemaphorePermit>) {
         Stats::add(&self.shared.stats.events_served, 1);
         let original_response = Value::Object(llm_response);
         let original = chunk_text(&original_response);
@@ -426,7 +428,7 @@ impl StreamRun {
             result: convert::event_result(&aggregate, &results),
         });
         (
-            fit_in_frame(message, self.shared.config.max_frame_bytes),
+            encode_fitted(message, self.shared.config.max_frame_bytes),
             budget,
         )
     }
