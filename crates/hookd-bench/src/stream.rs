@@ -7,7 +7,8 @@
 //! - **one-shot bash**: a bash script per chunk that replaces `foo` with `bar` in the chunk,
 //!   the way Gemini CLI runs a hook (a process per hook per chunk);
 //! - **persistent worker**: the same replacement by a Python worker started once, answering
-//!   one JSON line per chunk;
+//!   one JSON line per chunk, with its whole input and with `drop_fields` leaving out
+//!   `llm_request` and `full_content`;
 //! - **builtin filter**: hookd's `redact` filter with its default secret patterns, in the
 //!   daemon;
 //! - **no hook**: a project with no AfterModel hook;
@@ -51,9 +52,10 @@ const STREAM_ID: u64 = 7;
 const RESPONSE_CHUNKS: u64 = 100;
 
 /// The rows, in the order the table lists them.
-const ROWS: [Row; 7] = [
+const ROWS: [Row; 8] = [
     Row::OneShotBash,
     Row::Worker,
+    Row::WorkerTrimmed,
     Row::Builtin,
     Row::NoHook,
     Row::NodeOneShot,
@@ -66,6 +68,7 @@ const ROWS: [Row; 7] = [
 enum Row {
     OneShotBash,
     Worker,
+    WorkerTrimmed,
     Builtin,
     NoHook,
     NodeOneShot,
@@ -79,6 +82,7 @@ impl Row {
         match self {
             Row::OneShotBash => "(a) one-shot bash hook per chunk",
             Row::Worker => "(b) persistent worker (python)",
+            Row::WorkerTrimmed => "(b') the same, drop_fields",
             Row::Builtin => "(c) builtin redact filter",
             Row::NoHook => "(d) no hook",
             Row::NodeOneShot => "node one-shot hook",
@@ -92,6 +96,7 @@ impl Row {
         match self {
             Row::OneShotBash => "bash",
             Row::Worker => "worker",
+            Row::WorkerTrimmed => "worker-trimmed",
             Row::Builtin => "builtin",
             Row::NoHook => "none",
             Row::NodeOneShot => "node-oneshot",
@@ -110,6 +115,11 @@ impl Row {
             })),
             Row::Worker => Some(json!({
                 "name": "py-worker", "type": "command", "mode": "persistent",
+                "command": format!("python3 {}", script("filter.py")),
+            })),
+            Row::WorkerTrimmed => Some(json!({
+                "name": "py-worker", "type": "command", "mode": "persistent",
+                "drop_fields": ["llm_request", "full_content"],
                 "command": format!("python3 {}", script("filter.py")),
             })),
             Row::Builtin => Some(json!({
@@ -343,7 +353,13 @@ pub fn run(options: Options) -> anyhow::Result<Report> {
     }
 
     progress("measuring the fast rows, interleaved");
-    let fast = [Row::Worker, Row::Builtin, Row::NoHook, Row::NodeWorker];
+    let fast = [
+        Row::Worker,
+        Row::WorkerTrimmed,
+        Row::Builtin,
+        Row::NoHook,
+        Row::NodeWorker,
+    ];
     let mut samples: Vec<Samples> = vec![Samples::default(); ROWS.len()];
     let mut floor_samples: Vec<Samples> = vec![Samples::default(); floors.len()];
     let batch = 500.min(options.fast_samples);
@@ -722,6 +738,22 @@ pub fn table(report: &Report) -> String {
             2.5,
             true,
         );
+        if let Some(trimmed) = get(Row::WorkerTrimmed) {
+            check(
+                &mut out,
+                "(b') worker with drop_fields / raw ping-pong, p50",
+                ratio(trimmed.p50, report.raw.p50),
+                2.5,
+                true,
+            );
+            check(
+                &mut out,
+                "(b') worker with drop_fields / raw ping-pong, p99",
+                ratio(trimmed.p99, report.raw.p99),
+                2.5,
+                true,
+            );
+        }
         if let Some(bash) = get(Row::OneShotBash) {
             check(
                 &mut out,

@@ -1130,8 +1130,12 @@ async fn write_line(stdin: Option<&mut ChildStdin>, payload: &Bytes) -> io::Resu
     let Some(stdin) = stdin else {
         return Err(io::ErrorKind::BrokenPipe.into());
     };
-    stdin.write_all(payload).await?;
-    stdin.write_all(b"\n").await?;
+    // One write for the line: a worker blocked in `readline` wakes once, not once for the
+    // payload and again for its newline.
+    let mut line = Vec::with_capacity(payload.len() + 1);
+    line.extend_from_slice(payload);
+    line.push(b'\n');
+    stdin.write_all(&line).await?;
     stdin.flush().await
 }
 
