@@ -370,6 +370,17 @@ proptest! {
     }
 
     #[test]
+    fn the_fast_scanner_never_panics_and_agrees_with_the_parser(
+        body in prop::collection::vec(any::<u8>(), 0..256),
+        text in JSONISH,
+        message in mutated_message(),
+    ) {
+        check_scan(&body);
+        check_scan(text.as_bytes());
+        check_scan(&serde_json::to_vec(&message).unwrap());
+    }
+
+    #[test]
     fn any_bytes_parse_or_get_a_typed_error(body in prop::collection::vec(any::<u8>(), 0..256)) {
         check_parse(&body);
     }
@@ -430,5 +441,32 @@ fn fixed_cases() {
     ];
     for case in cases {
         check_parse(case);
+    }
+}
+
+/// `fast::scan_request` never panics, and whatever it takes, the full parser reads as the same
+/// request: the daemon answers scanned frames without ever parsing them.
+fn check_scan(body: &[u8]) {
+    use hookd_protocol::fast::{ScannedRequest, scan_request};
+    let Some(scanned) = scan_request(body) else {
+        return;
+    };
+    let parsed = parse_client_message(body);
+    match (scanned, parsed) {
+        (ScannedRequest::Chunk { id, seq }, Ok(ClientMessage::Chunk(request))) => {
+            assert_eq!(id.to_owned_id(), request.id);
+            assert_eq!(seq, request.seq);
+        }
+        (ScannedRequest::Event(event), Ok(ClientMessage::Event(request))) => {
+            assert_eq!(event.id.to_owned_id(), request.id);
+            assert_eq!(event.event, request.event);
+            assert_eq!(event.cwd, request.cwd);
+            let tool_name = request.input.get("tool_name").and_then(Value::as_str);
+            assert_eq!(event.tool_name, tool_name);
+        }
+        (scanned, parsed) => panic!(
+            "the scanner took {scanned:?} but the parser says {parsed:?} for {}",
+            String::from_utf8_lossy(body)
+        ),
     }
 }
