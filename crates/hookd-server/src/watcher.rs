@@ -14,8 +14,14 @@
 //! directory, each loaded project's `.gemini/` and `.hookd/` directories (and `.claude/` with
 //! `--claude-settings`; plus the project directory itself
 //! when extensions may read its `.env`), and the directory of every script a loaded project's
-//! hooks run (decision D8: editing a trusted script must make its hook untrusted). When a directory does not exist yet, its nearest existing ancestor is watched
-//! for the one name on the way, so creating `.gemini/` (or the extensions directory) is seen.
+//! hooks run (decision D8: editing a trusted script must make its hook untrusted).
+//!
+//! A directory that does not exist yet (a project without `.hookd/`, a machine without
+//! `/etc/gemini-cli/`) is not watched through an ancestor: inotify reports every file opened
+//! in a watched directory, and the ancestors (`/etc`, the home directory, a project's root)
+//! are where the rest of the system opens files all day, which would wake the daemon for
+//! each. Missing directories are checked every [`MISSING_POLL`] instead; when one appears it
+//! is watched and what it belongs to is rebuilt.
 //!
 //! Events are filtered by file name (so reads of our own, swap files and unrelated files are
 //! ignored), collected for [`DEBOUNCE`] after the first one, and then turned into the smallest
@@ -49,6 +55,9 @@ pub(crate) const DEBOUNCE: Duration = Duration::from_millis(20);
 /// How many filesystem events may wait for the watcher task.
 const EVENT_CAPACITY: usize = 1024;
 
+/// How often directories that do not exist yet are looked for.
+pub(crate) const MISSING_POLL: Duration = Duration::from_secs(2);
+
 /// How long to wait before trying again when the watcher cannot be created.
 const RETRY_AFTER: Duration = Duration::from_secs(5);
 
@@ -76,6 +85,8 @@ pub(crate) struct Watcher {
     dropped: Arc<AtomicU64>,
     /// Watched directories and what each is watched for.
     watched: BTreeMap<PathBuf, Interests>,
+    /// Directories that would be watched if they existed, and what they belong to.
+    missing: BTreeMap<PathBuf, Vec<Scope>>,
     /// The projects that had their watches set up.
     projects: HashSet<PathBuf>,
 }
@@ -123,6 +134,7 @@ impl Watcher {
             overflowed,
             dropped,
             watched: BTreeMap::new(),
+            missing: BTreeMap::new(),
             projects: HashSet::new(),
         })
     }
@@ -133,11 +145,18 @@ impl Watcher {
         // The shared files were read before they were watched; read them once more so a
         // write in between is not missed (nothing is swapped if nothing changed).
         self.shared.registries.reload_shared().await;
+        let mut missing_poll = tokio::time::interval(MISSING_POLL);
+        missing_poll.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
         loop {
             tokio::select! {
                 biased;
                 _ = cancel.cancelled() => return,
                 _ = self.shared.registries.projects_changed() => self.sync_watches().await,
+                _ = missing_poll.tick(), if !self.missing.is_empty() => {
+                    if self.missing.keys().any(|dir| dir.is_dir()) {
+                        self.sync_watches().await;
+                    }
+                }
                 event = self.events.recv() => {
                     let Some(event) = event else { return };
                     let mut batch = Batch::default();
@@ -168,13 +187,18 @@ impl Watcher {
         }
     }
 
-    /// Updates the watches, then rebuilds the projects that were not watched before: a file
-    /// of theirs written before the watch existed is seen by that rebuild's read, one written
-    /// after by the watch.
+    /// Updates the watches, then rebuilds what was not watched before: projects new to the
+    /// cache, and what a directory that has just appeared belongs to. A file written before
+    /// its watch existed is seen by that rebuild's read, one written after by the watch.
     async fn sync_watches(&mut self) {
-        let added = self.update_watches();
-        for project in added {
-            self.shared.registries.rebuild_project(&project).await;
+        let (added, appeared) = self.update_watches();
+        let registries = &self.shared.registries;
+        if appeared.shared {
+            tracing::debug!("a directory of the shared settings appeared");
+            registries.reload_shared().await;
+        }
+        for project in added.iter().chain(&appeared.projects) {
+            registries.rebuild_project(project).await;
         }
     }
 
@@ -244,8 +268,9 @@ impl Watcher {
     }
 
     /// Brings the watched directories in line with the current files and projects; returns
-    /// the projects that were not watched before.
-    fn update_watches(&mut self) -> Vec<PathBuf> {
+    /// the projects that were not watched before and what the directories that were missing
+    /// and are watched now belong to.
+    fn update_watches(&mut self) -> (Vec<PathBuf>, Batch) {
         let registries = &self.shared.registries;
         let paths = registries.paths().clone();
         let shared_layers = registries.shared();
@@ -317,14 +342,39 @@ impl Watcher {
         }
 
         let mut desired: BTreeMap<PathBuf, Interests> = BTreeMap::new();
+        let mut missing: BTreeMap<PathBuf, Vec<Scope>> = BTreeMap::new();
         for (path, target, scope) in targets {
-            if let Some((dir, name)) = resolve(&path, target) {
-                let interests = desired.entry(dir).or_default();
-                if !interests.contains(&(name.clone(), scope.clone())) {
-                    interests.push((name, scope));
+            match resolve(&path, target) {
+                Resolved::Watch(dir, name) => {
+                    let interests = desired.entry(dir).or_default();
+                    if !interests.contains(&(name.clone(), scope.clone())) {
+                        interests.push((name, scope));
+                    }
+                }
+                Resolved::Missing(dir) => {
+                    let scopes = missing.entry(dir).or_default();
+                    if !scopes.contains(&scope) {
+                        scopes.push(scope);
+                    }
+                }
+                Resolved::Nothing => {}
+            }
+        }
+        let mut appeared = Batch::default();
+        for (dir, scopes) in &self.missing {
+            if !desired.contains_key(dir) {
+                continue;
+            }
+            for scope in scopes {
+                match scope {
+                    Scope::Shared => appeared.shared = true,
+                    Scope::Project(project) => {
+                        appeared.projects.insert(project.clone());
+                    }
                 }
             }
         }
+        self.missing = missing;
 
         let stale: Vec<PathBuf> = self
             .watched
@@ -350,7 +400,7 @@ impl Watcher {
         let current: HashSet<PathBuf> = projects.into_iter().collect();
         let added: Vec<PathBuf> = current.difference(&self.projects).cloned().collect();
         self.projects = current;
-        added
+        (added, appeared)
     }
 }
 
@@ -361,21 +411,32 @@ enum Target {
     Children,
 }
 
-/// The directory to watch for `path` and the name to filter on: the file's own directory
-/// and name, a directory itself with any name, or, when a directory on the way does not exist,
-/// the nearest existing ancestor and the name of the next directory down.
-fn resolve(path: &Path, target: Target) -> Option<(PathBuf, Option<OsString>)> {
-    if target == Target::Children && path.is_dir() {
-        return Some((path.to_owned(), None));
-    }
-    let mut child = path;
-    let mut dir = path.parent()?;
-    loop {
-        if dir.is_dir() {
-            return Some((dir.to_owned(), child.file_name().map(OsString::from)));
-        }
-        child = dir;
-        dir = dir.parent()?;
+/// Where the events about a target come from.
+#[derive(Debug, Clone, PartialEq, Eq)]
+enum Resolved {
+    /// This directory, for this name in it (`None`: any name).
+    Watch(PathBuf, Option<OsString>),
+    /// This directory, once it exists (it is looked for every [`MISSING_POLL`]).
+    Missing(PathBuf),
+    /// Nowhere (a path without a parent).
+    Nothing,
+}
+
+/// The directory to watch for `path` and the name to filter on: the file's own directory and
+/// name, or a directory itself with any name; when that directory does not exist, it is
+/// missing.
+fn resolve(path: &Path, target: Target) -> Resolved {
+    let (dir, name) = match target {
+        Target::Children => (path, None),
+        Target::File => match path.parent() {
+            Some(dir) => (dir, path.file_name().map(OsString::from)),
+            None => return Resolved::Nothing,
+        },
+    };
+    if dir.is_dir() {
+        Resolved::Watch(dir.to_owned(), name)
+    } else {
+        Resolved::Missing(dir.to_owned())
     }
 }
 
@@ -429,37 +490,49 @@ pub(crate) async fn supervise(shared: Arc<Shared>, cancel: CancellationToken) {
 mod tests {
     use super::*;
 
-    fn check(path: &Path, target: Target, expected: Option<(&Path, Option<&str>)>) {
-        let got = resolve(path, target);
-        let expected = expected.map(|(dir, name)| (dir.to_owned(), name.map(OsString::from)));
-        assert_eq!(got, expected, "{path:?} {target:?}");
-    }
-
     #[test]
-    fn watches_the_nearest_existing_directory() {
+    fn watches_existing_directories_and_looks_for_missing_ones() {
         let temp = tempfile::tempdir().unwrap_or_else(|err| panic!("temp dir: {err}"));
         let root = temp.path();
         std::fs::create_dir_all(root.join("p/.gemini")).unwrap_or_else(|err| panic!("{err}"));
-        check(
-            &root.join("p/.gemini/settings.json"),
-            Target::File,
-            Some((&root.join("p/.gemini"), Some("settings.json"))),
-        );
-        check(
-            &root.join("q/.gemini/settings.json"),
-            Target::File,
-            Some((root, Some("q"))),
-        );
-        check(
-            &root.join("p/.gemini"),
-            Target::Children,
-            Some((&root.join("p/.gemini"), None)),
-        );
-        check(
-            &root.join("p/ext"),
-            Target::Children,
-            Some((&root.join("p"), Some("ext"))),
-        );
+        // (path, target, expected)
+        let cases = [
+            (
+                root.join("p/.gemini/settings.json"),
+                Target::File,
+                Resolved::Watch(root.join("p/.gemini"), Some("settings.json".into())),
+            ),
+            (
+                root.join("p/.gemini/absent.json"),
+                Target::File,
+                Resolved::Watch(root.join("p/.gemini"), Some("absent.json".into())),
+            ),
+            // Not through an ancestor: `p` is where the project's other files are opened.
+            (
+                root.join("p/.hookd/hooks.json"),
+                Target::File,
+                Resolved::Missing(root.join("p/.hookd")),
+            ),
+            (
+                root.join("q/.gemini/settings.json"),
+                Target::File,
+                Resolved::Missing(root.join("q/.gemini")),
+            ),
+            (
+                root.join("p/.gemini"),
+                Target::Children,
+                Resolved::Watch(root.join("p/.gemini"), None),
+            ),
+            (
+                root.join("p/ext"),
+                Target::Children,
+                Resolved::Missing(root.join("p/ext")),
+            ),
+            (PathBuf::from("/"), Target::File, Resolved::Nothing),
+        ];
+        for (path, target, expected) in cases {
+            assert_eq!(resolve(&path, target), expected, "{path:?} {target:?}");
+        }
     }
 
     #[test]
