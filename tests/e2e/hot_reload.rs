@@ -11,51 +11,9 @@ use std::path::Path;
 use std::time::Duration;
 
 use hookd_client::Client;
-use hookd_e2e::{Daemon, command_hook, fire, settings, within, write};
+use hookd_e2e::{Daemon, SEEN_WITHIN, message, saying, wait_for_message, within, write};
 use hookd_protocol::{Severity, StatusResponse};
 use serde_json::{Value, json};
-
-/// How long a change may take to be seen before a test fails (far above the target of 100
-/// ms, so a loaded machine does not make the tests flaky).
-const SEEN_WITHIN: Duration = Duration::from_secs(10);
-
-/// Settings with one BeforeAgent hook named `name` that answers `{"systemMessage": message}`.
-fn saying(name: &str, message: &str) -> Value {
-    settings(&[(
-        "BeforeAgent",
-        None,
-        vec![command_hook(
-            name,
-            &format!("echo '{{\"systemMessage\":\"{message}\"}}'"),
-        )],
-    )])
-}
-
-/// The systemMessage the BeforeAgent hooks of `cwd` answer now (`None`: no hook answered).
-async fn message(client: &Client, cwd: &str) -> Option<String> {
-    let result = fire(client, cwd, "BeforeAgent", json!({"prompt": "p"})).await;
-    assert!(result.success, "{result:?}");
-    result
-        .final_output
-        .and_then(|output| output.get("systemMessage").cloned())
-        .and_then(|message| message.as_str().map(str::to_owned))
-}
-
-/// Fires BeforeAgent until its answer is `expected`, failing after [`SEEN_WITHIN`].
-async fn wait_for_message(client: &Client, cwd: &str, expected: Option<&str>) {
-    let deadline = tokio::time::Instant::now() + SEEN_WITHIN;
-    loop {
-        let got = message(client, cwd).await;
-        if got.as_deref() == expected {
-            return;
-        }
-        assert!(
-            tokio::time::Instant::now() < deadline,
-            "after {SEEN_WITHIN:?} the hooks of {cwd} still answer {got:?}, not {expected:?}"
-        );
-        tokio::time::sleep(Duration::from_millis(10)).await;
-    }
-}
 
 /// Polls `status` until `condition` holds for it, and returns that status.
 async fn wait_for_status(

@@ -8,49 +8,12 @@ use std::path::Path;
 use std::time::Duration;
 
 use hookd_client::Client;
-use hookd_e2e::{Daemon, DaemonOptions, command_hook, fire, settings, write};
+use hookd_e2e::{
+    Daemon, DaemonOptions, SEEN_WITHIN, command_hook, fire, message, saying, settings,
+    wait_for_message, write,
+};
 use hookd_protocol::Severity;
 use serde_json::{Value, json};
-
-/// How long a change may take to be seen before a test fails.
-const SEEN_WITHIN: Duration = Duration::from_secs(10);
-
-/// Settings with one BeforeAgent hook named `name` that answers `{"systemMessage": message}`.
-fn saying(name: &str, message: &str) -> Value {
-    settings(&[(
-        "BeforeAgent",
-        None,
-        vec![command_hook(
-            name,
-            &format!("echo '{{\"systemMessage\":\"{message}\"}}'"),
-        )],
-    )])
-}
-
-/// The systemMessage BeforeAgent's hooks of `cwd` answer now.
-async fn message(client: &Client, cwd: &str) -> Option<String> {
-    let result = fire(client, cwd, "BeforeAgent", json!({"prompt": "p"})).await;
-    result
-        .final_output
-        .and_then(|output| output.get("systemMessage").cloned())
-        .and_then(|message| message.as_str().map(str::to_owned))
-}
-
-/// Fires BeforeAgent until its answer is `expected`, failing after [`SEEN_WITHIN`].
-async fn wait_for_message(client: &Client, cwd: &str, expected: Option<&str>) {
-    let deadline = tokio::time::Instant::now() + SEEN_WITHIN;
-    loop {
-        let got = message(client, cwd).await;
-        if got.as_deref() == expected {
-            return;
-        }
-        assert!(
-            tokio::time::Instant::now() < deadline,
-            "after {SEEN_WITHIN:?} the hooks of {cwd} still answer {got:?}, not {expected:?}"
-        );
-        tokio::time::sleep(Duration::from_millis(10)).await;
-    }
-}
 
 fn text(value: &Value) -> String {
     serde_json::to_string_pretty(value).expect("json")
