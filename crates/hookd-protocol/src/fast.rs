@@ -953,21 +953,7 @@ mod tests {
         }
     }
 
-    /// A tiny deterministic generator, as in the parser's tests.
-    struct XorShift(u64);
-
-    impl XorShift {
-        fn next(&mut self) -> u64 {
-            self.0 ^= self.0 << 13;
-            self.0 ^= self.0 >> 7;
-            self.0 ^= self.0 << 17;
-            self.0
-        }
-
-        fn below(&mut self, n: usize) -> usize {
-            (self.next() % n as u64) as usize
-        }
-    }
+    use crate::parse::tests::XorShift;
 
     #[test]
     fn mutated_frames_never_make_the_scanner_disagree_with_the_parser() {

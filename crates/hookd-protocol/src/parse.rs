@@ -472,7 +472,7 @@ fn describe_kind(value: &Value) -> String {
 }
 
 #[cfg(test)]
-mod tests {
+pub(crate) mod tests {
     use super::*;
     use crate::encode::encode;
 
@@ -847,17 +847,17 @@ mod tests {
 
     /// A tiny deterministic generator, so the fuzz-style tests need no extra crate and always
     /// test the same inputs.
-    struct XorShift(u64);
+    pub(crate) struct XorShift(pub(crate) u64);
 
     impl XorShift {
-        fn next(&mut self) -> u64 {
+        pub(crate) fn next(&mut self) -> u64 {
             self.0 ^= self.0 << 13;
             self.0 ^= self.0 >> 7;
             self.0 ^= self.0 << 17;
             self.0
         }
 
-        fn below(&mut self, n: usize) -> usize {
+        pub(crate) fn below(&mut self, n: usize) -> usize {
             (self.next() % n as u64) as usize
         }
     }
