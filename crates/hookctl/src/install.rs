@@ -26,7 +26,7 @@
 //! them as a new install, which `uninstall` undoes first.
 
 use std::fmt::Write as _;
-use std::io::{BufRead, IsTerminal, Write};
+use std::io::{IsTerminal, Write};
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
@@ -399,7 +399,7 @@ pub fn install(
                     print!("{report}");
                     bail!("not a terminal to ask on: add --yes to apply these changes");
                 }
-                confirm(&report)?
+                crate::ask_yes_no(&report, "Apply these changes?")?
             }
         };
         if !go {
@@ -863,23 +863,6 @@ fn write_atomic(path: &Path, bytes: &[u8], mode: Option<u32>) -> anyhow::Result<
         let _ = std::fs::remove_file(&temp);
     }
     result.with_context(|| format!("cannot write {}", path.display()))
-}
-
-/// Asks on the terminal whether to apply the changes shown.
-fn confirm(shown: &str) -> anyhow::Result<bool> {
-    let mut stdout = std::io::stdout().lock();
-    write!(stdout, "{shown}Apply these changes? [y/N] ")
-        .and_then(|()| stdout.flush())
-        .context("cannot write to stdout")?;
-    let mut answer = String::new();
-    std::io::stdin()
-        .lock()
-        .read_line(&mut answer)
-        .context("cannot read the answer")?;
-    Ok(matches!(
-        answer.trim().to_ascii_lowercase().as_str(),
-        "y" | "yes"
-    ))
 }
 
 /// The manifest's file name in a backup directory.

@@ -432,3 +432,22 @@ pub fn render_status(status: &StatusResponse) -> String {
     }
     out
 }
+
+/// Prints `shown` followed by `question` and ` [y/N] `, and reads the answer from the terminal:
+/// `true` only for `y` or `yes` (any case).
+pub(crate) fn ask_yes_no(shown: &str, question: &str) -> anyhow::Result<bool> {
+    use std::io::{BufRead, Write};
+    let mut stdout = std::io::stdout().lock();
+    write!(stdout, "{shown}{question} [y/N] ")
+        .and_then(|()| stdout.flush())
+        .context("cannot write to stdout")?;
+    let mut answer = String::new();
+    std::io::stdin()
+        .lock()
+        .read_line(&mut answer)
+        .context("cannot read the answer")?;
+    Ok(matches!(
+        answer.trim().to_ascii_lowercase().as_str(),
+        "y" | "yes"
+    ))
+}

@@ -8,7 +8,7 @@
 //! was reading is not trusted by this confirmation. Without a terminal to ask on, `--yes` is
 //! required: trusting must never happen by accident in a script.
 
-use std::io::{BufRead, IsTerminal, Write};
+use std::io::IsTerminal;
 use std::path::PathBuf;
 
 use anyhow::{Context, bail};
@@ -77,7 +77,10 @@ pub async fn trust(client: &Client, args: TrustArgs) -> anyhow::Result<String> {
                  above and run `hookctl trust --cwd {cwd} --yes` to trust them"
             );
         }
-        if !confirm(&shown, preview.untrusted.len())? {
+        if !crate::ask_yes_no(
+            &shown,
+            &format!("Trust these {} hook(s)?", preview.untrusted.len()),
+        )? {
             return Ok("Nothing was trusted.\n".to_owned());
         }
     }
@@ -96,23 +99,6 @@ pub async fn untrust(client: &Client, args: UntrustArgs) -> anyhow::Result<Strin
     let cwd = crate::manage::project_dir(args.cwd)?.display().to_string();
     let edited = client.untrust(cwd).await.context("untrust failed")?;
     Ok(format!("{}\n", edited.message))
-}
-
-/// Prints what would be trusted and asks on the terminal; `true` for yes.
-fn confirm(shown: &str, count: usize) -> anyhow::Result<bool> {
-    let mut stdout = std::io::stdout().lock();
-    write!(stdout, "{shown}Trust these {count} hook(s)? [y/N] ")
-        .and_then(|()| stdout.flush())
-        .context("cannot write to stdout")?;
-    let mut answer = String::new();
-    std::io::stdin()
-        .lock()
-        .read_line(&mut answer)
-        .context("cannot read the answer")?;
-    Ok(matches!(
-        answer.trim().to_ascii_lowercase().as_str(),
-        "y" | "yes"
-    ))
 }
 
 /// Exactly what `trust` would record, hook by hook.

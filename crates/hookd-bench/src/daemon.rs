@@ -7,7 +7,8 @@
 //! the machine's own Gemini CLI settings cannot leak in.
 
 use std::collections::HashMap;
-use std::path::PathBuf;
+use std::ffi::OsString;
+use std::path::{Path, PathBuf};
 
 use anyhow::Context;
 use tokio_util::sync::CancellationToken;
@@ -58,6 +59,24 @@ pub struct DaemonArgs {
     /// The tokio runtime flavor.
     #[arg(long, value_enum, default_value = "multi-thread")]
     pub runtime: RuntimeFlavor,
+}
+
+/// The arguments that start the daemon helper on `socket` with `home` as its `HOME`, and the
+/// system layers pointing at files (in `dir`) that do not exist, so the machine's own system
+/// settings stay out.
+pub fn helper_args(socket: &Path, home: &Path, dir: &Path, runtime: &str) -> Vec<OsString> {
+    vec![
+        "daemon".into(),
+        socket.into(),
+        "--home".into(),
+        home.into(),
+        "--system-settings".into(),
+        dir.join("etc-settings.json").into(),
+        "--system-defaults".into(),
+        dir.join("etc-system-defaults.json").into(),
+        "--runtime".into(),
+        runtime.into(),
+    ]
 }
 
 /// Runs the daemon until stdin closes, then stops it gracefully.

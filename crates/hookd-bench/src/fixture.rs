@@ -87,19 +87,7 @@ impl Fixture {
 
     /// The arguments that start the daemon helper on `socket`.
     pub fn daemon_args(&self, socket: &Path, runtime: &str) -> Vec<OsString> {
-        vec![
-            "daemon".into(),
-            socket.into(),
-            "--home".into(),
-            self.home.clone().into(),
-            // Files that do not exist, so the machine's own system settings stay out.
-            "--system-settings".into(),
-            self.system_settings_path().into(),
-            "--system-defaults".into(),
-            self.system_defaults_path().into(),
-            "--runtime".into(),
-            runtime.into(),
-        ]
+        crate::daemon::helper_args(socket, &self.home, self.dir.path(), runtime)
     }
 
     /// Where the daemon looks for system settings: a file that does not exist.

@@ -15,7 +15,6 @@
 //!
 //! The variants are interleaved, one sample of each per round in a rotating order.
 
-use std::ffi::OsString;
 use std::io::Write as _;
 use std::path::PathBuf;
 use std::process::{Command, Stdio};
@@ -114,18 +113,7 @@ pub fn run(samples: usize, runtime: RuntimeFlavor) -> anyhow::Result<Report> {
         ("HOME".to_owned(), home.display().to_string()),
     ];
     let socket = dir.path().join("hookd.sock");
-    let daemon_args: Vec<OsString> = vec![
-        "daemon".into(),
-        socket.clone().into(),
-        "--home".into(),
-        home.clone().into(),
-        "--system-settings".into(),
-        dir.path().join("etc-settings.json").into(),
-        "--system-defaults".into(),
-        dir.path().join("etc-defaults.json").into(),
-        "--runtime".into(),
-        runtime.as_arg().into(),
-    ];
+    let daemon_args = crate::daemon::helper_args(&socket, &home, dir.path(), runtime.as_arg());
     let daemon = Helper::start("daemon", &daemon_args, &env, &dir.path().join("daemon.log"))?;
 
     let cwd = project.display().to_string();

@@ -22,7 +22,6 @@
 //! process to start, as a real agent does between tool calls; the one-shot Node row is paced
 //! the same way so the two compare like for like.
 
-use std::ffi::OsString;
 use std::io::Write as _;
 use std::os::unix::net::UnixStream;
 use std::path::Path;
@@ -271,18 +270,8 @@ pub fn run(options: Options) -> anyhow::Result<Report> {
 
     progress("starting the daemon");
     let socket = dir.path().join("hookd.sock");
-    let daemon_args: Vec<OsString> = vec![
-        "daemon".into(),
-        socket.clone().into(),
-        "--home".into(),
-        home.clone().into(),
-        "--system-settings".into(),
-        dir.path().join("etc-settings.json").into(),
-        "--system-defaults".into(),
-        dir.path().join("etc-defaults.json").into(),
-        "--runtime".into(),
-        options.runtime.as_arg().into(),
-    ];
+    let daemon_args =
+        crate::daemon::helper_args(&socket, &home, dir.path(), options.runtime.as_arg());
     let daemon = Helper::start("daemon", &daemon_args, &env, &dir.path().join("daemon.log"))?;
 
     let cwd = |row: Row| dir.path().join(row.project()).display().to_string();
