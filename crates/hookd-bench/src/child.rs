@@ -117,6 +117,24 @@ impl Helper {
         Ok(Duration::from_millis(ticks * 1000 / CLOCK_TICKS_PER_SECOND))
     }
 
+    /// The CPU time the helper's live threads have used, in nanoseconds as the scheduler
+    /// counts it (`/proc/<pid>/task/*/schedstat`): precise enough for short phases, but
+    /// threads that have ended are no longer counted.
+    pub fn thread_cpu_time(&self) -> anyhow::Result<Duration> {
+        let dir = format!("/proc/{}/task", self.pid());
+        let mut total = 0u64;
+        for task in std::fs::read_dir(&dir).with_context(|| format!("cannot list {dir}"))? {
+            let path = task?.path().join("schedstat");
+            // A thread may end between the listing and the read.
+            let Ok(text) = std::fs::read_to_string(&path) else {
+                continue;
+            };
+            total += schedstat_nanos(&text)
+                .with_context(|| format!("cannot parse {}", path.display()))?;
+        }
+        Ok(Duration::from_nanos(total))
+    }
+
     /// The last lines the helper wrote to its log, for error messages.
     pub fn log_tail(&self) -> String {
         let log = std::fs::read_to_string(&self.log).unwrap_or_default();
@@ -186,6 +204,11 @@ fn stat_cpu_ticks(stat: &str) -> Option<u64> {
     Some(user + system)
 }
 
+/// The time on CPU (the first field, in nanoseconds) of a `/proc/.../schedstat` line.
+fn schedstat_nanos(schedstat: &str) -> Option<u64> {
+    schedstat.split_whitespace().next()?.parse().ok()
+}
+
 /// The value in KiB of a `Name:   1234 kB` line of `/proc/<pid>/status`.
 fn status_field_kib(status: &str, name: &str) -> Option<u64> {
     status.lines().find_map(|line| {
@@ -222,6 +245,19 @@ mod tests {
         ];
         for (stat, expected) in cases {
             assert_eq!(stat_cpu_ticks(stat), expected, "{stat:?}");
+        }
+    }
+
+    #[test]
+    fn schedstat_gives_nanoseconds_on_cpu() {
+        let cases = [
+            ("123456789 2000 17\n", Some(123_456_789)),
+            ("5", Some(5)),
+            ("", None),
+            ("x 1 2", None),
+        ];
+        for (text, expected) in cases {
+            assert_eq!(schedstat_nanos(text), expected, "{text:?}");
         }
     }
 

@@ -217,6 +217,9 @@ impl Options {
 pub struct Report {
     /// Per-chunk latency of each row, in [`ROWS`] order.
     rows: Vec<(Row, Summary)>,
+    /// The daemon's CPU time per chunk of each fast row (its threads' scheduler time over
+    /// the row's batches, divided by their chunks), in [`ROWS`] order.
+    daemon_cpu: Vec<(Row, Duration)>,
     /// The raw ping-pong floor with the chunk's and the no-hook answer's frame sizes.
     raw: Summary,
     /// The raw ping-pong floor with the builtin filter's answer size.
@@ -351,6 +354,7 @@ pub fn run(options: Options) -> anyhow::Result<Report> {
     ];
     let mut samples: Vec<Samples> = vec![Samples::default(); ROWS.len()];
     let mut floor_samples: Vec<Samples> = vec![Samples::default(); floors.len()];
+    let mut daemon_cpu: Vec<Duration> = vec![Duration::ZERO; ROWS.len()];
     let batch = 500.min(options.fast_samples);
     let rounds = options.fast_samples.div_ceil(batch.max(1));
     let turns = fast.len() + floors.len();
@@ -368,12 +372,14 @@ pub fn run(options: Options) -> anyhow::Result<Report> {
             let row = fast[which];
             let index = row_index(row);
             let stream = &mut streams[index].1;
+            let cpu_before = daemon.thread_cpu_time()?;
             for _ in 0..batch {
                 stream.roll()?;
                 let start = Instant::now();
                 stream.chunk()?;
                 samples[index].push(start.elapsed());
             }
+            daemon_cpu[index] += daemon.thread_cpu_time()?.saturating_sub(cpu_before);
         }
     }
 
@@ -414,6 +420,15 @@ pub fn run(options: Options) -> anyhow::Result<Report> {
         rows: ROWS
             .iter()
             .map(|&row| (row, samples[row_index(row)].summary()))
+            .collect(),
+        daemon_cpu: fast
+            .iter()
+            .map(|&row| {
+                let index = row_index(row);
+                let chunks =
+                    u32::try_from(samples[index].summary().count.max(1)).unwrap_or(u32::MAX);
+                (row, daemon_cpu[index] / chunks)
+            })
             .collect(),
         raw: floor_samples[0].summary(),
         raw_builtin: floor_samples[1].summary(),
@@ -627,37 +642,46 @@ pub fn table(report: &Report) -> String {
     );
     let _ = writeln!(
         out,
-        "{:<36} {:>8} {:>10} {:>10} {:>12}",
-        "row", "samples", "p50 µs", "p99 µs", "chunks/s"
+        "{:<36} {:>8} {:>10} {:>10} {:>12} {:>14}",
+        "row", "samples", "p50 µs", "p99 µs", "chunks/s", "daemon CPU µs"
     );
-    let line = |out: &mut String, label: &str, summary: &Summary| {
+    let line = |out: &mut String, label: &str, summary: &Summary, cpu: Option<Duration>| {
         let per_second = if summary.p50.is_zero() {
             0.0
         } else {
             1.0 / summary.p50.as_secs_f64()
         };
+        let cpu = cpu.map_or_else(String::new, |cpu| format!("{:.1}", micros(cpu)));
         let _ = writeln!(
             out,
-            "{:<36} {:>8} {:>10.1} {:>10.1} {:>12.0}",
+            "{:<36} {:>8} {:>10.1} {:>10.1} {:>12.0} {:>14}",
             label,
             summary.count,
             micros(summary.p50),
             micros(summary.p99),
-            per_second
+            per_second,
+            cpu
         );
     };
     line(
         &mut out,
         "raw ping-pong, no-hook sizes (floor)",
         &report.raw,
+        None,
     );
     line(
         &mut out,
         "raw ping-pong, builtin sizes (floor)",
         &report.raw_builtin,
+        None,
     );
     for (row, summary) in &report.rows {
-        line(&mut out, row.label(), summary);
+        let cpu = report
+            .daemon_cpu
+            .iter()
+            .find(|(r, _)| r == row)
+            .map(|(_, cpu)| *cpu);
+        line(&mut out, row.label(), summary, cpu);
     }
     let _ = writeln!(
         out,

@@ -7,8 +7,9 @@
 //! spare (if there is one and it is still alive) is written the payload, its stdin closed and
 //! its run collected exactly as any one-shot run (`crate::process`: timeout, output caps, group
 //! kill); its timeout and duration count from that moment. A new spare is started in the
-//! background at once. Without a spare, the hook runs as usual and a spare is started for next
-//! time, so the first event of a key never has one.
+//! background once the run is over (not during it, where its start-up would compete with the
+//! run for the CPU). Without a spare, the hook runs as usual and a spare is started after it
+//! for next time, so the first event of a key never has one.
 //!
 //! A spare holds a permit of the daemon-wide hook semaphore while it is alive, and is only
 //! started when a permit is free right away: a spare never makes a real hook wait, and a hook
@@ -96,7 +97,7 @@ impl Prewarmer {
     }
 
     /// Runs a pre-warmed hook: with its spare if one is ready, else as usual; either way a
-    /// new spare is started for the next event.
+    /// new spare is started for the next event once the run is over.
     pub(crate) async fn run(&self, request: PrewarmRequest<'_>) -> HookRun {
         let started = Instant::now();
         if request.cancel.is_cancelled() {
@@ -104,8 +105,9 @@ impl Prewarmer {
         }
         let key = Arc::new(request.key);
         let grace = request.limits.kill_grace;
+        // The next spare is started once this run is over: an interpreter's start-up would
+        // otherwise compete for the CPU with the very run it is meant to speed up.
         if let Some(spare) = self.take(&key, grace).await {
-            self.refill(&key, request.idle, request.slots.semaphore, grace);
             let Spare { process, permit } = spare;
             let run = process
                 .feed_and_collect(
@@ -116,16 +118,16 @@ impl Prewarmer {
                 )
                 .await;
             drop(permit);
+            self.refill(&key, request.idle, request.slots.semaphore, grace);
             return run;
         }
         let Some(permit) = request.slots.acquire(request.cancel).await else {
             return not_run(HookOutcome::Cancelled, started);
         };
-        // The spare's permit is taken after this run's, so it never competes with it.
-        self.refill(&key, request.idle, request.slots.semaphore, grace);
         let spec = key.spec(request.stdin, request.timeout);
         let run = run_process(spec, request.limits, request.cancel).await;
         drop(permit);
+        self.refill(&key, request.idle, request.slots.semaphore, grace);
         run
     }
 
