@@ -75,6 +75,7 @@ use tokio_util::sync::CancellationToken;
 use crate::prewarm::{PrewarmRequest, Prewarmer};
 use crate::process::{ProcessLimits, ProcessSpec, run_process};
 use crate::slots::SlotSource;
+use crate::spawn::HookEnv;
 use crate::worker::{ProcessKey, WorkerPools, WorkerRequest};
 
 /// The default number of hook processes that may run at once across the whole daemon.
@@ -115,6 +116,8 @@ pub struct RunnerConfig {
     pub workers: Arc<WorkerPools>,
     /// The spares of pre-warmed hooks (`"prewarm": true`), shared by every firing.
     pub prewarm: Arc<Prewarmer>,
+    /// Hook environments already built, shared by every firing.
+    pub envs: Arc<EnvCache>,
 }
 
 impl RunnerConfig {
@@ -164,7 +167,82 @@ impl Default for RunnerConfig {
             trust_warnings: Arc::new(TrustWarnings::default()),
             workers: Arc::new(WorkerPools::new()),
             prewarm: Arc::new(Prewarmer::new()),
+            envs: Arc::new(EnvCache::default()),
         }
+    }
+}
+
+/// Hook environments, built once per (client environment, session, hook environment) and
+/// reused: an agent's session fires the same hooks with the same environment over and over,
+/// and building one (tens of variables, as strings and then as the C strings `execve` takes)
+/// costs more than looking it up. Bounded: the least recently used entry makes room.
+#[derive(Debug, Default)]
+pub struct EnvCache {
+    entries: Mutex<Vec<CachedEnv>>,
+}
+
+#[derive(Debug)]
+struct CachedEnv {
+    /// The client's environment it was built from (kept alive, so a pointer match is exact).
+    base: Arc<Vec<(String, String)>>,
+    project_dir: String,
+    plans_dir: String,
+    session_id: String,
+    hook_env: Vec<(String, String)>,
+    env: Arc<HookEnv>,
+}
+
+impl CachedEnv {
+    fn matches(
+        &self,
+        base: &Arc<Vec<(String, String)>>,
+        vars: &CommandVars<'_>,
+        hook_env: &[(String, String)],
+    ) -> bool {
+        (Arc::ptr_eq(&self.base, base) || self.base == *base)
+            && self.project_dir == vars.project_dir
+            && self.plans_dir == vars.plans_dir
+            && self.session_id == vars.session_id
+            && self.hook_env == hook_env
+    }
+}
+
+impl EnvCache {
+    /// The most environments kept.
+    pub const CAPACITY: usize = 64;
+
+    /// The environment of a hook with `hook_env` run for a client whose environment is `base`
+    /// in the session `vars` describe: `hookd_core::env::hook_environment`, built on first use.
+    pub fn get(
+        &self,
+        base: &Arc<Vec<(String, String)>>,
+        vars: &CommandVars<'_>,
+        hook_env: &[(String, String)],
+    ) -> Arc<HookEnv> {
+        let mut entries = self.entries.lock().unwrap_or_else(PoisonError::into_inner);
+        if let Some(index) = entries
+            .iter()
+            .rposition(|entry| entry.matches(base, vars, hook_env))
+        {
+            // Most recently used last.
+            let entry = entries.remove(index);
+            let env = Arc::clone(&entry.env);
+            entries.push(entry);
+            return env;
+        }
+        let env = Arc::new(HookEnv::new(hook_environment(base, vars, hook_env)));
+        if entries.len() >= Self::CAPACITY {
+            entries.remove(0);
+        }
+        entries.push(CachedEnv {
+            base: Arc::clone(base),
+            project_dir: vars.project_dir.to_owned(),
+            plans_dir: vars.plans_dir.to_owned(),
+            session_id: vars.session_id.to_owned(),
+            hook_env: hook_env.to_vec(),
+            env: Arc::clone(&env),
+        });
+        env
     }
 }
 
@@ -406,7 +484,10 @@ impl Firing<'_> {
             program: self.config.shell.clone(),
             args: vec!["-c".to_owned(), expand_command(command, &self.vars)],
             cwd: PathBuf::from(&self.request.base.cwd),
-            env: hook_environment(&self.request.env, &self.vars, &entry.config.env),
+            env: self
+                .config
+                .envs
+                .get(&self.request.env, &self.vars, &entry.config.env),
             stdin,
             timeout: Duration::from_millis(entry.config.timeout_ms()),
         };

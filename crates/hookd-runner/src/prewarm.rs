@@ -383,6 +383,8 @@ mod tests {
 
     use std::path::PathBuf;
 
+    use crate::spawn::HookEnv;
+
     use hookd_core::event::HookEventName;
     use hookd_core::model::Source;
 
@@ -429,7 +431,7 @@ mod tests {
                 program: PathBuf::from("bash"),
                 args: vec!["-c".to_owned(), script.to_owned()],
                 cwd: self.dir.path().to_path_buf(),
-                env: vec![("PATH".to_owned(), PATH.to_owned())],
+                env: Arc::new(HookEnv::new(vec![("PATH".to_owned(), PATH.to_owned())])),
             }
         }
 

@@ -3,10 +3,12 @@
 //! Each run is a small state machine: *spawning* → *running* → *terminating* → *done*.
 //!
 //! - **Spawning.** The command starts in its own process group with a complete, explicit
-//!   environment and three real pipes. The program is resolved against the `PATH` of that
-//!   environment here (and remembered) rather than by the standard library, because a
-//!   replaced environment plus a bare program name makes the standard library fall back from
-//!   `posix_spawn` to `fork`, which is much slower for a large daemon.
+//!   environment and three real pipes (`crate::spawn`: a `vfork`-style clone, never a
+//!   `fork` of the daemon). The program is resolved against the `PATH` of that environment
+//!   here, and remembered, so a hook's start costs no search of `PATH`.
+//! - **Feeding.** The payload is written at once when the pipe takes it whole (nearly always:
+//!   a pipe holds 64 KiB) and stdin is closed; a larger one is written while the outputs are
+//!   read.
 //! - **Running.** stdin is written while stdout and stderr are drained, all in one future, so
 //!   a hook that never reads its input or floods its output cannot deadlock us. Each stream is
 //!   captured up to a cap; the rest is read and counted but discarded. The run ends when the
@@ -33,13 +35,15 @@
 //! event and fed when the event comes (`crate::prewarm`). A spawned process that is dropped
 //! unfed, or whose run is dropped half-way, has its group killed (`GroupGuard`).
 
+use std::ffi::CString;
 use std::io;
+use std::os::fd::OwnedFd;
 use std::os::unix::ffi::OsStrExt;
 use std::os::unix::fs::PermissionsExt;
 use std::path::{Path, PathBuf};
 use std::pin::pin;
-use std::process::{ExitStatus, Stdio};
-use std::sync::{Mutex, PoisonError};
+use std::process::ExitStatus;
+use std::sync::{Arc, Mutex, PoisonError};
 use std::time::Duration;
 
 use bytes::Bytes;
@@ -47,9 +51,10 @@ use hookd_core::result::{HookOutcome, HookRun, StreamName};
 use nix::sys::signal::{Signal, killpg};
 use nix::unistd::Pid;
 use tokio::io::{AsyncRead, AsyncReadExt, AsyncWriteExt};
-use tokio::process::{Child, ChildStdin, Command};
 use tokio::time::{Instant, sleep_until};
 use tokio_util::sync::CancellationToken;
+
+use crate::spawn::{self, HookChild, HookEnv, Launch, SpawnError};
 
 /// The default cap on each captured stream (decision D3).
 pub const DEFAULT_MAX_OUTPUT_BYTES: usize = 1024 * 1024;
@@ -103,7 +108,7 @@ pub struct ProcessSpec {
     /// The working directory (the session's working directory).
     pub cwd: PathBuf,
     /// The complete environment of the process; nothing is inherited from the daemon.
-    pub env: Vec<(String, String)>,
+    pub env: Arc<HookEnv>,
     /// The bytes written to the process's stdin, which is closed afterwards.
     pub stdin: Bytes,
     /// How long the process may run before its process group is terminated.
@@ -145,23 +150,18 @@ pub async fn run_process(
 /// This is the first half of [`run_process`], for a process started before its input is
 /// known (a pre-warmed hook, see `crate::prewarm`).
 pub fn spawn_process(spec: &ProcessSpec) -> Result<SpawnedProcess, String> {
-    match spawn_child(spec) {
-        Ok(mut child) => {
-            // The child leads its own group, so its pid is the group id. It cannot be reused
-            // while the child is unreaped, and the group id stays reserved while any member
-            // is alive.
-            let group = child
-                .id()
-                .and_then(|id| i32::try_from(id).ok())
-                .map(Pid::from_raw);
-            Ok(SpawnedProcess {
-                stdin: child.stdin.take(),
-                child,
-                guard: GroupGuard(group),
-            })
-        }
-        Err(error) => Err(spawn_failure_message(&spec.program, &spec.cwd, &error)),
-    }
+    let mut child = spawn_child(spec)?;
+    // The child leads its own group, so its pid is the group id. It cannot be reused while
+    // the child is unreaped, and the group id stays reserved while any member is alive.
+    let group = child
+        .id()
+        .and_then(|id| i32::try_from(id).ok())
+        .map(Pid::from_raw);
+    Ok(SpawnedProcess {
+        stdin: child.stdin.take(),
+        child,
+        guard: GroupGuard(group),
+    })
 }
 
 /// A started hook process with its three pipes, not yet given its input.
@@ -170,10 +170,9 @@ pub fn spawn_process(spec: &ProcessSpec) -> Result<SpawnedProcess, String> {
 /// (a spare dropped at shutdown, a run whose future is dropped) is not left behind.
 #[derive(Debug)]
 pub struct SpawnedProcess {
-    child: Child,
-    /// Kept out of `child`: tokio's `Child::wait` closes the child's stdin first, and a
-    /// process waiting for its input must be watched without ending that wait.
-    stdin: Option<ChildStdin>,
+    child: HookChild,
+    /// The write end of the process's stdin (non-blocking), until the input is written.
+    stdin: Option<OwnedFd>,
     guard: GroupGuard,
 }
 
@@ -215,7 +214,7 @@ impl SpawnedProcess {
 
     /// The child and its group guard, for a caller that drives the pipes itself (a
     /// persistent worker, see `crate::worker`).
-    pub(crate) fn into_parts(self) -> (Child, GroupGuard) {
+    pub(crate) fn into_parts(self) -> (HookChild, GroupGuard) {
         let SpawnedProcess {
             mut child,
             stdin,
@@ -243,8 +242,11 @@ impl SpawnedProcess {
         let mut stderr = child.stderr.take();
         let mut out = Capture::new(limits.max_output_bytes);
         let mut err = Capture::new(limits.max_output_bytes);
-        let mut stdin_task = pin!(feed_stdin(pipe, stdin));
-        let mut stdin_done = false;
+        // Nearly every payload fits in the pipe at once: written here, stdin is closed before
+        // the first wait and never registered with the runtime.
+        let unwritten = write_stdin_now(pipe, &stdin);
+        let mut stdin_done = unwritten.is_none();
+        let mut stdin_task = pin!(feed_stdin(unwritten, stdin));
 
         let mut timer = pin!(sleep_until(later(started, timeout)));
         let mut phase = Phase::Running;
@@ -356,7 +358,11 @@ impl Drop for GroupGuard {
 /// group, up to `grace` for the leader to exit, `SIGKILL`, a short wait for the leader, and a
 /// last `SIGKILL` for whatever is left of the group. Pipes are not drained meanwhile: nothing
 /// more is wanted from the process. Returns within `grace` plus a small slack.
-pub(crate) async fn terminate_group(child: &mut Child, guard: &mut GroupGuard, grace: Duration) {
+pub(crate) async fn terminate_group(
+    child: &mut HookChild,
+    guard: &mut GroupGuard,
+    grace: Duration,
+) {
     guard.signal(Signal::SIGTERM);
     let mut reaped = tokio::time::timeout(grace, child.wait()).await.is_ok();
     guard.signal(Signal::SIGKILL);
@@ -482,14 +488,26 @@ async fn read_chunk<R: AsyncRead + Unpin>(pipe: Option<&mut R>, capture: &mut Ca
     }
 }
 
-/// Writes the payload and closes stdin. A hook need not read its input, so a broken pipe (and
-/// any other write error) simply ends the writing.
-async fn feed_stdin(stdin: Option<ChildStdin>, payload: Bytes) {
-    if let Some(mut stdin) = stdin {
-        if !payload.is_empty() {
-            let _ = stdin.write_all(&payload).await;
-        }
-        // Dropping `stdin` here closes the pipe so the hook sees end-of-file.
+/// Writes what of `payload` the pipe takes at once. Returns the pipe and how much was written
+/// when some is left, else closes it (a hook need not read its input: a broken pipe, like any
+/// other write error, simply ends the writing).
+fn write_stdin_now(stdin: Option<OwnedFd>, payload: &Bytes) -> Option<(OwnedFd, usize)> {
+    let stdin = stdin?;
+    match spawn::write_now(spawn::borrow(&stdin), payload) {
+        Ok(written) if written < payload.len() => Some((stdin, written)),
+        // Dropping `stdin` closes the pipe so the hook sees end-of-file.
+        _ => None,
+    }
+}
+
+/// Writes the rest of the payload, waiting for the hook to read, then closes stdin.
+async fn feed_stdin(stdin: Option<(OwnedFd, usize)>, payload: Bytes) {
+    let Some((stdin, written)) = stdin else {
+        return;
+    };
+    if let Ok(mut pipe) = spawn::async_stdin(stdin) {
+        let _ = pipe.write_all(&payload[written..]).await;
+        // Dropping `pipe` here closes it so the hook sees end-of-file.
     }
 }
 
@@ -543,46 +561,57 @@ fn spawn_failed(message: String, started: Instant) -> HookRun {
     )
 }
 
-/// Starts the process: own process group, exactly the given environment, three pipes.
+/// Starts the process: own process group, exactly the given environment, three pipes. Returns
+/// the message of a failed spawn as the run reports it.
 ///
 /// The program comes from [`PROGRAMS`]; if a remembered path no longer works, the lookup is
 /// done afresh once before giving up.
-fn spawn_child(spec: &ProcessSpec) -> io::Result<Child> {
-    let path_var = path_variable(&spec.env);
-    let (program, remembered) = PROGRAMS.find(&spec.program, path_var, &spec.cwd)?;
-    match command(spec, &program).spawn() {
-        Err(error) if remembered && error.kind() == io::ErrorKind::NotFound => {
+fn spawn_child(spec: &ProcessSpec) -> Result<HookChild, String> {
+    let failed = |error: &io::Error| spawn_failure_message(&spec.program, &spec.cwd, error);
+    let nul = || {
+        io::Error::new(
+            io::ErrorKind::InvalidInput,
+            "nul byte found in provided data",
+        )
+    };
+    // Keep the name as given for argv[0]: bash prefixes its own messages with it, and a hook's
+    // stderr (e.g. `bash: line 1: x: command not found`) can become a deny reason.
+    let argv = std::iter::once(spec.program.as_os_str().as_bytes())
+        .chain(spec.args.iter().map(String::as_bytes))
+        .map(CString::new)
+        .collect::<Result<Vec<_>, _>>()
+        .map_err(|_| failed(&nul()))?;
+    let cwd = CString::new(spec.cwd.as_os_str().as_bytes()).map_err(|_| failed(&nul()))?;
+    let path_var = spec.env.get("PATH");
+    let launch = |program: &Path| -> Result<HookChild, SpawnError> {
+        let path =
+            CString::new(program.as_os_str().as_bytes()).map_err(|_| SpawnError::Other(nul()))?;
+        spawn::spawn(&Launch {
+            path: &path,
+            argv: &argv,
+            env: &spec.env,
+            cwd: &cwd,
+        })
+    };
+    let (program, remembered) = PROGRAMS
+        .find(&spec.program, path_var, &spec.cwd)
+        .map_err(|error| failed(&error))?;
+    let spawned = match launch(&program) {
+        Err(SpawnError::Exec(error)) if remembered && error.kind() == io::ErrorKind::NotFound => {
             PROGRAMS.forget(&spec.program, path_var);
-            let (program, _) = PROGRAMS.find(&spec.program, path_var, &spec.cwd)?;
-            command(spec, &program).spawn()
+            let (program, _) = PROGRAMS
+                .find(&spec.program, path_var, &spec.cwd)
+                .map_err(|error| failed(&error))?;
+            launch(&program)
         }
         spawned => spawned,
-    }
-}
-
-fn command(spec: &ProcessSpec, program: &Path) -> Command {
-    let mut command = Command::new(program);
-    command
-        // Keep the name as given for argv[0]: bash prefixes its own messages with it, and a
-        // hook's stderr (e.g. `bash: line 1: x: command not found`) can become a deny reason.
-        .arg0(&spec.program)
-        .args(&spec.args)
-        .current_dir(&spec.cwd)
-        .env_clear()
-        .envs(spec.env.iter().map(|(name, value)| (name, value)))
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .process_group(0);
-    command
-}
-
-/// The value of the last `PATH` in `env` (later entries override earlier ones).
-fn path_variable(env: &[(String, String)]) -> Option<&str> {
-    env.iter()
-        .rev()
-        .find(|(name, _)| name == "PATH")
-        .map(|(_, value)| value.as_str())
+    };
+    spawned.map_err(|error| match &error {
+        SpawnError::Chdir(_) => spawn_failure_message(&spec.program, &spec.cwd, error.io()),
+        SpawnError::Exec(io) | SpawnError::Other(io) => {
+            format!("Failed to spawn hook: {}: {io}", spec.program.display())
+        }
+    })
 }
 
 /// Program lookups remembered across runs, shared by the whole daemon.
@@ -704,7 +733,7 @@ mod tests {
             program: PathBuf::from("bash"),
             args: vec!["-c".to_owned(), script.to_owned()],
             cwd: std::env::temp_dir(),
-            env: vec![("PATH".to_owned(), PATH.to_owned())],
+            env: Arc::new(HookEnv::new(vec![("PATH".to_owned(), PATH.to_owned())])),
             stdin: Bytes::new(),
             timeout: Duration::from_secs(30),
         }
@@ -835,7 +864,10 @@ mod tests {
     #[tokio::test]
     async fn environment_is_exactly_the_given_one() {
         let mut spec = spec("env | sort");
-        spec.env.push(("FOO".to_owned(), "bar baz".to_owned()));
+        spec.env = Arc::new(HookEnv::new(vec![
+            ("PATH".to_owned(), PATH.to_owned()),
+            ("FOO".to_owned(), "bar baz".to_owned()),
+        ]));
         let result = run(spec).await;
         assert_eq!(result.outcome, exited(0));
         // bash adds PWD, SHLVL and `_` itself; nothing comes from the test process.
@@ -861,7 +893,7 @@ mod tests {
             ..spec("true")
         };
         let no_path = ProcessSpec {
-            env: Vec::new(),
+            env: Arc::new(HookEnv::new(Vec::new())),
             ..spec("true")
         };
         let cases = [
@@ -1204,7 +1236,7 @@ mod tests {
         let path_var = format!("{}:{}:{PATH}", first.display(), second.display());
         let spec = ProcessSpec {
             program: PathBuf::from("hookd-test-sh"),
-            env: vec![("PATH".to_owned(), path_var)],
+            env: Arc::new(HookEnv::new(vec![("PATH".to_owned(), path_var)])),
             ..spec("echo ok")
         };
         assert_eq!(run(spec.clone()).await.outcome, exited(0));

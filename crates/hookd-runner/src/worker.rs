@@ -38,7 +38,7 @@ use hookd_core::exec::WorkerSettings;
 use hookd_core::model::{HookEntry, Source};
 use hookd_core::result::{HookOutcome, HookRun, StreamName};
 use tokio::io::{AsyncRead, AsyncReadExt, AsyncWriteExt};
-use tokio::process::{Child, ChildStderr, ChildStdin, ChildStdout};
+use tokio::net::unix::pipe;
 use tokio::sync::{Notify, OwnedSemaphorePermit, mpsc, oneshot};
 use tokio::time::{Instant, sleep_until};
 use tokio_util::sync::CancellationToken;
@@ -46,6 +46,7 @@ use tokio_util::task::TaskTracker;
 
 use crate::process::{GroupGuard, ProcessLimits, ProcessSpec, spawn_process, terminate_group};
 use crate::slots::SlotSource;
+use crate::spawn::{HookChild, HookEnv};
 
 /// The most stderr bytes a worker keeps; a request's stderr is at most this much of what
 /// arrived during it (the latest bytes), with a note saying how much was dropped.
@@ -109,7 +110,7 @@ pub struct ProcessKey {
     /// Its working directory.
     pub cwd: PathBuf,
     /// Its complete environment.
-    pub env: Vec<(String, String)>,
+    pub env: Arc<HookEnv>,
 }
 
 impl ProcessKey {
@@ -127,7 +128,7 @@ impl ProcessKey {
             program: spec.program.clone(),
             args: spec.args.clone(),
             cwd: spec.cwd.clone(),
-            env: spec.env.clone(),
+            env: Arc::clone(&spec.env),
         }
     }
 
@@ -137,7 +138,7 @@ impl ProcessKey {
             program: self.program.clone(),
             args: self.args.clone(),
             cwd: self.cwd.clone(),
-            env: self.env.clone(),
+            env: Arc::clone(&self.env),
             stdin,
             timeout,
         }
@@ -329,13 +330,21 @@ impl WorkerPools {
                 return Err(not_run(HookOutcome::SpawnFailed { message }, started));
             }
         };
+        let (child, guard) = process.into_parts();
+        let pid = child.id();
+        let worker = match Worker::new(child, guard, permit) {
+            Ok(worker) => worker,
+            Err(error) => {
+                // Dropping what was built kills the process's group.
+                reservation.failed();
+                let message = format!("Failed to spawn hook: {error}");
+                return Err(not_run(HookOutcome::SpawnFailed { message }, started));
+            }
+        };
         // The worker's task owns the `live` count from here on.
         reservation.armed = false;
-        let (child, guard) = process.into_parts();
         let (jobs, receiver) = mpsc::channel(1);
         let id = self.inner.next_id.fetch_add(1, Ordering::Relaxed);
-        let pid = child.id();
-        let worker = Worker::new(child, guard, permit);
         let task = WorkerTask {
             id,
             served: false,
@@ -651,11 +660,11 @@ enum Reply {
 
 /// A live worker process and what is read from it.
 struct Worker {
-    child: Child,
+    child: HookChild,
     guard: GroupGuard,
-    stdin: Option<ChildStdin>,
-    stdout: Option<ChildStdout>,
-    stderr: Option<ChildStderr>,
+    stdin: Option<pipe::Sender>,
+    stdout: Option<pipe::Receiver>,
+    stderr: Option<pipe::Receiver>,
     /// Bytes read from stdout and not yet consumed.
     out: Vec<u8>,
     ring: StderrRing,
@@ -663,9 +672,18 @@ struct Worker {
 }
 
 impl Worker {
-    fn new(mut child: Child, guard: GroupGuard, permit: OwnedSemaphorePermit) -> Worker {
-        Worker {
-            stdin: child.stdin.take(),
+    fn new(
+        mut child: HookChild,
+        guard: GroupGuard,
+        permit: OwnedSemaphorePermit,
+    ) -> io::Result<Worker> {
+        let stdin = child
+            .stdin
+            .take()
+            .map(crate::spawn::async_stdin)
+            .transpose()?;
+        Ok(Worker {
+            stdin,
             stdout: child.stdout.take(),
             stderr: child.stderr.take(),
             child,
@@ -673,7 +691,7 @@ impl Worker {
             out: Vec::new(),
             ring: StderrRing::new(STDERR_RING_BYTES),
             permit: Some(permit),
-        }
+        })
     }
 
     /// Stops the worker: closes its stdin (a worker may take end-of-file as its cue), then
@@ -1126,7 +1144,7 @@ fn lock<T>(mutex: &Mutex<T>) -> MutexGuard<'_, T> {
 }
 
 /// Writes one request line. Fails when there is no stdin or the worker closed it.
-async fn write_line(stdin: Option<&mut ChildStdin>, payload: &Bytes) -> io::Result<()> {
+async fn write_line(stdin: Option<&mut pipe::Sender>, payload: &Bytes) -> io::Result<()> {
     let Some(stdin) = stdin else {
         return Err(io::ErrorKind::BrokenPipe.into());
     };
@@ -1151,7 +1169,7 @@ enum LineRead {
 
 /// Reads from stdout into `out` until it holds a whole line. Cancel-safe: what was read stays
 /// in `out`. Pends forever without a pipe.
-async fn read_line(stdout: Option<&mut ChildStdout>, out: &mut Vec<u8>, cap: usize) -> LineRead {
+async fn read_line(stdout: Option<&mut pipe::Receiver>, out: &mut Vec<u8>, cap: usize) -> LineRead {
     let Some(stdout) = stdout else {
         return std::future::pending().await;
     };
@@ -1194,13 +1212,13 @@ async fn read_capped<R: AsyncRead + Unpin>(
 }
 
 /// Reads one chunk of stdout while idle: `true` if anything arrived, `false` at end of file.
-async fn read_some(stdout: Option<&mut ChildStdout>, out: &mut Vec<u8>) -> bool {
+async fn read_some(stdout: Option<&mut pipe::Receiver>, out: &mut Vec<u8>) -> bool {
     read_capped(stdout, out, STDERR_RING_BYTES).await
 }
 
 /// Reads one chunk of stderr into the ring; `false` at end of file. Pends forever without a
 /// pipe.
-async fn read_stderr(stderr: Option<&mut ChildStderr>, ring: &mut StderrRing) -> bool {
+async fn read_stderr(stderr: Option<&mut pipe::Receiver>, ring: &mut StderrRing) -> bool {
     let Some(stderr) = stderr else {
         return std::future::pending().await;
     };
@@ -1217,14 +1235,14 @@ async fn read_stderr(stderr: Option<&mut ChildStderr>, ring: &mut StderrRing) ->
 /// Reads whatever stderr holds right now without waiting, so that what a worker wrote to
 /// stderr just before its answer line is part of that request's stderr even though the two
 /// pipes are read independently.
-fn drain_ready(stderr: Option<&ChildStderr>, ring: &mut StderrRing) {
+fn drain_ready(stderr: Option<&pipe::Receiver>, ring: &mut StderrRing) {
     let Some(stderr) = stderr else {
         return;
     };
     let mut chunk = [0u8; 8192];
-    // The pipe is non-blocking (tokio made it so): an empty pipe is `EAGAIN`.
+    // The pipe is non-blocking: an empty pipe is `EAGAIN`.
     for _ in 0..64 {
-        match nix::unistd::read(stderr, &mut chunk) {
+        match stderr.try_read(&mut chunk) {
             Ok(0) | Err(_) => return,
             Ok(n) => ring.push(&chunk[..n]),
         }
@@ -1345,7 +1363,7 @@ done"#;
                 program: PathBuf::from("bash"),
                 args: vec!["-c".to_owned(), script.to_owned()],
                 cwd: self.dir.path().to_path_buf(),
-                env: vec![("PATH".to_owned(), PATH.to_owned())],
+                env: Arc::new(HookEnv::new(vec![("PATH".to_owned(), PATH.to_owned())])),
             }
         }
 

@@ -67,6 +67,7 @@ impl Shared {
             trust_warnings: Default::default(),
             workers: Default::default(),
             prewarm: Default::default(),
+            envs: Default::default(),
         };
         Shared {
             registries: Registries::new(&config),
