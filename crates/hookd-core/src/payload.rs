@@ -82,6 +82,82 @@ pub fn build_payload(
     payload
 }
 
+/// Writes the compact JSON of [`build_payload`]`(event, base, event_input)`, without the keys
+/// in `leave_out`, straight into `out`: byte for byte what serialising the built payload gives,
+/// but without copying the input (`llm_request` and `full_content` can be large, and a
+/// streamed AfterModel response builds one payload per chunk).
+pub fn write_payload(
+    event: HookEventName,
+    base: &BaseFields,
+    event_input: &Map<String, Value>,
+    leave_out: &[String],
+    out: &mut Vec<u8>,
+) {
+    use serde::Serialize;
+    use serde::ser::SerializeMap;
+
+    /// The payload as a map serialised in place.
+    struct View<'a> {
+        event: HookEventName,
+        base: &'a BaseFields,
+        input: &'a Map<String, Value>,
+        leave_out: &'a [String],
+    }
+
+    impl Serialize for View<'_> {
+        fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+            let kept = |key: &str| !self.leave_out.iter().any(|left| left == key);
+            let mut map = serializer.serialize_map(None)?;
+            for key in BASE_KEYS {
+                if !kept(key) {
+                    continue;
+                }
+                match key {
+                    "hook_event_name" => map.serialize_entry(key, self.event.as_str())?,
+                    _ => match self.input.get(key) {
+                        Some(given) => map.serialize_entry(key, given)?,
+                        None => map.serialize_entry(key, base_value(self.base, key))?,
+                    },
+                }
+            }
+            let fields = self.event.input_fields();
+            // Derived only when a field needs it: computing `content` reads the response.
+            let mut derived: Option<Vec<(&'static str, Value)>> = None;
+            for &key in fields {
+                if !kept(key) {
+                    continue;
+                }
+                match self.input.get(key) {
+                    Some(value) => map.serialize_entry(key, value)?,
+                    None => {
+                        let derived =
+                            derived.get_or_insert_with(|| derived_fields(self.event, self.input));
+                        if let Some((_, value)) = derived.iter().find(|(name, _)| *name == key) {
+                            map.serialize_entry(key, value)?;
+                        }
+                    }
+                }
+            }
+            for (key, value) in self.input {
+                let placed = BASE_KEYS.contains(&key.as_str()) || fields.contains(&key.as_str());
+                if !placed && kept(key) {
+                    map.serialize_entry(key, value)?;
+                }
+            }
+            map.end()
+        }
+    }
+
+    let view = View {
+        event,
+        base,
+        input: event_input,
+        leave_out,
+    };
+    // Writing into a Vec cannot fail, and every key is a string.
+    let _ = serde_json::to_writer(out, &view);
+}
+
 fn base_value<'a>(base: &'a BaseFields, key: &str) -> &'a str {
     match key {
         "session_id" => &base.session_id,
@@ -140,14 +216,48 @@ pub fn format_timestamp(unix_millis: i64) -> String {
     let minutes = millis_of_day / 60_000 % 60;
     let seconds = millis_of_day / 1000 % 60;
     let millis = millis_of_day % 1000;
-    let year = if (0..=9999).contains(&year) {
-        format!("{year:04}")
-    } else if year < 0 {
-        format!("-{:06}", year.unsigned_abs())
+    // Written digit by digit: this runs for every chunk of a streamed response, and the
+    // formatting machinery costs more than the arithmetic.
+    let mut out = String::with_capacity(27);
+    if (0..=9999).contains(&year) {
+        push_digits(&mut out, year.unsigned_abs(), 4);
     } else {
-        format!("+{year:06}")
-    };
-    format!("{year}-{month:02}-{day:02}T{hours:02}:{minutes:02}:{seconds:02}.{millis:03}Z")
+        out.push(if year < 0 { '-' } else { '+' });
+        push_digits(&mut out, year.unsigned_abs(), 6);
+    }
+    out.push('-');
+    push_digits(&mut out, u64::from(month), 2);
+    out.push('-');
+    push_digits(&mut out, u64::from(day), 2);
+    out.push('T');
+    // These are non-negative and small by construction (rem_euclid above).
+    push_digits(&mut out, hours.unsigned_abs(), 2);
+    out.push(':');
+    push_digits(&mut out, minutes.unsigned_abs(), 2);
+    out.push(':');
+    push_digits(&mut out, seconds.unsigned_abs(), 2);
+    out.push('.');
+    push_digits(&mut out, millis.unsigned_abs(), 3);
+    out.push('Z');
+    out
+}
+
+/// Appends `value` in decimal, zero-padded to at least `width` digits.
+fn push_digits(out: &mut String, value: u64, width: usize) {
+    let mut digits = [b'0'; 20];
+    let mut rest = value;
+    let mut len = 0;
+    while rest > 0 || len == 0 {
+        digits[len] = b'0' + (rest % 10) as u8;
+        rest /= 10;
+        len += 1;
+    }
+    for _ in len..width {
+        out.push('0');
+    }
+    for &digit in digits[..len].iter().rev() {
+        out.push(char::from(digit));
+    }
 }
 
 /// Converts days since 1970-01-01 to a proleptic Gregorian (year, month, day).
@@ -198,9 +308,117 @@ mod tests {
 
     /// Checks the serialised payload, so key order is part of the comparison.
     fn check_payload(event: HookEventName, input: Value, expected: &str) {
-        let payload = build_payload(event, &base(), &object(input));
+        let input = object(input);
+        let payload = build_payload(event, &base(), &input);
         let actual = serde_json::to_string(&payload).expect("serialises");
         assert_eq!(actual, expected, "{event}");
+        // Written in place, the payload is the same bytes.
+        let mut written = Vec::new();
+        write_payload(event, &base(), &input, &[], &mut written);
+        assert_eq!(
+            String::from_utf8_lossy(&written),
+            expected,
+            "{event}, written"
+        );
+    }
+
+    #[test]
+    fn written_payloads_leave_out_keys_and_keep_the_order() {
+        let input = object(json!({
+            "llm_request": {"messages": [{"content": "hi"}]},
+            "llm_response": {"text": "chunk"},
+            "full_content": "so far: chunk",
+            "extra": 1,
+            "session_id": "given"
+        }));
+        // (left out, expected keys in order)
+        let cases: [(&[&str], &[&str]); 4] = [
+            (
+                &[],
+                &[
+                    "session_id",
+                    "transcript_path",
+                    "cwd",
+                    "hook_event_name",
+                    "timestamp",
+                    "llm_request",
+                    "llm_response",
+                    "content",
+                    "full_content",
+                    "extra",
+                ],
+            ),
+            (
+                &["llm_request", "full_content"],
+                &[
+                    "session_id",
+                    "transcript_path",
+                    "cwd",
+                    "hook_event_name",
+                    "timestamp",
+                    "llm_response",
+                    "content",
+                    "extra",
+                ],
+            ),
+            (
+                &["session_id", "extra", "content", "missing"],
+                &[
+                    "transcript_path",
+                    "cwd",
+                    "hook_event_name",
+                    "timestamp",
+                    "llm_request",
+                    "llm_response",
+                    "full_content",
+                ],
+            ),
+            (
+                &["hook_event_name", "timestamp", "llm_response"],
+                &[
+                    "session_id",
+                    "transcript_path",
+                    "cwd",
+                    "llm_request",
+                    "content",
+                    "full_content",
+                    "extra",
+                ],
+            ),
+        ];
+        let full = build_payload(HookEventName::AfterModel, &base(), &input);
+        for (left_out, keys) in cases {
+            let left_out: Vec<String> = left_out.iter().map(|key| (*key).to_owned()).collect();
+            let mut written = Vec::new();
+            write_payload(
+                HookEventName::AfterModel,
+                &base(),
+                &input,
+                &left_out,
+                &mut written,
+            );
+            let parsed: Map<String, Value> =
+                serde_json::from_slice(&written).expect("written JSON parses");
+            let order: Vec<&str> = parsed.keys().map(String::as_str).collect();
+            assert_eq!(order, keys, "{left_out:?}");
+            // Every kept key has the value the built payload gives it.
+            for (key, value) in &parsed {
+                assert_eq!(full.get(key), Some(value), "{key}");
+            }
+        }
+        // The derived content is the response's text; a given session id wins.
+        let mut written = Vec::new();
+        write_payload(
+            HookEventName::AfterModel,
+            &base(),
+            &input,
+            &[],
+            &mut written,
+        );
+        let parsed: Value = serde_json::from_slice(&written).expect("parses");
+        assert_eq!(parsed["content"], "chunk");
+        assert_eq!(parsed["session_id"], "given");
+        assert_eq!(parsed["full_content"], "so far: chunk");
     }
 
     const BASE_JSON: &str = r#""session_id":"s1","transcript_path":"/t.json","cwd":"/w""#;

@@ -43,7 +43,7 @@
 //! (workers and spares have a task each, owned by their pools).
 
 use std::borrow::Cow;
-use std::collections::HashSet;
+use std::collections::{HashMap, HashSet};
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex, PoisonError};
 use std::time::Duration;
@@ -60,7 +60,7 @@ use hookd_core::exec::Dialect;
 use hookd_core::exec::ExecMode;
 use hookd_core::model::{HookEntry, HookType};
 use hookd_core::output::hook_result;
-use hookd_core::payload::{BaseFields, build_payload, chunk_text};
+use hookd_core::payload::{BaseFields, build_payload, chunk_text, write_payload};
 use hookd_core::plan::Plan;
 use hookd_core::policy::{FailurePolicy, apply_failure_policy};
 use hookd_core::result::{HookOutcome, HookResult, HookRun};
@@ -135,7 +135,8 @@ impl RunnerConfig {
 /// repeats a warning.
 #[derive(Debug, Default)]
 pub struct TrustWarnings {
-    warned: Mutex<HashSet<(String, TrustKey)>>,
+    /// Per project directory, the hooks warned about.
+    warned: Mutex<HashMap<String, HashSet<TrustKey>>>,
 }
 
 impl TrustWarnings {
@@ -145,14 +146,20 @@ impl TrustWarnings {
     /// Whether this is the first time `key` of `project_dir` is seen (and remembers it).
     pub fn first_time(&self, project_dir: &str, key: &TrustKey) -> bool {
         let mut warned = self.warned.lock().unwrap_or_else(PoisonError::into_inner);
-        let entry = (project_dir.to_owned(), key.clone());
-        if warned.contains(&entry) {
+        // Looked up by reference first: every run of a hook asks, only its first inserts.
+        if warned
+            .get(project_dir)
+            .is_some_and(|keys| keys.contains(key))
+        {
             return false;
         }
-        if warned.len() >= Self::CAPACITY {
+        if warned.values().map(HashSet::len).sum::<usize>() >= Self::CAPACITY {
             warned.clear();
         }
-        warned.insert(entry)
+        warned
+            .entry(project_dir.to_owned())
+            .or_default()
+            .insert(key.clone())
     }
 }
 
@@ -362,9 +369,15 @@ impl Firing<'_> {
 
     /// The stdin payload for `input`: compact JSON in Gemini CLI's key order.
     fn payload(&self, input: &Map<String, Value>) -> Bytes {
-        let payload = build_payload(self.request.event, &self.request.base, input);
-        // Serialising a map with string keys cannot fail.
-        Bytes::from(serde_json::to_vec(&payload).unwrap_or_default())
+        let mut payload = Vec::new();
+        write_payload(
+            self.request.event,
+            &self.request.base,
+            input,
+            &[],
+            &mut payload,
+        );
+        Bytes::from(payload)
     }
 
     /// Runs one hook: refuses what cannot run, waits for a process slot, spawns, interprets.
@@ -384,23 +397,27 @@ impl Firing<'_> {
         } else {
             Vec::new()
         };
-        let own_payload = (claude || !dropped.is_empty())
-            .then(|| build_payload(self.request.event, &self.request.base, input));
-        let stdin = match &own_payload {
-            Some(payload) => {
-                let mut shaped = if claude {
-                    gemini_payload_to_claude(self.request.event, payload)
-                } else {
-                    payload.clone()
-                };
-                for key in &dropped {
-                    shaped.remove(key);
-                }
-                Bytes::from(serde_json::to_vec(&shaped).unwrap_or_default())
+        let (stdin, claude_payload) = if claude {
+            let payload = build_payload(self.request.event, &self.request.base, input);
+            let mut shaped = gemini_payload_to_claude(self.request.event, &payload);
+            for key in &dropped {
+                shaped.shift_remove(key);
             }
-            None => stdin,
+            let stdin = Bytes::from(serde_json::to_vec(&shaped).unwrap_or_default());
+            (stdin, Some(payload))
+        } else if !dropped.is_empty() {
+            let mut shaped = Vec::new();
+            write_payload(
+                self.request.event,
+                &self.request.base,
+                input,
+                &dropped,
+                &mut shaped,
+            );
+            (Bytes::from(shaped), None)
+        } else {
+            (stdin, None)
         };
-        let claude_payload = own_payload.as_ref().filter(|_| claude);
         let (run, warning) = match self.trust_verdict(entry).await {
             TrustVerdict::Run { warning } => {
                 let run = if entry.config.hook_type == HookType::Builtin {
@@ -416,7 +433,7 @@ impl Firing<'_> {
             .config
             .on_failure()
             .unwrap_or(self.config.default_on_failure);
-        let interpreted = match claude_payload {
+        let interpreted = match &claude_payload {
             Some(payload) => claude_hook_result(entry, run, payload),
             None => hook_result(entry, run),
         };
