@@ -639,3 +639,79 @@ async fn a_builtin_filter_redacts_a_secret_split_across_chunks() {
         assert!(!seen.contains(part), "the hook saw {part:?}: {seen}");
     }
 }
+
+#[tokio::test]
+async fn a_stream_of_filters_only_is_answered_in_order_and_flushed_at_close_or_cancel() {
+    let redact = json!({"type": "builtin", "builtin": "redact", "name": "redact-tickets",
+                        "default_patterns": false, "holdback": 16,
+                        "patterns": [{"name": "ticket", "regex": "TCK-[0-9]{6}"}]});
+    let daemon = Daemon::start(after_model(vec![redact])).await;
+    let client = daemon.client().await;
+    let chunks = [
+        "Your ticket number is TCK-12",
+        "3456, filed today; nothing else to report, thanks",
+        " for writing!",
+    ];
+
+    // Pipelined: every chunk is sent before any result is read.
+    let mut stream = client
+        .open_stream(StreamRequest::new(daemon.cwd()))
+        .await
+        .expect("open");
+    assert_eq!(stream.hooks(), 1);
+    for text in chunks {
+        stream.send_chunk(chunk(text)).await.expect("send");
+    }
+    let end = within("close", WAIT, stream.close()).await.expect("close");
+    assert_eq!(end.chunks, 3);
+    let mut emitted = String::new();
+    for (seq, (result, original)) in end.results.iter().zip(chunks).enumerate() {
+        assert_eq!(result.seq, seq as u64);
+        let hooks = &result.result.hooks;
+        assert_eq!(hooks.len(), 1);
+        assert_eq!(
+            (hooks[0].name.as_str(), hooks[0].exit_code, hooks[0].success),
+            ("redact-tickets", Some(0), true)
+        );
+        // A chunk the filter changed says so in its record and its content.
+        let changed = result.content.is_some();
+        assert_eq!(hooks[0].output.is_some(), changed, "{result:?}");
+        emitted.push_str(result.emitted(original));
+    }
+    assert!(
+        !end.flush.is_empty(),
+        "the tail is held back until the close"
+    );
+    emitted.push_str(&end.flush);
+    assert_eq!(
+        emitted,
+        "Your ticket number is [REDACTED:ticket], filed today; nothing else to report, \
+         thanks for writing!"
+    );
+
+    // A cancelled stream ends too, with what its filter held back.
+    let mut stream = client
+        .open_stream(StreamRequest::new(daemon.cwd()))
+        .await
+        .expect("open");
+    stream
+        .send_chunk(chunk("the next one is TCK-99"))
+        .await
+        .expect("send");
+    let first = within("result", WAIT, stream.next_result())
+        .await
+        .expect("result")
+        .expect("a result");
+    let id = stream.id().clone();
+    within("cancel", WAIT, client.cancel(&id))
+        .await
+        .expect("cancelled");
+    let end = within("end", WAIT, stream.close())
+        .await
+        .expect("ended by the daemon");
+    assert_eq!(end.chunks, 1);
+    assert_eq!(
+        format!("{}{}", first.emitted("the next one is TCK-99"), end.flush),
+        "the next one is TCK-99"
+    );
+}

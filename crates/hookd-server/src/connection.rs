@@ -45,7 +45,9 @@ use crate::limits::InflightLimit;
 use crate::manage::Manager;
 use crate::shared::Shared;
 use crate::stats::Stats;
-use crate::stream::{ChunkRoute, Command, Removed, StreamRun, Streams};
+use crate::stream::{
+    ChunkRoute, Command, FilterStream, Removed, StreamRun, Streams, is_filter_plan,
+};
 
 /// The write side of a connection, shared by the connection task and its runs.
 pub(crate) type Sink = Arc<FrameWriter>;
@@ -243,8 +245,14 @@ impl Connection {
             tracing::debug!(%err, "cannot write to client");
         }
         for (id, removed) in self.streams.drain() {
-            if let Removed::Plain { chunks } = removed {
-                self.close_plain_stream(id, chunks).await;
+            match removed {
+                Removed::Plain { chunks } => self.close_plain_stream(id, chunks).await,
+                Removed::Filtered(filters) => {
+                    let (chunks, flush) = filters.close();
+                    self.close_stream(id, chunks, flush).await;
+                }
+                // Its task answers what it has and closes it.
+                Removed::Hooked { .. } => {}
             }
         }
         self.runs.close();
@@ -497,6 +505,11 @@ impl Connection {
             plans_dir,
             env,
         };
+        if is_filter_plan(&plan) {
+            let filters = FilterStream::new(fire, &plan, snapshot.generation);
+            self.streams.insert_filtered(request.id, filters);
+            return;
+        }
         // At most the in-flight cap of chunks can be queued (each holds a slot), plus the
         // close: the queue never fills.
         let capacity = self.shared.config.max_inflight_per_connection.max(1) + 1;
@@ -531,6 +544,18 @@ impl Connection {
                 });
                 send(&self.sink, &reply).await;
             }
+            ChunkRoute::Filtered => {
+                let frame = self.streams.filter_chunk(
+                    &self.shared,
+                    &request.id,
+                    request.seq,
+                    request.llm_response,
+                );
+                if let Some(frame) = frame {
+                    // Queued like the no-hook answers: the read loop flushes before it waits.
+                    self.sink.queue_frame(&frame).await;
+                }
+            }
             ChunkRoute::Hooked => {
                 let command = Command::Chunk {
                     seq: request.seq,
@@ -558,6 +583,10 @@ impl Connection {
     async fn stream_close(&self, request: StreamCloseRequest) {
         match self.streams.remove(&request.id) {
             Some(Removed::Plain { chunks }) => self.close_plain_stream(request.id, chunks).await,
+            Some(Removed::Filtered(filters)) => {
+                let (chunks, flush) = filters.close();
+                self.close_stream(request.id, chunks, flush).await;
+            }
             Some(Removed::Hooked { queue }) => {
                 // The queue has room for the close (see `stream_open`); were it gone, the task
                 // would close the stream anyway when the queue is dropped here.
@@ -572,15 +601,16 @@ impl Connection {
 
     /// Ends a stream without hooks (already out of the table) with `stream_closed`.
     async fn close_plain_stream(&self, id: RequestId, chunks: u64) {
+        self.close_stream(id, chunks, String::new()).await;
+    }
+
+    /// Ends a stream the read loop answers (already out of the table) with `stream_closed`.
+    async fn close_stream(&self, id: RequestId, chunks: u64, flush: String) {
         self.inflight
             .lock()
             .unwrap_or_else(PoisonError::into_inner)
             .remove(&id);
-        let closed = ServerMessage::StreamClosed(StreamClosedMessage {
-            id,
-            chunks,
-            flush: String::new(),
-        });
+        let closed = ServerMessage::StreamClosed(StreamClosedMessage { id, chunks, flush });
         send(&self.sink, &closed).await;
     }
 
@@ -799,6 +829,15 @@ impl Connection {
                 send(&self.sink, &reply).await;
                 return self.close_plain_stream(request.target, chunks).await;
             }
+            Some(Removed::Filtered(filters)) => {
+                let reply = ServerMessage::Cancelled(hookd_protocol::CancelledMessage {
+                    id: request.id,
+                    target: request.target.clone(),
+                });
+                send(&self.sink, &reply).await;
+                let (chunks, flush) = filters.close();
+                return self.close_stream(request.target, chunks, flush).await;
+            }
             // Dropping the queue lets the task end after what is queued; the token below
             // stops the running hooks.
             Some(Removed::Hooked { queue }) => drop(queue),
@@ -857,38 +896,46 @@ struct Run {
 
 impl Run {
     /// Runs the plan, streams per-hook records when asked, and sends the aggregate.
-    async fn execute(self, request: EventRequest, plan: hookd_core::Plan) {
+    async fn execute(self, mut request: EventRequest, plan: hookd_core::Plan) {
         let hook_count = plan.hooks.len();
         Stats::add(&self.shared.stats.hooks_pending, hook_count as u64);
+        let plans_dir = request.plans_dir.take().unwrap_or_else(|| {
+            hookd_core::env::default_plans_dir(
+                &self.shared.registries.gemini_home().display().to_string(),
+                &self.project_id,
+                &request.session_id,
+            )
+        });
+        // The request's fields move into the firing (the aggregate reads the input from it).
+        let project_dir = request.cwd.clone();
         let fire = FireRequest {
             event: self.event,
-            input: request.input.clone(),
+            input: std::mem::take(&mut request.input),
             base: BaseFields {
-                session_id: request.session_id.clone(),
-                transcript_path: request.transcript_path.clone(),
-                cwd: request.cwd.clone(),
+                session_id: std::mem::take(&mut request.session_id),
+                transcript_path: std::mem::take(&mut request.transcript_path),
+                cwd: std::mem::take(&mut request.cwd),
                 timestamp: format_timestamp(unix_millis_now()),
             },
-            project_dir: request.cwd.clone(),
-            plans_dir: request.plans_dir.clone().unwrap_or_else(|| {
-                hookd_core::env::default_plans_dir(
-                    &self.shared.registries.gemini_home().display().to_string(),
-                    &self.project_id,
-                    &request.session_id,
-                )
-            }),
+            project_dir,
+            plans_dir,
             env: Arc::clone(&self.env),
         };
 
         // Exactly one record per hook goes through this channel, so a capacity of the plan's
-        // length means the runner's callback never has to wait or drop.
-        let (records_tx, mut records_rx) = mpsc::channel(hook_count.max(1));
-        let stream_hooks = request.stream_hooks;
+        // length means the runner's callback never has to wait or drop. Only a client that
+        // asked for per-hook frames gets one.
+        let (records_tx, records_rx) = if request.stream_hooks {
+            let (sender, receiver) = mpsc::channel(hook_count.max(1));
+            (Some(sender), Some(receiver))
+        } else {
+            (None, None)
+        };
         let stats = Arc::clone(&self.shared);
         let mut on_result = move |index: usize, result: &hookd_core::HookResult| {
             Stats::sub(&stats.stats.hooks_pending, 1);
-            if stream_hooks {
-                let _ = records_tx.try_send((index, convert::hook_record(result)));
+            if let Some(records) = &records_tx {
+                let _ = records.try_send((index, convert::hook_record(result)));
             }
         };
         let run = async {
@@ -904,7 +951,10 @@ impl Run {
             results
         };
         let forward = async {
-            while let Some((index, hook)) = records_rx.recv().await {
+            let Some(mut records) = records_rx else {
+                return;
+            };
+            while let Some((index, hook)) = records.recv().await {
                 let message = ServerMessage::HookResult(hookd_protocol::HookResultMessage {
                     id: request.id.clone(),
                     index: index as u64,
@@ -916,7 +966,7 @@ impl Run {
         let (results, ()) = tokio::join!(run, forward);
 
         self.shared.last_runs.record(&plan.hooks, &results);
-        let aggregate = hookd_core::aggregate::aggregate(self.event, &results, &request.input);
+        let aggregate = hookd_core::aggregate::aggregate(self.event, &results, &fire.input);
         crate::audit::record_run(&self.shared, &fire, self.generation, &results, &aggregate);
         let message = convert::result(request.id.clone(), &aggregate, &results, self.generation);
         let frame = encode_fitted(message, self.shared.config.max_frame_bytes);

@@ -176,6 +176,16 @@ impl FrameWriter {
         write(&mut state.pending);
     }
 
+    /// Appends one already encoded frame body, with its length prefix, to what is queued
+    /// (see [`FrameWriter::queue_with`]).
+    pub(crate) async fn queue_frame(&self, body: &[u8]) {
+        let mut state = self.state.lock().await;
+        // Bodies come from `encode_fitted`, which keeps them within the 4-byte prefix.
+        let len = u32::try_from(body.len()).unwrap_or(u32::MAX);
+        state.pending.extend_from_slice(&len.to_be_bytes());
+        state.pending.extend_from_slice(body);
+    }
+
     /// Writes whatever is queued.
     pub(crate) async fn flush(&self) -> Result<(), CodecError> {
         let mut state = self.state.lock().await;

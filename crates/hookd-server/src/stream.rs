@@ -6,7 +6,10 @@
 //!
 //! A stream with no hook is only an entry in the connection's [`Streams`] table: its chunks are
 //! answered by the connection's read loop itself, on the allocation-free path when the frame
-//! allows it. A stream with hooks gets a task ([`StreamRun`]) that takes its chunks from a
+//! allows it. A stream whose hooks are all builtin filters ([`FilterStream`]) is answered by the
+//! read loop too: a filter takes well under a microsecond per chunk, so its answer is queued
+//! like a no-hook answer (coalesced for a pipelining client) instead of going through a task. A
+//! stream with command hooks gets a task ([`StreamRun`]) that takes its chunks from a
 //! bounded queue one after another (a stream has state), while different streams run
 //! concurrently. Every queued chunk holds one of the connection's in-flight slots until its
 //! `chunk_result` is written, so a connection never has more than its in-flight cap of chunks
@@ -111,10 +114,11 @@ impl PartialEq for dyn IdKey + '_ {
 impl Eq for dyn IdKey + '_ {}
 
 /// One open stream in the table.
-#[derive(Debug)]
 enum Entry {
     /// No hook: the read loop answers, counting the chunks.
     Plain { chunks: u64 },
+    /// Builtin filters only: the read loop runs them and answers.
+    Filtered(Box<FilterStream>),
     /// A task runs the chunks; this is its queue.
     Hooked { queue: mpsc::Sender<Command> },
 }
@@ -124,23 +128,26 @@ enum Entry {
 pub(crate) enum ChunkRoute {
     /// A stream without hooks: answered at once (and counted).
     Plain,
-    /// A stream with hooks: to its task.
+    /// A stream of builtin filters: run and answered by the read loop.
+    Filtered,
+    /// A stream with command hooks: to its task.
     Hooked,
     /// No such stream is open.
     Unknown,
 }
 
 /// A stream taken out of the table.
-#[derive(Debug)]
 pub(crate) enum Removed {
     /// A stream without hooks and how many chunks it answered.
     Plain { chunks: u64 },
+    /// A stream of builtin filters, to be closed with what they hold back.
+    Filtered(Box<FilterStream>),
     /// A stream with hooks: its queue (dropping it lets the task end after what is queued).
     Hooked { queue: mpsc::Sender<Command> },
 }
 
 /// The open streams of one connection. Only the connection's read loop changes it.
-#[derive(Debug, Default)]
+#[derive(Default)]
 pub(crate) struct Streams {
     map: Mutex<HashMap<StreamKey, Entry>>,
 }
@@ -166,6 +173,28 @@ impl Streams {
         self.lock().insert(StreamKey(id), Entry::Hooked { queue });
     }
 
+    /// Adds a stream of builtin filters, which the read loop runs.
+    pub(crate) fn insert_filtered(&self, id: RequestId, stream: FilterStream) {
+        self.lock()
+            .insert(StreamKey(id), Entry::Filtered(Box::new(stream)));
+    }
+
+    /// Runs a chunk of the filter-only stream `id` and returns its `chunk_result` frame, or
+    /// `None` when `id` is not such a stream.
+    pub(crate) fn filter_chunk(
+        &self,
+        shared: &Shared,
+        id: &RequestId,
+        seq: u64,
+        llm_response: Map<String, Value>,
+    ) -> Option<bytes::Bytes> {
+        let mut map = self.lock();
+        match map.get_mut(&id.as_id_ref() as &dyn IdKey) {
+            Some(Entry::Filtered(stream)) => Some(stream.chunk(shared, id, seq, llm_response)),
+            _ => None,
+        }
+    }
+
     /// Where a chunk of stream `id` goes; a chunk of a stream without hooks is counted as
     /// answered. Allocates nothing.
     pub(crate) fn route_chunk(&self, id: IdRef<'_>) -> ChunkRoute {
@@ -175,6 +204,7 @@ impl Streams {
                 *chunks += 1;
                 ChunkRoute::Plain
             }
+            Some(Entry::Filtered(_)) => ChunkRoute::Filtered,
             Some(Entry::Hooked { .. }) => ChunkRoute::Hooked,
             None => ChunkRoute::Unknown,
         }
@@ -211,6 +241,7 @@ impl Streams {
 fn removed(entry: Entry) -> Removed {
     match entry {
         Entry::Plain { chunks } => Removed::Plain { chunks },
+        Entry::Filtered(stream) => Removed::Filtered(stream),
         Entry::Hooked { queue } => Removed::Hooked { queue },
     }
 }
@@ -355,32 +386,20 @@ impl StreamRun {
         llm_response: Map<String, Value>,
     ) -> (bytes::Bytes, Option<OwnedSemaphorePermit>) {
         Stats::add(&self.shared.stats.events_served, 1);
-        let original_response = Value::Object(llm_response);
-        let original = chunk_text(&original_response);
-        let mut results: Vec<HookResult> = Vec::with_capacity(self.plan.hooks.len());
-
-        let mut text = original.clone();
-        for filter in &mut state.filters {
-            let started = Instant::now();
-            let filtered = filter.stream.push(&text);
-            let output = (filtered != text).then(|| filtered.clone());
-            results.push(builtin_record(&filter.entry, output, started.elapsed()));
-            text = filtered;
-        }
-        let response = if text == original {
-            original_response
-        } else {
-            hookd_core::aggregate::replaced_response(Some(&original_response), &text)
-        };
-        let input = &mut self.fire.input;
-        input.insert("llm_response".to_owned(), response);
-        input.insert("content".to_owned(), Value::String(text.clone()));
+        let mut filtered = run_filters(
+            state,
+            &mut self.fire.input,
+            llm_response,
+            self.plan.hooks.len(),
+        );
 
         let mut budget = None;
         if let Some(commands) = &state.commands {
+            let input = &mut self.fire.input;
+            let text = &filtered.text;
             let mut full_content = String::with_capacity(state.emitted.len() + text.len());
             full_content.push_str(&state.emitted);
-            full_content.push_str(&text);
+            full_content.push_str(text);
             input.insert("full_content".to_owned(), Value::String(full_content));
             self.fire.base.timestamp = format_timestamp(unix_millis_now());
             let worst_kib = (commands.hooks.len() * 2 * self.shared.config.max_output_bytes)
@@ -406,32 +425,157 @@ impl StreamRun {
             )
             .await;
             self.shared.last_runs.record(&commands.hooks, &ran);
-            results.extend(ran);
+            filtered.results.extend(ran);
         }
-
-        let aggregate =
-            hookd_core::aggregate::aggregate(HookEventName::AfterModel, &results, &self.fire.input);
-        crate::audit::record_run(
+        let frame = chunk_result(
             &self.shared,
             &self.fire,
             self.generation,
-            &results,
-            &aggregate,
-        );
-        let emitted = replacement_text(&aggregate).unwrap_or(text);
-        state.push_emitted(&emitted);
-        let content = (emitted != original).then_some(emitted);
-        let message = ServerMessage::ChunkResult(ChunkResultMessage {
-            id: self.id.clone(),
+            state,
+            &self.id,
             seq,
-            content,
-            result: convert::event_result(&aggregate, &results),
-        });
-        (
-            encode_fitted(message, self.shared.config.max_frame_bytes),
-            budget,
+            filtered,
+        );
+        (frame, budget)
+    }
+}
+
+/// A stream whose hooks are all builtin filters, run by the connection's read loop.
+pub(crate) struct FilterStream {
+    /// The open's input and base fields; each chunk sets its own fields in it.
+    fire: FireRequest,
+    state: StreamState,
+    /// The generation of the registry snapshot the plan came from.
+    generation: u64,
+    /// Chunks answered.
+    chunks: u64,
+    /// Hooks in the plan.
+    hooks: usize,
+}
+
+impl FilterStream {
+    /// The stream of `plan`, whose hooks are all builtin filters (see [`is_filter_plan`]).
+    pub(crate) fn new(fire: FireRequest, plan: &Plan, generation: u64) -> FilterStream {
+        FilterStream {
+            fire,
+            state: StreamState::new(plan),
+            generation,
+            chunks: 0,
+            hooks: plan.hooks.len(),
+        }
+    }
+
+    /// Runs one chunk through the filters and returns its `chunk_result` frame.
+    fn chunk(
+        &mut self,
+        shared: &Shared,
+        id: &RequestId,
+        seq: u64,
+        llm_response: Map<String, Value>,
+    ) -> bytes::Bytes {
+        Stats::add(&shared.stats.events_served, 1);
+        self.chunks += 1;
+        let filtered = run_filters(
+            &mut self.state,
+            &mut self.fire.input,
+            llm_response,
+            self.hooks,
+        );
+        chunk_result(
+            shared,
+            &self.fire,
+            self.generation,
+            &mut self.state,
+            id,
+            seq,
+            filtered,
         )
     }
+
+    /// Ends the stream: how many chunks it answered, and what its filters held back.
+    pub(crate) fn close(mut self) -> (u64, String) {
+        (self.chunks, self.state.flush())
+    }
+}
+
+/// Whether every hook of `plan` is a builtin filter with a compiled filter, so that its
+/// chunks can be answered by the read loop.
+pub(crate) fn is_filter_plan(plan: &Plan) -> bool {
+    plan.hooks
+        .iter()
+        .all(|entry| entry.config.hook_type == HookType::Builtin && entry.builtin.is_some())
+}
+
+/// A chunk after the filters: its text before and after them, and their records.
+struct Filtered {
+    original: String,
+    text: String,
+    results: Vec<HookResult>,
+}
+
+/// Runs the filters of `state` on the chunk `llm_response` and puts the chunk, as the filters
+/// left it, into `input` (`llm_response` and `content`) for the command hooks and the
+/// aggregate.
+fn run_filters(
+    state: &mut StreamState,
+    input: &mut Map<String, Value>,
+    llm_response: Map<String, Value>,
+    hooks: usize,
+) -> Filtered {
+    let original_response = Value::Object(llm_response);
+    let original = chunk_text(&original_response);
+    let mut results: Vec<HookResult> = Vec::with_capacity(hooks);
+    let mut text = original.clone();
+    for filter in &mut state.filters {
+        let started = Instant::now();
+        let filtered = filter.stream.push(&text);
+        let output = (filtered != text).then(|| filtered.clone());
+        results.push(builtin_record(&filter.entry, output, started.elapsed()));
+        text = filtered;
+    }
+    let response = if text == original {
+        original_response
+    } else {
+        hookd_core::aggregate::replaced_response(Some(&original_response), &text)
+    };
+    input.insert("llm_response".to_owned(), response);
+    input.insert("content".to_owned(), Value::String(text.clone()));
+    Filtered {
+        original,
+        text,
+        results,
+    }
+}
+
+/// Aggregates a chunk's records into its `chunk_result` frame, audits it, and adds the text
+/// it emits to what `full_content` will hold.
+fn chunk_result(
+    shared: &Shared,
+    fire: &FireRequest,
+    generation: u64,
+    state: &mut StreamState,
+    id: &RequestId,
+    seq: u64,
+    filtered: Filtered,
+) -> bytes::Bytes {
+    let Filtered {
+        original,
+        text,
+        results,
+    } = filtered;
+    let aggregate =
+        hookd_core::aggregate::aggregate(HookEventName::AfterModel, &results, &fire.input);
+    crate::audit::record_run(shared, fire, generation, &results, &aggregate);
+    let emitted = replacement_text(&aggregate).unwrap_or(text);
+    state.push_emitted(&emitted);
+    let content = (emitted != original).then_some(emitted);
+    let message = ServerMessage::ChunkResult(ChunkResultMessage {
+        id: id.clone(),
+        seq,
+        content,
+        result: convert::event_result(&aggregate, &results),
+    });
+    encode_fitted(message, shared.config.max_frame_bytes)
 }
 
 /// The text of the response the aggregate puts in place of the chunk, if it replaces it:
