@@ -715,3 +715,50 @@ async fn a_stream_of_filters_only_is_answered_in_order_and_flushed_at_close_or_c
         "the next one is TCK-99"
     );
 }
+
+#[tokio::test]
+async fn full_content_carries_escapes_and_unicode_exactly_across_chunks() {
+    let daemon = Daemon::start(after_model(vec![command_hook(
+        "log",
+        &script_command("log.sh"),
+    )]))
+    .await;
+    let log = daemon.out_dir("out").join("seen.jsonl");
+    // The hook logs what it parsed: this chunk's content and the full content so far.
+    daemon.script(
+        "log.sh",
+        &format!(
+            "exec python3 -c 'import json, sys; p = json.load(sys.stdin); \
+             open(\"{}\", \"a\").write(json.dumps([p[\"content\"], p[\"full_content\"]]) + \"\\n\")'",
+            log.display()
+        ),
+    );
+    let client = daemon.client().await;
+    let mut stream = client
+        .open_stream(StreamRequest::new(daemon.cwd()).with_llm_request(llm_request()))
+        .await
+        .expect("open");
+    let chunks = [
+        "plain, ",
+        "\"quoted\" and \\backslashed\\\n",
+        "tab\there, control \u{1}\u{1f}, é and 🦀 ",
+        "</script> \u{2028} end",
+    ];
+    for text in chunks {
+        stream.send_chunk(chunk(text)).await.expect("send");
+    }
+    let end = within("close", WAIT, stream.close()).await.expect("close");
+    assert_eq!(end.chunks, chunks.len() as u64);
+    let seen: Vec<(String, String)> = std::fs::read_to_string(&log)
+        .expect("log")
+        .lines()
+        .map(|line| serde_json::from_str(line).expect("a logged pair"))
+        .collect();
+    let mut so_far = String::new();
+    for ((content, full), text) in seen.iter().zip(chunks) {
+        so_far.push_str(text);
+        assert_eq!(content, text);
+        assert_eq!(full, &so_far);
+    }
+    assert_eq!(seen.len(), chunks.len());
+}

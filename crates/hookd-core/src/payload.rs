@@ -86,76 +86,125 @@ pub fn build_payload(
 /// in `leave_out`, straight into `out`: byte for byte what serialising the built payload gives,
 /// but without copying the input (`llm_request` and `full_content` can be large, and a
 /// streamed AfterModel response builds one payload per chunk).
+///
+/// `serialized` gives some input fields already as JSON text (`(key, json)`): where the
+/// payload has that key, the text is written as it is instead of serialising the input's
+/// value. It must be exactly what serialising `event_input[key]` gives (a stream keeps the
+/// serialised `llm_request` and the escaped text emitted so far, so that neither is serialised
+/// again for every chunk); a key the input does not hold is ignored.
 pub fn write_payload(
     event: HookEventName,
     base: &BaseFields,
     event_input: &Map<String, Value>,
     leave_out: &[String],
+    serialized: &[(&str, &str)],
     out: &mut Vec<u8>,
 ) {
-    use serde::Serialize;
-    use serde::ser::SerializeMap;
+    let kept = |key: &str| !leave_out.iter().any(|left| left == key);
+    let mut writer = JsonObject::new(out);
+    for key in BASE_KEYS {
+        if !kept(key) {
+            continue;
+        }
+        match key {
+            "hook_event_name" => writer.string_entry(key, event.as_str()),
+            _ => match event_input.get(key) {
+                Some(given) => writer.input_entry(key, given, serialized),
+                None => writer.string_entry(key, base_value(base, key)),
+            },
+        }
+    }
+    let fields = event.input_fields();
+    // Derived only when a field needs it: computing `content` reads the response.
+    let mut derived: Option<Vec<(&'static str, Value)>> = None;
+    for &key in fields {
+        if !kept(key) {
+            continue;
+        }
+        match event_input.get(key) {
+            Some(value) => writer.input_entry(key, value, serialized),
+            None => {
+                let derived = derived.get_or_insert_with(|| derived_fields(event, event_input));
+                if let Some((_, value)) = derived.iter().find(|(name, _)| *name == key) {
+                    writer.value_entry(key, value);
+                }
+            }
+        }
+    }
+    for (key, value) in event_input {
+        let placed = BASE_KEYS.contains(&key.as_str()) || fields.contains(&key.as_str());
+        if !placed && kept(key) {
+            writer.input_entry(key, value, serialized);
+        }
+    }
+    writer.end();
+}
 
-    /// The payload as a map serialised in place.
-    struct View<'a> {
-        event: HookEventName,
-        base: &'a BaseFields,
-        input: &'a Map<String, Value>,
-        leave_out: &'a [String],
+/// Writes one JSON object in serde_json's compact form, entry by entry.
+struct JsonObject<'a> {
+    out: &'a mut Vec<u8>,
+    first: bool,
+}
+
+impl<'a> JsonObject<'a> {
+    fn new(out: &'a mut Vec<u8>) -> JsonObject<'a> {
+        out.push(b'{');
+        JsonObject { out, first: true }
     }
 
-    impl Serialize for View<'_> {
-        fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
-            let kept = |key: &str| !self.leave_out.iter().any(|left| left == key);
-            let mut map = serializer.serialize_map(None)?;
-            for key in BASE_KEYS {
-                if !kept(key) {
-                    continue;
-                }
-                match key {
-                    "hook_event_name" => map.serialize_entry(key, self.event.as_str())?,
-                    _ => match self.input.get(key) {
-                        Some(given) => map.serialize_entry(key, given)?,
-                        None => map.serialize_entry(key, base_value(self.base, key))?,
-                    },
-                }
+    fn key(&mut self, key: &str) {
+        if !self.first {
+            self.out.push(b',');
+        }
+        self.first = false;
+        write_json(self.out, key);
+        self.out.push(b':');
+    }
+
+    fn string_entry(&mut self, key: &str, value: &str) {
+        self.key(key);
+        write_json(self.out, value);
+    }
+
+    fn value_entry(&mut self, key: &str, value: &Value) {
+        self.key(key);
+        write_json(self.out, value);
+    }
+
+    /// An input field, from its serialised text when there is one.
+    fn input_entry(&mut self, key: &str, value: &Value, serialized: &[(&str, &str)]) {
+        match serialized.iter().find(|(name, _)| *name == key) {
+            Some((_, json)) => {
+                self.key(key);
+                self.out.extend_from_slice(json.as_bytes());
             }
-            let fields = self.event.input_fields();
-            // Derived only when a field needs it: computing `content` reads the response.
-            let mut derived: Option<Vec<(&'static str, Value)>> = None;
-            for &key in fields {
-                if !kept(key) {
-                    continue;
-                }
-                match self.input.get(key) {
-                    Some(value) => map.serialize_entry(key, value)?,
-                    None => {
-                        let derived =
-                            derived.get_or_insert_with(|| derived_fields(self.event, self.input));
-                        if let Some((_, value)) = derived.iter().find(|(name, _)| *name == key) {
-                            map.serialize_entry(key, value)?;
-                        }
-                    }
-                }
-            }
-            for (key, value) in self.input {
-                let placed = BASE_KEYS.contains(&key.as_str()) || fields.contains(&key.as_str());
-                if !placed && kept(key) {
-                    map.serialize_entry(key, value)?;
-                }
-            }
-            map.end()
+            None => self.value_entry(key, value),
         }
     }
 
-    let view = View {
-        event,
-        base,
-        input: event_input,
-        leave_out,
-    };
-    // Writing into a Vec cannot fail, and every key is a string.
-    let _ = serde_json::to_writer(out, &view);
+    fn end(self) {
+        self.out.push(b'}');
+    }
+}
+
+/// Appends the compact JSON of `value`.
+fn write_json<T: serde::Serialize + ?Sized>(out: &mut Vec<u8>, value: &T) {
+    // Writing into a Vec cannot fail, and the values are strings and JSON values.
+    let _ = serde_json::to_writer(out, value);
+}
+
+/// Appends `text` as a JSON string's contents, escaped as serde_json escapes it but without
+/// the quotes: the escaped text of a string that is built piece by piece is the concatenation
+/// of its pieces' escaped texts.
+pub fn push_escaped(out: &mut String, text: &str) {
+    let mut quoted = Vec::with_capacity(text.len() + 2);
+    write_json(&mut quoted, text);
+    // serde_json writes valid UTF-8, quotes first and last.
+    if let Ok(quoted) = std::str::from_utf8(&quoted) {
+        if let Some(inner) = quoted.get(1..quoted.len() - 1) {
+            out.push_str(inner);
+        }
+    }
 }
 
 fn base_value<'a>(base: &'a BaseFields, key: &str) -> &'a str {
@@ -314,7 +363,7 @@ mod tests {
         assert_eq!(actual, expected, "{event}");
         // Written in place, the payload is the same bytes.
         let mut written = Vec::new();
-        write_payload(event, &base(), &input, &[], &mut written);
+        write_payload(event, &base(), &input, &[], &[], &mut written);
         assert_eq!(
             String::from_utf8_lossy(&written),
             expected,
@@ -395,6 +444,7 @@ mod tests {
                 &base(),
                 &input,
                 &left_out,
+                &[],
                 &mut written,
             );
             let parsed: Map<String, Value> =
@@ -413,12 +463,73 @@ mod tests {
             &base(),
             &input,
             &[],
+            &[],
             &mut written,
         );
         let parsed: Value = serde_json::from_slice(&written).expect("parses");
         assert_eq!(parsed["content"], "chunk");
         assert_eq!(parsed["session_id"], "given");
         assert_eq!(parsed["full_content"], "so far: chunk");
+    }
+
+    #[test]
+    fn serialized_fields_are_written_as_given() {
+        let input = object(json!({
+            "llm_request": {"messages": [{"content": "hi \"there\"\n"}]},
+            "llm_response": {"text": "é\u{1}"},
+            "full_content": "line\none \"quoted\" \\ é \u{7}",
+            "extra": [1, 2]
+        }));
+        let mut plain = Vec::new();
+        write_payload(
+            HookEventName::AfterModel,
+            &base(),
+            &input,
+            &[],
+            &[],
+            &mut plain,
+        );
+        // The serialised texts of two fields, the second built from escaped pieces.
+        let request = serde_json::to_string(&input["llm_request"]).expect("serialises");
+        let mut full = String::from("\"");
+        for piece in ["line\none \"quo", "ted\" \\ é", " \u{7}"] {
+            push_escaped(&mut full, piece);
+        }
+        full.push('"');
+        assert_eq!(
+            full,
+            serde_json::to_string(&input["full_content"]).expect("json")
+        );
+        let mut given = Vec::new();
+        write_payload(
+            HookEventName::AfterModel,
+            &base(),
+            &input,
+            &[],
+            &[
+                ("llm_request", &request),
+                ("full_content", &full),
+                ("absent", "1"),
+            ],
+            &mut given,
+        );
+        assert_eq!(
+            String::from_utf8_lossy(&given),
+            String::from_utf8_lossy(&plain)
+        );
+        // A marker shows that the given text is what is written.
+        let mut marked = Vec::new();
+        write_payload(
+            HookEventName::AfterModel,
+            &base(),
+            &input,
+            &["llm_response".to_owned()],
+            &[("extra", "\"marker\"")],
+            &mut marked,
+        );
+        let parsed: Value = serde_json::from_slice(&marked).expect("parses");
+        assert_eq!(parsed["extra"], "marker");
+        assert!(parsed.get("llm_response").is_none());
     }
 
     const BASE_JSON: &str = r#""session_id":"s1","transcript_path":"/t.json","cwd":"/w""#;

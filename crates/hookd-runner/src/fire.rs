@@ -269,6 +269,11 @@ pub struct FireRequest {
     pub plans_dir: String,
     /// The client's environment, which every hook's environment starts from.
     pub env: Arc<Vec<(String, String)>>,
+    /// Fields of `input` already serialised as JSON, written as they are into the hooks'
+    /// payloads (`hookd_core::payload::write_payload`); each must be exactly the JSON of the
+    /// input's value. An AfterModel stream keeps its `llm_request` and the text emitted so far
+    /// this way, so that neither is serialised again for every chunk.
+    pub serialized: Vec<(&'static str, Arc<str>)>,
 }
 
 /// Runs every hook of `plan` for one firing and returns their results in plan order.
@@ -375,9 +380,23 @@ impl Firing<'_> {
             &self.request.base,
             input,
             &[],
+            &self.serialized(input),
             &mut payload,
         );
         Bytes::from(payload)
+    }
+
+    /// The request's serialised fields, when `input` is the request's own input (a chained
+    /// input has values of its own).
+    fn serialized<'s>(&'s self, input: &Map<String, Value>) -> Vec<(&'s str, &'s str)> {
+        if !std::ptr::eq(input, &self.request.input) {
+            return Vec::new();
+        }
+        self.request
+            .serialized
+            .iter()
+            .map(|(key, json)| (*key, &**json))
+            .collect()
     }
 
     /// Runs one hook: refuses what cannot run, waits for a process slot, spawns, interprets.
@@ -412,6 +431,7 @@ impl Firing<'_> {
                 &self.request.base,
                 input,
                 &dropped,
+                &self.serialized(input),
                 &mut shaped,
             );
             (Bytes::from(shaped), None)
@@ -701,6 +721,7 @@ mod tests {
             project_dir: cwd.to_str().expect("utf-8 temp dir").to_owned(),
             plans_dir: "/plans".to_owned(),
             env: Arc::new(vec![("PATH".to_owned(), PATH.to_owned())]),
+            serialized: Vec::new(),
         }
     }
 
@@ -825,6 +846,36 @@ mod tests {
         )
         .replace("CWD", dir.path().to_str().expect("utf-8"));
         assert_eq!(stdouts(&fired.results), [expected.as_str(); 3]);
+    }
+
+    #[tokio::test]
+    async fn serialized_fields_go_into_payloads_unless_the_input_was_chained() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let mut request = request(dir.path());
+        // A marker in place of the input's value shows where the given text was used.
+        request.serialized = vec![("tool_input", Arc::from(r#"{"x":"given"}"#))];
+        let hooks = vec![
+            // The first hook sees the given text; its output changes the input, so the second
+            // sees the chained input serialised afresh.
+            command(r#"cat; echo; echo '{"hookSpecificOutput":{"tool_input":{"a":1}}}' >&2"#),
+            command(r#"echo '{"hookSpecificOutput":{"tool_input":{"a":1}}}'"#),
+            command("cat"),
+        ];
+        let fired = fire(&plan(hooks, true), &request, &config(16)).await;
+        assert!(
+            fired.results[0]
+                .stdout
+                .contains(r#""tool_input":{"x":"given"}"#),
+            "{}",
+            fired.results[0].stdout
+        );
+        assert!(
+            fired.results[2]
+                .stdout
+                .contains(r#""tool_input":{"x":0,"a":1}"#),
+            "{}",
+            fired.results[2].stdout
+        );
     }
 
     #[tokio::test]

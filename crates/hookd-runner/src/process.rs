@@ -10,7 +10,10 @@
 //!   a pipe holds 64 KiB) and stdin is closed; a larger one is written while the outputs are
 //!   read.
 //! - **Running.** stdin is written while stdout and stderr are drained, all in one future, so
-//!   a hook that never reads its input or floods its output cannot deadlock us. Each stream is
+//!   a hook that never reads its input or floods its output cannot deadlock us. For its first
+//!   few milliseconds a hook is watched through its exit alone and its pipes are read once it
+//!   has exited (one wake-up instead of three for the hooks that finish that fast); after that
+//!   its pipes are drained as it runs. Each stream is
 //!   captured up to a cap; the rest is read and counted but discarded. The run ends when the
 //!   direct child has exited *and* both output pipes reached end-of-file — Gemini CLI's
 //!   `close` event — but never later than the hook's timeout.
@@ -54,13 +57,18 @@ use tokio::io::{AsyncRead, AsyncReadExt, AsyncWriteExt};
 use tokio::time::{Instant, sleep_until};
 use tokio_util::sync::CancellationToken;
 
-use crate::spawn::{self, HookChild, HookEnv, Launch, SpawnError};
+use crate::spawn::{self, HookChild, HookEnv, Launch, ReadNow, SpawnError};
 
 /// The default cap on each captured stream (decision D3).
 pub const DEFAULT_MAX_OUTPUT_BYTES: usize = 1024 * 1024;
 
 /// The default time between `SIGTERM` and `SIGKILL` (decision D2).
 pub const DEFAULT_KILL_GRACE: Duration = Duration::from_secs(2);
+
+/// How long a hook is waited for by its exit alone before its output pipes are drained as it
+/// runs (see `SpawnedProcess::collect`): the longest a hook that fills a pipe (64 KiB) within
+/// that time waits for it to be read.
+const QUICK_EXIT: Duration = Duration::from_millis(5);
 
 /// How long we keep draining after `SIGKILL` before giving up on the pipes and the child.
 ///
@@ -238,8 +246,6 @@ impl SpawnedProcess {
             mut guard,
         } = self;
         let group = guard.0;
-        let mut stdout = child.stdout.take();
-        let mut stderr = child.stderr.take();
         let mut out = Capture::new(limits.max_output_bytes);
         let mut err = Capture::new(limits.max_output_bytes);
         // Nearly every payload fits in the pipe at once: written here, stdin is closed before
@@ -247,11 +253,35 @@ impl SpawnedProcess {
         let unwritten = write_stdin_now(pipe, &stdin);
         let mut stdin_done = unwritten.is_none();
         let mut stdin_task = pin!(feed_stdin(unwritten, stdin));
+        let deadline = later(started, timeout);
+        let mut status: Option<io::Result<ExitStatus>> = None;
 
-        let mut timer = pin!(sleep_until(later(started, timeout)));
+        // A short hook is waited for by its exit alone, and its pipes are read once it has
+        // exited: the daemon then wakes once, not once for each pipe the exiting hook closes
+        // and once more for the exit (each such wake-up preempts the exiting hook on its CPU).
+        // A hook still running after `QUICK_EXIT` (or still being fed its input, or cancelled)
+        // has its pipes drained as it runs from then on, so none waits on a full pipe longer.
+        let (mut stdout_fd, mut stderr_fd) = (child.stdout.take(), child.stderr.take());
+        if stdin_done {
+            let quick = sleep_until(deadline.min(Instant::now() + QUICK_EXIT));
+            tokio::select! {
+                biased;
+                exited = child.wait() => status = Some(exited),
+                () = quick => {}
+                // The loop below stops the group.
+                () = cancel.cancelled() => {}
+            }
+            if status.is_some() {
+                drain_now(&mut stdout_fd, &mut out);
+                drain_now(&mut stderr_fd, &mut err);
+            }
+        }
+        let mut stdout = stdout_fd.and_then(register_output);
+        let mut stderr = stderr_fd.and_then(register_output);
+
+        let mut timer = pin!(sleep_until(deadline));
         let mut phase = Phase::Running;
         let mut stop: Option<StopReason> = None;
-        let mut status: Option<io::Result<ExitStatus>> = None;
 
         loop {
             if status.is_some() && stdout.is_none() && stderr.is_none() {
@@ -441,6 +471,13 @@ impl Capture {
         }
     }
 
+    /// Keeps what of `bytes` fits under the cap and counts the rest as discarded.
+    fn push(&mut self, bytes: &[u8]) {
+        let keep = bytes.len().min(self.cap.saturating_sub(self.buf.len()));
+        self.buf.extend_from_slice(&bytes[..keep]);
+        self.discarded += (bytes.len() - keep) as u64;
+    }
+
     /// Drops whatever the last read put past the cap, counting it.
     fn trim(&mut self) {
         if self.buf.len() > self.cap {
@@ -484,6 +521,29 @@ async fn read_chunk<R: AsyncRead + Unpin>(pipe: Option<&mut R>, capture: &mut Ca
         Ok(_) => {
             capture.trim();
             true
+        }
+    }
+}
+
+/// Reads what an output pipe holds right now into `capture`; closes the pipe (`None`) once its
+/// writers are gone.
+fn drain_now(pipe: &mut Option<OwnedFd>, capture: &mut Capture) {
+    if let Some(fd) = pipe {
+        if spawn::read_now(spawn::borrow(fd), |bytes| capture.push(bytes)) == ReadNow::Eof {
+            *pipe = None;
+        }
+    }
+}
+
+/// Registers an output pipe with the runtime, to be drained as the hook runs. A pipe that
+/// cannot be registered (the runtime is out of resources) is given up: its output is lost, and
+/// the run does not wait for it.
+fn register_output(fd: OwnedFd) -> Option<tokio::net::unix::pipe::Receiver> {
+    match spawn::register_reader(fd) {
+        Ok(pipe) => Some(pipe),
+        Err(error) => {
+            tracing::warn!(%error, "cannot watch a hook's output pipe");
+            None
         }
     }
 }

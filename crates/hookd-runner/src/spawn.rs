@@ -16,9 +16,9 @@
 //!   first (as Node's libuv does for the processes Gemini CLI spawns, so a hook sees the same
 //!   signal state under both), joins a new process group, moves its pipe ends to 0, 1 and 2,
 //!   changes directory, unblocks every signal and executes the program;
-//! - the daemon's ends of the pipes are made non-blocking and stdout, stderr and the pidfd are
-//!   registered with tokio; stdin is not registered at all unless the payload does not fit in
-//!   the pipe at once (see `process`).
+//! - the daemon's ends of the pipes are made non-blocking and only the pidfd is registered with
+//!   tokio; the caller registers the pipes when it has to wait on them ([`register_reader`],
+//!   [`async_stdin`]): a short hook is read only once it has exited (see `process`).
 //!
 //! The child runs on a stack of its own (one per daemon thread, reused) and only makes system
 //! calls: it allocates nothing and takes no lock, so other threads of the daemon holding a lock
@@ -170,10 +170,10 @@ pub(crate) struct HookChild {
     status: Option<ExitStatus>,
     /// The write end of the process's stdin, non-blocking and not registered with tokio.
     pub(crate) stdin: Option<OwnedFd>,
-    /// The read end of the process's stdout.
-    pub(crate) stdout: Option<pipe::Receiver>,
-    /// The read end of the process's stderr.
-    pub(crate) stderr: Option<pipe::Receiver>,
+    /// The read end of the process's stdout, non-blocking and not registered with tokio.
+    pub(crate) stdout: Option<OwnedFd>,
+    /// The read end of the process's stderr, non-blocking and not registered with tokio.
+    pub(crate) stderr: Option<OwnedFd>,
 }
 
 impl std::fmt::Debug for HookChild {
@@ -389,8 +389,8 @@ pub(crate) fn spawn(launch: &Launch<'_>) -> Result<HookChild, SpawnError> {
     set_nonblocking(&stdout_read).map_err(other)?;
     set_nonblocking(&stderr_read).map_err(other)?;
     child.stdin = Some(stdin_write);
-    child.stdout = Some(pipe::Receiver::from_owned_fd_unchecked(stdout_read).map_err(other)?);
-    child.stderr = Some(pipe::Receiver::from_owned_fd_unchecked(stderr_read).map_err(other)?);
+    child.stdout = Some(stdout_read);
+    child.stderr = Some(stderr_read);
     Ok(child)
 }
 
@@ -652,6 +652,35 @@ pub(crate) fn async_stdin(fd: OwnedFd) -> io::Result<pipe::Sender> {
     pipe::Sender::from_owned_fd_unchecked(fd)
 }
 
+/// An output pipe end registered with tokio, to wait until it has more.
+pub(crate) fn register_reader(fd: OwnedFd) -> io::Result<pipe::Receiver> {
+    pipe::Receiver::from_owned_fd_unchecked(fd)
+}
+
+/// What reading a pipe without waiting found.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum ReadNow {
+    /// The writers are gone: everything has been read.
+    Eof,
+    /// Nothing more right now; a writer is still there.
+    Empty,
+}
+
+/// Reads what `fd` holds right now, handing each piece to `take`; stops at end of file (or a
+/// read error, which ends the stream the same way) or when the pipe is empty.
+pub(crate) fn read_now(fd: BorrowedFd<'_>, mut take: impl FnMut(&[u8])) -> ReadNow {
+    let mut chunk = [0u8; 16 * 1024];
+    loop {
+        match nix::unistd::read(fd, &mut chunk) {
+            Ok(0) => return ReadNow::Eof,
+            Ok(n) => take(&chunk[..n]),
+            Err(nix::errno::Errno::EAGAIN) => return ReadNow::Empty,
+            Err(nix::errno::Errno::EINTR) => {}
+            Err(_) => return ReadNow::Eof,
+        }
+    }
+}
+
 /// Borrows the raw descriptor of a stdin end.
 pub(crate) fn borrow(fd: &OwnedFd) -> BorrowedFd<'_> {
     fd.as_fd()
@@ -700,8 +729,8 @@ mod tests {
         let stdin = child.stdin.take().expect("stdin");
         assert_eq!(write_now(borrow(&stdin), b"hello\n").expect("write"), 6);
         drop(stdin);
-        let mut stdout = child.stdout.take().expect("stdout");
-        let mut stderr = child.stderr.take().expect("stderr");
+        let mut stdout = register_reader(child.stdout.take().expect("stdout")).expect("register");
+        let mut stderr = register_reader(child.stderr.take().expect("stderr")).expect("register");
         assert_eq!(read_all(&mut stdout).await, "hello yes /\n");
         assert_eq!(read_all(&mut stderr).await, "err\n");
         let status = child.wait().await.expect("wait");

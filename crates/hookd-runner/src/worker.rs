@@ -46,7 +46,7 @@ use tokio_util::task::TaskTracker;
 
 use crate::process::{GroupGuard, ProcessLimits, ProcessSpec, spawn_process, terminate_group};
 use crate::slots::SlotSource;
-use crate::spawn::{HookChild, HookEnv};
+use crate::spawn::{self, HookChild, HookEnv};
 
 /// The most stderr bytes a worker keeps; a request's stderr is at most this much of what
 /// arrived during it (the latest bytes), with a note saying how much was dropped.
@@ -677,15 +677,21 @@ impl Worker {
         guard: GroupGuard,
         permit: OwnedSemaphorePermit,
     ) -> io::Result<Worker> {
-        let stdin = child
-            .stdin
+        let stdin = child.stdin.take().map(spawn::async_stdin).transpose()?;
+        let stdout = child
+            .stdout
             .take()
-            .map(crate::spawn::async_stdin)
+            .map(spawn::register_reader)
+            .transpose()?;
+        let stderr = child
+            .stderr
+            .take()
+            .map(spawn::register_reader)
             .transpose()?;
         Ok(Worker {
             stdin,
-            stdout: child.stdout.take(),
-            stderr: child.stderr.take(),
+            stdout,
+            stderr,
             child,
             guard,
             out: Vec::new(),

@@ -492,6 +492,14 @@ impl Connection {
                 &request.session_id,
             )
         });
+        // The request is the same for every chunk: serialised once for the hooks' payloads.
+        let serialized = request
+            .input
+            .get("llm_request")
+            .and_then(|value| serde_json::to_string(value).ok())
+            .map(|json| ("llm_request", Arc::from(json)))
+            .into_iter()
+            .collect();
         let fire = FireRequest {
             event,
             input: request.input,
@@ -504,6 +512,7 @@ impl Connection {
             project_dir: request.cwd,
             plans_dir,
             env,
+            serialized,
         };
         if is_filter_plan(&plan) {
             let filters = FilterStream::new(fire, &plan, snapshot.generation);
@@ -920,6 +929,7 @@ impl Run {
             project_dir,
             plans_dir,
             env: Arc::clone(&self.env),
+            serialized: Vec::new(),
         };
 
         // Exactly one record per hook goes through this channel, so a capacity of the plan's

@@ -31,7 +31,7 @@ use std::hash::{Hash, Hasher};
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 use std::time::{Duration, Instant};
 
-use hookd_core::payload::{chunk_text, format_timestamp};
+use hookd_core::payload::{chunk_text, format_timestamp, push_escaped};
 use hookd_core::redact::StreamRedactor;
 use hookd_core::{HookEntry, HookEventName, HookOutcome, HookResult, HookType, OutputFormat, Plan};
 use hookd_protocol::fast::IdRef;
@@ -280,6 +280,9 @@ struct StreamState {
     commands: Option<Plan>,
     /// The text emitted so far (at most [`MAX_FULL_CONTENT_BYTES`]), for `full_content`.
     emitted: String,
+    /// `emitted` escaped as the contents of a JSON string, kept alongside it so that a
+    /// chunk's `full_content` is not escaped again from its start for every chunk.
+    emitted_json: String,
 }
 
 impl StreamState {
@@ -305,6 +308,7 @@ impl StreamState {
             filters,
             commands,
             emitted: String::new(),
+            emitted_json: String::new(),
         }
     }
 
@@ -321,7 +325,23 @@ impl StreamState {
                 cut += 1;
             }
             self.emitted.drain(..cut);
+            // Rare (past 8 MiB of text): escaped afresh.
+            self.emitted_json.clear();
+            push_escaped(&mut self.emitted_json, &self.emitted);
+        } else {
+            push_escaped(&mut self.emitted_json, text);
         }
+    }
+
+    /// The JSON of `full_content` for a chunk whose (filtered) text is `text`: what was
+    /// emitted so far, then `text`.
+    fn full_content_json(&self, text: &str) -> String {
+        let mut json = String::with_capacity(self.emitted_json.len() + text.len() + 8);
+        json.push('"');
+        json.push_str(&self.emitted_json);
+        push_escaped(&mut json, text);
+        json.push('"');
+        json
     }
 
     /// Ends the filters: what each held back, through the filters after it.
@@ -401,6 +421,16 @@ impl StreamRun {
             full_content.push_str(&state.emitted);
             full_content.push_str(text);
             input.insert("full_content".to_owned(), Value::String(full_content));
+            let full_json: Arc<str> = Arc::from(state.full_content_json(text));
+            match self
+                .fire
+                .serialized
+                .iter_mut()
+                .find(|(key, _)| *key == "full_content")
+            {
+                Some((_, json)) => *json = full_json,
+                None => self.fire.serialized.push(("full_content", full_json)),
+            }
             self.fire.base.timestamp = format_timestamp(unix_millis_now());
             let worst_kib = (commands.hooks.len() * 2 * self.shared.config.max_output_bytes)
                 .div_ceil(1024)
