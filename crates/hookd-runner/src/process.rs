@@ -291,12 +291,16 @@ impl SpawnedProcess {
                 () = &mut stdin_task, if !stdin_done => stdin_done = true,
                 open = read_chunk(stdout.as_mut(), &mut out), if stdout.is_some() => {
                     if !open {
-                        stdout = None;
+                        if let Some(reader) = stdout.take() {
+                            spawn::defer_reader(reader);
+                        }
                     }
                 }
                 open = read_chunk(stderr.as_mut(), &mut err), if stderr.is_some() => {
                     if !open {
-                        stderr = None;
+                        if let Some(reader) = stderr.take() {
+                            spawn::defer_reader(reader);
+                        }
                     }
                 }
                 exited = child.wait(), if status.is_none() => status = Some(exited),
@@ -530,7 +534,9 @@ async fn read_chunk<R: AsyncRead + Unpin>(pipe: Option<&mut R>, capture: &mut Ca
 fn drain_now(pipe: &mut Option<OwnedFd>, capture: &mut Capture) {
     if let Some(fd) = pipe {
         if spawn::read_now(spawn::borrow(fd), |bytes| capture.push(bytes)) == ReadNow::Eof {
-            *pipe = None;
+            if let Some(fd) = pipe.take() {
+                spawn::defer_close(fd);
+            }
         }
     }
 }

@@ -251,8 +251,10 @@ impl HookChild {
 
     fn collected(&mut self, status: ExitStatus) {
         self.status = Some(status);
-        // Deregisters and closes the pidfd.
-        self.exit = None;
+        // Deregistering and closing the pidfd can wait until the run's answer is out.
+        if let Some(watch) = self.exit.take() {
+            defer(Deferred::Watch(watch));
+        }
     }
 }
 
@@ -326,13 +328,11 @@ pub(crate) fn spawn(launch: &Launch<'_>) -> Result<HookChild, SpawnError> {
             "an environment variable contains a NUL byte",
         ))
     })?;
-    let (stdin_read, stdin_write) = pipe_pair().map_err(other)?;
-    let (stdout_read, stdout_write) = pipe_pair().map_err(other)?;
-    let (stderr_read, stderr_write) = pipe_pair().map_err(other)?;
-    // The child moves its ends to 0, 1 and 2; none of them may already be one of those.
-    let stdin_read = above_stdio(stdin_read).map_err(other)?;
-    let stdout_write = above_stdio(stdout_write).map_err(other)?;
-    let stderr_write = above_stdio(stderr_write).map_err(other)?;
+    let PipeSet {
+        stdin: (stdin_read, stdin_write),
+        stdout: (stdout_read, stdout_write),
+        stderr: (stderr_read, stderr_write),
+    } = take_pipe_set().map_err(other)?;
 
     let argv = null_terminated(launch.argv.iter().map(|arg| arg.as_ptr()));
     let envp = null_terminated(env_entries.iter().map(|entry| entry.as_ptr()));
@@ -385,9 +385,6 @@ pub(crate) fn spawn(launch: &Launch<'_>) -> Result<HookChild, SpawnError> {
         stderr: None,
     };
     child.exit = Some(watch_exit(pid, pidfd).map_err(other)?);
-    set_nonblocking(&stdin_write).map_err(other)?;
-    set_nonblocking(&stdout_read).map_err(other)?;
-    set_nonblocking(&stderr_read).map_err(other)?;
     child.stdin = Some(stdin_write);
     child.stdout = Some(stdout_read);
     child.stderr = Some(stderr_read);
@@ -444,6 +441,97 @@ fn pidfd_open(pid: Pid) -> io::Result<Option<OwnedFd>> {
 /// A pipe whose ends are both close-on-exec: `(read, write)`.
 fn pipe_pair() -> io::Result<(OwnedFd, OwnedFd)> {
     Ok(nix::unistd::pipe2(OFlag::O_CLOEXEC)?)
+}
+
+/// The three pipes of one hook process, each `(read end, write end)`: the child's ends are
+/// above 2 and blocking, the daemon's ends non-blocking.
+struct PipeSet {
+    stdin: (OwnedFd, OwnedFd),
+    stdout: (OwnedFd, OwnedFd),
+    stderr: (OwnedFd, OwnedFd),
+}
+
+impl PipeSet {
+    fn new() -> io::Result<PipeSet> {
+        let (stdin_read, stdin_write) = pipe_pair()?;
+        let (stdout_read, stdout_write) = pipe_pair()?;
+        let (stderr_read, stderr_write) = pipe_pair()?;
+        // The child moves its ends to 0, 1 and 2; none of them may already be one of those.
+        let stdin_read = above_stdio(stdin_read)?;
+        let stdout_write = above_stdio(stdout_write)?;
+        let stderr_write = above_stdio(stderr_write)?;
+        set_nonblocking(&stdin_write)?;
+        set_nonblocking(&stdout_read)?;
+        set_nonblocking(&stderr_read)?;
+        Ok(PipeSet {
+            stdin: (stdin_read, stdin_write),
+            stdout: (stdout_read, stdout_write),
+            stderr: (stderr_read, stderr_write),
+        })
+    }
+}
+
+/// Something a finished run no longer needs whose release can wait until its answer is out:
+/// deregistering and closing costs system calls on the way to the answer otherwise.
+// The variants are only held, to be dropped by `settle`.
+#[allow(dead_code)]
+enum Deferred {
+    Watch(ExitWatch),
+    Reader(pipe::Receiver),
+    Fd(OwnedFd),
+}
+
+/// At most this many deferred releases wait; more are released at once.
+const MAX_DEFERRED: usize = 64;
+
+thread_local! {
+    /// Pipes made ahead of time for this thread's next spawn (see [`settle`]).
+    static SPARE_PIPES: RefCell<Option<PipeSet>> = const { RefCell::new(None) };
+    /// Releases waiting for [`settle`].
+    static DEFERRED: RefCell<Vec<Deferred>> = const { RefCell::new(Vec::new()) };
+}
+
+/// The pipes for a spawn: the spare set made ahead of time, else new ones.
+fn take_pipe_set() -> io::Result<PipeSet> {
+    match SPARE_PIPES.with(|spare| spare.borrow_mut().take()) {
+        Some(set) => Ok(set),
+        None => PipeSet::new(),
+    }
+}
+
+fn defer(item: Deferred) {
+    let overflow = DEFERRED.with(|deferred| {
+        let mut deferred = deferred.borrow_mut();
+        deferred.push(item);
+        (deferred.len() > MAX_DEFERRED).then(|| std::mem::take(&mut *deferred))
+    });
+    drop(overflow);
+}
+
+/// Releases an output pipe end of a finished run later (see [`settle`]).
+pub(crate) fn defer_close(fd: OwnedFd) {
+    defer(Deferred::Fd(fd));
+}
+
+/// Deregisters and closes an output pipe of a finished run later (see [`settle`]).
+pub(crate) fn defer_reader(reader: pipe::Receiver) {
+    defer(Deferred::Reader(reader));
+}
+
+/// Does the work that spawning left for a quieter moment, on this thread: releases what
+/// finished runs no longer need, and makes the pipes of the next spawn. The server calls it
+/// right after it has sent an answer, while the client reads it; a thread that never calls it
+/// only releases later and spawns with new pipes.
+pub fn settle() {
+    let deferred = DEFERRED.with(|deferred| std::mem::take(&mut *deferred.borrow_mut()));
+    drop(deferred);
+    SPARE_PIPES.with(|spare| {
+        let mut spare = spare.borrow_mut();
+        if spare.is_none() {
+            // Failing here (out of descriptors) only means the next spawn tries again.
+            *spare = PipeSet::new().ok();
+        }
+    });
 }
 
 /// `fd` itself if it is above 2, else a close-on-exec duplicate that is (the original is

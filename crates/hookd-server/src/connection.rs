@@ -975,9 +975,7 @@ impl Run {
         };
         let (results, ()) = tokio::join!(run, forward);
 
-        self.shared.last_runs.record(&plan.hooks, &results);
         let aggregate = hookd_core::aggregate::aggregate(self.event, &results, &fire.input);
-        crate::audit::record_run(&self.shared, &fire, self.generation, &results, &aggregate);
         let message = convert::result(request.id.clone(), &aggregate, &results, self.generation);
         let frame = encode_fitted(message, self.shared.config.max_frame_bytes);
         self.inflight
@@ -985,6 +983,10 @@ impl Run {
             .unwrap_or_else(std::sync::PoisonError::into_inner)
             .remove(&request.id);
         send_frame(&self.sink, frame).await;
+        // The bookkeeping is done while the client reads the answer.
+        crate::audit::record_run(&self.shared, &fire, self.generation, &results, &aggregate);
+        self.shared.last_runs.record(&plan.hooks, &results);
+        hookd_runner::spawn::settle();
     }
 }
 

@@ -377,6 +377,7 @@ impl StreamRun {
                     send_frame(&self.sink, frame).await;
                     drop(budget);
                     drop(slot);
+                    hookd_runner::spawn::settle();
                 }
                 Command::Close => break,
             }
