@@ -372,11 +372,15 @@ impl StreamRun {
                     llm_response,
                     slot,
                 } => {
-                    let (frame, budget) = self.chunk(&mut state, seq, llm_response).await;
+                    let (frame, ran, budget) = self.chunk(&mut state, seq, llm_response).await;
                     chunks += 1;
                     send_frame(&self.sink, frame).await;
                     drop(budget);
                     drop(slot);
+                    // The bookkeeping is done while the client reads the answer.
+                    if let (Some(commands), Some(ran)) = (&state.commands, &ran) {
+                        self.shared.last_runs.record(&commands.hooks, &ran);
+                    }
                     hookd_runner::spawn::settle();
                 }
                 Command::Close => break,
@@ -405,7 +409,11 @@ impl StreamRun {
         state: &mut StreamState,
         seq: u64,
         llm_response: Map<String, Value>,
-    ) -> (bytes::Bytes, Option<OwnedSemaphorePermit>) {
+    ) -> (
+        bytes::Bytes,
+        Option<Vec<HookResult>>,
+        Option<OwnedSemaphorePermit>,
+    ) {
         Stats::add(&self.shared.stats.events_served, 1);
         let mut filtered = run_filters(
             state,
@@ -455,7 +463,6 @@ impl StreamRun {
                 &mut on_result,
             )
             .await;
-            self.shared.last_runs.record(&commands.hooks, &ran);
             filtered.results.extend(ran);
         }
         let frame = chunk_result(
@@ -465,9 +472,14 @@ impl StreamRun {
             state,
             &self.id,
             seq,
-            filtered,
+            &filtered,
         );
-        (frame, budget)
+        // The command hooks' results, for their last runs.
+        let ran = state
+            .commands
+            .is_some()
+            .then(|| filtered.results.split_off(state.filters.len()));
+        (frame, ran, budget)
     }
 }
 
@@ -519,7 +531,7 @@ impl FilterStream {
             &mut self.state,
             id,
             seq,
-            filtered,
+            &filtered,
         )
     }
 
@@ -587,7 +599,7 @@ fn chunk_result(
     state: &mut StreamState,
     id: &RequestId,
     seq: u64,
-    filtered: Filtered,
+    filtered: &Filtered,
 ) -> bytes::Bytes {
     let Filtered {
         original,
@@ -595,16 +607,16 @@ fn chunk_result(
         results,
     } = filtered;
     let aggregate =
-        hookd_core::aggregate::aggregate(HookEventName::AfterModel, &results, &fire.input);
-    crate::audit::record_run(shared, fire, generation, &results, &aggregate);
-    let emitted = replacement_text(&aggregate).unwrap_or(text);
+        hookd_core::aggregate::aggregate(HookEventName::AfterModel, results, &fire.input);
+    crate::audit::record_run(shared, fire, generation, results, &aggregate);
+    let emitted = replacement_text(&aggregate).unwrap_or_else(|| text.clone());
     state.push_emitted(&emitted);
-    let content = (emitted != original).then_some(emitted);
+    let content = (emitted != *original).then_some(emitted);
     let message = ServerMessage::ChunkResult(ChunkResultMessage {
         id: id.clone(),
         seq,
         content,
-        result: convert::event_result(&aggregate, &results),
+        result: convert::event_result(&aggregate, results),
     });
     encode_fitted(message, shared.config.max_frame_bytes)
 }
