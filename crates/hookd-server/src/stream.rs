@@ -379,7 +379,7 @@ impl StreamRun {
                     drop(slot);
                     // The bookkeeping is done while the client reads the answer.
                     if let (Some(commands), Some(ran)) = (&state.commands, &ran) {
-                        self.shared.last_runs.record(&commands.hooks, &ran);
+                        self.shared.last_runs.record(&commands.hooks, ran);
                     }
                     hookd_runner::spawn::settle();
                 }
