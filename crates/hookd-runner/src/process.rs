@@ -985,6 +985,22 @@ mod tests {
     }
 
     #[tokio::test]
+    async fn a_fast_hook_that_fills_its_pipes_is_read_whole() {
+        // More than a pipe holds on both streams: the hook blocks until its pipes are drained,
+        // which starts once it has run past the exit-only window.
+        let result = run(spec(
+            "head -c 300000 /dev/zero | tr '\\0' a; head -c 200000 /dev/zero | tr '\\0' b >&2",
+        ))
+        .await;
+        assert_eq!(result.outcome, exited(0));
+        assert_eq!(result.stdout.len(), 300_000);
+        assert!(result.stdout.bytes().all(|byte| byte == b'a'));
+        assert_eq!(result.stderr.len(), 200_000);
+        // And one that exits at once is read after its exit, stdout and stderr both.
+        check("printf out; printf err >&2", "", (exited(0), "out", "err")).await;
+    }
+
+    #[tokio::test]
     async fn utf8_is_decoded_over_the_whole_buffer() {
         // 65535 ASCII bytes put the two bytes of "é" across the first pipe-sized read.
         let result = run(spec(

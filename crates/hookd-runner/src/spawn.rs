@@ -911,6 +911,36 @@ mod tests {
             .expect("reaped");
     }
 
+    #[tokio::test]
+    async fn settle_makes_the_next_spawns_pipes_and_releases_finished_runs() {
+        let spare = || SPARE_PIPES.with(|spare| spare.borrow().is_some());
+        let deferred = || DEFERRED.with(|deferred| deferred.borrow().len());
+        settle();
+        assert!(spare(), "settle makes pipes for the next spawn");
+        let (path, argv, env, cwd) = launch_parts("echo out");
+        let launch = Launch {
+            path: &path,
+            argv: &argv,
+            env: &env,
+            cwd: &cwd,
+        };
+        let mut child = spawn(&launch).expect("spawn with the spare pipes");
+        assert!(!spare(), "the spawn took them");
+        drop(child.stdin.take());
+        let mut stdout = register_reader(child.stdout.take().expect("stdout")).expect("register");
+        assert_eq!(read_all(&mut stdout).await, "out\n");
+        assert_eq!(child.wait().await.expect("wait").code(), Some(0));
+        defer_reader(stdout);
+        assert_eq!(deferred(), 2, "the pidfd and the pipe wait for settle");
+        settle();
+        assert_eq!(deferred(), 0);
+        // Without a spare, a spawn makes its own pipes.
+        SPARE_PIPES.with(|spare| spare.borrow_mut().take());
+        let mut child = spawn(&launch).expect("spawn with new pipes");
+        assert_eq!(child.wait().await.expect("wait").code(), Some(0));
+        settle();
+    }
+
     #[test]
     fn environments_compare_by_their_variables() {
         let a = HookEnv::new(vec![("A".to_owned(), "1".to_owned())]);
