@@ -315,6 +315,31 @@ fn lost_child() -> io::Error {
     io::Error::other("lost track of the hook process")
 }
 
+/// Makes sure the daemon's exited children wait to be collected, once per process.
+static CHILD_SIGNAL: std::sync::Once = std::sync::Once::new();
+
+/// A process that ignores `SIGCHLD` (or set `SA_NOCLDWAIT`) has its children reaped by the
+/// kernel, leaving no exit status to read; a daemon started by a parent that ignores it
+/// inherits that. Hooks' exit codes are decisions, so the default disposition is restored
+/// (it discards the signal just the same).
+fn reap_own_children() {
+    use nix::sys::signal::{SaFlags, SigAction, SigHandler, SigSet, Signal, sigaction};
+    let default = SigAction::new(SigHandler::SigDfl, SaFlags::empty(), SigSet::empty());
+    // SAFETY: installing the default disposition runs no code of ours in a signal context.
+    let previous = unsafe { sigaction(Signal::SIGCHLD, &default) };
+    if let Ok(previous) = previous {
+        let kept = match previous.handler() {
+            SigHandler::Handler(_) | SigHandler::SigAction(_) => true,
+            SigHandler::SigDfl | SigHandler::SigIgn => false,
+        };
+        if kept {
+            // Someone handles SIGCHLD (a library of the embedding program): leave it to them.
+            // SAFETY: as above; this puts back what was there.
+            let _ = unsafe { sigaction(Signal::SIGCHLD, &previous) };
+        }
+    }
+}
+
 /// Whether this kernel refused `CLONE_PIDFD` (0: not known yet, 1: it works, 2: refused).
 static CLONE_PIDFD_SUPPORT: AtomicU8 = AtomicU8::new(0);
 
@@ -322,6 +347,7 @@ static CLONE_PIDFD_SUPPORT: AtomicU8 = AtomicU8::new(0);
 /// Must be called from within a tokio runtime (the pipes and the pidfd are registered with it).
 pub(crate) fn spawn(launch: &Launch<'_>) -> Result<HookChild, SpawnError> {
     let other = SpawnError::Other;
+    CHILD_SIGNAL.call_once(reap_own_children);
     let env_entries = launch.env.entries.as_ref().ok_or_else(|| {
         other(io::Error::new(
             io::ErrorKind::InvalidInput,
@@ -384,7 +410,17 @@ pub(crate) fn spawn(launch: &Launch<'_>) -> Result<HookChild, SpawnError> {
         stdout: None,
         stderr: None,
     };
-    child.exit = Some(watch_exit(pid, pidfd).map_err(other)?);
+    match watch_exit(pid, pidfd) {
+        Ok(watch) => child.exit = Some(watch),
+        Err(error) => {
+            // Without a way to see it exit, the process must not run: it is killed (its group
+            // is its own already) and collected here.
+            let _ = nix::sys::signal::killpg(pid, nix::sys::signal::Signal::SIGKILL);
+            let _ = reap(pid, WaitPidFlag::empty());
+            child.status = Some(ExitStatus::from_raw(libc::SIGKILL));
+            return Err(other(error));
+        }
+    }
     child.stdin = Some(stdin_write);
     child.stdout = Some(stdout_read);
     child.stderr = Some(stderr_read);
