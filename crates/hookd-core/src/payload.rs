@@ -355,6 +355,18 @@ mod tests {
         }
     }
 
+    /// `write_payload` with the test base fields, into a new buffer.
+    fn written(
+        event: HookEventName,
+        input: &Map<String, Value>,
+        leave_out: &[String],
+        serialized: &[(&str, &str)],
+    ) -> Vec<u8> {
+        let mut out = Vec::new();
+        write_payload(event, &base(), input, leave_out, serialized, &mut out);
+        out
+    }
+
     /// Checks the serialised payload, so key order is part of the comparison.
     fn check_payload(event: HookEventName, input: Value, expected: &str) {
         let input = object(input);
@@ -362,8 +374,7 @@ mod tests {
         let actual = serde_json::to_string(&payload).expect("serialises");
         assert_eq!(actual, expected, "{event}");
         // Written in place, the payload is the same bytes.
-        let mut written = Vec::new();
-        write_payload(event, &base(), &input, &[], &[], &mut written);
+        let written = written(event, &input, &[], &[]);
         assert_eq!(
             String::from_utf8_lossy(&written),
             expected,
@@ -438,15 +449,7 @@ mod tests {
         let full = build_payload(HookEventName::AfterModel, &base(), &input);
         for (left_out, keys) in cases {
             let left_out: Vec<String> = left_out.iter().map(|key| (*key).to_owned()).collect();
-            let mut written = Vec::new();
-            write_payload(
-                HookEventName::AfterModel,
-                &base(),
-                &input,
-                &left_out,
-                &[],
-                &mut written,
-            );
+            let written = written(HookEventName::AfterModel, &input, &left_out, &[]);
             let parsed: Map<String, Value> =
                 serde_json::from_slice(&written).expect("written JSON parses");
             let order: Vec<&str> = parsed.keys().map(String::as_str).collect();
@@ -457,15 +460,7 @@ mod tests {
             }
         }
         // The derived content is the response's text; a given session id wins.
-        let mut written = Vec::new();
-        write_payload(
-            HookEventName::AfterModel,
-            &base(),
-            &input,
-            &[],
-            &[],
-            &mut written,
-        );
+        let written = written(HookEventName::AfterModel, &input, &[], &[]);
         let parsed: Value = serde_json::from_slice(&written).expect("parses");
         assert_eq!(parsed["content"], "chunk");
         assert_eq!(parsed["session_id"], "given");
@@ -480,15 +475,7 @@ mod tests {
             "full_content": "line\none \"quoted\" \\ é \u{7}",
             "extra": [1, 2]
         }));
-        let mut plain = Vec::new();
-        write_payload(
-            HookEventName::AfterModel,
-            &base(),
-            &input,
-            &[],
-            &[],
-            &mut plain,
-        );
+        let plain = written(HookEventName::AfterModel, &input, &[], &[]);
         // The serialised texts of two fields, the second built from escaped pieces.
         let request = serde_json::to_string(&input["llm_request"]).expect("serialises");
         let mut full = String::from("\"");
@@ -500,10 +487,8 @@ mod tests {
             full,
             serde_json::to_string(&input["full_content"]).expect("json")
         );
-        let mut given = Vec::new();
-        write_payload(
+        let given = written(
             HookEventName::AfterModel,
-            &base(),
             &input,
             &[],
             &[
@@ -511,21 +496,17 @@ mod tests {
                 ("full_content", &full),
                 ("absent", "1"),
             ],
-            &mut given,
         );
         assert_eq!(
             String::from_utf8_lossy(&given),
             String::from_utf8_lossy(&plain)
         );
         // A marker shows that the given text is what is written.
-        let mut marked = Vec::new();
-        write_payload(
+        let marked = written(
             HookEventName::AfterModel,
-            &base(),
             &input,
             &["llm_response".to_owned()],
             &[("extra", "\"marker\"")],
-            &mut marked,
         );
         let parsed: Value = serde_json::from_slice(&marked).expect("parses");
         assert_eq!(parsed["extra"], "marker");

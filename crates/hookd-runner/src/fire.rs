@@ -855,9 +855,9 @@ mod tests {
         // A marker in place of the input's value shows where the given text was used.
         request.serialized = vec![("tool_input", Arc::from(r#"{"x":"given"}"#))];
         let hooks = vec![
-            // The first hook sees the given text; its output changes the input, so the second
+            // The first hook sees the given text; the second changes the input, so the third
             // sees the chained input serialised afresh.
-            command(r#"cat; echo; echo '{"hookSpecificOutput":{"tool_input":{"a":1}}}' >&2"#),
+            command("cat"),
             command(r#"echo '{"hookSpecificOutput":{"tool_input":{"a":1}}}'"#),
             command("cat"),
         ];

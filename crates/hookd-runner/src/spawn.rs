@@ -817,18 +817,38 @@ mod tests {
     use std::time::Duration;
     use tokio::io::AsyncReadExt;
 
-    fn launch_parts(script: &str) -> (CString, Vec<CString>, HookEnv, CString) {
-        let path = CString::new("/bin/sh").expect("path");
-        let argv = ["sh", "-c", script]
-            .iter()
-            .map(|arg| CString::new(*arg).expect("arg"))
-            .collect();
-        let env = HookEnv::new(vec![
-            ("PATH".to_owned(), "/usr/bin:/bin".to_owned()),
-            ("HOOK_TEST".to_owned(), "yes".to_owned()),
-        ]);
-        let cwd = CString::new("/").expect("cwd");
-        (path, argv, env, cwd)
+    /// What a test spawns, owned: `sh -c <script>` in `/` with a small environment.
+    struct Parts {
+        path: CString,
+        argv: Vec<CString>,
+        env: HookEnv,
+        cwd: CString,
+    }
+
+    impl Parts {
+        fn new(script: &str) -> Parts {
+            Parts {
+                path: CString::new("/bin/sh").expect("path"),
+                argv: ["sh", "-c", script]
+                    .iter()
+                    .map(|arg| CString::new(*arg).expect("arg"))
+                    .collect(),
+                env: HookEnv::new(vec![
+                    ("PATH".to_owned(), "/usr/bin:/bin".to_owned()),
+                    ("HOOK_TEST".to_owned(), "yes".to_owned()),
+                ]),
+                cwd: CString::new("/").expect("cwd"),
+            }
+        }
+
+        fn spawn(&self) -> Result<HookChild, SpawnError> {
+            spawn(&Launch {
+                path: &self.path,
+                argv: &self.argv,
+                env: &self.env,
+                cwd: &self.cwd,
+            })
+        }
     }
 
     async fn read_all(pipe: &mut pipe::Receiver) -> String {
@@ -839,17 +859,11 @@ mod tests {
 
     #[tokio::test]
     async fn a_child_gets_its_environment_directory_group_and_pipes() {
-        let (path, argv, env, cwd) = launch_parts(
+        let parts = Parts::new(
             "read line; echo \"$line $HOOK_TEST $(pwd)\"; echo err >&2; \
              [ \"$(ps -o pgid= $$ | tr -d ' ')\" = \"$$\" ] && exit 3",
         );
-        let launch = Launch {
-            path: &path,
-            argv: &argv,
-            env: &env,
-            cwd: &cwd,
-        };
-        let mut child = spawn(&launch).expect("spawn");
+        let mut child = parts.spawn().expect("spawn");
         let stdin = child.stdin.take().expect("stdin");
         assert_eq!(write_now(borrow(&stdin), b"hello\n").expect("write"), 6);
         drop(stdin);
@@ -866,54 +880,26 @@ mod tests {
 
     #[tokio::test]
     async fn failures_name_the_step() {
-        let (_, argv, env, cwd) = launch_parts("true");
-        let missing = CString::new("/nonexistent/program").expect("path");
-        let launch = Launch {
-            path: &missing,
-            argv: &argv,
-            env: &env,
-            cwd: &cwd,
-        };
-        match spawn(&launch) {
-            Err(SpawnError::Exec(error)) => {
-                assert_eq!(error.kind(), io::ErrorKind::NotFound);
-            }
+        let mut parts = Parts::new("true");
+        parts.path = CString::new("/nonexistent/program").expect("path");
+        match parts.spawn() {
+            Err(SpawnError::Exec(error)) => assert_eq!(error.kind(), io::ErrorKind::NotFound),
             other => panic!("{other:?}"),
         }
-        let path = CString::new("/bin/sh").expect("path");
-        let nowhere = CString::new("/nonexistent/dir").expect("dir");
-        let launch = Launch {
-            path: &path,
-            argv: &argv,
-            env: &env,
-            cwd: &nowhere,
-        };
-        match spawn(&launch) {
-            Err(SpawnError::Chdir(error)) => {
-                assert_eq!(error.kind(), io::ErrorKind::NotFound);
-            }
+        let mut parts = Parts::new("true");
+        parts.cwd = CString::new("/nonexistent/dir").expect("dir");
+        match parts.spawn() {
+            Err(SpawnError::Chdir(error)) => assert_eq!(error.kind(), io::ErrorKind::NotFound),
             other => panic!("{other:?}"),
         }
-        let nul = HookEnv::new(vec![("A".to_owned(), "b\0c".to_owned())]);
-        let launch = Launch {
-            path: &path,
-            argv: &argv,
-            env: &nul,
-            cwd: &cwd,
-        };
-        assert!(matches!(spawn(&launch), Err(SpawnError::Other(_))));
+        let mut parts = Parts::new("true");
+        parts.env = HookEnv::new(vec![("A".to_owned(), "b\0c".to_owned())]);
+        assert!(matches!(parts.spawn(), Err(SpawnError::Other(_))));
     }
 
     #[tokio::test]
     async fn signals_are_reported_and_handlers_reset() {
-        let (path, argv, env, cwd) = launch_parts("kill -TERM $$; sleep 5");
-        let launch = Launch {
-            path: &path,
-            argv: &argv,
-            env: &env,
-            cwd: &cwd,
-        };
-        let mut child = spawn(&launch).expect("spawn");
+        let mut child = Parts::new("kill -TERM $$; sleep 5").spawn().expect("spawn");
         let status = tokio::time::timeout(Duration::from_secs(10), child.wait())
             .await
             .expect("exits")
@@ -923,14 +909,7 @@ mod tests {
 
     #[tokio::test]
     async fn a_dropped_child_is_reaped() {
-        let (path, argv, env, cwd) = launch_parts("exec sleep 30");
-        let launch = Launch {
-            path: &path,
-            argv: &argv,
-            env: &env,
-            cwd: &cwd,
-        };
-        let mut child = spawn(&launch).expect("spawn");
+        let mut child = Parts::new("exec sleep 30").spawn().expect("spawn");
         let pid = child.id().expect("running");
         assert!(child.try_wait().expect("try_wait").is_none());
         nix::sys::signal::kill(Pid::from_raw(pid as i32), nix::sys::signal::Signal::SIGKILL)
@@ -953,14 +932,8 @@ mod tests {
         let deferred = || DEFERRED.with(|deferred| deferred.borrow().len());
         settle();
         assert!(spare(), "settle makes pipes for the next spawn");
-        let (path, argv, env, cwd) = launch_parts("echo out");
-        let launch = Launch {
-            path: &path,
-            argv: &argv,
-            env: &env,
-            cwd: &cwd,
-        };
-        let mut child = spawn(&launch).expect("spawn with the spare pipes");
+        let parts = Parts::new("echo out");
+        let mut child = parts.spawn().expect("spawn with the spare pipes");
         assert!(!spare(), "the spawn took them");
         drop(child.stdin.take());
         let mut stdout = register_reader(child.stdout.take().expect("stdout")).expect("register");
@@ -972,7 +945,7 @@ mod tests {
         assert_eq!(deferred(), 0);
         // Without a spare, a spawn makes its own pipes.
         SPARE_PIPES.with(|spare| spare.borrow_mut().take());
-        let mut child = spawn(&launch).expect("spawn with new pipes");
+        let mut child = parts.spawn().expect("spawn with new pipes");
         assert_eq!(child.wait().await.expect("wait").code(), Some(0));
         settle();
     }
