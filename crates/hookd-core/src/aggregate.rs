@@ -103,7 +103,7 @@ pub fn aggregate(
         None
     } else {
         match merge(event, &all_outputs, input) {
-            Ok(merged) => Some(normalise(&merged)),
+            Ok(merged) => Some(normalise(merged)),
             Err(type_error) => {
                 return Aggregate {
                     success: false,
@@ -137,20 +137,21 @@ fn merge(
                 .iter()
                 .map(|output| with_content_replacement(output, input))
                 .collect();
-            Ok(field_replacement(&rewritten))
+            Ok(field_replacement(rewritten))
         }
-        MergeStrategy::FieldReplacement => Ok(field_replacement(outputs)),
+        MergeStrategy::FieldReplacement => Ok(field_replacement(outputs.to_vec())),
         MergeStrategy::ToolSelection => tool_selection(outputs),
         MergeStrategy::Simple => Ok(simple_merge(outputs)),
     }
 }
 
 /// Keeps the seven output keys in their order; everything else is dropped.
-fn normalise(merged: &Map<String, Value>) -> Value {
+fn normalise(mut merged: Map<String, Value>) -> Value {
     let mut output = Map::new();
     for key in OUTPUT_KEYS {
-        if let Some(value) = merged.get(key) {
-            output.insert(key.to_owned(), value.clone());
+        // Moved out: the merged map is not used again (its order may change).
+        if let Some(value) = merged.remove(key) {
+            output.insert(key.to_owned(), value);
         }
     }
     Value::Object(output)
@@ -260,20 +261,41 @@ fn or_merge(outputs: &[Value]) -> Result<Map<String, Value>, JsTypeError> {
 }
 
 /// §5.2: later fields replace earlier ones; `hookSpecificOutput` is shallow-merged.
-fn field_replacement(outputs: &[Value]) -> Map<String, Value> {
+///
+/// The outputs are taken by value and their fields moved, not copied: a streamed AfterModel
+/// response merges one output per chunk, each carrying the chunk's rewritten response. The
+/// result is what spreading copies would give (`{...merged, ...output, hookSpecificOutput:
+/// {...merged.hookSpecificOutput, ...output.hookSpecificOutput}}`, each key keeping its first
+/// position).
+fn field_replacement(outputs: Vec<Value>) -> Map<String, Value> {
+    const SPECIFIC: &str = "hookSpecificOutput";
     let mut merged = Map::new();
-    for output in outputs {
+    for mut output in outputs {
         let mut specific = Map::new();
-        if let Some(previous) = merged.get("hookSpecificOutput") {
-            spread_into(&mut specific, previous);
+        // Taken out where they stand; the placeholders left behind keep the keys' positions
+        // and are overwritten below.
+        if let Some(previous) = merged.get_mut(SPECIFIC) {
+            spread_owned_into(&mut specific, std::mem::take(previous));
         }
-        if let Some(current) = field(output, "hookSpecificOutput") {
-            spread_into(&mut specific, current);
+        if let Some(current) = output.as_object_mut().and_then(|map| map.get_mut(SPECIFIC)) {
+            spread_owned_into(&mut specific, std::mem::take(current));
         }
-        spread_into(&mut merged, output);
-        merged.insert("hookSpecificOutput".to_owned(), Value::Object(specific));
+        spread_owned_into(&mut merged, output);
+        merged.insert(SPECIFIC.to_owned(), Value::Object(specific));
     }
     merged
+}
+
+/// [`spread_into`], moving an object's fields instead of copying them.
+fn spread_owned_into(target: &mut Map<String, Value>, value: Value) {
+    match value {
+        Value::Object(map) => {
+            for (key, value) in map {
+                target.insert(key, value);
+            }
+        }
+        other => spread_into(target, &other),
+    }
 }
 
 /// §5.4: plain last-wins shallow merge.
@@ -691,6 +713,59 @@ mod tests {
                 &[json!({"decision": "block"}), json!({"decision": "allow"})],
                 Some(json!({"continue": true, "suppressOutput": false, "decision": "block"})),
             );
+        }
+    }
+
+    /// The field replacement as copying spreads state it: the oracle of the moving one.
+    fn field_replacement_by_copies(outputs: &[Value]) -> Map<String, Value> {
+        let mut merged = Map::new();
+        for output in outputs {
+            let mut specific = Map::new();
+            if let Some(previous) = merged.get("hookSpecificOutput") {
+                spread_into(&mut specific, previous);
+            }
+            if let Some(current) = field(output, "hookSpecificOutput") {
+                spread_into(&mut specific, current);
+            }
+            spread_into(&mut merged, output);
+            merged.insert("hookSpecificOutput".to_owned(), Value::Object(specific));
+        }
+        merged
+    }
+
+    fn json_value() -> impl proptest::strategy::Strategy<Value = Value> {
+        use proptest::prelude::*;
+        let key = prop::sample::select(vec!["hookSpecificOutput", "decision", "a", "b", "0"]);
+        let leaf = prop_oneof![
+            Just(Value::Null),
+            any::<bool>().prop_map(Value::Bool),
+            (0i64..3).prop_map(Value::from),
+            "[ab]{0,2}".prop_map(Value::String),
+        ];
+        leaf.prop_recursive(3, 24, 4, move |inner| {
+            prop_oneof![
+                prop::collection::vec(inner.clone(), 0..3).prop_map(Value::Array),
+                prop::collection::vec((key.clone(), inner), 0..4).prop_map(|entries| {
+                    Value::Object(
+                        entries
+                            .into_iter()
+                            .map(|(key, value)| (key.to_owned(), value))
+                            .collect(),
+                    )
+                }),
+            ]
+        })
+    }
+
+    proptest::proptest! {
+        #[test]
+        fn moving_field_replacement_equals_copying_spreads(
+            outputs in proptest::collection::vec(json_value(), 0..4)
+        ) {
+            let moved = Value::Object(field_replacement(outputs.clone()));
+            let copied = Value::Object(field_replacement_by_copies(&outputs));
+            // Serialised, so that key order counts too.
+            proptest::prop_assert_eq!(moved.to_string(), copied.to_string());
         }
     }
 
