@@ -245,14 +245,9 @@ impl Connection {
             tracing::debug!(%err, "cannot write to client");
         }
         for (id, removed) in self.streams.drain() {
-            match removed {
-                Removed::Plain { chunks } => self.close_plain_stream(id, chunks).await,
-                Removed::Filtered(filters) => {
-                    let (chunks, flush) = filters.close();
-                    self.close_stream(id, chunks, flush).await;
-                }
-                // Its task answers what it has and closes it.
-                Removed::Hooked { .. } => {}
+            // A stream with a task answers what it has and closes itself.
+            if let Ok((chunks, flush)) = removed.into_answered() {
+                self.close_stream(id, chunks, flush).await;
             }
         }
         self.runs.close();
@@ -590,13 +585,9 @@ impl Connection {
     /// Answers a `stream_close`: at once for a stream without hooks, else by its task once
     /// its queued chunks are answered.
     async fn stream_close(&self, request: StreamCloseRequest) {
-        match self.streams.remove(&request.id) {
-            Some(Removed::Plain { chunks }) => self.close_plain_stream(request.id, chunks).await,
-            Some(Removed::Filtered(filters)) => {
-                let (chunks, flush) = filters.close();
-                self.close_stream(request.id, chunks, flush).await;
-            }
-            Some(Removed::Hooked { queue }) => {
+        match self.streams.remove(&request.id).map(Removed::into_answered) {
+            Some(Ok((chunks, flush))) => self.close_stream(request.id, chunks, flush).await,
+            Some(Err(queue)) => {
                 // The queue has room for the close (see `stream_open`); were it gone, the task
                 // would close the stream anyway when the queue is dropped here.
                 let _ = queue.try_send(Command::Close);
@@ -606,11 +597,6 @@ impl Connection {
                 send(&self.sink, &error.to_server_message()).await;
             }
         }
-    }
-
-    /// Ends a stream without hooks (already out of the table) with `stream_closed`.
-    async fn close_plain_stream(&self, id: RequestId, chunks: u64) {
-        self.close_stream(id, chunks, String::new()).await;
     }
 
     /// Ends a stream the read loop answers (already out of the table) with `stream_closed`.
@@ -829,27 +815,22 @@ impl Connection {
     /// Answers a `cancel` request. A cancelled stream answers what it has queued (its hooks'
     /// runs stopped) and ends with `stream_closed`.
     async fn cancel_run(&self, request: CancelRequest) {
-        match self.streams.remove(&request.target) {
-            Some(Removed::Plain { chunks }) => {
+        match self
+            .streams
+            .remove(&request.target)
+            .map(Removed::into_answered)
+        {
+            Some(Ok((chunks, flush))) => {
                 let reply = ServerMessage::Cancelled(hookd_protocol::CancelledMessage {
                     id: request.id,
                     target: request.target.clone(),
                 });
                 send(&self.sink, &reply).await;
-                return self.close_plain_stream(request.target, chunks).await;
-            }
-            Some(Removed::Filtered(filters)) => {
-                let reply = ServerMessage::Cancelled(hookd_protocol::CancelledMessage {
-                    id: request.id,
-                    target: request.target.clone(),
-                });
-                send(&self.sink, &reply).await;
-                let (chunks, flush) = filters.close();
                 return self.close_stream(request.target, chunks, flush).await;
             }
             // Dropping the queue lets the task end after what is queued; the token below
             // stops the running hooks.
-            Some(Removed::Hooked { queue }) => drop(queue),
+            Some(Err(queue)) => drop(queue),
             None => {}
         }
         let token = self

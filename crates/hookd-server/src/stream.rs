@@ -238,6 +238,18 @@ impl Streams {
     }
 }
 
+impl Removed {
+    /// What the read loop closes itself: the chunks answered and the text held back, or the
+    /// queue of a stream whose task closes it.
+    pub(crate) fn into_answered(self) -> Result<(u64, String), mpsc::Sender<Command>> {
+        match self {
+            Removed::Plain { chunks } => Ok((chunks, String::new())),
+            Removed::Filtered(filters) => Ok(filters.close()),
+            Removed::Hooked { queue } => Err(queue),
+        }
+    }
+}
+
 fn removed(entry: Entry) -> Removed {
     match entry {
         Entry::Plain { chunks } => Removed::Plain { chunks },
