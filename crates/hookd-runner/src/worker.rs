@@ -66,6 +66,9 @@ const MAX_BACKOFF: Duration = Duration::from_secs(5);
 /// its group is killed and the request answered.
 const AFTER_EXIT_DRAIN: Duration = Duration::from_millis(500);
 
+/// How much one read of a worker's pipe takes at most.
+const READ_CHUNK: usize = 8192;
+
 /// How much of a bad answer line is quoted in the request's stderr.
 const QUOTED_ANSWER_CHARS: usize = 200;
 
@@ -1155,11 +1158,23 @@ async fn write_line(stdin: Option<&mut pipe::Sender>, payload: &Bytes) -> io::Re
         return Err(io::ErrorKind::BrokenPipe.into());
     };
     // One write for the line: a worker blocked in `readline` wakes once, not once for the
-    // payload and again for its newline.
-    let mut line = Vec::with_capacity(payload.len() + 1);
-    line.extend_from_slice(payload);
-    line.push(b'\n');
-    stdin.write_all(&line).await?;
+    // payload and again for its newline. Nearly always the pipe takes it all at once, from
+    // the payload and a newline side by side.
+    let parts = [io::IoSlice::new(payload), io::IoSlice::new(b"\n")];
+    let written = match stdin.try_write_vectored(&parts) {
+        Ok(written) => written,
+        Err(error) if error.kind() == io::ErrorKind::WouldBlock => 0,
+        Err(error) => return Err(error),
+    };
+    if written == payload.len() + 1 {
+        return Ok(());
+    }
+    let mut rest = Vec::with_capacity(payload.len() + 1 - written);
+    rest.extend_from_slice(payload.get(written..).unwrap_or_default());
+    if written <= payload.len() {
+        rest.push(b'\n');
+    }
+    stdin.write_all(&rest).await?;
     stdin.flush().await
 }
 
@@ -1206,12 +1221,13 @@ async fn read_capped<R: AsyncRead + Unpin>(
     let Some(pipe) = pipe else {
         return std::future::pending().await;
     };
-    let mut chunk = [0u8; 8192];
-    match pipe.read(&mut chunk).await {
+    let before = out.len();
+    out.reserve(READ_CHUNK);
+    match pipe.read_buf(out).await {
         Ok(0) | Err(_) => false,
-        Ok(n) => {
-            let room = (cap + 1).saturating_sub(out.len());
-            out.extend_from_slice(&chunk[..n.min(room)]);
+        Ok(_) => {
+            // Read into the buffer's spare room (not zeroed first), then cut back to the cap.
+            out.truncate(out.len().min((cap + 1).max(before)));
             true
         }
     }
@@ -1228,11 +1244,11 @@ async fn read_stderr(stderr: Option<&mut pipe::Receiver>, ring: &mut StderrRing)
     let Some(stderr) = stderr else {
         return std::future::pending().await;
     };
-    let mut chunk = [0u8; 8192];
-    match stderr.read(&mut chunk).await {
+    ring.scratch.clear();
+    match stderr.read_buf(&mut ring.scratch).await {
         Ok(0) | Err(_) => false,
-        Ok(n) => {
-            ring.push(&chunk[..n]);
+        Ok(_) => {
+            ring.push_scratch();
             true
         }
     }
@@ -1245,12 +1261,12 @@ fn drain_ready(stderr: Option<&pipe::Receiver>, ring: &mut StderrRing) {
     let Some(stderr) = stderr else {
         return;
     };
-    let mut chunk = [0u8; 8192];
     // The pipe is non-blocking: an empty pipe is `EAGAIN`.
     for _ in 0..64 {
-        match stderr.try_read(&mut chunk) {
+        ring.scratch.clear();
+        match stderr.try_read_buf(&mut ring.scratch) {
             Ok(0) | Err(_) => return,
-            Ok(n) => ring.push(&chunk[..n]),
+            Ok(_) => ring.push_scratch(),
         }
     }
 }
@@ -1262,6 +1278,8 @@ struct StderrRing {
     cap: usize,
     /// Bytes dropped from the front since the last `clear`.
     dropped: u64,
+    /// Where each read lands before it joins the ring, kept for the worker's life.
+    scratch: Vec<u8>,
 }
 
 impl StderrRing {
@@ -1270,7 +1288,15 @@ impl StderrRing {
             bytes: std::collections::VecDeque::new(),
             cap,
             dropped: 0,
+            scratch: Vec::with_capacity(READ_CHUNK),
         }
+    }
+
+    /// Adds what the last read put into `scratch`.
+    fn push_scratch(&mut self) {
+        let scratch = std::mem::take(&mut self.scratch);
+        self.push(&scratch);
+        self.scratch = scratch;
     }
 
     fn push(&mut self, chunk: &[u8]) {
@@ -1501,6 +1527,26 @@ done"#;
         assert_eq!(harness.workers.live_workers(), 1);
         // One permit is held by the live worker.
         assert_eq!(harness.semaphore.available_permits(), 3);
+    }
+
+    #[tokio::test]
+    async fn a_line_larger_than_the_pipe_reaches_the_worker_whole() {
+        let harness = Harness::new(4);
+        // Answers with the length of each line it reads.
+        let key = harness.key(
+            r#"while IFS= read -r line; do printf '{"length":%d}\n' "${#line}"; done"#,
+            "s",
+        );
+        for size in [10, 300_000, 20] {
+            let payload = format!(r#"{{"x":"{}"}}"#, "y".repeat(size));
+            let run = harness.ask(&key, &payload).await;
+            assert_eq!(run.outcome, HookOutcome::Exited { code: 0 }, "{run:?}");
+            assert_eq!(
+                run.stdout,
+                format!(r#"{{"length":{}}}"#, payload.len()),
+                "{size}"
+            );
+        }
     }
 
     #[tokio::test]
