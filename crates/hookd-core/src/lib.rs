@@ -20,6 +20,7 @@ pub mod envexpand;
 pub mod event;
 pub mod exec;
 pub mod extension;
+pub mod json;
 pub mod jsonc;
 pub mod matcher;
 pub mod model;

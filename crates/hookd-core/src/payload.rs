@@ -16,6 +16,7 @@
 use serde_json::{Map, Value};
 
 use crate::event::HookEventName;
+use crate::json::Object;
 
 /// The base fields every payload starts with.
 #[derive(Debug, Clone, PartialEq, Eq, Default)]
@@ -101,16 +102,16 @@ pub fn write_payload(
     out: &mut Vec<u8>,
 ) {
     let kept = |key: &str| !leave_out.iter().any(|left| left == key);
-    let mut writer = JsonObject::new(out);
+    let mut writer = Object::new(out);
     for key in BASE_KEYS {
         if !kept(key) {
             continue;
         }
         match key {
-            "hook_event_name" => writer.string_entry(key, event.as_str()),
+            "hook_event_name" => writer.str(key, event.as_str()),
             _ => match event_input.get(key) {
-                Some(given) => writer.input_entry(key, given, serialized),
-                None => writer.string_entry(key, base_value(base, key)),
+                Some(given) => input_entry(&mut writer, key, given, serialized),
+                None => writer.str(key, base_value(base, key)),
             },
         }
     }
@@ -122,11 +123,11 @@ pub fn write_payload(
             continue;
         }
         match event_input.get(key) {
-            Some(value) => writer.input_entry(key, value, serialized),
+            Some(value) => input_entry(&mut writer, key, value, serialized),
             None => {
                 let derived = derived.get_or_insert_with(|| derived_fields(event, event_input));
                 if let Some((_, value)) = derived.iter().find(|(name, _)| *name == key) {
-                    writer.value_entry(key, value);
+                    writer.value(key, value);
                 }
             }
         }
@@ -134,76 +135,17 @@ pub fn write_payload(
     for (key, value) in event_input {
         let placed = BASE_KEYS.contains(&key.as_str()) || fields.contains(&key.as_str());
         if !placed && kept(key) {
-            writer.input_entry(key, value, serialized);
+            input_entry(&mut writer, key, value, serialized);
         }
     }
     writer.end();
 }
 
-/// Writes one JSON object in serde_json's compact form, entry by entry.
-struct JsonObject<'a> {
-    out: &'a mut Vec<u8>,
-    first: bool,
-}
-
-impl<'a> JsonObject<'a> {
-    fn new(out: &'a mut Vec<u8>) -> JsonObject<'a> {
-        out.push(b'{');
-        JsonObject { out, first: true }
-    }
-
-    fn key(&mut self, key: &str) {
-        if !self.first {
-            self.out.push(b',');
-        }
-        self.first = false;
-        write_json(self.out, key);
-        self.out.push(b':');
-    }
-
-    fn string_entry(&mut self, key: &str, value: &str) {
-        self.key(key);
-        write_json(self.out, value);
-    }
-
-    fn value_entry(&mut self, key: &str, value: &Value) {
-        self.key(key);
-        write_json(self.out, value);
-    }
-
-    /// An input field, from its serialised text when there is one.
-    fn input_entry(&mut self, key: &str, value: &Value, serialized: &[(&str, &str)]) {
-        match serialized.iter().find(|(name, _)| *name == key) {
-            Some((_, json)) => {
-                self.key(key);
-                self.out.extend_from_slice(json.as_bytes());
-            }
-            None => self.value_entry(key, value),
-        }
-    }
-
-    fn end(self) {
-        self.out.push(b'}');
-    }
-}
-
-/// Appends the compact JSON of `value`.
-fn write_json<T: serde::Serialize + ?Sized>(out: &mut Vec<u8>, value: &T) {
-    // Writing into a Vec cannot fail, and the values are strings and JSON values.
-    let _ = serde_json::to_writer(out, value);
-}
-
-/// Appends `text` as a JSON string's contents, escaped as serde_json escapes it but without
-/// the quotes: the escaped text of a string that is built piece by piece is the concatenation
-/// of its pieces' escaped texts.
-pub fn push_escaped(out: &mut String, text: &str) {
-    let mut quoted = Vec::with_capacity(text.len() + 2);
-    write_json(&mut quoted, text);
-    // serde_json writes valid UTF-8, quotes first and last.
-    if let Ok(quoted) = std::str::from_utf8(&quoted) {
-        if let Some(inner) = quoted.get(1..quoted.len() - 1) {
-            out.push_str(inner);
-        }
+/// An input field, from its serialised text when there is one.
+fn input_entry(writer: &mut Object<'_>, key: &str, value: &Value, serialized: &[(&str, &str)]) {
+    match serialized.iter().find(|(name, _)| *name == key) {
+        Some((_, json)) => writer.raw(key, json),
+        None => writer.value(key, value),
     }
 }
 
@@ -480,7 +422,7 @@ mod tests {
         let request = serde_json::to_string(&input["llm_request"]).expect("serialises");
         let mut full = String::from("\"");
         for piece in ["line\none \"quo", "ted\" \\ é", " \u{7}"] {
-            push_escaped(&mut full, piece);
+            crate::json::push_escaped(&mut full, piece);
         }
         full.push('"');
         assert_eq!(

@@ -43,6 +43,7 @@ use crate::convert;
 use crate::io::{FrameReader, FrameWriter};
 use crate::limits::InflightLimit;
 use crate::manage::Manager;
+use crate::results;
 use crate::shared::Shared;
 use crate::stats::Stats;
 use crate::stream::{
@@ -957,8 +958,10 @@ impl Run {
         let (results, ()) = tokio::join!(run, forward);
 
         let aggregate = hookd_core::aggregate::aggregate(self.event, &results, &fire.input);
-        let message = convert::result(request.id.clone(), &aggregate, &results, self.generation);
-        let frame = encode_fitted(message, self.shared.config.max_frame_bytes);
+        let body = results::result_body(&request.id, &aggregate, &results, self.generation);
+        let frame = results::fitted(body, self.shared.config.max_frame_bytes, || {
+            convert::result(request.id.clone(), &aggregate, &results, self.generation)
+        });
         self.inflight
             .lock()
             .unwrap_or_else(std::sync::PoisonError::into_inner)

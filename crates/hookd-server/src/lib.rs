@@ -27,6 +27,7 @@ mod lastrun;
 mod limits;
 mod manage;
 mod registries;
+mod results;
 mod shared;
 mod socket;
 mod stats;

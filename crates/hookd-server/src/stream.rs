@@ -31,7 +31,8 @@ use std::hash::{Hash, Hasher};
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 use std::time::{Duration, Instant};
 
-use hookd_core::payload::{chunk_text, format_timestamp, push_escaped};
+use hookd_core::json::push_escaped;
+use hookd_core::payload::{chunk_text, format_timestamp};
 use hookd_core::redact::StreamRedactor;
 use hookd_core::{HookEntry, HookEventName, HookOutcome, HookResult, HookType, OutputFormat, Plan};
 use hookd_protocol::fast::IdRef;
@@ -41,10 +42,9 @@ use serde_json::{Map, Value, json};
 use tokio::sync::{OwnedSemaphorePermit, Semaphore, mpsc};
 use tokio_util::sync::CancellationToken;
 
-use crate::connection::{
-    Inflight, OUTPUT_BUDGET_KIB, Sink, encode_fitted, send, send_frame, unix_millis_now,
-};
+use crate::connection::{Inflight, OUTPUT_BUDGET_KIB, Sink, send, send_frame, unix_millis_now};
 use crate::convert;
+use crate::results;
 use crate::shared::Shared;
 use crate::stats::Stats;
 
@@ -624,13 +624,15 @@ fn chunk_result(
     let emitted = replacement_text(&aggregate).unwrap_or_else(|| text.clone());
     state.push_emitted(&emitted);
     let content = (emitted != *original).then_some(emitted);
-    let message = ServerMessage::ChunkResult(ChunkResultMessage {
-        id: id.clone(),
-        seq,
-        content,
-        result: convert::event_result(&aggregate, results),
-    });
-    encode_fitted(message, shared.config.max_frame_bytes)
+    let body = results::chunk_result_body(id, seq, content.as_deref(), &aggregate, results);
+    results::fitted(body, shared.config.max_frame_bytes, || {
+        ServerMessage::ChunkResult(ChunkResultMessage {
+            id: id.clone(),
+            seq,
+            content,
+            result: convert::event_result(&aggregate, results),
+        })
+    })
 }
 
 /// The text of the response the aggregate puts in place of the chunk, if it replaces it:
