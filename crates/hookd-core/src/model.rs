@@ -217,6 +217,40 @@ pub struct HookEntry {
     /// The compiled filter of a `builtin` hook (compiled once per registry build); `None` for
     /// every other type.
     pub builtin: Option<std::sync::Arc<crate::redact::Redactor>>,
+    /// [`HookEntry::identity`], computed on first use; build entries with `Default::default()`.
+    pub identity: Memo<String>,
+}
+
+impl HookEntry {
+    /// The hook's identity across registry rebuilds: its event, layer, file and `name:command`
+    /// (what a hook's last run is remembered by). Computed once per entry.
+    pub fn identity(&self) -> &str {
+        self.identity.0.get_or_init(|| {
+            let origin = self
+                .origin
+                .path
+                .as_ref()
+                .map(|path| path.display().to_string())
+                .unwrap_or_default();
+            format!(
+                "{}\u{0}{}\u{0}{origin}\u{0}{}",
+                self.event.as_str(),
+                self.source.label(),
+                self.config.dedup_key()
+            )
+        })
+    }
+}
+
+/// A value computed once, on first use, that takes no part in comparisons: two entries equal
+/// but for whether one of them has computed it yet are equal.
+#[derive(Debug, Clone, Default)]
+pub struct Memo<T>(std::sync::OnceLock<T>);
+
+impl<T> PartialEq for Memo<T> {
+    fn eq(&self, _: &Self) -> bool {
+        true
+    }
 }
 
 #[cfg(test)]
@@ -268,6 +302,55 @@ mod tests {
             assert_eq!(c.panel_name(), panel, "{c:?}");
             assert_eq!(c.dedup_key(), dedup, "{c:?}");
         }
+    }
+
+    fn entry(
+        event: crate::event::HookEventName,
+        source: Source,
+        path: &str,
+        command: &str,
+    ) -> HookEntry {
+        HookEntry {
+            event,
+            config: config(HookType::Command, None, Some(command)),
+            source,
+            origin: Origin {
+                path: Some(PathBuf::from(path)),
+                extension: None,
+            },
+            matcher: None,
+            sequential: false,
+            enabled: true,
+            trust: crate::trust::HookTrust::NotRequired,
+            builtin: None,
+            identity: Memo::default(),
+        }
+    }
+
+    #[test]
+    fn identity_separates_event_layer_file_and_command_and_survives_clones() {
+        use crate::event::HookEventName::{AfterTool, BeforeTool};
+        let base = entry(BeforeTool, Source::User, "/a/settings.json", "./x.sh");
+        let others = [
+            entry(AfterTool, Source::User, "/a/settings.json", "./x.sh"),
+            entry(BeforeTool, Source::Project, "/a/settings.json", "./x.sh"),
+            entry(BeforeTool, Source::User, "/b/settings.json", "./x.sh"),
+            entry(BeforeTool, Source::User, "/a/settings.json", "./y.sh"),
+        ];
+        for other in &others {
+            assert_ne!(base.identity(), other.identity(), "{other:?}");
+        }
+        // Computed once; a clone (or a fresh build of the same definition) has the same one.
+        let first = base.identity().as_ptr();
+        assert_eq!(base.identity().as_ptr(), first);
+        assert_eq!(base.clone().identity(), base.identity());
+        let rebuilt = entry(BeforeTool, Source::User, "/a/settings.json", "./x.sh");
+        assert_eq!(rebuilt.identity(), base.identity());
+        // Whether it was computed takes no part in equality.
+        assert_eq!(
+            rebuilt,
+            entry(BeforeTool, Source::User, "/a/settings.json", "./x.sh")
+        );
     }
 
     #[test]

@@ -841,6 +841,7 @@ mod tests {
             enabled: true,
             trust: crate::trust::HookTrust::NotRequired,
             builtin: None,
+            identity: Default::default(),
         };
         let result = hook_result(&entry, run(exited(2), "", "nope"));
         assert_eq!(

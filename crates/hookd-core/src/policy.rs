@@ -294,6 +294,7 @@ mod tests {
             enabled: true,
             trust: crate::trust::HookTrust::NotRequired,
             builtin: None,
+            identity: Default::default(),
         };
         let run = HookRun {
             outcome,

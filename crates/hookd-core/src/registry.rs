@@ -296,6 +296,7 @@ impl Registry {
                             trust.trust_for(config, project_dir)
                         }),
                         builtin,
+                        identity: Default::default(),
                     };
                     self.hooks.push(RegisteredHook {
                         dedup_key: entry.config.dedup_key(),

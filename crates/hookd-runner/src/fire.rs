@@ -692,6 +692,7 @@ mod tests {
             enabled: true,
             trust: hookd_core::trust::HookTrust::NotRequired,
             builtin: None,
+            identity: Default::default(),
         })
     }
 

@@ -30,12 +30,18 @@ impl LastRuns {
         for (entry, result) in hooks.iter().zip(results) {
             let record = wire::LastRun {
                 success: result.success,
-                outcome: crate::convert::outcome(&result.outcome).kind().to_owned(),
+                outcome: result.outcome.kind().to_owned(),
                 duration_ms: result.duration.as_secs_f64() * 1000.0,
                 finished_at_ms,
                 error: result.error.clone(),
             };
-            records.insert(key(entry), record);
+            // Updated in place when the hook ran before: no key to build.
+            match records.get_mut(entry.identity()) {
+                Some(slot) => *slot = record,
+                None => {
+                    records.insert(entry.identity().to_owned(), record);
+                }
+            }
         }
         while records.len() > MAX_RECORDS {
             let oldest = records
@@ -56,23 +62,7 @@ impl LastRuns {
         self.records
             .lock()
             .unwrap_or_else(PoisonError::into_inner)
-            .get(&key(entry))
+            .get(entry.identity())
             .cloned()
     }
-}
-
-/// A hook's identity across registry rebuilds.
-fn key(entry: &HookEntry) -> String {
-    format!(
-        "{}\u{0}{}\u{0}{}\u{0}{}",
-        entry.event.as_str(),
-        entry.source.label(),
-        entry
-            .origin
-            .path
-            .as_ref()
-            .map(|path| path.display().to_string())
-            .unwrap_or_default(),
-        entry.config.dedup_key()
-    )
 }

@@ -129,25 +129,16 @@ fn record_fields(record: &mut Object<'_>, result: &HookResult) {
 
 /// The fields of `hookd_protocol::Outcome`, tagged by `kind`.
 fn outcome_fields(object: &mut Object<'_>, outcome: &HookOutcome) {
+    object.str("kind", outcome.kind());
     match outcome {
-        HookOutcome::Exited { code } => {
-            object.str("kind", "exited");
-            object.value("code", code);
-        }
-        HookOutcome::Signalled { signal } => {
-            object.str("kind", "signalled");
-            object.value("signal", signal);
-        }
-        HookOutcome::TimedOut { timeout_ms } => {
-            object.str("kind", "timed_out");
-            object.value("timeout_ms", timeout_ms);
-        }
+        HookOutcome::Exited { code } => object.value("code", code),
+        HookOutcome::Signalled { signal } => object.value("signal", signal),
+        HookOutcome::TimedOut { timeout_ms } => object.value("timeout_ms", timeout_ms),
         HookOutcome::OutputTooLarge {
             stream,
             cap_bytes,
             code,
         } => {
-            object.str("kind", "output_too_large");
             object.str(
                 "stream",
                 match stream {
@@ -158,15 +149,10 @@ fn outcome_fields(object: &mut Object<'_>, outcome: &HookOutcome) {
             object.value("cap_bytes", &(*cap_bytes as u64));
             object.value("code", code);
         }
-        HookOutcome::SpawnFailed { message } => {
-            object.str("kind", "spawn_failed");
+        HookOutcome::SpawnFailed { message } | HookOutcome::Refused { message } => {
             object.str("message", message);
         }
-        HookOutcome::Cancelled => object.str("kind", "cancelled"),
-        HookOutcome::Refused { message } => {
-            object.str("kind", "refused");
-            object.str("message", message);
-        }
+        HookOutcome::Cancelled => {}
     }
 }
 

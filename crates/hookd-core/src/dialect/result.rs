@@ -290,6 +290,7 @@ mod tests {
             enabled: true,
             trust: HookTrust::NotRequired,
             builtin: None,
+            identity: Default::default(),
         }
     }
 
