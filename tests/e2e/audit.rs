@@ -1,6 +1,7 @@
 //! The audit log through the real daemon: every event run that had hooks to run leaves one
 //! JSON line with each hook's name, layer, decision, exit code, duration, outcome and failure,
-//! and the final decision; events no hook matched leave none; the hooks' stdin stays out
+//! and the final decision (each chunk of a hooked AfterModel stream is a run of its own); events
+//! no hook matched leave none; the hooks' stdin stays out
 //! unless asked for; the files are private and rotate by size; `status` counts the lines; and
 //! a daemon told to keep a log it cannot open does not start.
 
@@ -8,7 +9,7 @@ use std::os::unix::fs::PermissionsExt;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
-use hookd_client::EventRequest;
+use hookd_client::{EventRequest, StreamRequest};
 use hookd_e2e::{
     Daemon, DaemonOptions, command_hook, fire_request, input, settings, wait_until, within,
 };
@@ -248,6 +249,84 @@ async fn stdin_is_logged_only_when_asked_for() {
         json!({"file_path": "/tmp/x"}),
         "{stdin}"
     );
+    daemon.stop().await;
+}
+
+/// A model response chunk whose text is `text`.
+fn model_chunk(text: &str) -> serde_json::Map<String, Value> {
+    json!({"candidates": [{"content": {"role": "model", "parts": [text]}}]})
+        .as_object()
+        .cloned()
+        .unwrap_or_default()
+}
+
+#[tokio::test]
+async fn every_chunk_of_a_hooked_stream_leaves_one_line() {
+    // One stream with a command hook (run by the stream's task) and one of builtin filters
+    // only (answered by the read loop): each chunk is one run, audited like an event.
+    let redact = json!({"type": "builtin", "builtin": "redact", "name": "redact",
+                        "default_patterns": false, "holdback": 16,
+                        "patterns": [{"name": "ticket", "regex": "TCK-[0-9]+"}]});
+    let project = settings(&[(
+        "AfterModel",
+        None,
+        vec![command_hook(
+            "shout",
+            r#"cat >/dev/null; echo '{"content":"X"}'"#,
+        )],
+    )]);
+    let (daemon, path) = daemon_with_audit(project, |audit| audit.include_stdin = true).await;
+    let client = daemon.client().await;
+    let mut request = StreamRequest::new(daemon.cwd());
+    request.session_id = "sess-stream".to_owned();
+    let mut stream = client.open_stream(request).await.expect("open");
+    for text in ["one", "two"] {
+        stream.send_chunk(model_chunk(text)).await.expect("send");
+    }
+    let end = within("close", Duration::from_secs(30), stream.close())
+        .await
+        .expect("close");
+    assert_eq!(end.results.len(), 2);
+
+    let found = wait_for_lines(&path, 2).await;
+    assert_eq!(found.len(), 2);
+    for (line, text) in found.iter().zip(["one", "two"]) {
+        assert_eq!(line["event"], "AfterModel", "{line}");
+        assert_eq!(line["session_id"], "sess-stream", "{line}");
+        assert_eq!(line["hooks"][0]["name"], "shout", "{line}");
+        assert_eq!(line["hooks"][0]["outcome"], "exited", "{line}");
+        // The stdin the hook read for this chunk.
+        assert_eq!(line["stdin"]["content"], text, "{line}");
+    }
+    // The second chunk's hook saw the first one's replacement as the text so far.
+    assert_eq!(found[1]["stdin"]["full_content"], "Xtwo");
+
+    daemon.stop().await;
+
+    // A filter-only stream: the read loop audits its chunks too.
+    let filters = settings(&[("AfterModel", None, vec![redact])]);
+    let (daemon, path) = daemon_with_audit(filters, |audit| audit.include_stdin = true).await;
+    let client = daemon.client().await;
+    let mut stream = client
+        .open_stream(StreamRequest::new(daemon.cwd()))
+        .await
+        .expect("open");
+    assert_eq!(stream.hooks(), 1);
+    stream
+        .send_chunk(model_chunk("see TCK-42 and the rest of the sentence"))
+        .await
+        .expect("send");
+    within("close", Duration::from_secs(30), stream.close())
+        .await
+        .expect("close");
+    let found = wait_for_lines(&path, 1).await;
+    assert_eq!(found.len(), 1);
+    let line = &found[0];
+    assert_eq!(line["event"], "AfterModel", "{line}");
+    assert_eq!(line["hooks"][0]["name"], "redact", "{line}");
+    // What the filter let out of this chunk (the window's tail comes out at the close).
+    let content = line["stdin"]["content"].as_str().expect("content");
+    assert!(content.starts_with("see [REDACTED:ticket]"), "{line}");
     daemon.stop().await;
 }
 

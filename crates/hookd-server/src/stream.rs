@@ -31,6 +31,7 @@ use std::hash::{Hash, Hasher};
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 use std::time::{Duration, Instant};
 
+use hookd_core::aggregate::Aggregate;
 use hookd_core::json::push_escaped;
 use hookd_core::payload::{chunk_text, format_timestamp};
 use hookd_core::redact::StreamRedactor;
@@ -384,13 +385,23 @@ impl StreamRun {
                     llm_response,
                     slot,
                 } => {
-                    let (frame, ran, budget) = self.chunk(&mut state, seq, llm_response).await;
+                    let (frame, answered, budget) = self.chunk(&mut state, seq, llm_response).await;
                     chunks += 1;
                     send_frame(&self.sink, frame).await;
                     drop(budget);
                     drop(slot);
                     // The bookkeeping is done while the client reads the answer.
-                    if let (Some(commands), Some(ran)) = (&state.commands, &ran) {
+                    let Answered { results, aggregate } = &answered;
+                    crate::audit::record_run(
+                        &self.shared,
+                        &self.fire,
+                        self.generation,
+                        results,
+                        aggregate,
+                    );
+                    if let Some(commands) = &state.commands {
+                        // The command hooks' records follow the filters'.
+                        let ran = results.get(state.filters.len()..).unwrap_or_default();
                         self.shared.last_runs.record(&commands.hooks, ran);
                     }
                     hookd_runner::spawn::settle();
@@ -414,18 +425,15 @@ impl StreamRun {
         send(&self.sink, &closed).await;
     }
 
-    /// Runs one chunk: filters, then command hooks; returns its `chunk_result` and the share
-    /// of the output budget to give back once it is written.
+    /// Runs one chunk: filters, then command hooks; returns its `chunk_result`, what it was
+    /// made of (for the bookkeeping after the send) and the share of the output budget to
+    /// give back once it is written.
     async fn chunk(
         &mut self,
         state: &mut StreamState,
         seq: u64,
         llm_response: Map<String, Value>,
-    ) -> (
-        bytes::Bytes,
-        Option<Vec<HookResult>>,
-        Option<OwnedSemaphorePermit>,
-    ) {
+    ) -> (bytes::Bytes, Answered, Option<OwnedSemaphorePermit>) {
         Stats::add(&self.shared.stats.events_served, 1);
         let mut filtered = run_filters(
             state,
@@ -477,21 +485,19 @@ impl StreamRun {
             .await;
             filtered.results.extend(ran);
         }
-        let frame = chunk_result(
+        let (frame, aggregate) = chunk_result(
             &self.shared,
-            &self.fire,
-            self.generation,
+            &self.fire.input,
             state,
             &self.id,
             seq,
             &filtered,
         );
-        // The command hooks' results, for their last runs.
-        let ran = state
-            .commands
-            .is_some()
-            .then(|| filtered.results.split_off(state.filters.len()));
-        (frame, ran, budget)
+        let answered = Answered {
+            results: filtered.results,
+            aggregate,
+        };
+        (frame, answered, budget)
     }
 }
 
@@ -536,15 +542,23 @@ impl FilterStream {
             llm_response,
             self.hooks,
         );
-        chunk_result(
+        let (frame, aggregate) = chunk_result(
             shared,
-            &self.fire,
-            self.generation,
+            &self.fire.input,
             &mut self.state,
             id,
             seq,
             &filtered,
-        )
+        );
+        // Queued, not sent: the read loop writes it once it has read what is buffered.
+        crate::audit::record_run(
+            shared,
+            &self.fire,
+            self.generation,
+            &filtered.results,
+            &aggregate,
+        );
+        frame
     }
 
     /// Ends the stream: how many chunks it answered, and what its filters held back.
@@ -602,37 +616,41 @@ fn run_filters(
     }
 }
 
-/// Aggregates a chunk's records into its `chunk_result` frame, audits it, and adds the text
-/// it emits to what `full_content` will hold.
+/// A chunk's records and their aggregate, kept for the audit log and the last runs.
+struct Answered {
+    results: Vec<HookResult>,
+    aggregate: Aggregate,
+}
+
+/// Aggregates a chunk's records (against the firing's `input`) into its `chunk_result` frame,
+/// returned with the aggregate, and adds the text it emits to what `full_content` will hold.
 fn chunk_result(
     shared: &Shared,
-    fire: &FireRequest,
-    generation: u64,
+    input: &Map<String, Value>,
     state: &mut StreamState,
     id: &RequestId,
     seq: u64,
     filtered: &Filtered,
-) -> bytes::Bytes {
+) -> (bytes::Bytes, Aggregate) {
     let Filtered {
         original,
         text,
         results,
     } = filtered;
-    let aggregate =
-        hookd_core::aggregate::aggregate(HookEventName::AfterModel, results, &fire.input);
-    crate::audit::record_run(shared, fire, generation, results, &aggregate);
+    let aggregate = hookd_core::aggregate::aggregate(HookEventName::AfterModel, results, input);
     let emitted = replacement_text(&aggregate).unwrap_or_else(|| text.clone());
     state.push_emitted(&emitted);
     let content = (emitted != *original).then_some(emitted);
     let body = results::chunk_result_body(id, seq, content.as_deref(), &aggregate, results);
-    results::fitted(body, shared.config.max_frame_bytes, || {
+    let frame = results::fitted(body, shared.config.max_frame_bytes, || {
         ServerMessage::ChunkResult(ChunkResultMessage {
             id: id.clone(),
             seq,
             content,
             result: convert::event_result(&aggregate, results),
         })
-    })
+    });
+    (frame, aggregate)
 }
 
 /// The text of the response the aggregate puts in place of the chunk, if it replaces it:
