@@ -374,7 +374,7 @@ impl Firing<'_> {
 
     /// The stdin payload for `input`: compact JSON in Gemini CLI's key order.
     fn payload(&self, input: &Map<String, Value>) -> Bytes {
-        let mut payload = Vec::new();
+        let mut payload = Vec::with_capacity(self.payload_capacity());
         write_payload(
             self.request.event,
             &self.request.base,
@@ -384,6 +384,18 @@ impl Firing<'_> {
             &mut payload,
         );
         Bytes::from(payload)
+    }
+
+    /// A first guess at a payload's size, so that writing one rarely grows its buffer: the
+    /// serialised fields (a stream's `llm_request` and `full_content`, the large ones) plus
+    /// room for the rest.
+    fn payload_capacity(&self) -> usize {
+        1024 + self
+            .request
+            .serialized
+            .iter()
+            .map(|(_, json)| json.len())
+            .sum::<usize>()
     }
 
     /// The request's serialised fields, when `input` is the request's own input (a chained
@@ -425,7 +437,7 @@ impl Firing<'_> {
             let stdin = Bytes::from(serde_json::to_vec(&shaped).unwrap_or_default());
             (stdin, Some(payload))
         } else if !dropped.is_empty() {
-            let mut shaped = Vec::new();
+            let mut shaped = Vec::with_capacity(self.payload_capacity());
             write_payload(
                 self.request.event,
                 &self.request.base,
