@@ -251,9 +251,25 @@ impl Fixture {
         )
     }
 
+    /// Waits until the activation socket listens. Its file appears at `bind`, before
+    /// `listen`, and a client connecting in between is refused; connecting to find out would
+    /// start the daemon, so the kernel's socket table says instead.
     fn wait_for_socket(&self) {
-        wait_until("the activation socket", || self.socket.exists());
+        wait_until("the activation socket", || listening(&self.socket));
     }
+}
+
+/// Whether a Unix socket bound at `path` is listening, from `/proc/net/unix` (whose `Flags`
+/// column has `__SO_ACCEPTCON`, 0x10000, for a listening socket).
+fn listening(path: &Path) -> bool {
+    let table = std::fs::read_to_string("/proc/net/unix").unwrap_or_default();
+    let path = path.to_string_lossy();
+    table.lines().skip(1).any(|line| {
+        let columns: Vec<&str> = line.split_whitespace().collect();
+        columns.len() >= 8
+            && columns[7] == path
+            && u32::from_str_radix(columns[3], 16).is_ok_and(|flags| flags & 0x10000 != 0)
+    })
 }
 
 /// Writes an executable script into `dir` and returns its path as a string.
