@@ -127,7 +127,7 @@ pub fn write_payload(
             None => {
                 let derived = derived.get_or_insert_with(|| derived_fields(event, event_input));
                 if let Some((_, value)) = derived.iter().find(|(name, _)| *name == key) {
-                    writer.value(key, value);
+                    writer.json(key, value);
                 }
             }
         }
@@ -145,7 +145,7 @@ pub fn write_payload(
 fn input_entry(writer: &mut Object<'_>, key: &str, value: &Value, serialized: &[(&str, &str)]) {
     match serialized.iter().find(|(name, _)| *name == key) {
         Some((_, json)) => writer.raw(key, json),
-        None => writer.value(key, value),
+        None => writer.json(key, value),
     }
 }
 

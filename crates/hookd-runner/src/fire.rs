@@ -272,8 +272,10 @@ pub struct FireRequest {
     /// Fields of `input` already serialised as JSON, written as they are into the hooks'
     /// payloads (`hookd_core::payload::write_payload`); each must be exactly the JSON of the
     /// input's value. An AfterModel stream keeps its `llm_request` and the text emitted so far
-    /// this way, so that neither is serialised again for every chunk.
-    pub serialized: Vec<(&'static str, Arc<str>)>,
+    /// this way, so that neither is serialised again for every chunk. (An `Arc<String>`
+    /// rather than an `Arc<str>`: a stream refills its `full_content` in place for each chunk
+    /// once the previous chunk's payloads are written.)
+    pub serialized: Vec<(&'static str, Arc<String>)>,
 }
 
 /// Runs every hook of `plan` for one firing and returns their results in plan order.
@@ -407,7 +409,7 @@ impl Firing<'_> {
         self.request
             .serialized
             .iter()
-            .map(|(key, json)| (*key, &**json))
+            .map(|(key, json)| (*key, json.as_str()))
             .collect()
     }
 
@@ -866,7 +868,7 @@ mod tests {
         let dir = tempfile::tempdir().expect("tempdir");
         let mut request = request(dir.path());
         // A marker in place of the input's value shows where the given text was used.
-        request.serialized = vec![("tool_input", Arc::from(r#"{"x":"given"}"#))];
+        request.serialized = vec![("tool_input", Arc::new(r#"{"x":"given"}"#.to_owned()))];
         let hooks = vec![
             // The first hook sees the given text; the second changes the input, so the third
             // sees the chained input serialised afresh.

@@ -1075,7 +1075,8 @@ fn check_answer(line: Vec<u8>, cap: usize) -> Result<String, String> {
             return Err(format!("a line that is not UTF-8: {}", quote(&text)));
         }
     };
-    if line.trim().is_empty() || serde_json::from_str::<serde_json::Value>(&line).is_ok() {
+    // Only checked here (the runner interprets it): parsed without building anything.
+    if line.trim().is_empty() || serde_json::from_str::<serde::de::IgnoredAny>(&line).is_ok() {
         Ok(line)
     } else {
         Err(format!("a line that is not JSON: {}", quote(&line)))

@@ -493,7 +493,7 @@ impl Connection {
             .input
             .get("llm_request")
             .and_then(|value| serde_json::to_string(value).ok())
-            .map(|json| ("llm_request", Arc::from(json)))
+            .map(|json| ("llm_request", Arc::new(json)))
             .into_iter()
             .collect();
         let fire = FireRequest {

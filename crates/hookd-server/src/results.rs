@@ -86,8 +86,8 @@ fn millis(duration: Duration) -> f64 {
 /// The fields of `hookd_protocol::EventResult`, in its order.
 fn event_result_fields(object: &mut Object<'_>, aggregate: &Aggregate, results: &[HookResult]) {
     object.value("success", &aggregate.success);
-    object.value("final_output", &aggregate.final_output);
-    object.value("all_outputs", &aggregate.all_outputs);
+    object.json_or_null("final_output", aggregate.final_output.as_ref());
+    object.json_list("all_outputs", &aggregate.all_outputs);
     object.value("errors", &aggregate.errors);
     object.value("total_duration_ms", &millis(aggregate.total_duration));
     let mut hooks = object.array("hooks");
@@ -107,7 +107,7 @@ fn record_fields(record: &mut Object<'_>, result: &HookResult) {
     record.value("success", &result.success);
     record.value("exit_code", &result.exit_code);
     record.value("duration_ms", &millis(result.duration));
-    record.value("output", &result.output);
+    record.json_or_null("output", result.output.as_ref());
     record.value(
         "output_format",
         &result.output_format.map(|format| match format {

@@ -346,15 +346,15 @@ impl StreamState {
         }
     }
 
-    /// The JSON of `full_content` for a chunk whose (filtered) text is `text`: what was
-    /// emitted so far, then `text`.
-    fn full_content_json(&self, text: &str) -> String {
-        let mut json = String::with_capacity(self.emitted_json.len() + text.len() + 8);
+    /// Writes into `json` (replacing what it held) the JSON of `full_content` for a chunk
+    /// whose (filtered) text is `text`: what was emitted so far, then `text`.
+    fn write_full_content_json(&self, json: &mut String, text: &str) {
+        json.clear();
+        json.reserve(self.emitted_json.len() + text.len() + 8);
         json.push('"');
         json.push_str(&self.emitted_json);
-        push_escaped(&mut json, text);
+        push_escaped(json, text);
         json.push('"');
-        json
     }
 
     /// Ends the filters: what each held back, through the filters after it.
@@ -446,19 +446,41 @@ impl StreamRun {
         if let Some(commands) = &state.commands {
             let input = &mut self.fire.input;
             let text = &filtered.text;
-            let mut full_content = String::with_capacity(state.emitted.len() + text.len());
-            full_content.push_str(&state.emitted);
-            full_content.push_str(text);
-            input.insert("full_content".to_owned(), Value::String(full_content));
-            let full_json: Arc<str> = Arc::from(state.full_content_json(text));
+            // Both forms of `full_content` are refilled in place: the value (for payloads
+            // built from values) and its JSON (written into Gemini payloads as it is), which
+            // the previous chunk's payloads no longer hold.
+            match input.get_mut("full_content") {
+                Some(Value::String(full_content)) => {
+                    full_content.clear();
+                    full_content.push_str(&state.emitted);
+                    full_content.push_str(text);
+                }
+                _ => {
+                    let mut full_content = String::with_capacity(state.emitted.len() + text.len());
+                    full_content.push_str(&state.emitted);
+                    full_content.push_str(text);
+                    input.insert("full_content".to_owned(), Value::String(full_content));
+                }
+            }
             match self
                 .fire
                 .serialized
                 .iter_mut()
                 .find(|(key, _)| *key == "full_content")
             {
-                Some((_, json)) => *json = full_json,
-                None => self.fire.serialized.push(("full_content", full_json)),
+                Some((_, json)) => match Arc::get_mut(json) {
+                    Some(json) => state.write_full_content_json(json, text),
+                    None => {
+                        let mut fresh = String::new();
+                        state.write_full_content_json(&mut fresh, text);
+                        *json = Arc::new(fresh);
+                    }
+                },
+                None => {
+                    let mut fresh = String::new();
+                    state.write_full_content_json(&mut fresh, text);
+                    self.fire.serialized.push(("full_content", Arc::new(fresh)));
+                }
             }
             self.fire.base.timestamp = format_timestamp(unix_millis_now());
             let worst_kib = (commands.hooks.len() * 2 * self.shared.config.max_output_bytes)
