@@ -276,6 +276,59 @@ pub struct FireRequest {
     /// rather than an `Arc<str>`: a stream refills its `full_content` in place for each chunk
     /// once the previous chunk's payloads are written.)
     pub serialized: Vec<(&'static str, Arc<String>)>,
+    /// The process keys of this request's persistent and pre-warmed hooks, computed by its
+    /// first run and reused by the later ones (a stream's chunks). Start it empty.
+    pub process_keys: ProcessKeys,
+}
+
+/// The [`ProcessKey`]s a request's runs computed, per hook.
+///
+/// A key depends only on the hook and on the request's session fields (directories, session
+/// id, environment), which stay the same for a request's life, so a stream computes each of
+/// its hooks' keys (the expanded command, the environment, a dozen strings) once rather than
+/// per chunk, and its chunks find the hook's worker pool with the same `Arc`. A clone starts
+/// empty; two are always equal (a cache is not part of the request's value).
+#[derive(Default)]
+pub struct ProcessKeys(Mutex<Vec<(Arc<HookEntry>, Arc<ProcessKey>)>>);
+
+impl ProcessKeys {
+    /// The key computed for `entry` by an earlier run, if any.
+    fn get(&self, entry: &Arc<HookEntry>) -> Option<Arc<ProcessKey>> {
+        let keys = self.0.lock().unwrap_or_else(PoisonError::into_inner);
+        keys.iter()
+            .find(|(known, _)| Arc::ptr_eq(known, entry))
+            .map(|(_, key)| Arc::clone(key))
+    }
+
+    /// Remembers `key` as `entry`'s.
+    fn put(&self, entry: &Arc<HookEntry>, key: &Arc<ProcessKey>) {
+        let mut keys = self.0.lock().unwrap_or_else(PoisonError::into_inner);
+        if !keys.iter().any(|(known, _)| Arc::ptr_eq(known, entry)) {
+            keys.push((Arc::clone(entry), Arc::clone(key)));
+        }
+    }
+}
+
+impl Clone for ProcessKeys {
+    fn clone(&self) -> ProcessKeys {
+        ProcessKeys::default()
+    }
+}
+
+impl PartialEq for ProcessKeys {
+    fn eq(&self, _: &ProcessKeys) -> bool {
+        true
+    }
+}
+
+impl std::fmt::Debug for ProcessKeys {
+    // Counts only: keys hold hooks' environments.
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let keys = self.0.lock().unwrap_or_else(PoisonError::into_inner);
+        f.debug_struct("ProcessKeys")
+            .field("known", &keys.len())
+            .finish()
+    }
 }
 
 /// Runs every hook of `plan` for one firing and returns their results in plan order.
@@ -416,7 +469,7 @@ impl Firing<'_> {
     /// Runs one hook: refuses what cannot run, waits for a process slot, spawns, interprets.
     async fn run_hook(
         &self,
-        entry: &HookEntry,
+        entry: &Arc<HookEntry>,
         input: &Map<String, Value>,
         stdin: Bytes,
     ) -> HookResult {
@@ -522,7 +575,7 @@ impl Firing<'_> {
     }
 
     /// What running one hook's process produced, or why it never ran.
-    async fn run_entry(&self, entry: &HookEntry, stdin: Bytes) -> HookRun {
+    async fn run_entry(&self, entry: &Arc<HookEntry>, stdin: Bytes) -> HookRun {
         let command = match runnable_command(entry) {
             Ok(command) => command,
             Err(message) => {
@@ -531,23 +584,13 @@ impl Firing<'_> {
                 });
             }
         };
-        let spec = ProcessSpec {
-            program: self.config.shell.clone(),
-            args: vec!["-c".to_owned(), expand_command(command, &self.vars)],
-            cwd: PathBuf::from(&self.request.base.cwd),
-            env: self
-                .config
-                .envs
-                .get(&self.request.env, &self.vars, &entry.config.env),
-            stdin,
-            timeout: Duration::from_millis(entry.config.timeout_ms()),
-        };
         let slots = SlotSource {
             semaphore: &self.config.hook_slots,
             workers: &self.config.workers,
             prewarm: &self.config.prewarm,
             kill_grace: self.config.limits.kill_grace,
         };
+        let timeout = Duration::from_millis(entry.config.timeout_ms());
         match entry.config.exec_mode() {
             ExecMode::OneShot {
                 prewarm_idle_ms: None,
@@ -557,6 +600,7 @@ impl Firing<'_> {
                 let Some(permit) = slots.acquire(self.cancel).await else {
                     return not_run(HookOutcome::Cancelled);
                 };
+                let spec = self.spec(entry, command, stdin, timeout);
                 let run = run_process(spec, &self.config.limits, self.cancel).await;
                 drop(permit);
                 run
@@ -564,11 +608,10 @@ impl Firing<'_> {
             ExecMode::OneShot {
                 prewarm_idle_ms: Some(idle_ms),
             } => {
-                let key = ProcessKey::new(entry, &self.vars, &spec);
                 let request = PrewarmRequest {
-                    key,
-                    stdin: spec.stdin,
-                    timeout: spec.timeout,
+                    key: self.process_key(entry, command),
+                    stdin,
+                    timeout,
                     idle: Duration::from_millis(idle_ms),
                     limits: &self.config.limits,
                     slots,
@@ -577,12 +620,11 @@ impl Firing<'_> {
                 self.config.prewarm.run(request).await
             }
             ExecMode::Persistent(settings) => {
-                let key = ProcessKey::new(entry, &self.vars, &spec);
                 let request = WorkerRequest {
-                    key,
+                    key: self.process_key(entry, command),
                     settings,
-                    payload: spec.stdin,
-                    timeout: spec.timeout,
+                    payload: stdin,
+                    timeout,
                     limits: &self.config.limits,
                     slots,
                     cancel: self.cancel,
@@ -590,6 +632,38 @@ impl Firing<'_> {
                 self.config.workers.run(request).await
             }
         }
+    }
+
+    /// What to spawn for `entry` (whose runnable command is `command`) in this firing.
+    fn spec(
+        &self,
+        entry: &HookEntry,
+        command: &str,
+        stdin: Bytes,
+        timeout: Duration,
+    ) -> ProcessSpec {
+        ProcessSpec {
+            program: self.config.shell.clone(),
+            args: vec!["-c".to_owned(), expand_command(command, &self.vars)],
+            cwd: PathBuf::from(&self.request.base.cwd),
+            env: self
+                .config
+                .envs
+                .get(&self.request.env, &self.vars, &entry.config.env),
+            stdin,
+            timeout,
+        }
+    }
+
+    /// The process key of `entry` in this request: computed by its first run, then reused.
+    fn process_key(&self, entry: &Arc<HookEntry>, command: &str) -> Arc<ProcessKey> {
+        if let Some(key) = self.request.process_keys.get(entry) {
+            return key;
+        }
+        let spec = self.spec(entry, command, Bytes::new(), Duration::ZERO);
+        let key = Arc::new(ProcessKey::new(entry, &self.vars, &spec));
+        self.request.process_keys.put(entry, &key);
+        key
     }
 }
 
@@ -737,6 +811,7 @@ mod tests {
             plans_dir: "/plans".to_owned(),
             env: Arc::new(vec![("PATH".to_owned(), PATH.to_owned())]),
             serialized: Vec::new(),
+            process_keys: ProcessKeys::default(),
         }
     }
 
@@ -1373,6 +1448,52 @@ mod tests {
             .expect("shutdown is bounded");
         assert_eq!(config.workers.live_workers(), 0);
         assert_eq!(config.prewarm.spares(), 0);
+    }
+
+    #[tokio::test]
+    async fn a_request_computes_each_process_key_once_and_its_clones_find_the_same_worker() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let config = config(4);
+        let worker = {
+            let mut entry = (*command(
+                r#"while read -r line; do printf '{"systemMessage":"%s"}\n' "$$"; done"#,
+            ))
+            .clone();
+            entry.config.raw = json!({"mode": "persistent"})
+                .as_object()
+                .cloned()
+                .unwrap_or_default();
+            Arc::new(entry)
+        };
+        let plan = plan(vec![worker], false);
+        let pid = |fired: &Fired| {
+            let output = fired.results[0].output.as_ref().expect("an output");
+            output["systemMessage"]
+                .as_str()
+                .unwrap_or_default()
+                .to_owned()
+        };
+        let request = request(dir.path());
+        let first = fire(&plan, &request, &config).await;
+        let second = fire(&plan, &request, &config).await;
+        assert_eq!(pid(&first), pid(&second));
+        assert!(!pid(&first).is_empty(), "{:?}", first.results);
+        assert_eq!(
+            format!("{:?}", request.process_keys),
+            "ProcessKeys { known: 1 }"
+        );
+        // A clone starts with no keys, computes an equal one and reaches the same worker.
+        let copy = request.clone();
+        assert_eq!(
+            format!("{:?}", copy.process_keys),
+            "ProcessKeys { known: 0 }"
+        );
+        let third = fire(&plan, &copy, &config).await;
+        assert_eq!(pid(&third), pid(&first));
+        assert_eq!(config.workers.live_workers(), 1);
+        tokio::time::timeout(Duration::from_secs(10), config.shutdown())
+            .await
+            .expect("shutdown is bounded");
     }
 
     #[tokio::test]

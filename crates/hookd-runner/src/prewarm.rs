@@ -103,7 +103,7 @@ impl Prewarmer {
         if request.cancel.is_cancelled() {
             return not_run(HookOutcome::Cancelled, started);
         }
-        let key = Arc::new(request.key);
+        let key = request.key;
         let grace = request.limits.kill_grace;
         // The next spare is started once this run is over: an interpreter's start-up would
         // otherwise compete for the CPU with the very run it is meant to speed up.
@@ -181,7 +181,7 @@ impl Drop for Prewarmer {
 /// One run of a pre-warmed hook.
 pub(crate) struct PrewarmRequest<'a> {
     /// Which spare may serve it.
-    pub(crate) key: ProcessKey,
+    pub(crate) key: Arc<ProcessKey>,
     /// The hook's stdin payload.
     pub(crate) stdin: Bytes,
     /// The hook's timeout.
@@ -437,7 +437,7 @@ mod tests {
 
         async fn run(&self, key: &ProcessKey, stdin: &str, idle: Duration) -> HookRun {
             let request = PrewarmRequest {
-                key: key.clone(),
+                key: Arc::new(key.clone()),
                 stdin: Bytes::copy_from_slice(stdin.as_bytes()),
                 timeout: Duration::from_secs(10),
                 idle,

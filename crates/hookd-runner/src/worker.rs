@@ -88,7 +88,7 @@ pub fn restart_delay(failures: u32) -> Duration {
 /// both: the hook's identity, the session, and exactly what would be spawned.
 ///
 /// Persistent workers and pre-warmed spares are kept per key.
-#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+#[derive(Debug, Clone, PartialEq, Eq)]
 pub struct ProcessKey {
     /// The event the hook is registered for.
     pub event: HookEventName,
@@ -114,6 +114,30 @@ pub struct ProcessKey {
     pub cwd: PathBuf,
     /// Its complete environment.
     pub env: Arc<HookEnv>,
+}
+
+impl std::hash::Hash for ProcessKey {
+    // Paths are hashed as their bytes (`Path`'s own hash walks its components); equal keys
+    // have equal bytes, so equal hashes.
+    fn hash<H: std::hash::Hasher>(&self, state: &mut H) {
+        use std::os::unix::ffi::OsStrExt;
+
+        self.event.hash(state);
+        self.source.hash(state);
+        self.origin
+            .as_ref()
+            .map(|path| path.as_os_str().as_bytes())
+            .hash(state);
+        self.name.hash(state);
+        self.command.hash(state);
+        self.project_dir.hash(state);
+        self.session_id.hash(state);
+        self.plans_dir.hash(state);
+        self.program.as_os_str().as_bytes().hash(state);
+        self.args.hash(state);
+        self.cwd.as_os_str().as_bytes().hash(state);
+        self.env.hash(state);
+    }
 }
 
 impl ProcessKey {
@@ -384,7 +408,7 @@ impl Drop for WorkerPools {
 /// One request for a worker.
 pub(crate) struct WorkerRequest<'a> {
     /// Which pool serves it.
-    pub(crate) key: ProcessKey,
+    pub(crate) key: Arc<ProcessKey>,
     /// The hook's pool size and idle timeout.
     pub(crate) settings: WorkerSettings,
     /// The hook's stdin payload (compact JSON without a newline).
@@ -447,7 +471,7 @@ struct PoolsInner {
 
 impl PoolsInner {
     /// The pool of `key`, created if needed, with one more request using it.
-    fn pool(&self, key: &ProcessKey, settings: WorkerSettings) -> Arc<Pool> {
+    fn pool(&self, key: &Arc<ProcessKey>, settings: WorkerSettings) -> Arc<Pool> {
         let mut pools = lock(&self.pools);
         let pool = match pools.get(key) {
             Some(pool) => Arc::clone(pool),
@@ -455,7 +479,9 @@ impl PoolsInner {
                 if pools.len() >= MAX_POOLS {
                     pools.retain(|_, pool| !pool.state().unused());
                 }
-                let key = Arc::new(key.clone());
+                // The caller's `Arc`, so that its later lookups (a stream reuses it) compare
+                // equal by pointer.
+                let key = Arc::clone(key);
                 let pool = Arc::new(Pool {
                     key: Arc::clone(&key),
                     state: Mutex::new(PoolState {
@@ -985,6 +1011,11 @@ impl WorkerTask {
         let mut broken = false;
         let ended = 'exchange: {
             let mut write = pin!(write_line(pipe.as_mut(), payload));
+            // Made once for the exchange, not again each time a branch (the write, a piece
+            // of stderr) ends and the loop goes round.
+            let mut timeout = pin!(sleep_until(deadline));
+            let mut abandoned = pin!(reply.closed());
+            let mut shutdown = pin!(self.inner.shutdown.cancelled());
             loop {
                 tokio::select! {
                     result = &mut write, if !written => {
@@ -1017,9 +1048,9 @@ impl WorkerTask {
                         }
                     }
                     status = child.wait() => break 'exchange Exchange::Exited { status },
-                    () = sleep_until(deadline) => break 'exchange Exchange::TimedOut,
-                    () = reply.closed() => break 'exchange Exchange::Cancelled,
-                    () = self.inner.shutdown.cancelled() => break 'exchange Exchange::Shutdown,
+                    () = &mut timeout => break 'exchange Exchange::TimedOut,
+                    () = &mut abandoned => break 'exchange Exchange::Cancelled,
+                    () = &mut shutdown => break 'exchange Exchange::Shutdown,
                 }
             }
         };
@@ -1410,7 +1441,7 @@ done"#;
             cancel: &CancellationToken,
         ) -> HookRun {
             let request = WorkerRequest {
-                key: key.clone(),
+                key: Arc::new(key.clone()),
                 settings: WorkerSettings {
                     pool,
                     idle_timeout_ms: idle_ms,

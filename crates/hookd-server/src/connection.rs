@@ -33,7 +33,7 @@ use hookd_protocol::{
     RequestId, ServerHello, ServerMessage, StreamCloseRequest, StreamClosedMessage,
     StreamOpenRequest, StreamOpenedMessage, SubscribeRequest, WireEnv,
 };
-use hookd_runner::fire::{FireRequest, run_plan};
+use hookd_runner::fire::{FireRequest, ProcessKeys, run_plan};
 use tokio::net::UnixStream;
 use tokio::sync::mpsc;
 use tokio_util::sync::CancellationToken;
@@ -509,6 +509,7 @@ impl Connection {
             plans_dir,
             env,
             serialized,
+            process_keys: ProcessKeys::default(),
         };
         if is_filter_plan(&plan) {
             let filters = FilterStream::new(fire, &plan, snapshot.generation);
@@ -912,6 +913,7 @@ impl Run {
             plans_dir,
             env: Arc::clone(&self.env),
             serialized: Vec::new(),
+            process_keys: ProcessKeys::default(),
         };
 
         // Exactly one record per hook goes through this channel, so a capacity of the plan's
