@@ -462,6 +462,11 @@ impl StreamRun {
                     input.insert("full_content".to_owned(), Value::String(full_content));
                 }
             }
+            let fresh = || {
+                let mut json = String::new();
+                state.write_full_content_json(&mut json, text);
+                Arc::new(json)
+            };
             match self
                 .fire
                 .serialized
@@ -470,17 +475,9 @@ impl StreamRun {
             {
                 Some((_, json)) => match Arc::get_mut(json) {
                     Some(json) => state.write_full_content_json(json, text),
-                    None => {
-                        let mut fresh = String::new();
-                        state.write_full_content_json(&mut fresh, text);
-                        *json = Arc::new(fresh);
-                    }
+                    None => *json = fresh(),
                 },
-                None => {
-                    let mut fresh = String::new();
-                    state.write_full_content_json(&mut fresh, text);
-                    self.fire.serialized.push(("full_content", Arc::new(fresh)));
-                }
+                None => self.fire.serialized.push(("full_content", fresh())),
             }
             self.fire.base.timestamp = format_timestamp(unix_millis_now());
             let worst_kib = (commands.hooks.len() * 2 * self.shared.config.max_output_bytes)
