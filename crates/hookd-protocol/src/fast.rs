@@ -134,6 +134,51 @@ pub fn scan_request(body: &[u8]) -> Option<ScannedRequest<'_>> {
     }
 }
 
+/// A cheap look at a frame that may be a `chunk`: the `id` of a top-level object whose
+/// `type` is `"chunk"`, read from the first top-level fields only (it stops once it has both,
+/// skipping the values in between, which for a client that writes `type` and `id` first is a
+/// few dozen bytes).
+///
+/// A hint, not a parse: it checks nothing else, so a frame it names may still be malformed or
+/// not a chunk at all. A caller may use it to skip [`scan_request`] for a chunk whose stream
+/// it knows is not answered on the allocation-free path, never to answer the frame.
+pub fn peek_chunk_id(body: &[u8]) -> Option<IdRef<'_>> {
+    let text = std::str::from_utf8(body).ok()?;
+    let mut scanner = Scanner {
+        bytes: text.as_bytes(),
+        text,
+        pos: 0,
+    };
+    let mut is_chunk = false;
+    let mut id = None;
+    scanner.eat(b'{')?;
+    loop {
+        scanner.whitespace();
+        let key = scanner.string()?;
+        scanner.eat(b':')?;
+        match key.plain() {
+            Some("type") => match scanner.value(1)? {
+                Scanned::String(name) if name.plain() == Some("chunk") => is_chunk = true,
+                _ => return None,
+            },
+            Some("id") => {
+                id = match scanner.value(1)? {
+                    Scanned::U64(number) => Some(IdRef::Number(number)),
+                    Scanned::String(text) => Some(IdRef::String(text.plain()?)),
+                    _ => return None,
+                };
+            }
+            _ => {
+                scanner.value(1)?;
+            }
+        }
+        if is_chunk && id.is_some() {
+            return id;
+        }
+        scanner.eat(b',')?;
+    }
+}
+
 /// Appends the frame (length prefix and body) of the `result` of an event no hook ran for,
 /// exactly as [`crate::encode`] writes it.
 pub fn write_empty_result(out: &mut BytesMut, id: IdRef<'_>, generation: u64) {
@@ -730,6 +775,42 @@ mod tests {
     fn check(input: &str, expected: bool) {
         let scanned = check_agrees(input.as_bytes());
         assert_eq!(scanned.is_some(), expected, "{input}: {scanned:?}");
+    }
+
+    #[test]
+    fn a_chunk_id_is_peeked_from_the_first_fields() {
+        let peeked = |body: &str| peek_chunk_id(body.as_bytes()).map(IdRef::to_owned_id);
+        assert_eq!(
+            peeked(r#"{"type":"chunk","id":7,"seq":0,"llm_response":{}}"#),
+            Some(RequestId::Number(7))
+        );
+        assert_eq!(
+            peeked(r#"{ "id" : "s-1", "seq": 3, "type" : "chunk" , "llm_response": {}}"#),
+            Some(RequestId::String("s-1".to_owned()))
+        );
+        // It stops at the second field: what follows is not looked at.
+        assert_eq!(
+            peeked(r#"{"type":"chunk","id":9, not json at all"#),
+            Some(RequestId::Number(9))
+        );
+        // Not a chunk, or no usable id before the end.
+        assert_eq!(peeked(r#"{"type":"event","id":7}"#), None);
+        assert_eq!(peeked(r#"{"id":7,"type":"stream_close"}"#), None);
+        assert_eq!(peeked(r#"{"type":"chunk","seq":1}"#), None);
+        assert_eq!(peeked(r#"{"type":"chunk","id":"a\"b"}"#), None);
+        assert_eq!(peeked(r#"{"type":"chunk","id":-1}"#), None);
+        assert_eq!(peeked(r#"["type","chunk"]"#), None);
+        assert_eq!(peeked(""), None);
+        // Whenever the full parser reads a chunk, the peek names the same id.
+        for body in [
+            r#"{"type":"chunk","id":7,"seq":0,"llm_response":{}}"#,
+            r#"{"llm_response":{"text":"x"},"seq":2,"id":"q","type":"chunk"}"#,
+        ] {
+            let Ok(ClientMessage::Chunk(request)) = parse_client_message(body.as_bytes()) else {
+                panic!("{body} parses as a chunk");
+            };
+            assert_eq!(peeked(body), Some(request.id), "{body}");
+        }
     }
 
     #[test]

@@ -377,6 +377,15 @@ impl Connection {
     /// path; returns `false` (having done nothing) when the frame needs the full parser or
     /// hooks will run.
     async fn answer_unhooked(&self, body: &[u8]) -> bool {
+        // A chunk of a stream with hooks or filters goes to the full parser anyway: a look at
+        // its first fields saves scanning all of it (looked for only while such a stream is
+        // open, so that unhooked requests pay nothing for it).
+        if self.streams.runs_hooks(None)
+            && hookd_protocol::fast::peek_chunk_id(body)
+                .is_some_and(|id| self.streams.runs_hooks(Some(id)))
+        {
+            return false;
+        }
         match hookd_protocol::fast::scan_request(body) {
             Some(ScannedRequest::Chunk { id, seq }) => {
                 if self.streams.route_chunk(id) != ChunkRoute::Plain {

@@ -211,6 +211,17 @@ impl Streams {
         }
     }
 
+    /// Whether stream `id` runs hooks or filters on its chunks (so they are not answered on
+    /// the allocation-free path); with no `id`, whether any open stream does. Counts nothing.
+    pub(crate) fn runs_hooks(&self, id: Option<IdRef<'_>>) -> bool {
+        let runs = |entry: &Entry| matches!(entry, Entry::Filtered(_) | Entry::Hooked { .. });
+        let map = self.lock();
+        match id {
+            Some(id) => map.get(&id as &dyn IdKey).is_some_and(runs),
+            None => map.values().any(runs),
+        }
+    }
+
     /// Queues a command for the task of stream `id`; gives it back when the stream has no
     /// task (any more) or its queue is full, which the in-flight cap rules out.
     pub(crate) fn queue(&self, id: &RequestId, command: Command) -> Result<(), Command> {
