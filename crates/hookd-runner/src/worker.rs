@@ -24,7 +24,7 @@
 
 use std::collections::HashMap;
 use std::io;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::pin::pin;
 use std::process::ExitStatus;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
@@ -88,7 +88,7 @@ pub fn restart_delay(failures: u32) -> Duration {
 /// both: the hook's identity, the session, and exactly what would be spawned.
 ///
 /// Persistent workers and pre-warmed spares are kept per key.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone)]
 pub struct ProcessKey {
     /// The event the hook is registered for.
     pub event: HookEventName,
@@ -116,9 +116,30 @@ pub struct ProcessKey {
     pub env: Arc<HookEnv>,
 }
 
+// Paths are compared and hashed as the bytes that are spawned (`Path`'s own equality and hash
+// walk its components, so `/a/b/` equals `/a/b` there, and hashing them is slow), keeping
+// equality and hash consistent.
+impl PartialEq for ProcessKey {
+    fn eq(&self, other: &ProcessKey) -> bool {
+        self.event == other.event
+            && self.source == other.source
+            && self.origin.as_deref().map(Path::as_os_str)
+                == other.origin.as_deref().map(Path::as_os_str)
+            && self.name == other.name
+            && self.command == other.command
+            && self.project_dir == other.project_dir
+            && self.session_id == other.session_id
+            && self.plans_dir == other.plans_dir
+            && self.program.as_os_str() == other.program.as_os_str()
+            && self.args == other.args
+            && self.cwd.as_os_str() == other.cwd.as_os_str()
+            && self.env == other.env
+    }
+}
+
+impl Eq for ProcessKey {}
+
 impl std::hash::Hash for ProcessKey {
-    // Paths are hashed as their bytes (`Path`'s own hash walks its components); equal keys
-    // have equal bytes, so equal hashes.
     fn hash<H: std::hash::Hasher>(&self, state: &mut H) {
         use std::os::unix::ffi::OsStrExt;
 
@@ -1810,5 +1831,43 @@ done"#;
         assert!(permit.is_some());
         assert!(!alive(pid));
         assert_eq!(harness.workers.live_workers(), 0);
+    }
+
+    #[test]
+    fn process_keys_compare_and_hash_paths_as_the_bytes_spawned() {
+        use std::hash::{DefaultHasher, Hash, Hasher};
+
+        let hash = |key: &ProcessKey| {
+            let mut hasher = DefaultHasher::new();
+            key.hash(&mut hasher);
+            hasher.finish()
+        };
+        let key = ProcessKey {
+            event: HookEventName::AfterModel,
+            source: Source::Project,
+            origin: Some(PathBuf::from("/srv/proj/.gemini/settings.json")),
+            name: Some("w".to_owned()),
+            command: "python3 w.py".to_owned(),
+            project_dir: "/srv/proj".to_owned(),
+            session_id: "s".to_owned(),
+            plans_dir: "/srv/plans".to_owned(),
+            program: PathBuf::from("/bin/bash"),
+            args: vec!["-c".to_owned(), "python3 w.py".to_owned()],
+            cwd: PathBuf::from("/srv/proj"),
+            env: Arc::new(HookEnv::new(vec![("PATH".to_owned(), PATH.to_owned())])),
+        };
+        let same = key.clone();
+        assert_eq!(key, same);
+        assert_eq!(hash(&key), hash(&same));
+        // `Path` would call these equal; the processes spawned differ, and so do the keys.
+        let mut slash = key.clone();
+        slash.cwd = PathBuf::from("/srv/proj/");
+        assert_ne!(key, slash);
+        let mut origin = key.clone();
+        origin.origin = Some(PathBuf::from("/srv/proj//.gemini/settings.json"));
+        assert_ne!(key, origin);
+        let mut session = key.clone();
+        session.session_id = "t".to_owned();
+        assert_ne!(key, session);
     }
 }
