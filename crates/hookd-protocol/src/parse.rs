@@ -185,8 +185,28 @@ struct Tag<'a> {
     kind: Option<std::borrow::Cow<'a, str>>,
 }
 
+/// A `chunk` frame read in one pass, tag included. serde's derive refuses a field given
+/// twice, so a frame with two `type`s (which the classifying path reads by the last one) is
+/// not taken here, exactly as the tag pass would not take it.
+#[derive(serde::Deserialize)]
+struct ChunkFrame {
+    #[serde(rename = "type")]
+    _kind: ChunkTag,
+    id: RequestId,
+    seq: u64,
+    llm_response: Map<String, Value>,
+}
+
+/// The only `type` a [`ChunkFrame`] reads.
+#[derive(serde::Deserialize)]
+enum ChunkTag {
+    #[serde(rename = "chunk")]
+    Chunk,
+}
+
 /// The typed fast path for the hot request types: the tag is read first (other fields are
-/// skipped, not built), then the request struct is deserialized straight from the bytes.
+/// skipped, not built), then the request struct is deserialized straight from the bytes. A
+/// frame that starts like a `chunk` (a look at its first fields) is read in one pass instead.
 ///
 /// It answers only when it reaches exactly the message the classifying path would (the
 /// schema's extra checks are repeated here); on anything unusual it returns `None` and the
@@ -203,6 +223,15 @@ fn parse_fast(body: &[u8]) -> Option<ClientMessage> {
         .starts_with('{')
     {
         return None;
+    }
+    if crate::fast::peek_chunk_id(body).is_some() {
+        if let Ok(frame) = serde_json::from_str::<ChunkFrame>(text) {
+            return Some(ClientMessage::Chunk(crate::request::ChunkRequest {
+                id: frame.id,
+                seq: frame.seq,
+                llm_response: frame.llm_response,
+            }));
+        }
     }
     let tag: Tag<'_> = serde_json::from_str(text).ok()?;
     match tag.kind.as_deref()? {
@@ -223,9 +252,14 @@ fn parse_fast(body: &[u8]) -> Option<ClientMessage> {
 /// be matched to the request. Optional fields given as `null` count as absent. Unknown fields
 /// are ignored. Never panics, whatever the input.
 pub fn parse_client_message(body: &[u8]) -> Result<ClientMessage, ProtocolError> {
-    if let Some(message) = parse_fast(body) {
-        return Ok(message);
+    match parse_fast(body) {
+        Some(message) => Ok(message),
+        None => parse_classified(body),
     }
+}
+
+/// The classifying path: untyped JSON checked against the message type's schema, then serde.
+fn parse_classified(body: &[u8]) -> Result<ClientMessage, ProtocolError> {
     let text = std::str::from_utf8(body).map_err(|error| {
         ProtocolError::new(
             ErrorCode::BadJson,
@@ -490,6 +524,41 @@ pub(crate) mod tests {
 
     fn number(n: u64) -> Option<RequestId> {
         Some(RequestId::Number(n))
+    }
+
+    #[test]
+    fn the_fast_path_reads_chunks_as_the_classifying_path_does_or_leaves_them_to_it() {
+        let frames = [
+            r#"{"type":"chunk","id":1,"seq":0,"llm_response":{"text":"a"}}"#,
+            r#"{"type": "chunk", "id": "s", "seq": 2, "llm_response": {}, "extra": [1, {}]}"#,
+            r#"{"id":1,"seq":0,"llm_response":{},"type":"chunk"}"#,
+            // Two tags: the classifying path reads the last one.
+            r#"{"type":"chunk","id":1,"seq":0,"llm_response":{},"type":"event"}"#,
+            r#"{"type":"chunk","id":1,"seq":0,"llm_response":{},"type":"chunk"}"#,
+            r#"{"type":"event","id":1,"seq":0,"llm_response":{},"type":"chunk"}"#,
+            // Repeated or wrong fields.
+            r#"{"type":"chunk","id":1,"id":2,"seq":0,"llm_response":{}}"#,
+            r#"{"type":"chunk","id":1,"seq":0,"seq":1,"llm_response":{}}"#,
+            r#"{"type":"chunk","id":1,"seq":-1,"llm_response":{}}"#,
+            r#"{"type":"chunk","id":1,"seq":0,"llm_response":[]}"#,
+            r#"{"type":"chunk","id":1,"seq":0}"#,
+            r#"{"type":"chunk","id":null,"seq":0,"llm_response":{}}"#,
+            r#"{"type":"chunk","id":1,"seq":0,"llm_response":{},"type":null}"#,
+        ];
+        for frame in frames {
+            let classified = parse_classified(frame.as_bytes());
+            if let Some(fast) = parse_fast(frame.as_bytes()) {
+                assert_eq!(Ok(fast), classified.clone(), "{frame}");
+            }
+            assert_eq!(
+                parse_client_message(frame.as_bytes()),
+                classified,
+                "{frame}"
+            );
+        }
+        // The common shape takes the fast path.
+        assert!(parse_fast(frames[0].as_bytes()).is_some());
+        assert!(parse_fast(frames[2].as_bytes()).is_some());
     }
 
     #[test]
