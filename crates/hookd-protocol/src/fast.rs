@@ -104,12 +104,7 @@ impl<'a> ScannedEvent<'a> {
 /// Returns `None` for any other type and whenever the frame is not certain to parse, with
 /// [`crate::parse_client_message`], to the same request; the caller then uses that parser.
 pub fn scan_request(body: &[u8]) -> Option<ScannedRequest<'_>> {
-    let text = std::str::from_utf8(body).ok()?;
-    let mut scanner = Scanner {
-        bytes: text.as_bytes(),
-        text,
-        pos: 0,
-    };
+    let mut scanner = Scanner::new(body)?;
     let fields = scanner.top_level()?;
     match fields.type_name? {
         "chunk" => Some(ScannedRequest::Chunk {
@@ -143,12 +138,7 @@ pub fn scan_request(body: &[u8]) -> Option<ScannedRequest<'_>> {
 /// not a chunk at all. A caller may use it to skip [`scan_request`] for a chunk whose stream
 /// it knows is not answered on the allocation-free path, never to answer the frame.
 pub fn peek_chunk_id(body: &[u8]) -> Option<IdRef<'_>> {
-    let text = std::str::from_utf8(body).ok()?;
-    let mut scanner = Scanner {
-        bytes: text.as_bytes(),
-        text,
-        pos: 0,
-    };
+    let mut scanner = Scanner::new(body)?;
     let mut is_chunk = false;
     let mut id = None;
     scanner.eat(b'{')?;
@@ -327,6 +317,16 @@ struct Scanner<'a> {
 }
 
 impl<'a> Scanner<'a> {
+    /// A scanner at the start of `body`, which must be UTF-8.
+    fn new(body: &'a [u8]) -> Option<Scanner<'a>> {
+        let text = std::str::from_utf8(body).ok()?;
+        Some(Scanner {
+            bytes: text.as_bytes(),
+            text,
+            pos: 0,
+        })
+    }
+
     fn peek(&self) -> Option<u8> {
         self.bytes.get(self.pos).copied()
     }
