@@ -89,6 +89,11 @@ impl<'a> Object<'a> {
         Array::new(self.out)
     }
 
+    /// How many bytes the buffer holds so far (this object's and everything before it).
+    pub fn written(&self) -> usize {
+        self.out.len()
+    }
+
     /// Closes the object.
     pub fn end(self) {
         self.out.push(b'}');
@@ -124,6 +129,11 @@ impl<'a> Array<'a> {
     pub fn object(&mut self) -> Object<'_> {
         self.comma();
         Object::new(self.out)
+    }
+
+    /// How many bytes the buffer holds so far (this array's and everything before it).
+    pub fn written(&self) -> usize {
+        self.out.len()
     }
 
     /// Closes the array.

@@ -24,7 +24,7 @@ mod response;
 mod socket;
 
 pub use codec::{CodecError, Frame, FrameCodec, LENGTH_PREFIX_BYTES};
-pub use encode::{WireMessage, encode, parse_server_message};
+pub use encode::{WireMessage, encode, encode_within, parse_server_message};
 pub use error::{ErrorCode, ProtocolError};
 pub use id::RequestId;
 pub use parse::parse_client_message;

@@ -969,8 +969,15 @@ impl Run {
         let (results, ()) = tokio::join!(run, forward);
 
         let aggregate = hookd_core::aggregate::aggregate(self.event, &results, &fire.input);
-        let body = results::result_body(&request.id, &aggregate, &results, self.generation);
-        let frame = results::fitted(body, self.shared.config.max_frame_bytes, || {
+        let max_frame_bytes = self.shared.config.max_frame_bytes;
+        let body = results::result_body(
+            &request.id,
+            &aggregate,
+            &results,
+            self.generation,
+            max_frame_bytes,
+        );
+        let frame = results::fitted(body, max_frame_bytes, || {
             convert::result(request.id.clone(), &aggregate, &results, self.generation)
         });
         self.inflight
@@ -991,24 +998,23 @@ impl Run {
 /// and JSON escaping can multiply it, so a few hooks at their output caps can exceed the
 /// frame limit the client reads with. The captured `stdout`/`stderr` of the records are cut
 /// shorter and shorter, each cut said in the text; if even that does not fit, the request is
-/// answered with an `internal` error saying how large the result was.
+/// answered with an `internal` error saying how large the result was. Each try is measured
+/// before it is written, so no frame over the limit is ever built.
 pub(crate) fn encode_fitted(mut message: ServerMessage, max_frame_bytes: usize) -> Bytes {
-    // Encoded once when it fits, which is nearly always: the frame is what gets sent.
-    let frame = hookd_protocol::encode(&message);
-    let size = frame.len();
-    if size <= max_frame_bytes {
-        return frame;
-    }
+    let size = match hookd_protocol::encode_within(&message, max_frame_bytes) {
+        Ok(frame) => return frame,
+        Err(size) => size,
+    };
     for keep in [64 * 1024, 4 * 1024, 0] {
         let Some(hooks) = records_mut(&mut message) else {
-            return frame;
+            // Only results come here; anything else is sent as it is.
+            return hookd_protocol::encode(&message);
         };
         for hook in hooks {
             truncate_text(&mut hook.stdout, keep);
             truncate_text(&mut hook.stderr, keep);
         }
-        let frame = hookd_protocol::encode(&message);
-        if frame.len() <= max_frame_bytes {
+        if let Ok(frame) = hookd_protocol::encode_within(&message, max_frame_bytes) {
             return frame;
         }
     }

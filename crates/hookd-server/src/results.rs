@@ -4,8 +4,9 @@
 //! written field by field from the engine's [`HookResult`]s and [`Aggregate`] instead of being
 //! copied into the wire types (`convert`) and serialised from there: the bytes are exactly
 //! what encoding the wire message gives (a test checks it for every outcome and field), one
-//! copy of every record and output fewer. A body over the frame limit is left to
-//! `connection::encode_fitted`, which cuts the captured texts until it fits.
+//! copy of every record and output fewer. A body that grows past the frame limit is given up
+//! as soon as it does (it is never built whole) and left to `connection::encode_fitted`,
+//! which cuts the captured texts until it fits.
 
 use std::time::Duration;
 
@@ -16,34 +17,38 @@ use hookd_core::{HookOutcome, HookResult, OutputFormat, StreamName};
 use hookd_protocol::{RequestId, ServerMessage};
 
 /// The body of the `result` frame of an event: what encoding
-/// `ServerMessage::Result(convert::result(..))` gives.
+/// `ServerMessage::Result(convert::result(..))` gives; `None` once it grows beyond `limit`
+/// bytes (the writing stops there, so an oversized result never exists whole).
 pub(crate) fn result_body(
     id: &RequestId,
     aggregate: &Aggregate,
     results: &[HookResult],
     generation: u64,
-) -> Vec<u8> {
-    let mut out = Vec::with_capacity(body_capacity(results));
+    limit: usize,
+) -> Option<Vec<u8>> {
+    let mut out = Vec::with_capacity(body_capacity(results, limit));
     let mut message = Object::new(&mut out);
     message.str("type", "result");
     message.value("id", id);
     // The wire message flattens the result into itself.
-    event_result_fields(&mut message, aggregate, results);
+    event_result_fields(&mut message, aggregate, results, limit)?;
     message.value("generation", &generation);
     message.end();
-    out
+    within(out, limit)
 }
 
 /// The body of the `chunk_result` frame of a stream's chunk: what encoding its
-/// `ServerMessage::ChunkResult` with `convert::event_result(..)` gives.
+/// `ServerMessage::ChunkResult` with `convert::event_result(..)` gives; `None` once it grows
+/// beyond `limit` bytes.
 pub(crate) fn chunk_result_body(
     id: &RequestId,
     seq: u64,
     content: Option<&str>,
     aggregate: &Aggregate,
     results: &[HookResult],
-) -> Vec<u8> {
-    let mut out = Vec::with_capacity(body_capacity(results));
+    limit: usize,
+) -> Option<Vec<u8>> {
+    let mut out = Vec::with_capacity(body_capacity(results, limit));
     let mut message = Object::new(&mut out);
     message.str("type", "chunk_result");
     message.value("id", id);
@@ -52,42 +57,64 @@ pub(crate) fn chunk_result_body(
         message.str("content", content);
     }
     let mut result = message.object("result");
-    event_result_fields(&mut result, aggregate, results);
+    event_result_fields(&mut result, aggregate, results, limit)?;
     result.end();
     message.end();
-    out
+    within(out, limit)
 }
 
-/// `body` as a frame when it fits in `max_frame_bytes`; else the message `wire` builds, cut to
-/// fit by `connection::encode_fitted` (rare: hooks at their output caps).
+/// `body` as a frame when it was written within `max_frame_bytes`; else the message `wire`
+/// builds, cut to fit by `connection::encode_fitted` (rare: hooks at their output caps).
 pub(crate) fn fitted(
-    body: Vec<u8>,
+    body: Option<Vec<u8>>,
     max_frame_bytes: usize,
     wire: impl FnOnce() -> ServerMessage,
 ) -> Bytes {
-    if body.len() <= max_frame_bytes {
-        return Bytes::from(body);
+    match body {
+        Some(body) => Bytes::from(body),
+        None => crate::connection::encode_fitted(wire(), max_frame_bytes),
     }
-    crate::connection::encode_fitted(wire(), max_frame_bytes)
 }
 
-/// A first guess at a body's size: most are a few hundred bytes per hook plus their texts.
-fn body_capacity(results: &[HookResult]) -> usize {
-    256 + results
-        .iter()
-        .map(|result| 384 + 3 * (result.stdout.len() + result.stderr.len()))
-        .sum::<usize>()
+/// `Some(out)` when it holds at most `limit` bytes.
+fn within(out: Vec<u8>, limit: usize) -> Option<Vec<u8>> {
+    (out.len() <= limit).then_some(out)
+}
+
+/// `Some(())` while `written` is at most `limit` bytes: checked after each large part of a
+/// body, so that one that will not fit is given up after one part too many, not at its end.
+fn room(written: usize, limit: usize) -> Option<()> {
+    (written <= limit).then_some(())
+}
+
+/// A first guess at a body's size: most are a few hundred bytes per hook plus their texts
+/// (never more than the body may hold).
+fn body_capacity(results: &[HookResult], limit: usize) -> usize {
+    let guess = 256
+        + results
+            .iter()
+            .map(|result| 384 + 3 * (result.stdout.len() + result.stderr.len()))
+            .sum::<usize>();
+    guess.min(limit)
 }
 
 fn millis(duration: Duration) -> f64 {
     duration.as_secs_f64() * 1000.0
 }
 
-/// The fields of `hookd_protocol::EventResult`, in its order.
-fn event_result_fields(object: &mut Object<'_>, aggregate: &Aggregate, results: &[HookResult]) {
+/// The fields of `hookd_protocol::EventResult`, in its order; `None` as soon as the buffer
+/// holds more than `limit` bytes.
+fn event_result_fields(
+    object: &mut Object<'_>,
+    aggregate: &Aggregate,
+    results: &[HookResult],
+    limit: usize,
+) -> Option<()> {
     object.value("success", &aggregate.success);
     object.json_or_null("final_output", aggregate.final_output.as_ref());
+    room(object.written(), limit)?;
     object.json_list("all_outputs", &aggregate.all_outputs);
+    room(object.written(), limit)?;
     object.value("errors", &aggregate.errors);
     object.value("total_duration_ms", &millis(aggregate.total_duration));
     let mut hooks = object.array("hooks");
@@ -95,8 +122,10 @@ fn event_result_fields(object: &mut Object<'_>, aggregate: &Aggregate, results: 
         let mut record = hooks.object();
         record_fields(&mut record, result);
         record.end();
+        room(hooks.written(), limit)?;
     }
     hooks.end();
+    Some(())
 }
 
 /// The fields of `hookd_protocol::HookRecord`, in its order.
@@ -280,11 +309,18 @@ mod tests {
                         records,
                         42,
                     ));
-                    let written = result_body(id, &aggregate, records, 42);
+                    let written = result_body(id, &aggregate, records, 42, usize::MAX);
                     assert_eq!(
-                        String::from_utf8_lossy(&written),
+                        String::from_utf8_lossy(&written.expect("no limit")),
                         String::from_utf8_lossy(&expected)
                     );
+                    for limit in limits(expected.len()) {
+                        let written = result_body(id, &aggregate, records, 42, limit);
+                        assert_eq!(written.is_some(), expected.len() <= limit, "{limit}");
+                        if let Some(written) = written {
+                            assert_eq!(written, expected);
+                        }
+                    }
                     for content in [None, Some("new \"text\"")] {
                         let message = ServerMessage::ChunkResult(ChunkResultMessage {
                             id: id.clone(),
@@ -293,14 +329,79 @@ mod tests {
                             result: convert::event_result(&aggregate, records),
                         });
                         let expected = hookd_protocol::encode(&message);
-                        let written = chunk_result_body(id, 3, content, &aggregate, records);
+                        let written =
+                            chunk_result_body(id, 3, content, &aggregate, records, usize::MAX);
                         assert_eq!(
-                            String::from_utf8_lossy(&written),
+                            String::from_utf8_lossy(&written.expect("no limit")),
                             String::from_utf8_lossy(&expected)
                         );
+                        for limit in limits(expected.len()) {
+                            let written =
+                                chunk_result_body(id, 3, content, &aggregate, records, limit);
+                            assert_eq!(written.is_some(), expected.len() <= limit, "{limit}");
+                            if let Some(written) = written {
+                                assert_eq!(written, expected);
+                            }
+                        }
                     }
                 }
             }
         }
+    }
+
+    /// Limits around a body of `len` bytes: far below, one short, exact, above.
+    fn limits(len: usize) -> [usize; 5] {
+        [0, 16, len - 1, len, len + 1]
+    }
+
+    #[test]
+    fn a_result_over_the_frame_limit_is_cut_to_fit_or_answered_with_an_error() {
+        let id = RequestId::Number(9);
+        let aggregate = &aggregates()[0];
+        let mut big = result(HookOutcome::Exited { code: 0 }, None);
+        // Each NUL byte is six bytes of JSON.
+        big.stdout = "\0".repeat(100_000);
+        let records = vec![big.clone(), big];
+        let whole = result_body(&id, aggregate, &records, 1, usize::MAX).expect("no limit");
+        let wire = || convert::result(id.clone(), aggregate, &records, 1);
+
+        // Cut to 64 KiB of stdout per hook, said in the text.
+        let max = 1_000_000;
+        assert!(whole.len() > max);
+        assert!(result_body(&id, aggregate, &records, 1, max).is_none());
+        let frame = fitted(None, max, wire);
+        assert!(frame.len() <= max, "{}", frame.len());
+        let answer: serde_json::Value = serde_json::from_slice(&frame).expect("JSON");
+        assert_eq!(answer["type"], "result");
+        for hook in answer["hooks"].as_array().expect("hooks") {
+            let stdout = hook["stdout"].as_str().expect("stdout");
+            assert!(
+                stdout.starts_with(&"\0".repeat(64 * 1024)),
+                "{}",
+                stdout.len()
+            );
+            assert!(
+                stdout.ends_with("[hookd: 34464 more bytes cut so the result fits in one frame]"),
+                "{}",
+                &stdout[64 * 1024..]
+            );
+        }
+
+        // Beyond any cut: an internal error naming the whole result's size.
+        let max = 400;
+        let frame = fitted(None, max, wire);
+        assert!(frame.len() <= max, "{}", String::from_utf8_lossy(&frame));
+        let answer: serde_json::Value = serde_json::from_slice(&frame).expect("JSON");
+        assert_eq!(answer["type"], "error");
+        assert_eq!(answer["id"], 9);
+        assert_eq!(answer["code"], "internal");
+        let message = answer["message"].as_str().expect("message");
+        assert!(
+            message.contains(&format!(
+                "is {} bytes, over the 400-byte frame limit",
+                whole.len()
+            )),
+            "{message}"
+        );
     }
 }

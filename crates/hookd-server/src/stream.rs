@@ -671,8 +671,16 @@ fn chunk_result(
     let emitted = replacement_text(&aggregate).unwrap_or_else(|| text.clone());
     state.push_emitted(&emitted);
     let content = (emitted != *original).then_some(emitted);
-    let body = results::chunk_result_body(id, seq, content.as_deref(), &aggregate, results);
-    let frame = results::fitted(body, shared.config.max_frame_bytes, || {
+    let max_frame_bytes = shared.config.max_frame_bytes;
+    let body = results::chunk_result_body(
+        id,
+        seq,
+        content.as_deref(),
+        &aggregate,
+        results,
+        max_frame_bytes,
+    );
+    let frame = results::fitted(body, max_frame_bytes, || {
         ServerMessage::ChunkResult(ChunkResultMessage {
             id: id.clone(),
             seq,
