@@ -358,6 +358,112 @@ async fn the_client_environment_reaches_hooks() {
     daemon.stop().await;
 }
 
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn secrets_are_redacted_from_the_base_environment_in_github_actions_or_when_enabled() {
+    let path = std::env::var("PATH").unwrap_or_else(|_| "/usr/bin:/bin".to_owned());
+    let prompt = json!({"prompt": "hi"});
+    let names = |env: &Map<String, Value>, names: &[&str]| -> Vec<String> {
+        names
+            .iter()
+            .filter(|name| env.contains_key(**name))
+            .map(|name| (*name).to_owned())
+            .collect()
+    };
+    let env = |pairs: &[(&str, &str)]| -> Vec<(String, String)> {
+        let mut env = vec![("PATH".to_owned(), path.clone())];
+        env.extend(
+            pairs
+                .iter()
+                .map(|(name, value)| ((*name).to_owned(), (*value).to_owned())),
+        );
+        env
+    };
+    let candidates = [
+        "PATH",
+        "GITHUB_SHA",
+        "EDITOR",
+        "MY_TOKEN",
+        "GEMINI_CLI_IDE",
+        "GIT_CONFIG_COUNT",
+        "DB_PASSWORD",
+        "REMOTE",
+        "HOOK_SECRET",
+        "GEMINI_PROJECT_DIR",
+    ];
+
+    // No redaction settings, but the client runs in GitHub Actions: strict mode keeps only
+    // the always-allowed names and the GEMINI_CLI_/GIT_CONFIG_ prefixes of the base; the
+    // hook's own `env` and the Gemini variables are added afterwards.
+    let (daemon, out) = capture_daemon().await;
+    let client = daemon
+        .client_with_env(env(&[
+            ("GITHUB_SHA", "0123abc"),
+            ("EDITOR", "vim"),
+            ("MY_TOKEN", "t"),
+            ("GEMINI_CLI_IDE", "1"),
+            ("GIT_CONFIG_COUNT", "0"),
+        ]))
+        .await;
+    hookd_e2e::fire(&client, &daemon.cwd(), "BeforeAgent", prompt.clone()).await;
+    let seen = read_env(&out, "BeforeAgent");
+    assert_eq!(
+        names(&seen, &candidates),
+        [
+            "PATH",
+            "GEMINI_CLI_IDE",
+            "GIT_CONFIG_COUNT",
+            "GEMINI_PROJECT_DIR"
+        ],
+        "{seen:?}"
+    );
+    // The same client outside GitHub Actions: nothing is redacted.
+    let client = daemon
+        .client_with_env(env(&[("EDITOR", "vim"), ("MY_TOKEN", "t")]))
+        .await;
+    hookd_e2e::fire(&client, &daemon.cwd(), "BeforeAgent", prompt.clone()).await;
+    let seen = read_env(&out, "BeforeAgent");
+    assert_eq!(
+        names(&seen, &candidates),
+        ["PATH", "EDITOR", "MY_TOKEN", "GEMINI_PROJECT_DIR"],
+        "{seen:?}"
+    );
+    daemon.stop().await;
+
+    // Enabled in the project's settings, with an allowed and a blocked name: secret-looking
+    // names and values go, the lists decide the rest, the hook's own `env` stays.
+    let mut hook = command_hook("capture", &script_command("capture.sh"));
+    hook["env"] = json!({"HOOK_SECRET": "the hook's own"});
+    let mut project = settings(&[("BeforeAgent", None, vec![hook])]);
+    project["security"] = json!({"environmentVariableRedaction": {
+        "enabled": true, "allowed": ["my_token"], "blocked": ["EDITOR"]}});
+    let daemon = Daemon::start(project).await;
+    let out = daemon.out_dir("out");
+    daemon.script("capture.sh", &capture_script(&out));
+    let client = daemon
+        .client_with_env(env(&[
+            ("EDITOR", "vim"),
+            ("MY_TOKEN", "t"),
+            ("DB_PASSWORD", "p"),
+            ("REMOTE", "https://me:pw@git.example.com/repo.git"),
+            ("GIT_CONFIG_COUNT", "0"),
+        ]))
+        .await;
+    hookd_e2e::fire(&client, &daemon.cwd(), "BeforeAgent", prompt).await;
+    let seen = read_env(&out, "BeforeAgent");
+    assert_eq!(
+        names(&seen, &candidates),
+        [
+            "PATH",
+            "MY_TOKEN",
+            "GIT_CONFIG_COUNT",
+            "HOOK_SECRET",
+            "GEMINI_PROJECT_DIR"
+        ],
+        "{seen:?}"
+    );
+    daemon.stop().await;
+}
+
 /// Milliseconds since the Unix epoch.
 fn unix_millis() -> i64 {
     let elapsed = SystemTime::now()

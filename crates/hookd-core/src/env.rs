@@ -1,14 +1,12 @@
 //! The environment a hook process gets (spec §4.3) and the default plans directory.
 //!
 //! The environment is the base environment the caller passes in (the client's environment
-//! when it sent one, else the daemon's), then the five variables Gemini CLI sets for every
-//! hook, then the hook's own `env` entries; a later entry overrides an earlier one with the
-//! same name. The variables systemd hands to the daemon for socket activation and the watchdog
-//! are always removed: they describe the daemon's own process and would mislead a hook.
-//!
-//! Not done yet: Gemini CLI's optional secret redaction of the base environment (§4.3, last
-//! bullet; off by default there, forced when running inside GitHub Actions). hookd passes the
-//! base environment through unchanged.
+//! when it sent one, else the daemon's) less what secret redaction removes from it
+//! ([`crate::sanitize`]: off unless the settings enable it or the base environment is GitHub
+//! Actions'), then the five variables Gemini CLI sets for every hook, then the hook's own
+//! `env` entries; a later entry overrides an earlier one with the same name. The variables
+//! systemd hands to the daemon for socket activation and the watchdog are always removed: they
+//! describe the daemon's own process and would mislead a hook.
 //!
 //! The default plans directory is `<home>/.gemini/tmp/<projectId>/<sessionId>/plans`. In
 //! Gemini CLI `<projectId>` is not a pure function of the path: it is a short slug kept in
@@ -22,6 +20,7 @@
 use serde_json::Value;
 
 use crate::command::CommandVars;
+use crate::sanitize::{self, EnvRedaction};
 
 /// Variables systemd sets for the daemon itself; never passed to hooks.
 pub const SYSTEMD_VARIABLES: [&str; 6] = [
@@ -33,16 +32,20 @@ pub const SYSTEMD_VARIABLES: [&str; 6] = [
     "WATCHDOG_USEC",
 ];
 
-/// Builds a hook's environment: `base`, then the Gemini CLI variables, then `hook_env`.
+/// Builds a hook's environment: `base` less what `redaction` removes from it, then the Gemini
+/// CLI variables, then `hook_env`.
 ///
 /// A name set again keeps the position of its first occurrence and takes the later value, as
 /// JavaScript object spreading does; the result has no duplicate names. The systemd
 /// variables ([`SYSTEMD_VARIABLES`]) are removed whichever layer set them.
 pub fn hook_environment(
     base: &[(String, String)],
+    redaction: &EnvRedaction,
     vars: &CommandVars<'_>,
     hook_env: &[(String, String)],
 ) -> Vec<(String, String)> {
+    let active = sanitize::is_active(base, redaction);
+    let strict = active && sanitize::is_strict(base);
     let gemini = [
         ("GEMINI_PROJECT_DIR", vars.project_dir),
         ("GEMINI_PLANS_DIR", vars.plans_dir),
@@ -52,6 +55,7 @@ pub fn hook_environment(
     ];
     let layers = base
         .iter()
+        .filter(|(name, value)| !active || !sanitize::is_redacted(name, value, redaction, strict))
         .map(|(name, value)| (name.as_str(), value.as_str()))
         .chain(gemini)
         .chain(
@@ -161,7 +165,12 @@ mod tests {
             session_id: "s",
         };
         assert_eq!(
-            hook_environment(&pairs(base), &vars, &pairs(hook_env)),
+            hook_environment(
+                &pairs(base),
+                &EnvRedaction::default(),
+                &vars,
+                &pairs(hook_env)
+            ),
             pairs(expected),
             "base {base:?}, hook env {hook_env:?}"
         );
@@ -306,5 +315,49 @@ mod tests {
         for (path, expected) in cases {
             assert_eq!(resolve_path(path), expected, "{path:?}");
         }
+    }
+
+    #[test]
+    fn redaction_filters_only_the_base_environment() {
+        let vars = CommandVars {
+            project_dir: "/w",
+            plans_dir: "/p",
+            session_id: "s",
+        };
+        let base = pairs(&[
+            ("PATH", "/bin"),
+            ("GITHUB_SHA", "abc"),
+            ("API_TOKEN", "t"),
+            ("EDITOR", "vim"),
+        ]);
+        let hook_env = pairs(&[("API_TOKEN", "the hook's own"), ("OTHER_SECRET", "kept")]);
+        let redaction = EnvRedaction {
+            enabled: false,
+            allowed: vec!["editor".to_owned()],
+            blocked: Vec::new(),
+        };
+        // Strict (GITHUB_SHA in the base): the base keeps PATH and the allowed EDITOR only;
+        // the Gemini variables and the hook's own entries are added whole.
+        assert_eq!(
+            hook_environment(&base, &redaction, &vars, &hook_env),
+            pairs(&[
+                ("PATH", "/bin"),
+                ("EDITOR", "vim"),
+                ("GEMINI_PROJECT_DIR", "/w"),
+                ("GEMINI_PLANS_DIR", "/p"),
+                ("GEMINI_CWD", "/w"),
+                ("GEMINI_SESSION_ID", "s"),
+                ("CLAUDE_PROJECT_DIR", "/w"),
+                ("API_TOKEN", "the hook's own"),
+                ("OTHER_SECRET", "kept"),
+            ])
+        );
+        // Neither enabled nor strict: the base passes whole.
+        let base: Vec<_> = base
+            .into_iter()
+            .filter(|(name, _)| name != "GITHUB_SHA")
+            .collect();
+        let env = hook_environment(&base, &redaction, &vars, &[]);
+        assert_eq!(env[..3], base[..]);
     }
 }

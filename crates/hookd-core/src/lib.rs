@@ -31,6 +31,7 @@ pub mod policy;
 pub mod redact;
 pub mod registry;
 pub mod result;
+pub mod sanitize;
 pub mod settings;
 pub mod trust;
 

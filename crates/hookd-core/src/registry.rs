@@ -7,6 +7,9 @@
 //!   CLI's merge order (system defaults → user → workspace → system); `hooksConfig.disabled` is
 //!   the union of all layers in that order, first occurrence kept. An untrusted workspace's
 //!   file takes no part in the merge, as Gemini CLI drops it from the merged settings.
+//! - **Environment redaction.** `security.environmentVariableRedaction.enabled` is last-wins;
+//!   its `allowed` and `blocked` lists are replaced, not combined, by a later layer that sets
+//!   them (Gemini CLI's default merge for arrays); [`Registry::env_redaction`] gives the result.
 //! - **Master switch.** `hooksConfig.enabled = false` means no hooks at all, not even extension
 //!   hooks; [`Registry::hooks_enabled`] reports it.
 //! - **Folder trust.** In an untrusted folder every settings-file hook is skipped, user and
@@ -48,6 +51,7 @@ use crate::extension::{self, ExtensionInput};
 use crate::matcher::{MatchContext, Matcher};
 use crate::model::{HookEntry, Origin, Source};
 use crate::plan::Plan;
+use crate::sanitize::EnvRedaction;
 use crate::settings::{self, Diagnostic, EventHooks, SettingsLayer};
 use crate::trust::{HookTrust, HookTrustInput, ProjectHookPolicy};
 
@@ -109,6 +113,7 @@ pub struct Registry {
     project_hooks: Option<Map<String, Value>>,
     diagnostics: Vec<Diagnostic>,
     trust_policy: ProjectHookPolicy,
+    env_redaction: Arc<EnvRedaction>,
 }
 
 impl Default for Registry {
@@ -121,6 +126,7 @@ impl Default for Registry {
             project_hooks: None,
             diagnostics: Vec::new(),
             trust_policy: ProjectHookPolicy::Warn,
+            env_redaction: Arc::default(),
         }
     }
 }
@@ -166,7 +172,18 @@ impl Registry {
             .filter(|layer| input.folder_trusted || layer.source != Source::Project)
             .collect();
         merged.sort_by_key(|layer| merge_rank(layer.source));
+        let mut env_redaction = EnvRedaction::default();
         for layer in &merged {
+            let redaction = &layer.env_redaction;
+            if let Some(enabled) = redaction.enabled {
+                env_redaction.enabled = enabled;
+            }
+            if let Some(allowed) = &redaction.allowed {
+                env_redaction.allowed.clone_from(allowed);
+            }
+            if let Some(blocked) = &redaction.blocked {
+                env_redaction.blocked.clone_from(blocked);
+            }
             let config = &layer.hooks_config;
             if let Some(enabled) = config.enabled {
                 registry.hooks_enabled = enabled;
@@ -180,6 +197,8 @@ impl Registry {
                 }
             }
         }
+
+        registry.env_redaction = Arc::new(env_redaction);
 
         if !registry.hooks_enabled {
             registry.diagnostics.push(Diagnostic::info(
@@ -311,6 +330,12 @@ impl Registry {
     /// Whether hooks are on (`hooksConfig.enabled`); when off the registry is empty.
     pub fn hooks_enabled(&self) -> bool {
         self.hooks_enabled
+    }
+
+    /// The merged `security.environmentVariableRedaction` settings: what of the base
+    /// environment this workspace's hooks get (`crate::sanitize`).
+    pub fn env_redaction(&self) -> &Arc<EnvRedaction> {
+        &self.env_redaction
     }
 
     /// `hooksConfig.notifications`: whether the agent CLI should show its hook indicator.
@@ -672,6 +697,58 @@ mod tests {
                 "{defaults:?} {user:?} {project:?} {system:?} trusted={trusted}"
             );
         }
+    }
+
+    #[test]
+    fn env_redaction_merges_last_wins_and_lists_replace() {
+        let redaction =
+            |text: &str| format!(r#"{{"security": {{"environmentVariableRedaction": {text}}}}}"#);
+        let names = |n: &[&str]| n.iter().map(|s| (*s).to_owned()).collect::<Vec<_>>();
+        let layers = || {
+            vec![
+                layer(
+                    Source::SystemDefaults,
+                    &redaction(r#"{"enabled": true, "blocked": ["A"], "allowed": ["X"]}"#),
+                ),
+                layer(Source::User, &redaction(r#"{"blocked": ["B", "C"]}"#)),
+                layer(
+                    Source::Project,
+                    &redaction(r#"{"enabled": false, "allowed": ["Y"]}"#),
+                ),
+                layer(Source::System, &redaction(r#"{"allowed": []}"#)),
+            ]
+        };
+        let mut trusted = input(layers(), Vec::new());
+        trusted.folder_trusted = true;
+        assert_eq!(
+            **Registry::build(&trusted).env_redaction(),
+            EnvRedaction {
+                enabled: false,
+                allowed: Vec::new(),
+                blocked: names(&["B", "C"]),
+            }
+        );
+        // An untrusted workspace's file takes no part; hooks switched off change nothing.
+        let mut untrusted = input(layers(), Vec::new());
+        untrusted.folder_trusted = false;
+        untrusted.layers.push(layer(
+            Source::User,
+            r#"{"hooksConfig": {"enabled": false}}"#,
+        ));
+        let registry = Registry::build(&untrusted);
+        assert!(!registry.hooks_enabled());
+        assert_eq!(
+            **registry.env_redaction(),
+            EnvRedaction {
+                enabled: true,
+                allowed: Vec::new(),
+                blocked: names(&["B", "C"]),
+            }
+        );
+        assert_eq!(
+            **Registry::build(&input(Vec::new(), Vec::new())).env_redaction(),
+            EnvRedaction::default()
+        );
     }
 
     #[test]

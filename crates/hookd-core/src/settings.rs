@@ -7,7 +7,9 @@
 //!
 //! - `hooks`: per event, the hook definitions, validated entry by entry (§1.4);
 //! - `hooksConfig.enabled`, `hooksConfig.disabled`, `hooksConfig.notifications` (§1.5);
-//! - `security.folderTrust.enabled`, which the loader needs to decide folder trust.
+//! - `security.folderTrust.enabled`, which the loader needs to decide folder trust;
+//! - `security.environmentVariableRedaction.{enabled,allowed,blocked}` (§4.3), which decide
+//!   what of the base environment hooks get ([`crate::sanitize`]).
 //!
 //! Validation mirrors Gemini CLI: the legacy keys `enabled`, `disabled` and `notifications`
 //! inside `hooks` are skipped silently; any other unknown event key is skipped with the warning
@@ -179,6 +181,18 @@ pub struct HooksConfig {
     pub notifications: Option<bool>,
 }
 
+/// The `security.environmentVariableRedaction` keys a file sets; `None` where the file does
+/// not set one.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct EnvRedactionSettings {
+    /// `enabled`.
+    pub enabled: Option<bool>,
+    /// `allowed`: names always passed to hooks.
+    pub allowed: Option<Vec<String>>,
+    /// `blocked`: names never passed to hooks.
+    pub blocked: Option<Vec<String>>,
+}
+
 /// What one settings file contributes.
 #[derive(Debug, Clone, PartialEq)]
 pub struct SettingsLayer {
@@ -192,6 +206,8 @@ pub struct SettingsLayer {
     pub hooks_config: HooksConfig,
     /// `security.folderTrust.enabled`, if the file sets it.
     pub folder_trust_enabled: Option<bool>,
+    /// The file's `security.environmentVariableRedaction` values.
+    pub env_redaction: EnvRedactionSettings,
     /// The file's `hooks` object after expansion, unvalidated, as Gemini CLI hands the
     /// workspace's to its project-hook trust check (§1.8).
     pub raw_hooks: Option<Map<String, Value>>,
@@ -275,6 +291,7 @@ pub fn parse_settings(
 
     let hooks_config = parse_hooks_config(root.get("hooksConfig"), path, &mut diagnostics);
     let folder_trust_enabled = parse_folder_trust(&root, path, &mut diagnostics);
+    let env_redaction = parse_env_redaction(&root, path, &mut diagnostics);
 
     ParsedSettings {
         layer: Some(SettingsLayer {
@@ -283,6 +300,7 @@ pub fn parse_settings(
             hooks,
             hooks_config,
             folder_trust_enabled,
+            env_redaction,
             raw_hooks,
         }),
         diagnostics,
@@ -723,6 +741,84 @@ fn parse_folder_trust(
     }
 }
 
+/// Reads `security.environmentVariableRedaction`: a value of the wrong type is ignored with a
+/// warning naming its key (Gemini CLI's schema would reject it), and so is a list item that is
+/// not a string.
+fn parse_env_redaction(
+    root: &Map<String, Value>,
+    path: &Path,
+    diagnostics: &mut Vec<Diagnostic>,
+) -> EnvRedactionSettings {
+    const KEY: &str = "security.environmentVariableRedaction";
+    let mut settings = EnvRedactionSettings::default();
+    let Some(value) = root
+        .get("security")
+        .and_then(|security| security.get("environmentVariableRedaction"))
+    else {
+        return settings;
+    };
+    let Value::Object(map) = value else {
+        diagnostics.push(
+            Diagnostic::warning(format!(
+                "must be an object, not {}; ignored",
+                json_type(value)
+            ))
+            .with_path(path)
+            .with_key(KEY),
+        );
+        return settings;
+    };
+    settings.enabled = match map.get("enabled") {
+        None => None,
+        Some(Value::Bool(flag)) => Some(*flag),
+        Some(other) => {
+            diagnostics.push(
+                Diagnostic::warning(format!(
+                    "must be true or false, not {}; ignored",
+                    json_type(other)
+                ))
+                .with_path(path)
+                .with_key(format!("{KEY}.enabled")),
+            );
+            None
+        }
+    };
+    let mut names = |field: &str| match map.get(field) {
+        None => None,
+        Some(Value::Array(items)) => {
+            let mut names = Vec::new();
+            for (index, item) in items.iter().enumerate() {
+                match item {
+                    Value::String(name) => names.push(name.clone()),
+                    other => diagnostics.push(
+                        Diagnostic::warning(format!(
+                            "variable names must be strings, not {}; ignored",
+                            json_type(other)
+                        ))
+                        .with_path(path)
+                        .with_key(format!("{KEY}.{field}[{index}]")),
+                    ),
+                }
+            }
+            Some(names)
+        }
+        Some(other) => {
+            diagnostics.push(
+                Diagnostic::warning(format!(
+                    "must be a list of variable names, not {}; ignored",
+                    json_type(other)
+                ))
+                .with_path(path)
+                .with_key(format!("{KEY}.{field}")),
+            );
+            None
+        }
+    };
+    settings.allowed = names("allowed");
+    settings.blocked = names("blocked");
+    settings
+}
+
 /// The JSON type name of a value with its article (`a string`, `an object`, `null`), for
 /// messages.
 pub fn json_type(value: &Value) -> &'static str {
@@ -1054,6 +1150,65 @@ mod tests {
             trust(r#"{"security": {"folderTrust": {"enabled": "yes"}}}"#),
             None
         );
+    }
+
+    #[test]
+    fn env_redaction_settings() {
+        let names = |n: &[&str]| Some(n.iter().map(|s| (*s).to_owned()).collect::<Vec<_>>());
+        // (text, expected, warnings naming these keys)
+        let cases: Vec<(&str, EnvRedactionSettings, Vec<&str>)> = vec![
+            ("{}", EnvRedactionSettings::default(), vec![]),
+            (
+                r#"{"security": {"environmentVariableRedaction": {"enabled": true,
+                    "allowed": ["MY_HOME"], "blocked": ["EDITOR", "PAGER"]}}}"#,
+                EnvRedactionSettings {
+                    enabled: Some(true),
+                    allowed: names(&["MY_HOME"]),
+                    blocked: names(&["EDITOR", "PAGER"]),
+                },
+                vec![],
+            ),
+            (
+                r#"{"security": {"environmentVariableRedaction": {"allowed": []}}}"#,
+                EnvRedactionSettings {
+                    allowed: names(&[]),
+                    ..EnvRedactionSettings::default()
+                },
+                vec![],
+            ),
+            (
+                r#"{"security": {"environmentVariableRedaction": true}}"#,
+                EnvRedactionSettings::default(),
+                vec!["security.environmentVariableRedaction"],
+            ),
+            (
+                r#"{"security": {"environmentVariableRedaction": {"enabled": "yes",
+                    "allowed": "HOME", "blocked": ["A", 1, "B"]}}}"#,
+                EnvRedactionSettings {
+                    blocked: names(&["A", "B"]),
+                    ..EnvRedactionSettings::default()
+                },
+                vec![
+                    "security.environmentVariableRedaction.enabled",
+                    "security.environmentVariableRedaction.allowed",
+                    "security.environmentVariableRedaction.blocked[1]",
+                ],
+            ),
+        ];
+        for (text, expected, keys) in cases {
+            let parsed = parse(text);
+            assert_eq!(
+                parsed.layer.expect("layer").env_redaction,
+                expected,
+                "{text}"
+            );
+            let warned: Vec<_> = parsed
+                .diagnostics
+                .iter()
+                .map(|diagnostic| diagnostic.key.as_deref().unwrap_or(""))
+                .collect();
+            assert_eq!(warned, keys, "{text}");
+        }
     }
 
     #[test]

@@ -64,6 +64,7 @@ use hookd_core::payload::{BaseFields, build_payload, chunk_text, write_payload};
 use hookd_core::plan::Plan;
 use hookd_core::policy::{FailurePolicy, apply_failure_policy};
 use hookd_core::result::{HookOutcome, HookResult, HookRun};
+use hookd_core::sanitize::EnvRedaction;
 use hookd_core::trust::{
     HookTrust, ProjectHookPolicy, TrustKey, changed_script_message, refusal_message, sha256_hex,
     warning_message,
@@ -192,6 +193,8 @@ pub struct EnvCache {
 struct CachedEnv {
     /// The client's environment it was built from (kept alive, so a pointer match is exact).
     base: Arc<Vec<(String, String)>>,
+    /// The workspace's redaction settings it was built under (kept alive likewise).
+    redaction: Arc<EnvRedaction>,
     project_dir: String,
     plans_dir: String,
     session_id: String,
@@ -203,10 +206,12 @@ impl CachedEnv {
     fn matches(
         &self,
         base: &Arc<Vec<(String, String)>>,
+        redaction: &Arc<EnvRedaction>,
         vars: &CommandVars<'_>,
         hook_env: &[(String, String)],
     ) -> bool {
         (Arc::ptr_eq(&self.base, base) || self.base == *base)
+            && (Arc::ptr_eq(&self.redaction, redaction) || self.redaction == *redaction)
             && self.project_dir == vars.project_dir
             && self.plans_dir == vars.plans_dir
             && self.session_id == vars.session_id
@@ -219,17 +224,19 @@ impl EnvCache {
     pub const CAPACITY: usize = 64;
 
     /// The environment of a hook with `hook_env` run for a client whose environment is `base`
-    /// in the session `vars` describe: `hookd_core::env::hook_environment`, built on first use.
+    /// in the session `vars` describe, under the workspace's `redaction` settings:
+    /// `hookd_core::env::hook_environment`, built on first use.
     pub fn get(
         &self,
         base: &Arc<Vec<(String, String)>>,
+        redaction: &Arc<EnvRedaction>,
         vars: &CommandVars<'_>,
         hook_env: &[(String, String)],
     ) -> Arc<HookEnv> {
         let mut entries = self.entries.lock().unwrap_or_else(PoisonError::into_inner);
         if let Some(index) = entries
             .iter()
-            .rposition(|entry| entry.matches(base, vars, hook_env))
+            .rposition(|entry| entry.matches(base, redaction, vars, hook_env))
         {
             // Most recently used last.
             let entry = entries.remove(index);
@@ -237,12 +244,15 @@ impl EnvCache {
             entries.push(entry);
             return env;
         }
-        let env = Arc::new(HookEnv::new(hook_environment(base, vars, hook_env)));
+        let env = Arc::new(HookEnv::new(hook_environment(
+            base, redaction, vars, hook_env,
+        )));
         if entries.len() >= Self::CAPACITY {
             entries.remove(0);
         }
         entries.push(CachedEnv {
             base: Arc::clone(base),
+            redaction: Arc::clone(redaction),
             project_dir: vars.project_dir.to_owned(),
             plans_dir: vars.plans_dir.to_owned(),
             session_id: vars.session_id.to_owned(),
@@ -269,6 +279,9 @@ pub struct FireRequest {
     pub plans_dir: String,
     /// The client's environment, which every hook's environment starts from.
     pub env: Arc<Vec<(String, String)>>,
+    /// The workspace's `security.environmentVariableRedaction` settings
+    /// (`hookd_core::registry::Registry::env_redaction`): what of `env` hooks get.
+    pub env_redaction: Arc<EnvRedaction>,
     /// Fields of `input` already serialised as JSON, written as they are into the hooks'
     /// payloads (`hookd_core::payload::write_payload`); each must be exactly the JSON of the
     /// input's value. An AfterModel stream keeps its `llm_request` and the text emitted so far
@@ -646,10 +659,12 @@ impl Firing<'_> {
             program: self.config.shell.clone(),
             args: vec!["-c".to_owned(), expand_command(command, &self.vars)],
             cwd: PathBuf::from(&self.request.base.cwd),
-            env: self
-                .config
-                .envs
-                .get(&self.request.env, &self.vars, &entry.config.env),
+            env: self.config.envs.get(
+                &self.request.env,
+                &self.request.env_redaction,
+                &self.vars,
+                &entry.config.env,
+            ),
             stdin,
             timeout,
         }
@@ -810,6 +825,7 @@ mod tests {
             project_dir: cwd.to_str().expect("utf-8 temp dir").to_owned(),
             plans_dir: "/plans".to_owned(),
             env: Arc::new(vec![("PATH".to_owned(), PATH.to_owned())]),
+            env_redaction: Arc::default(),
             serialized: Vec::new(),
             process_keys: ProcessKeys::default(),
         }

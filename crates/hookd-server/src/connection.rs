@@ -25,6 +25,7 @@ use bytes::Bytes;
 use futures_util::FutureExt;
 use hookd_core::matcher::MatchContext;
 use hookd_core::payload::{BaseFields, format_timestamp};
+use hookd_core::sanitize::EnvRedaction;
 use hookd_core::{HookEventName, MatcherKind};
 use hookd_protocol::fast::{ScannedEvent, ScannedRequest};
 use hookd_protocol::{
@@ -517,6 +518,7 @@ impl Connection {
             project_dir: request.cwd,
             plans_dir,
             env,
+            env_redaction: Arc::clone(snapshot.registry.env_redaction()),
             serialized,
             process_keys: ProcessKeys::default(),
         };
@@ -712,6 +714,7 @@ impl Connection {
             token,
             event,
             env,
+            env_redaction: Arc::clone(snapshot.registry.env_redaction()),
             generation: snapshot.generation,
             project_id: snapshot.project_id.clone(),
             _output_permit: output_permit,
@@ -888,6 +891,8 @@ struct Run {
     token: CancellationToken,
     event: HookEventName,
     env: Env,
+    /// The project's redaction settings for `env`.
+    env_redaction: Arc<EnvRedaction>,
     generation: u64,
     /// Gemini CLI's id of the project, for the default plans directory.
     project_id: String,
@@ -921,6 +926,7 @@ impl Run {
             project_dir,
             plans_dir,
             env: Arc::clone(&self.env),
+            env_redaction: Arc::clone(&self.env_redaction),
             serialized: Vec::new(),
             process_keys: ProcessKeys::default(),
         };
