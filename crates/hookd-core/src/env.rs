@@ -150,13 +150,7 @@ pub fn resolve_path(path: &str) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    fn pairs(items: &[(&str, &str)]) -> Vec<(String, String)> {
-        items
-            .iter()
-            .map(|(name, value)| ((*name).to_owned(), (*value).to_owned()))
-            .collect()
-    }
+    use crate::sanitize::tests::pairs;
 
     fn check_env(base: &[(&str, &str)], hook_env: &[(&str, &str)], expected: &[(&str, &str)]) {
         let vars = CommandVars {

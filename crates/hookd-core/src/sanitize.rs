@@ -205,10 +205,11 @@ pub fn sanitize(base: &[(String, String)], settings: &EnvRedaction) -> Vec<(Stri
 }
 
 #[cfg(test)]
-mod tests {
+pub(crate) mod tests {
     use super::*;
 
-    fn pairs(items: &[(&str, &str)]) -> Vec<(String, String)> {
+    /// Owned `(name, value)` pairs.
+    pub(crate) fn pairs(items: &[(&str, &str)]) -> Vec<(String, String)> {
         items
             .iter()
             .map(|(name, value)| ((*name).to_owned(), (*value).to_owned()))

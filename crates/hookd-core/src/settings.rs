@@ -662,57 +662,94 @@ fn parse_hooks_config(
             return config;
         }
     };
-    let mut boolean = |field: &str| match map.get(field) {
-        None => None,
-        Some(Value::Bool(flag)) => Some(*flag),
-        Some(other) => {
+    let mut boolean = |field: &str| {
+        optional_bool(
+            map.get(field),
+            &format!("hooksConfig.{field}"),
+            path,
+            diagnostics,
+        )
+    };
+    config.enabled = boolean("enabled");
+    config.notifications = boolean("notifications");
+    config.disabled = match map.get("disabled") {
+        // Gemini CLI's merge wraps a lone string into a list.
+        Some(Value::String(name)) => Some(vec![name.clone()]),
+        other => optional_names(
+            other,
+            "hooksConfig.disabled",
+            ("hook names", "disabled hook names"),
+            path,
+            diagnostics,
+        ),
+    };
+    config
+}
+
+/// An optional boolean setting at `key`: a value of another type is ignored with a warning
+/// naming the key.
+fn optional_bool(
+    value: Option<&Value>,
+    key: &str,
+    path: &Path,
+    diagnostics: &mut Vec<Diagnostic>,
+) -> Option<bool> {
+    match value? {
+        Value::Bool(flag) => Some(*flag),
+        other => {
             diagnostics.push(
                 Diagnostic::warning(format!(
                     "must be true or false, not {}; ignored",
                     json_type(other)
                 ))
                 .with_path(path)
-                .with_key(format!("hooksConfig.{field}")),
+                .with_key(key),
             );
             None
         }
-    };
-    config.enabled = boolean("enabled");
-    config.notifications = boolean("notifications");
-    config.disabled = match map.get("disabled") {
-        None => None,
-        // Gemini CLI's merge wraps a lone string into a list.
-        Some(Value::String(name)) => Some(vec![name.clone()]),
-        Some(Value::Array(items)) => {
+    }
+}
+
+/// An optional list of names at `key`: a value that is not a list is ignored, and so is an
+/// item that is not a string, each with a warning naming its key. `(list, items)` name the
+/// names in the two messages (`hook names`, `disabled hook names`).
+fn optional_names(
+    value: Option<&Value>,
+    key: &str,
+    (list, items): (&str, &str),
+    path: &Path,
+    diagnostics: &mut Vec<Diagnostic>,
+) -> Option<Vec<String>> {
+    match value? {
+        Value::Array(values) => {
             let mut names = Vec::new();
-            for (index, item) in items.iter().enumerate() {
+            for (index, item) in values.iter().enumerate() {
                 match item {
                     Value::String(name) => names.push(name.clone()),
                     other => diagnostics.push(
                         Diagnostic::warning(format!(
-                            "disabled hook names must be strings, not {}; ignored",
+                            "{items} must be strings, not {}; ignored",
                             json_type(other)
                         ))
                         .with_path(path)
-                        .with_key(format!("hooksConfig.disabled[{index}]")),
+                        .with_key(format!("{key}[{index}]")),
                     ),
                 }
             }
             Some(names)
         }
-        Some(other) => {
+        other => {
             diagnostics.push(
                 Diagnostic::warning(format!(
-                    "must be a list of hook names, not {}; ignored",
+                    "must be a list of {list}, not {}; ignored",
                     json_type(other)
                 ))
                 .with_path(path)
-                .with_key("hooksConfig.disabled"),
+                .with_key(key),
             );
             None
         }
-    };
-    config
+    }
 }
 
 /// Reads `security.folderTrust.enabled`.
@@ -724,21 +761,8 @@ fn parse_folder_trust(
     let value = root
         .get("security")
         .and_then(|security| security.get("folderTrust"))
-        .and_then(|folder_trust| folder_trust.get("enabled"))?;
-    match value {
-        Value::Bool(flag) => Some(*flag),
-        other => {
-            diagnostics.push(
-                Diagnostic::warning(format!(
-                    "must be true or false, not {}; ignored",
-                    json_type(other)
-                ))
-                .with_path(path)
-                .with_key("security.folderTrust.enabled"),
-            );
-            None
-        }
-    }
+        .and_then(|folder_trust| folder_trust.get("enabled"));
+    optional_bool(value, "security.folderTrust.enabled", path, diagnostics)
 }
 
 /// Reads `security.environmentVariableRedaction`: a value of the wrong type is ignored with a
@@ -768,51 +792,20 @@ fn parse_env_redaction(
         );
         return settings;
     };
-    settings.enabled = match map.get("enabled") {
-        None => None,
-        Some(Value::Bool(flag)) => Some(*flag),
-        Some(other) => {
-            diagnostics.push(
-                Diagnostic::warning(format!(
-                    "must be true or false, not {}; ignored",
-                    json_type(other)
-                ))
-                .with_path(path)
-                .with_key(format!("{KEY}.enabled")),
-            );
-            None
-        }
-    };
-    let mut names = |field: &str| match map.get(field) {
-        None => None,
-        Some(Value::Array(items)) => {
-            let mut names = Vec::new();
-            for (index, item) in items.iter().enumerate() {
-                match item {
-                    Value::String(name) => names.push(name.clone()),
-                    other => diagnostics.push(
-                        Diagnostic::warning(format!(
-                            "variable names must be strings, not {}; ignored",
-                            json_type(other)
-                        ))
-                        .with_path(path)
-                        .with_key(format!("{KEY}.{field}[{index}]")),
-                    ),
-                }
-            }
-            Some(names)
-        }
-        Some(other) => {
-            diagnostics.push(
-                Diagnostic::warning(format!(
-                    "must be a list of variable names, not {}; ignored",
-                    json_type(other)
-                ))
-                .with_path(path)
-                .with_key(format!("{KEY}.{field}")),
-            );
-            None
-        }
+    settings.enabled = optional_bool(
+        map.get("enabled"),
+        &format!("{KEY}.enabled"),
+        path,
+        diagnostics,
+    );
+    let mut names = |field: &str| {
+        optional_names(
+            map.get(field),
+            &format!("{KEY}.{field}"),
+            ("variable names", "variable names"),
+            path,
+            diagnostics,
+        )
     };
     settings.allowed = names("allowed");
     settings.blocked = names("blocked");
