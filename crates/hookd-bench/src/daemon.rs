@@ -1,7 +1,7 @@
 //! The daemon under test, run as `hookd-bench daemon` in its own process.
 //!
-//! It does what the `hookd` binary does: a tokio runtime (multi-threaded unless asked
-//! otherwise), [`hookd_server::bind_socket`], then [`hookd_server::run`] with a
+//! It does what the `hookd` binary does: a tokio runtime (the flavor the benchmark is asked
+//! for: current-thread by default, as `hookd` runs), [`hookd_server::bind_socket`], then [`hookd_server::run`] with a
 //! [`hookd_server::ServerConfig`] built from an environment, and `info` logging to stderr
 //! (the parent sends that to a file). The environment is built from the arguments only, so
 //! the machine's own Gemini CLI settings cannot leak in.
@@ -18,9 +18,9 @@ use crate::echo::{announce_ready, wait_for_stdin_eof};
 /// Which tokio runtime the daemon runs on.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
 pub enum RuntimeFlavor {
-    /// The multi-threaded runtime, as the `hookd` binary uses.
+    /// The multi-threaded runtime, as `hookd --threads N` (N > 1) uses.
     MultiThread,
-    /// A single-threaded runtime, for comparison.
+    /// The single-threaded runtime, as the `hookd` binary uses by default.
     CurrentThread,
 }
 
@@ -57,7 +57,7 @@ pub struct DaemonArgs {
     #[arg(long)]
     pub system_defaults: PathBuf,
     /// The tokio runtime flavor.
-    #[arg(long, value_enum, default_value = "multi-thread")]
+    #[arg(long, value_enum, default_value = "current-thread")]
     pub runtime: RuntimeFlavor,
 }
 
