@@ -146,15 +146,29 @@ fn merge(
 }
 
 /// Keeps the seven output keys in their order; everything else is dropped.
-fn normalise(mut merged: Map<String, Value>) -> Value {
-    let mut output = Map::new();
-    for key in OUTPUT_KEYS {
-        // Moved out: the merged map is not used again (its order may change).
-        if let Some(value) = merged.remove(key) {
-            output.insert(key.to_owned(), value);
-        }
+fn normalise(merged: Map<String, Value>) -> Value {
+    let rank = |key: &str| OUTPUT_KEYS.iter().position(|output_key| *output_key == key);
+    // Nearly always only output keys, already in their order: nothing to do.
+    let mut ranks = merged.keys().map(|key| rank(key));
+    let mut last = None;
+    let in_order = ranks.all(|key_rank| {
+        let follows = key_rank.is_some() && key_rank > last;
+        last = key_rank;
+        follows
+    });
+    if in_order {
+        return Value::Object(merged);
     }
-    Value::Object(output)
+    let mut kept: Vec<(usize, String, Value)> = merged
+        .into_iter()
+        .filter_map(|(key, value)| rank(&key).map(|key_rank| (key_rank, key, value)))
+        .collect();
+    kept.sort_unstable_by_key(|(key_rank, ..)| *key_rank);
+    Value::Object(
+        kept.into_iter()
+            .map(|(_, key, value)| (key, value))
+            .collect(),
+    )
 }
 
 /// A top-level field of an output (arrays and other non-objects have none).
@@ -267,8 +281,22 @@ fn or_merge(outputs: &[Value]) -> Result<Map<String, Value>, JsTypeError> {
 /// result is what spreading copies would give (`{...merged, ...output, hookSpecificOutput:
 /// {...merged.hookSpecificOutput, ...output.hookSpecificOutput}}`, each key keeping its first
 /// position).
-fn field_replacement(outputs: Vec<Value>) -> Map<String, Value> {
+fn field_replacement(mut outputs: Vec<Value>) -> Map<String, Value> {
     const SPECIFIC: &str = "hookSpecificOutput";
+    // One object output whose hookSpecificOutput is an object or absent (a hook per chunk,
+    // the common case) merges into itself, with an empty hookSpecificOutput added last when it
+    // had none.
+    if let [Value::Object(output)] = outputs.as_mut_slice() {
+        match output.get(SPECIFIC) {
+            Some(Value::Object(_)) => return std::mem::take(output),
+            None => {
+                let mut merged = std::mem::take(output);
+                merged.insert(SPECIFIC.to_owned(), Value::Object(Map::new()));
+                return merged;
+            }
+            Some(_) => {}
+        }
+    }
     let mut merged = Map::new();
     for mut output in outputs {
         let mut specific = Map::new();
@@ -438,22 +466,32 @@ fn with_content_replacement(output: &Value, input: &Map<String, Value>) -> Value
 /// The input's `llm_response` with its text replaced by `content`: `text` (when present) is
 /// set, and the first candidate's parts become `[content]`, creating the candidate (role
 /// `model`) when there is none. Stream sessions use it too, to give hooks a chunk whose text
-/// their builtin filters changed.
+/// their builtin filters changed (through [`replace_response_text`], on the chunk they own).
 pub fn replaced_response(original: Option<&Value>, content: &str) -> Value {
-    let candidate = || json!({"content": {"role": "model", "parts": [content]}});
-    let Some(Value::Object(original)) = original else {
-        return json!({"candidates": [candidate()]});
-    };
-    let mut response = original.clone();
+    match original {
+        Some(Value::Object(original)) => {
+            let mut response = original.clone();
+            replace_response_text(&mut response, content);
+            Value::Object(response)
+        }
+        _ => json!({"candidates": [response_candidate(content)]}),
+    }
+}
+
+/// [`replaced_response`] on a response object owned by the caller: its text replaced in place.
+pub fn replace_response_text(response: &mut Map<String, Value>, content: &str) {
     if let Some(text) = response.get_mut("text") {
-        *text = json!(content);
+        *text = Value::String(content.to_owned());
     }
     match response.get_mut("candidates") {
         Some(Value::Array(candidates)) if !candidates.is_empty() => {
             match candidates[0].as_object_mut() {
                 Some(first) => match first.get_mut("content") {
                     Some(Value::Object(first_content)) => {
-                        first_content.insert("parts".to_owned(), json!([content]));
+                        first_content.insert(
+                            "parts".to_owned(),
+                            Value::Array(vec![Value::String(content.to_owned())]),
+                        );
                     }
                     _ => {
                         first.insert(
@@ -462,14 +500,21 @@ pub fn replaced_response(original: Option<&Value>, content: &str) -> Value {
                         );
                     }
                 },
-                None => candidates[0] = candidate(),
+                None => candidates[0] = response_candidate(content),
             }
         }
         _ => {
-            response.insert("candidates".to_owned(), json!([candidate()]));
+            response.insert(
+                "candidates".to_owned(),
+                Value::Array(vec![response_candidate(content)]),
+            );
         }
     }
-    Value::Object(response)
+}
+
+/// A candidate whose content is `content`, from the model.
+fn response_candidate(content: &str) -> Value {
+    json!({"content": {"role": "model", "parts": [content]}})
 }
 
 #[cfg(test)]
@@ -757,7 +802,45 @@ mod tests {
         })
     }
 
+    /// Normalisation as picking each output key in turn states it: the oracle of the
+    /// in-place one.
+    fn normalise_by_picking(mut merged: Map<String, Value>) -> Value {
+        let mut output = Map::new();
+        for key in OUTPUT_KEYS {
+            if let Some(value) = merged.remove(key) {
+                output.insert(key.to_owned(), value);
+            }
+        }
+        Value::Object(output)
+    }
+
+    /// Merged outputs: output keys and others, in any order.
+    fn merged_output() -> impl proptest::strategy::Strategy<Value = Map<String, Value>> {
+        use proptest::prelude::*;
+        let mut keys: Vec<&'static str> = OUTPUT_KEYS.to_vec();
+        keys.extend(["content", "a", "hookSpecificOutputs"]);
+        prop::collection::vec((prop::sample::select(keys), json_value()), 0..10).prop_map(
+            |entries| {
+                entries
+                    .into_iter()
+                    .map(|(key, value)| (key.to_owned(), value))
+                    .collect()
+            },
+        )
+    }
+
     proptest::proptest! {
+        #[test]
+        fn normalising_in_place_equals_picking_each_key(merged in merged_output()) {
+            let expected = normalise_by_picking(merged.clone());
+            let normalised = normalise(merged);
+            // Same keys in the same order, same values.
+            proptest::prop_assert_eq!(
+                serde_json::to_string(&normalised).expect("json"),
+                serde_json::to_string(&expected).expect("json")
+            );
+        }
+
         #[test]
         fn moving_field_replacement_equals_copying_spreads(
             outputs in proptest::collection::vec(json_value(), 0..4)
@@ -947,6 +1030,54 @@ mod tests {
             for (outputs, expected) in &cases {
                 check(event, json!({}), outputs, Some(expected.clone()));
             }
+        }
+    }
+
+    #[test]
+    fn a_response_gets_its_text_replaced_whatever_its_shape() {
+        let part = |text: &str| json!({"content": {"role": "model", "parts": [text]}});
+        // (response, expected after replacing its text with "new")
+        let cases = [
+            (
+                json!({"text": "old", "candidates": [{"content": {"role": "model", "parts": ["o", "ld"]}, "index": 0}, part("second")]}),
+                json!({"text": "new", "candidates": [{"content": {"role": "model", "parts": ["new"]}, "index": 0}, part("second")]}),
+            ),
+            (json!({}), json!({"candidates": [part("new")]})),
+            (
+                json!({"candidates": []}),
+                json!({"candidates": [part("new")]}),
+            ),
+            (
+                json!({"candidates": "x", "k": 1}),
+                json!({"candidates": [part("new")], "k": 1}),
+            ),
+            (
+                json!({"candidates": ["x", "y"]}),
+                json!({"candidates": [part("new"), "y"]}),
+            ),
+            (
+                json!({"candidates": [{"content": "x", "index": 2}]}),
+                json!({"candidates": [{"content": {"role": "model", "parts": ["new"]}, "index": 2}]}),
+            ),
+        ];
+        for (response, expected) in cases {
+            let Value::Object(mut owned) = response.clone() else {
+                panic!("an object");
+            };
+            replace_response_text(&mut owned, "new");
+            assert_eq!(Value::Object(owned), expected, "{response}");
+            assert_eq!(
+                replaced_response(Some(&response), "new"),
+                expected,
+                "{response}"
+            );
+        }
+        // No response, or one that is not an object: a minimal one.
+        for original in [None, Some(json!("text")), Some(json!(null))] {
+            assert_eq!(
+                replaced_response(original.as_ref(), "new"),
+                json!({"candidates": [part("new")]})
+            );
         }
     }
 

@@ -63,6 +63,57 @@ impl<'a> Object<'a> {
         write_list(self.out, values);
     }
 
+    /// An entry whose value is `true` or `false`.
+    pub fn bool(&mut self, key: &str, value: bool) {
+        self.key(key);
+        self.out
+            .extend_from_slice(if value { b"true" } else { b"false" });
+    }
+
+    /// An entry whose value is an integer.
+    pub fn int(&mut self, key: &str, value: impl itoa::Integer) {
+        self.key(key);
+        write_int(self.out, value);
+    }
+
+    /// An entry whose value is an integer or `null`.
+    pub fn int_or_null(&mut self, key: &str, value: Option<impl itoa::Integer>) {
+        self.key(key);
+        match value {
+            Some(value) => write_int(self.out, value),
+            None => self.out.extend_from_slice(b"null"),
+        }
+    }
+
+    /// An entry whose value is a floating-point number, as serde_json writes an `f64`
+    /// (`null` when it is not finite).
+    pub fn float(&mut self, key: &str, value: f64) {
+        self.key(key);
+        write_float(self.out, value);
+    }
+
+    /// An entry whose value is a string or `null`.
+    pub fn str_or_null(&mut self, key: &str, value: Option<&str>) {
+        self.key(key);
+        match value {
+            Some(value) => write_str(self.out, value),
+            None => self.out.extend_from_slice(b"null"),
+        }
+    }
+
+    /// An entry whose value is an array of strings.
+    pub fn strs(&mut self, key: &str, values: &[String]) {
+        self.key(key);
+        self.out.push(b'[');
+        for (index, value) in values.iter().enumerate() {
+            if index > 0 {
+                self.out.push(b',');
+            }
+            write_str(self.out, value);
+        }
+        self.out.push(b']');
+    }
+
     /// An entry whose value is anything serializable (a `serde_json::Value`, a number, an
     /// option, ...).
     pub fn value<T: Serialize + ?Sized>(&mut self, key: &str, value: &T) {
@@ -146,6 +197,21 @@ impl<'a> Array<'a> {
 pub fn write<T: Serialize + ?Sized>(out: &mut Vec<u8>, value: &T) {
     // Writing into a Vec cannot fail, and map keys here are always strings.
     let _ = serde_json::to_writer(out, value);
+}
+
+/// Appends an integer as serde_json writes it (with the same formatter, `itoa`).
+pub fn write_int(out: &mut Vec<u8>, value: impl itoa::Integer) {
+    out.extend_from_slice(itoa::Buffer::new().format(value).as_bytes());
+}
+
+/// Appends an `f64` as serde_json writes it: with the same formatter (`zmij`) when it is
+/// finite, `null` when it is not.
+pub fn write_float(out: &mut Vec<u8>, value: f64) {
+    if value.is_finite() {
+        out.extend_from_slice(zmij::Buffer::new().format_finite(value).as_bytes());
+    } else {
+        out.extend_from_slice(b"null");
+    }
 }
 
 /// Appends `text` as a JSON string's contents, escaped as serde_json escapes it but without
@@ -390,11 +456,60 @@ mod tests {
         }
 
         #[test]
+        fn typed_entries_are_written_as_serde_json_writes_them(
+            flag in proptest::prelude::any::<bool>(),
+            signed in proptest::prelude::any::<i64>(),
+            unsigned in proptest::prelude::any::<u64>(),
+            code in proptest::prelude::any::<Option<i32>>(),
+            float in proptest::prelude::any::<f64>(),
+            millis in 0.0f64..1e9,
+            text in proptest::option::of(text()),
+            texts in proptest::collection::vec(text(), 0..4),
+        ) {
+            let mut out = Vec::new();
+            let mut object = Object::new(&mut out);
+            object.bool("b", flag);
+            object.int("i", signed);
+            object.int("u", unsigned);
+            object.int_or_null("c", code);
+            object.float("f", float);
+            object.float("m", millis);
+            object.str_or_null("t", text.as_deref());
+            object.strs("l", &texts);
+            object.end();
+            let expected = serde_json::to_string(&json!({
+                "b": flag, "i": signed, "u": unsigned, "c": code, "f": float, "m": millis,
+                "t": text, "l": texts,
+            }))
+            .expect("json");
+            proptest::prop_assert_eq!(String::from_utf8(out).expect("utf-8"), expected);
+        }
+
+        #[test]
         fn values_are_written_as_serde_json_writes_them(value in value()) {
             let mut out = Vec::new();
             write_value(&mut out, &value);
             let expected = serde_json::to_string(&value).expect("json");
             proptest::prop_assert_eq!(String::from_utf8(out).expect("utf-8"), expected);
+        }
+    }
+
+    #[test]
+    fn floats_that_are_not_finite_are_null_and_others_keep_their_shortest_form() {
+        for (value, expected) in [
+            (f64::NAN, "null"),
+            (f64::INFINITY, "null"),
+            (f64::NEG_INFINITY, "null"),
+            (0.0, "0.0"),
+            (-0.0, "-0.0"),
+            (1.5, "1.5"),
+            (0.1 + 0.2, "0.30000000000000004"),
+            (1e21, "1e+21"),
+        ] {
+            let mut out = Vec::new();
+            write_float(&mut out, value);
+            assert_eq!(String::from_utf8(out).expect("utf-8"), expected);
+            assert_eq!(serde_json::to_string(&value).expect("json"), expected);
         }
     }
 

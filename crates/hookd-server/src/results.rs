@@ -32,7 +32,7 @@ pub(crate) fn result_body(
     message.value("id", id);
     // The wire message flattens the result into itself.
     event_result_fields(&mut message, aggregate, results, limit)?;
-    message.value("generation", &generation);
+    message.int("generation", generation);
     message.end();
     within(out, limit)
 }
@@ -52,7 +52,7 @@ pub(crate) fn chunk_result_body(
     let mut message = Object::new(&mut out);
     message.str("type", "chunk_result");
     message.value("id", id);
-    message.value("seq", &seq);
+    message.int("seq", seq);
     if let Some(content) = content {
         message.str("content", content);
     }
@@ -110,13 +110,13 @@ fn event_result_fields(
     results: &[HookResult],
     limit: usize,
 ) -> Option<()> {
-    object.value("success", &aggregate.success);
+    object.bool("success", aggregate.success);
     object.json_or_null("final_output", aggregate.final_output.as_ref());
     room(object.written(), limit)?;
     object.json_list("all_outputs", &aggregate.all_outputs);
     room(object.written(), limit)?;
-    object.value("errors", &aggregate.errors);
-    object.value("total_duration_ms", &millis(aggregate.total_duration));
+    object.strs("errors", &aggregate.errors);
+    object.float("total_duration_ms", millis(aggregate.total_duration));
     let mut hooks = object.array("hooks");
     for result in results {
         let mut record = hooks.object();
@@ -133,24 +133,24 @@ fn record_fields(record: &mut Object<'_>, result: &HookResult) {
     record.str("name", &result.name);
     record.str("source", result.source.label());
     record.str("event", result.event.as_str());
-    record.value("success", &result.success);
-    record.value("exit_code", &result.exit_code);
-    record.value("duration_ms", &millis(result.duration));
+    record.bool("success", result.success);
+    record.int_or_null("exit_code", result.exit_code);
+    record.float("duration_ms", millis(result.duration));
     record.json_or_null("output", result.output.as_ref());
-    record.value(
+    record.str_or_null(
         "output_format",
-        &result.output_format.map(|format| match format {
+        result.output_format.map(|format| match format {
             OutputFormat::Json => "json",
             OutputFormat::Text => "text",
         }),
     );
     record.str("stdout", &result.stdout);
     record.str("stderr", &result.stderr);
-    record.value("error", &result.error);
+    record.str_or_null("error", result.error.as_deref());
     let mut outcome = record.object("outcome");
     outcome_fields(&mut outcome, &result.outcome);
     outcome.end();
-    record.value("failure", &result.failure.map(|kind| kind.as_str()));
+    record.str_or_null("failure", result.failure.map(|kind| kind.as_str()));
     if let Some(warning) = &result.warning {
         record.str("warning", warning);
     }
@@ -160,9 +160,9 @@ fn record_fields(record: &mut Object<'_>, result: &HookResult) {
 fn outcome_fields(object: &mut Object<'_>, outcome: &HookOutcome) {
     object.str("kind", outcome.kind());
     match outcome {
-        HookOutcome::Exited { code } => object.value("code", code),
-        HookOutcome::Signalled { signal } => object.value("signal", signal),
-        HookOutcome::TimedOut { timeout_ms } => object.value("timeout_ms", timeout_ms),
+        HookOutcome::Exited { code } => object.int("code", *code),
+        HookOutcome::Signalled { signal } => object.int("signal", *signal),
+        HookOutcome::TimedOut { timeout_ms } => object.int("timeout_ms", *timeout_ms),
         HookOutcome::OutputTooLarge {
             stream,
             cap_bytes,
@@ -175,8 +175,8 @@ fn outcome_fields(object: &mut Object<'_>, outcome: &HookOutcome) {
                     StreamName::Stderr => "stderr",
                 },
             );
-            object.value("cap_bytes", &(*cap_bytes as u64));
-            object.value("code", code);
+            object.int("cap_bytes", *cap_bytes as u64);
+            object.int_or_null("code", *code);
         }
         HookOutcome::SpawnFailed { message } | HookOutcome::Refused { message } => {
             object.str("message", message);

@@ -621,8 +621,8 @@ fn run_filters(
     llm_response: Map<String, Value>,
     hooks: usize,
 ) -> Filtered {
-    let original_response = Value::Object(llm_response);
-    let original = chunk_text(&original_response);
+    let mut response = Value::Object(llm_response);
+    let original = chunk_text(&response);
     let mut results: Vec<HookResult> = Vec::with_capacity(hooks);
     let mut text = original.clone();
     for filter in &mut state.filters {
@@ -632,11 +632,11 @@ fn run_filters(
         results.push(builtin_record(&filter.entry, output, started.elapsed()));
         text = filtered;
     }
-    let response = if text == original {
-        original_response
-    } else {
-        hookd_core::aggregate::replaced_response(Some(&original_response), &text)
-    };
+    if text != original {
+        if let Value::Object(response) = &mut response {
+            hookd_core::aggregate::replace_response_text(response, &text);
+        }
+    }
     input.insert("llm_response".to_owned(), response);
     input.insert("content".to_owned(), Value::String(text.clone()));
     Filtered {
