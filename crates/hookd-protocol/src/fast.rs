@@ -136,9 +136,17 @@ pub fn scan_request(body: &[u8]) -> Option<ScannedRequest<'_>> {
 ///
 /// A hint, not a parse: it checks nothing else, so a frame it names may still be malformed or
 /// not a chunk at all. A caller may use it to skip [`scan_request`] for a chunk whose stream
-/// it knows is not answered on the allocation-free path, never to answer the frame.
+/// it knows is not answered on the allocation-free path, never to answer the frame. Only the
+/// first [`PEEK_BYTES`] are looked at (and checked for UTF-8): a frame whose `type` and `id`
+/// come later is not named.
 pub fn peek_chunk_id(body: &[u8]) -> Option<IdRef<'_>> {
-    let mut scanner = Scanner::new(body)?;
+    let prefix = &body[..body.len().min(PEEK_BYTES)];
+    let text = match std::str::from_utf8(prefix) {
+        Ok(text) => text,
+        // Cut inside a character (or invalid further on): the valid part is enough to peek.
+        Err(error) => std::str::from_utf8(&prefix[..error.valid_up_to()]).ok()?,
+    };
+    let mut scanner = Scanner::from_text(text);
     let mut is_chunk = false;
     let mut id = None;
     scanner.eat(b'{')?;
@@ -316,15 +324,22 @@ struct Scanner<'a> {
     pos: usize,
 }
 
+/// How much of a frame [`peek_chunk_id`] looks at.
+pub const PEEK_BYTES: usize = 256;
+
 impl<'a> Scanner<'a> {
     /// A scanner at the start of `body`, which must be UTF-8.
     fn new(body: &'a [u8]) -> Option<Scanner<'a>> {
-        let text = std::str::from_utf8(body).ok()?;
-        Some(Scanner {
+        std::str::from_utf8(body).ok().map(Scanner::from_text)
+    }
+
+    /// A scanner at the start of `text`.
+    fn from_text(text: &'a str) -> Scanner<'a> {
+        Scanner {
             bytes: text.as_bytes(),
             text,
             pos: 0,
-        })
+        }
     }
 
     fn peek(&self) -> Option<u8> {
@@ -801,6 +816,33 @@ mod tests {
         assert_eq!(peeked(r#"{"type":"chunk","id":-1}"#), None);
         assert_eq!(peeked(r#"["type","chunk"]"#), None);
         assert_eq!(peeked(""), None);
+        // Only the first PEEK_BYTES are looked at: fields further on are not found, and a
+        // character cut at the bound or an invalid byte past it does not matter.
+        let late = format!(
+            r#"{{"llm_response":{{"text":"{}"}},"seq":2,"id":1,"type":"chunk"}}"#,
+            "x".repeat(PEEK_BYTES)
+        );
+        assert_eq!(peeked(&late), None);
+        assert!(matches!(
+            parse_client_message(late.as_bytes()),
+            Ok(ClientMessage::Chunk(_))
+        ));
+        let mut cut =
+            format!(r#"{{"type":"chunk","id":3,"seq":0,"llm_response":{{"text":""#).into_bytes();
+        while cut.len() < PEEK_BYTES - 1 {
+            cut.push(b'a');
+        }
+        cut.extend_from_slice("é\"}}".as_bytes());
+        assert_eq!(
+            peek_chunk_id(&cut).map(IdRef::to_owned_id),
+            Some(RequestId::Number(3))
+        );
+        cut.truncate(PEEK_BYTES + 8);
+        cut.push(0xff);
+        assert_eq!(
+            peek_chunk_id(&cut).map(IdRef::to_owned_id),
+            Some(RequestId::Number(3))
+        );
         // Whenever the full parser reads a chunk, the peek names the same id.
         for body in [
             r#"{"type":"chunk","id":7,"seq":0,"llm_response":{}}"#,

@@ -87,13 +87,15 @@ fn room(written: usize, limit: usize) -> Option<()> {
     (written <= limit).then_some(())
 }
 
-/// A first guess at a body's size: most are a few hundred bytes per hook plus their texts
-/// (never more than the body may hold).
+/// A first guess at a body's size, generous enough that writing one rarely grows its buffer
+/// (a grown buffer is copied): the fields, the merged output and the outputs (a streamed
+/// chunk's text appears in each), and per hook its record and its captured texts, which JSON
+/// escaping can lengthen. Never more than the body may hold.
 fn body_capacity(results: &[HookResult], limit: usize) -> usize {
-    let guess = 256
+    let guess = 1024
         + results
             .iter()
-            .map(|result| 384 + 3 * (result.stdout.len() + result.stderr.len()))
+            .map(|result| 512 + 3 * (result.stdout.len() + result.stderr.len()))
             .sum::<usize>();
     guess.min(limit)
 }
