@@ -827,8 +827,7 @@ mod tests {
             parse_client_message(late.as_bytes()),
             Ok(ClientMessage::Chunk(_))
         ));
-        let mut cut =
-            format!(r#"{{"type":"chunk","id":3,"seq":0,"llm_response":{{"text":""#).into_bytes();
+        let mut cut = br#"{"type":"chunk","id":3,"seq":0,"llm_response":{"text":""#.to_vec();
         while cut.len() < PEEK_BYTES - 1 {
             cut.push(b'a');
         }
