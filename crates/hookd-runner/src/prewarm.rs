@@ -21,7 +21,6 @@
 //! its work) before the event. A spare that exits before its event is therefore discarded,
 //! and its key is not pre-warmed again for the daemon's lifetime (a warning is logged).
 
-use std::collections::{HashMap, HashSet};
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 use std::time::Duration;
@@ -35,7 +34,7 @@ use tokio_util::task::TaskTracker;
 
 use crate::process::{ProcessLimits, SpawnedProcess, run_process, spawn_process};
 use crate::slots::SlotSource;
-use crate::worker::ProcessKey;
+use crate::worker::{KeyMap, KeySet, ProcessKey};
 
 /// The most keys remembered as not pre-warmable; past it the memory starts over, which at
 /// worst tries one more spare for a key.
@@ -219,9 +218,9 @@ async fn ask(handle: SpareHandle) -> Option<Spare> {
 
 #[derive(Debug, Default)]
 struct SparesInner {
-    spares: Mutex<HashMap<Arc<ProcessKey>, SpareHandle>>,
+    spares: Mutex<KeyMap<SpareHandle>>,
     /// Keys whose spare exited before its event.
-    refused: Mutex<HashSet<Arc<ProcessKey>>>,
+    refused: Mutex<KeySet>,
     /// Notified whenever a spare is ready.
     changed: Notify,
     /// Cancelled when every spare must stop.
