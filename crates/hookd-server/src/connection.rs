@@ -79,6 +79,7 @@ pub(crate) async fn serve(stream: UnixStream, shared: Arc<Shared>) {
             output_budget: Arc::new(tokio::sync::Semaphore::new(OUTPUT_BUDGET_KIB as usize)),
             limit: InflightLimit::new(shared.config.max_inflight_per_connection),
             streams: Streams::default(),
+            filter_body: Mutex::new(Vec::new()),
             match_scratch: Mutex::new(MatchContext {
                 tool_name: Some(String::new()),
                 trigger: Some(String::new()),
@@ -186,6 +187,9 @@ struct Connection {
     /// A match context whose strings are reused by the allocation-free path (both are always
     /// `Some`; an empty string matches like an absent field).
     match_scratch: Mutex<MatchContext>,
+    /// The buffer the `chunk_result` bodies of filter-only streams are written into, kept
+    /// between chunks (up to [`MAX_KEPT_FILTER_BODY`]).
+    filter_body: Mutex<Vec<u8>>,
 }
 
 /// The output budget of one connection, in KiB (64 MiB).
@@ -562,15 +566,29 @@ impl Connection {
                 send(&self.sink, &reply).await;
             }
             ChunkRoute::Filtered => {
-                let frame = self.streams.filter_chunk(
-                    &self.shared,
-                    &request.id,
-                    request.seq,
-                    request.llm_response,
+                // The body is written into a buffer the connection keeps, not one allocated
+                // per chunk: it is copied into the queue anyway.
+                let mut body = std::mem::take(
+                    &mut *self
+                        .filter_body
+                        .lock()
+                        .unwrap_or_else(PoisonError::into_inner),
                 );
-                if let Some(frame) = frame {
+                let answered = self.streams.filter_chunk(
+                    &self.shared,
+                    (&request.id, request.seq),
+                    request.llm_response,
+                    &mut body,
+                );
+                if answered {
                     // Queued like the no-hook answers: the read loop flushes before it waits.
-                    self.sink.queue_frame(&frame).await;
+                    self.sink.queue_frame(&body).await;
+                }
+                if body.capacity() <= MAX_KEPT_FILTER_BODY {
+                    *self
+                        .filter_body
+                        .lock()
+                        .unwrap_or_else(PoisonError::into_inner) = body;
                 }
             }
             ChunkRoute::Hooked => {
@@ -1109,6 +1127,10 @@ fn truncate_text(text: &mut String, keep: usize) {
         "\n[hookd: {dropped} more bytes cut so the result fits in one frame]"
     ));
 }
+
+/// The largest buffer a connection keeps for filter-only streams' results between chunks: a
+/// larger one (a result near the frame limit) is freed once sent.
+const MAX_KEPT_FILTER_BODY: usize = 64 * 1024;
 
 /// Frames above this size are parsed on the blocking pool, so that one client's 64 MiB
 /// request cannot stall every other connection of a single-threaded daemon.

@@ -37,19 +37,22 @@ pub(crate) fn result_body(
     within(out, limit)
 }
 
-/// The body of the `chunk_result` frame of a stream's chunk: what encoding its
-/// `ServerMessage::ChunkResult` with `convert::event_result(..)` gives; `None` once it grows
-/// beyond `limit` bytes.
-pub(crate) fn chunk_result_body(
+/// Writes into `out` (emptied first, its room kept) the body of the `chunk_result` frame of a
+/// stream's chunk: what encoding its `ServerMessage::ChunkResult` with
+/// `convert::event_result(..)` gives. `false`, with `out` holding a partial body, once it
+/// grows beyond `limit` bytes.
+pub(crate) fn write_chunk_result_body(
+    out: &mut Vec<u8>,
     id: &RequestId,
     seq: u64,
     content: Option<&str>,
     aggregate: &Aggregate,
     results: &[HookResult],
     limit: usize,
-) -> Option<Vec<u8>> {
-    let mut out = Vec::with_capacity(body_capacity(results, limit));
-    let mut message = Object::new(&mut out);
+) -> bool {
+    out.clear();
+    out.reserve(body_capacity(results, limit));
+    let mut message = Object::new(out);
     message.str("type", "chunk_result");
     message.value("id", id);
     message.int("seq", seq);
@@ -57,10 +60,12 @@ pub(crate) fn chunk_result_body(
         message.str("content", content);
     }
     let mut result = message.object("result");
-    event_result_fields(&mut result, aggregate, results, limit)?;
+    if event_result_fields(&mut result, aggregate, results, limit).is_none() {
+        return false;
+    }
     result.end();
     message.end();
-    within(out, limit)
+    out.len() <= limit
 }
 
 /// `body` as a frame when it was written within `max_frame_bytes`; else the message `wire`
@@ -349,6 +354,20 @@ mod tests {
                 }
             }
         }
+    }
+
+    /// [`write_chunk_result_body`] into a new buffer, `None` when over `limit`.
+    fn chunk_result_body(
+        id: &RequestId,
+        seq: u64,
+        content: Option<&str>,
+        aggregate: &Aggregate,
+        results: &[HookResult],
+        limit: usize,
+    ) -> Option<Vec<u8>> {
+        let mut out = b"left over from the previous chunk".to_vec();
+        write_chunk_result_body(&mut out, id, seq, content, aggregate, results, limit)
+            .then_some(out)
     }
 
     /// Limits around a body of `len` bytes: far below, one short, exact, above.

@@ -180,19 +180,22 @@ impl Streams {
             .insert(StreamKey(id), Entry::Filtered(Box::new(stream)));
     }
 
-    /// Runs a chunk of the filter-only stream `id` and returns its `chunk_result` frame, or
-    /// `None` when `id` is not such a stream.
+    /// Runs a chunk of the filter-only stream `id` and writes its `chunk_result` frame body
+    /// into `body`; `false` (nothing written) when `id` is not such a stream.
     pub(crate) fn filter_chunk(
         &self,
         shared: &Shared,
-        id: &RequestId,
-        seq: u64,
+        (id, seq): (&RequestId, u64),
         llm_response: Map<String, Value>,
-    ) -> Option<bytes::Bytes> {
+        body: &mut Vec<u8>,
+    ) -> bool {
         let mut map = self.lock();
         match map.get_mut(&id.as_id_ref() as &dyn IdKey) {
-            Some(Entry::Filtered(stream)) => Some(stream.chunk(shared, id, seq, llm_response)),
-            _ => None,
+            Some(Entry::Filtered(stream)) => {
+                stream.chunk(shared, (id, seq), llm_response, body);
+                true
+            }
+            _ => false,
         }
     }
 
@@ -515,19 +518,20 @@ impl StreamRun {
             .await;
             filtered.results.extend(ran);
         }
-        let (frame, aggregate) = chunk_result(
+        let mut body = Vec::new();
+        let aggregate = chunk_result(
             &self.shared,
             &self.fire.input,
             state,
-            &self.id,
-            seq,
+            (&self.id, seq),
             &filtered,
+            &mut body,
         );
         let answered = Answered {
             results: filtered.results,
             aggregate,
         };
-        (frame, answered, budget)
+        (bytes::Bytes::from(body), answered, budget)
     }
 }
 
@@ -556,14 +560,15 @@ impl FilterStream {
         }
     }
 
-    /// Runs one chunk through the filters and returns its `chunk_result` frame.
+    /// Runs one chunk through the filters and writes its `chunk_result` frame body into
+    /// `body`.
     fn chunk(
         &mut self,
         shared: &Shared,
-        id: &RequestId,
-        seq: u64,
+        (id, seq): (&RequestId, u64),
         llm_response: Map<String, Value>,
-    ) -> bytes::Bytes {
+        body: &mut Vec<u8>,
+    ) {
         Stats::add(&shared.stats.events_served, 1);
         self.chunks += 1;
         let filtered = run_filters(
@@ -572,15 +577,14 @@ impl FilterStream {
             llm_response,
             self.hooks,
         );
-        let (frame, aggregate) = chunk_result(
+        let aggregate = chunk_result(
             shared,
             &self.fire.input,
             &mut self.state,
-            id,
-            seq,
+            (id, seq),
             &filtered,
+            body,
         );
-        // Queued, not sent: the read loop writes it once it has read what is buffered.
         crate::audit::record_run(
             shared,
             &self.fire,
@@ -588,7 +592,6 @@ impl FilterStream {
             &filtered.results,
             &aggregate,
         );
-        frame
     }
 
     /// Ends the stream: how many chunks it answered, and what its filters held back.
@@ -652,16 +655,17 @@ struct Answered {
     aggregate: Aggregate,
 }
 
-/// Aggregates a chunk's records (against the firing's `input`) into its `chunk_result` frame,
-/// returned with the aggregate, and adds the text it emits to what `full_content` will hold.
+/// Aggregates a chunk's records (against the firing's `input`), writes its `chunk_result`
+/// frame body into `body` (emptied first, its room kept) and returns the aggregate; adds the
+/// text the chunk emits to what `full_content` will hold.
 fn chunk_result(
     shared: &Shared,
     input: &Map<String, Value>,
     state: &mut StreamState,
-    id: &RequestId,
-    seq: u64,
+    (id, seq): (&RequestId, u64),
     filtered: &Filtered,
-) -> (bytes::Bytes, Aggregate) {
+    body: &mut Vec<u8>,
+) -> Aggregate {
     let Filtered {
         original,
         text,
@@ -672,7 +676,8 @@ fn chunk_result(
     state.push_emitted(&emitted);
     let content = (emitted != *original).then_some(emitted);
     let max_frame_bytes = shared.config.max_frame_bytes;
-    let body = results::chunk_result_body(
+    let written = results::write_chunk_result_body(
+        body,
         id,
         seq,
         content.as_deref(),
@@ -680,15 +685,19 @@ fn chunk_result(
         results,
         max_frame_bytes,
     );
-    let frame = results::fitted(body, max_frame_bytes, || {
-        ServerMessage::ChunkResult(ChunkResultMessage {
+    if !written {
+        // Rare (hooks at their output caps): cut to fit the frame limit.
+        let message = ServerMessage::ChunkResult(ChunkResultMessage {
             id: id.clone(),
             seq,
             content,
             result: convert::event_result(&aggregate, results),
-        })
-    });
-    (frame, aggregate)
+        });
+        let frame = crate::connection::encode_fitted(message, max_frame_bytes);
+        body.clear();
+        body.extend_from_slice(&frame);
+    }
+    aggregate
 }
 
 /// The text of the response the aggregate puts in place of the chunk, if it replaces it:
