@@ -21,6 +21,9 @@
 //! 8. in strict mode, everything else is dropped;
 //! 9. otherwise a name containing one of [`SECRET_NAME_PARTS`] (`TOKEN`, `KEY`, `AUTH`, ...)
 //!    is dropped, and the rest kept.
+//!
+//! Some Gemini CLI revisions read `allowed` in their settings schema but never hand it to this
+//! check, so there it has no effect; hookd follows the specification and honours it.
 
 use std::sync::LazyLock;
 
