@@ -44,8 +44,6 @@ pub fn hook_environment(
     vars: &CommandVars<'_>,
     hook_env: &[(String, String)],
 ) -> Vec<(String, String)> {
-    let active = sanitize::is_active(base, redaction);
-    let strict = active && sanitize::is_strict(base);
     let gemini = [
         ("GEMINI_PROJECT_DIR", vars.project_dir),
         ("GEMINI_PLANS_DIR", vars.plans_dir),
@@ -53,9 +51,7 @@ pub fn hook_environment(
         ("GEMINI_SESSION_ID", vars.session_id),
         ("CLAUDE_PROJECT_DIR", vars.project_dir),
     ];
-    let layers = base
-        .iter()
-        .filter(|(name, value)| !active || !sanitize::is_redacted(name, value, redaction, strict))
+    let layers = sanitize::kept(base, redaction)
         .map(|(name, value)| (name.as_str(), value.as_str()))
         .chain(gemini)
         .chain(

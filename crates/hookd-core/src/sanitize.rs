@@ -194,22 +194,26 @@ pub fn is_redacted(name: &str, value: &str, settings: &EnvRedaction, strict: boo
     SECRET_NAME_PARTS.iter().any(|part| name.contains(part))
 }
 
-/// The base environment hooks get under `settings`: `base` itself when redaction is not
-/// active, else the variables that are not redacted, in their order.
-pub fn sanitize(base: &[(String, String)], settings: &EnvRedaction) -> Vec<(String, String)> {
-    if !is_active(base, settings) {
-        return base.to_vec();
-    }
-    let strict = is_strict(base);
+/// The variables of `base` hooks get under `settings`, in their order: all of them when
+/// redaction is not active, else those that are not redacted.
+pub fn kept<'a>(
+    base: &'a [(String, String)],
+    settings: &'a EnvRedaction,
+) -> impl Iterator<Item = &'a (String, String)> {
+    let active = is_active(base, settings);
+    let strict = active && is_strict(base);
     base.iter()
-        .filter(|(name, value)| !is_redacted(name, value, settings, strict))
-        .cloned()
-        .collect()
+        .filter(move |(name, value)| !active || !is_redacted(name, value, settings, strict))
 }
 
 #[cfg(test)]
 pub(crate) mod tests {
     use super::*;
+
+    /// [`kept`], owned.
+    fn sanitize(base: &[(String, String)], settings: &EnvRedaction) -> Vec<(String, String)> {
+        kept(base, settings).cloned().collect()
+    }
 
     /// Owned `(name, value)` pairs.
     pub(crate) fn pairs(items: &[(&str, &str)]) -> Vec<(String, String)> {
