@@ -30,6 +30,8 @@ pub struct EventRequest {
     pub env: Option<WireEnv>,
     /// The agent's plans directory.
     pub plans_dir: Option<String>,
+    /// The project's root when it is not `cwd` (the wire request's `project_dir`).
+    pub project_dir: Option<String>,
 }
 
 impl EventRequest {
@@ -43,6 +45,7 @@ impl EventRequest {
             transcript_path: String::new(),
             env: None,
             plans_dir: None,
+            project_dir: None,
         }
     }
 
@@ -64,6 +67,8 @@ impl EventRequest {
             env: self.env,
             stream_hooks,
             plans_dir: self.plans_dir,
+            project_dir: self.project_dir,
+            relayed_by: None,
         }
     }
 }

@@ -385,6 +385,8 @@ impl<'a> Scanner<'a> {
                         seen |= 1 << index;
                         self.known_field(key.raw, &mut top)?;
                     }
+                    // These change which registry and which hooks answer: the full parser's.
+                    None if matches!(key.raw, "project_dir" | "relayed_by") => return None,
                     None => {
                         self.value(1)?;
                     }
@@ -1025,6 +1027,14 @@ mod tests {
             ),
             (
                 r#"{"type":"event","id":1,"event":"BeforeTool","cwd":"/p\u0031"}"#,
+                false,
+            ),
+            (
+                r#"{"type":"event","id":1,"event":"BeforeTool","cwd":"/p/sub","project_dir":"/p"}"#,
+                false,
+            ),
+            (
+                r#"{"type":"event","id":1,"event":"BeforeTool","cwd":"/p","relayed_by":"claude"}"#,
                 false,
             ),
         ];

@@ -80,6 +80,8 @@ const EVENT: &[Field] = &[
     optional("env", Kind::StringMap),
     optional("stream_hooks", Kind::Bool),
     optional("plans_dir", Kind::String),
+    optional("project_dir", Kind::AbsolutePath),
+    optional("relayed_by", Kind::String),
 ];
 
 const CANCEL: &[Field] = &[required("id", Kind::Id), required("target", Kind::Id)];

@@ -207,6 +207,17 @@ pub struct EventRequest {
     /// The agent's plans directory, passed on to the hooks' environment when set.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub plans_dir: Option<String>,
+    /// The project's root as the host knows it (Claude Code's `CLAUDE_PROJECT_DIR`, Gemini
+    /// CLI's project directory), when it differs from `cwd`: the daemon reads this directory's
+    /// project settings and gives hooks this directory as the project, while `cwd` stays the
+    /// directory the agent (or its shell tool) runs in.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub project_dir: Option<String>,
+    /// The host CLI that relayed this event through `hookctl relay` (`"gemini"` or
+    /// `"claude"`): hooks defined in files that host runs itself are skipped, so no hook runs
+    /// both in the host and in hookd.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub relayed_by: Option<String>,
 }
 
 impl EventRequest {
@@ -222,6 +233,8 @@ impl EventRequest {
             env: None,
             stream_hooks: false,
             plans_dir: None,
+            project_dir: None,
+            relayed_by: None,
         }
     }
 }
