@@ -22,6 +22,7 @@ pub mod exec;
 pub mod extension;
 pub mod json;
 pub mod jsonc;
+pub mod jsregex;
 pub mod matcher;
 pub mod model;
 pub mod output;

@@ -26,6 +26,7 @@
 use serde_json::{Map, Value};
 
 use crate::event::{HookEventName, MatcherKind};
+use crate::jsregex;
 
 /// What one firing offers to match against.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
@@ -74,18 +75,40 @@ impl MatchContext {
     }
 }
 
+/// The size limit of a matcher compiled for the `regex` crate: a matcher is a short pattern,
+/// and a bigger program means a pattern written to be expensive (`a{1000}{1000}`).
+pub const LINEAR_SIZE_LIMIT: usize = 256 * 1024;
+
+/// The longest matcher, in bytes, that is compiled as a regular expression at all.
+pub const MAX_PATTERN_BYTES: usize = 4096;
+
 /// A compiled matcher.
 #[derive(Debug, Clone)]
 pub struct Matcher {
     /// The trimmed matcher, or `None` when it matches everything.
     pattern: Option<String>,
-    /// The compiled regular expression, for tool events whose pattern compiles.
-    regex: Option<regress::Regex>,
-    /// The pattern as plain-text alternatives, when it is nothing more (tool events only);
-    /// evaluated instead of `regex`, with the same result.
-    literal: Option<Vec<Literal>>,
+    /// How a tool name is tested.
+    engine: Engine,
     /// How the event applies matchers.
     kind: MatcherKind,
+}
+
+/// How a tool-name pattern is evaluated.
+#[derive(Debug, Clone)]
+enum Engine {
+    /// Exact equality with the trimmed pattern: triggers, and tool patterns JavaScript cannot
+    /// compile.
+    Exact,
+    /// `|`-separated plain text, by string comparison (no allocation, no regex engine).
+    Literal(Vec<Literal>),
+    /// The pattern translated to the linear-time `regex` crate with JavaScript's meaning.
+    Linear(regex::Regex),
+    /// A pattern that needs backtracking, whose work on a tool name of at most
+    /// [`jsregex::BACKTRACK_MAX_INPUT`] bytes is bounded below [`jsregex::BACKTRACK_BUDGET`].
+    Backtrack(regress::Regex),
+    /// A valid pattern that could not be bounded: it matches every tool name, so a gate
+    /// behind it still runs (fail closed). The string says why.
+    Refused(String),
 }
 
 /// One alternative of a pattern made of plain text: its text and its anchors.
@@ -149,21 +172,17 @@ impl Matcher {
         if trimmed.is_empty() || trimmed == "*" || kind == MatcherKind::Ignored {
             return Matcher {
                 pattern: None,
-                regex: None,
-                literal: None,
+                engine: Engine::Exact,
                 kind,
             };
         }
-        let regex = match kind {
-            MatcherKind::ToolName => regress::Regex::new(trimmed).ok(),
-            MatcherKind::Trigger | MatcherKind::Ignored => None,
+        let engine = match kind {
+            MatcherKind::ToolName => tool_engine(trimmed),
+            MatcherKind::Trigger | MatcherKind::Ignored => Engine::Exact,
         };
-        // Only for a pattern the regex engine accepted, so that the fallback stays as it is.
-        let literal = regex.as_ref().and_then(|_| literal_alternatives(trimmed));
         Matcher {
             pattern: Some(trimmed.to_owned()),
-            regex,
-            literal,
+            engine,
             kind,
         }
     }
@@ -175,7 +194,18 @@ impl Matcher {
 
     /// Whether a tool-name pattern failed to compile and falls back to exact equality.
     pub fn is_exact_fallback(&self) -> bool {
-        self.kind == MatcherKind::ToolName && self.pattern.is_some() && self.regex.is_none()
+        self.kind == MatcherKind::ToolName
+            && self.pattern.is_some()
+            && matches!(self.engine, Engine::Exact)
+    }
+
+    /// Why a valid tool-name pattern was refused (it then matches every tool name);
+    /// `None` when it was not.
+    pub fn refusal(&self) -> Option<&str> {
+        match &self.engine {
+            Engine::Refused(reason) => Some(reason),
+            _ => None,
+        }
     }
 
     /// Whether a firing with this context is matched.
@@ -184,20 +214,67 @@ impl Matcher {
             return true;
         };
         if let Some(tool_name) = context.tool_name.as_deref().filter(|t| !t.is_empty()) {
-            if let Some(literal) = &self.literal {
-                return literal
+            return match &self.engine {
+                Engine::Literal(literal) => literal
                     .iter()
-                    .any(|alternative| alternative.matches(tool_name));
-            }
-            return match &self.regex {
-                Some(regex) => regex.find(tool_name).is_some(),
-                None => pattern == tool_name,
+                    .any(|alternative| alternative.matches(tool_name)),
+                Engine::Linear(regex) => regex.is_match(tool_name),
+                // Longer names than the bound was computed for run the hook (fail closed).
+                Engine::Backtrack(regex) => {
+                    tool_name.len() > jsregex::BACKTRACK_MAX_INPUT
+                        || regex.find(tool_name).is_some()
+                }
+                Engine::Refused(_) => true,
+                Engine::Exact => pattern == tool_name,
             };
         }
         if let Some(trigger) = context.trigger.as_deref().filter(|t| !t.is_empty()) {
             return pattern == trigger;
         }
         true
+    }
+}
+
+/// Chooses how a trimmed, non-empty tool-name pattern is evaluated.
+fn tool_engine(pattern: &str) -> Engine {
+    if pattern.len() > MAX_PATTERN_BYTES {
+        return Engine::Refused(format!("it is longer than {MAX_PATTERN_BYTES} bytes"));
+    }
+    // `regress` is JavaScript's judge of what compiles; compiling is linear in the pattern.
+    let Ok(backtracking) = regress::Regex::new(pattern) else {
+        return Engine::Exact;
+    };
+    if let Some(literal) = literal_alternatives(pattern) {
+        return Engine::Literal(literal);
+    }
+    let node = match jsregex::parse(pattern) {
+        Ok(node) => node,
+        Err(jsregex::Unsupported(what)) => {
+            return Engine::Refused(format!("hookd cannot bound its cost ({what})"));
+        }
+    };
+    if let Some(translated) = node.to_rust() {
+        return match regex::RegexBuilder::new(&translated)
+            .size_limit(LINEAR_SIZE_LIMIT)
+            .dfa_size_limit(LINEAR_SIZE_LIMIT)
+            .build()
+        {
+            Ok(regex) => Engine::Linear(regex),
+            Err(_) => Engine::Refused(format!(
+                "its compiled form exceeds {} KiB",
+                LINEAR_SIZE_LIMIT / 1024
+            )),
+        };
+    }
+    let cost = jsregex::backtrack_cost(&node, jsregex::BACKTRACK_MAX_INPUT);
+    if cost <= jsregex::BACKTRACK_BUDGET {
+        Engine::Backtrack(backtracking)
+    } else {
+        Engine::Refused(
+            "it needs backtracking (look-around or a back-reference) and its worst case is too \
+             slow"
+                .to_owned(),
+        )
     }
 }
 
@@ -299,7 +376,10 @@ mod tests {
         ];
         for pattern in patterns {
             let compiled = Matcher::compile(Some(pattern), MatcherKind::ToolName);
-            assert!(compiled.literal.is_some(), "{pattern} is plain text");
+            assert!(
+                matches!(compiled.engine, Engine::Literal(_)),
+                "{pattern} is plain text"
+            );
             let regex = regress::Regex::new(pattern).unwrap();
             for name in names {
                 assert_eq!(
@@ -320,13 +400,246 @@ mod tests {
             "é",
         ] {
             let compiled = Matcher::compile(Some(pattern), MatcherKind::ToolName);
-            assert!(compiled.literal.is_none(), "{pattern} is a regex");
+            assert!(
+                !matches!(compiled.engine, Engine::Literal(_)),
+                "{pattern} is a regex"
+            );
         }
         // A trigger matcher is never a regex.
+        assert!(!matches!(
+            Matcher::compile(Some("startup"), MatcherKind::Trigger).engine,
+            Engine::Literal(_)
+        ));
+    }
+
+    /// Whether `regress` (JavaScript's semantics) finds `pattern` in `name`.
+    fn js_matches(pattern: &str, name: &str) -> bool {
+        regress::Regex::new(pattern)
+            .map(|regex| regex.find(name).is_some())
+            .unwrap_or(pattern == name)
+    }
+
+    #[test]
+    fn translated_patterns_keep_javascripts_meaning() {
+        let patterns = [
+            "read.file",
+            "^(read|write)_file$",
+            "a+",
+            "[ab]",
+            "[^ab]",
+            "\\w+_\\d",
+            "^\\w+$",
+            "^\\W",
+            "\\d",
+            "\\D",
+            "^\\s",
+            "\\S$",
+            "^.$",
+            "^[^]$",
+            "[]",
+            "a^",
+            "\\bfile",
+            "\\Bfile",
+            "e\\b",
+            "file$",
+            "a{2}",
+            "a{,2}",
+            "x{2,3}y",
+            "]",
+            "}",
+            "{",
+            "[\\b]",
+            "\\cJ",
+            "\\x41",
+            "\\u0041",
+            "\\x4",
+            "\\u12",
+            "\\0",
+            "[\\w-]",
+            "[a\\-z]",
+            "[-a]",
+            "\\.",
+            "\\/",
+            "(?:mcp_)?git(hub)?",
+            "(?<name>read)_file",
+            "mcp_.*_(create|delete)_.+",
+            "^(?:a|ab)(?:c|bcd)(?:d*)$",
+            "(a*)*b",
+            "(|a)+$",
+            "é",
+            "[à-ÿ]",
+            "\\k",
+        ];
+        let names = [
+            "read_file",
+            "write_file",
+            "Aa",
+            "ab",
+            "aab",
+            "a",
+            "x",
+            "xxy",
+            "xxxy",
+            "mcp_github_create_issue",
+            "read_file_2",
+            "\u{663}",
+            "é",
+            "café_file",
+            "file",
+            "afile",
+            "a\n",
+            "\n",
+            "\r",
+            "\u{2028}",
+            "\u{85}",
+            "\u{a0}",
+            "\u{feff}x",
+            " x",
+            "]}{",
+            "\u{8}",
+            "A",
+            "\0",
+            "x4",
+            "u12",
+            "a{,2}",
+            "a/b.c",
+            "-",
+            "\\",
+            "abcd",
+            "k",
+        ];
+        for pattern in patterns {
+            let compiled = Matcher::compile(Some(pattern), MatcherKind::ToolName);
+            assert!(
+                matches!(compiled.engine, Engine::Linear(_) | Engine::Literal(_)),
+                "{pattern} is translated: {:?}",
+                compiled.engine
+            );
+            for name in names {
+                assert_eq!(
+                    compiled.matches(&MatchContext::tool(name)),
+                    js_matches(pattern, name),
+                    "{pattern:?} on {name:?}"
+                );
+            }
+        }
+    }
+
+    /// A small pseudo-random generator, so the property test needs no dependency and repeats.
+    struct Lcg(u64);
+
+    impl Lcg {
+        fn below(&mut self, n: usize) -> usize {
+            self.0 = self
+                .0
+                .wrapping_mul(6364136223846793005)
+                .wrapping_add(1442695040888963407);
+            ((self.0 >> 33) as usize) % n
+        }
+    }
+
+    #[test]
+    fn random_patterns_match_as_in_javascript() {
+        let atoms = [
+            "a", "b", "_", ".", "\\w", "\\W", "\\d", "\\s", "[ab]", "[^a]", "[a-c_]", "^", "$",
+            "\\b", "\\B", "(a|b)", "(?:ab|a)", "(?=a)", "(?!b)", "(?<=a)", "(?<!_)", "(a)\\1",
+        ];
+        let quantifiers = ["", "", "*", "+", "?", "{2}", "{1,2}", "*?"];
+        let alphabet = ['a', 'b', '_', '1', ' ', 'é', '\n'];
+        let mut random = Lcg(7);
+        for _ in 0..3000 {
+            let mut pattern = String::new();
+            for _ in 0..1 + random.below(4) {
+                if random.below(8) == 0 {
+                    pattern.push('|');
+                }
+                pattern.push_str(atoms[random.below(atoms.len())]);
+                pattern.push_str(quantifiers[random.below(quantifiers.len())]);
+            }
+            let compiled = Matcher::compile(Some(&pattern), MatcherKind::ToolName);
+            if compiled.refusal().is_some() {
+                continue;
+            }
+            for _ in 0..8 {
+                let name: String = (0..1 + random.below(6))
+                    .map(|_| alphabet[random.below(alphabet.len())])
+                    .collect();
+                assert_eq!(
+                    compiled.matches(&MatchContext::tool(name.as_str())),
+                    js_matches(&pattern, &name),
+                    "{pattern:?} on {name:?} ({:?})",
+                    compiled.engine
+                );
+            }
+        }
+    }
+
+    #[test]
+    fn catastrophic_patterns_are_fast_or_refused() {
+        // (pattern, the engine that must take it: "linear", "backtrack" or "refused")
+        let cases = [
+            ("(.*){20}!", "linear"),
+            ("(.*){12}!", "linear"),
+            ("(a+)+$", "linear"),
+            ("(a|a)*$", "linear"),
+            ("(a|aa)+$", "linear"),
+            ("(\\w+\\s?)*$", "linear"),
+            ("^(([a-z])+.)+[A-Z]([a-z])+$", "linear"),
+            ("(?=(a+)+$)", "refused"),
+            ("(?=(.*){20}!)", "refused"),
+            ("(?!(a|a)*$)", "refused"),
+            ("(a+)+\\1$", "refused"),
+            ("(?=x).*.*.*!", "refused"),
+            ("(?<=(a+)+)b", "refused"),
+            ("^(?!mcp_).*", "backtrack"),
+            ("(?<=mcp_)github", "backtrack"),
+            ("^(\\w)\\w*_\\1", "backtrack"),
+            ("(?:a{1000}){1000}", "refused"),
+        ];
+        let inputs = [
+            "a".repeat(28) + "!",
+            "a".repeat(28),
+            "x".repeat(64),
+            "x".repeat(63) + "!",
+            "a".repeat(5000) + "!",
+            "mcp_".repeat(16),
+        ];
+        for (pattern, expected) in cases {
+            let compiled = Matcher::compile(Some(pattern), MatcherKind::ToolName);
+            let engine = match compiled.engine {
+                Engine::Linear(_) => "linear",
+                Engine::Backtrack(_) => "backtrack",
+                Engine::Refused(_) => "refused",
+                _ => "other",
+            };
+            assert_eq!(engine, expected, "{pattern}");
+            for input in &inputs {
+                let start = std::time::Instant::now();
+                compiled.matches(&MatchContext::tool(input.as_str()));
+                // Generous for an unoptimised build on a busy machine; the catastrophic
+                // cases took seconds to hours before.
+                assert!(
+                    start.elapsed() < std::time::Duration::from_millis(50),
+                    "{pattern} on {} bytes took {:?}",
+                    input.len(),
+                    start.elapsed()
+                );
+            }
+        }
+        // A refused pattern matches every tool, so a gate behind it still runs.
+        let refused = Matcher::compile(Some("(?=(a+)+$)"), MatcherKind::ToolName);
+        assert!(refused.matches(&MatchContext::tool("read_file")));
+        assert!(refused.refusal().is_some());
+        // A long name is matched by a backtracking pattern without running it.
+        let bounded = Matcher::compile(Some("(?<=mcp_)github"), MatcherKind::ToolName);
+        assert!(bounded.matches(&MatchContext::tool("x".repeat(65))));
+        assert!(!bounded.matches(&MatchContext::tool("x".repeat(64))));
+        // An overlong pattern is refused before anything compiles it.
+        let long = "a".repeat(MAX_PATTERN_BYTES + 1);
         assert!(
-            Matcher::compile(Some("startup"), MatcherKind::Trigger)
-                .literal
-                .is_none()
+            Matcher::compile(Some(&long), MatcherKind::ToolName)
+                .refusal()
+                .is_some()
         );
     }
 

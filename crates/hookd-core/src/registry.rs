@@ -271,6 +271,15 @@ impl Registry {
                     diagnostic.path = origin.path.clone();
                     self.diagnostics.push(diagnostic);
                 }
+                if let Some(reason) = matcher.refusal().filter(|_| !definition.hooks.is_empty()) {
+                    let mut diagnostic = Diagnostic::warning(format!(
+                        "{event} matcher {:?} is refused because {reason}; its hooks run for \
+                         every tool so that a gate stays closed",
+                        definition.matcher.as_deref().unwrap_or("").trim()
+                    ));
+                    diagnostic.path = origin.path.clone();
+                    self.diagnostics.push(diagnostic);
+                }
                 for config in &definition.hooks {
                     // The relay's own wiring would call the daemon that runs it: never a hook.
                     if let Some(command) = config

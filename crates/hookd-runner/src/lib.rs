@@ -9,6 +9,7 @@
 //! sequentially with chaining, under a daemon-wide cap on concurrently running hook processes
 //! (which idle workers and spares count against, and give back under pressure: `slots`).
 
+pub mod configfile;
 pub mod fire;
 pub mod loader;
 pub mod prewarm;

@@ -105,6 +105,8 @@ use hookd_core::settings::{self, Diagnostic};
 use hookd_core::trust::{self, HookTrustInput, ScriptFile, TrustStore};
 use serde_json::Value;
 
+use crate::configfile::{ConfigReadError, read_config_file};
+
 /// The environment the loader resolves paths and expands settings with.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct LoaderEnv {
@@ -275,35 +277,54 @@ fn default_system_settings() -> PathBuf {
     }
 }
 
-/// Reads a file that may legitimately be absent: `Ok(None)` when it does not exist.
-fn read_optional(path: &Path) -> Result<Option<String>, io::Error> {
-    match fs::read(path) {
-        Ok(bytes) => Ok(Some(String::from_utf8_lossy(&bytes).into_owned())),
-        Err(err)
-            if matches!(
-                err.kind(),
-                io::ErrorKind::NotFound | io::ErrorKind::NotADirectory
-            ) =>
-        {
-            Ok(None)
-        }
-        Err(err) => Err(err),
-    }
+/// Reads a configuration file that may legitimately be absent: `Ok(None)` when it does not
+/// exist. Bounded and never blocking ([`read_config_file`]).
+fn read_optional(path: &Path) -> Result<Option<String>, ConfigReadError> {
+    Ok(read_config_file(path)?.map(|bytes| String::from_utf8_lossy(&bytes).into_owned()))
 }
 
 /// Reads one settings file: `Ok(None)` when it does not exist, an error diagnostic when it
 /// cannot be read. Use it to re-read a single layer.
 pub fn read_layer(source: Source, path: &Path) -> Result<Option<LayerText>, Diagnostic> {
+    read_layer_noting(source, path).map_err(|unreadable| unreadable.diagnostic())
+}
+
+/// [`read_layer`], saying why a file could not be read.
+fn read_layer_noting(source: Source, path: &Path) -> Result<Option<LayerText>, UnreadableFile> {
     match read_optional(path) {
         Ok(text) => Ok(text.map(|text| LayerText {
             source,
             path: path.to_owned(),
             text,
         })),
-        Err(err) => Err(Diagnostic::error(format!(
-            "cannot read {source} settings: {err}; layer ignored"
+        Err(err) => Err(UnreadableFile {
+            source,
+            path: path.to_owned(),
+            reason: err.to_string(),
+        }),
+    }
+}
+
+/// A settings file that exists but was not read: not a regular file, too large, a symlink
+/// loop, or an I/O error. Whoever keeps last good versions keeps using this file's.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct UnreadableFile {
+    /// The layer it would have been.
+    pub source: Source,
+    /// The file.
+    pub path: PathBuf,
+    /// Why it was not read.
+    pub reason: String,
+}
+
+impl UnreadableFile {
+    /// The diagnostic when no earlier version of the file is kept: the layer is ignored.
+    pub fn diagnostic(&self) -> Diagnostic {
+        Diagnostic::error(format!(
+            "cannot read {} settings: {}; layer ignored",
+            self.source, self.reason
         ))
-        .with_path(path)),
+        .with_path(&self.path)
     }
 }
 
@@ -496,6 +517,8 @@ pub struct SharedLayers {
     pub trusted_hooks: TrustStore,
     /// Problems found while reading (not parsing) the shared files.
     pub diagnostics: Vec<Diagnostic>,
+    /// Settings files that exist but could not be read (each also has a diagnostic).
+    pub unreadable: Vec<UnreadableFile>,
 }
 
 impl SharedLayers {
@@ -503,6 +526,7 @@ impl SharedLayers {
     pub fn load(env: LoaderEnv) -> SharedLayers {
         let paths = LayerPaths::resolve(&env);
         let mut diagnostics = Vec::new();
+        let mut unreadable = Vec::new();
         let mut layers = Vec::new();
         for (source, path) in [
             (Source::User, &paths.user),
@@ -510,16 +534,22 @@ impl SharedLayers {
             (Source::System, &paths.system),
             (Source::SystemDefaults, &paths.system_defaults),
         ] {
-            match read_layer(source, path) {
+            match read_layer_noting(source, path) {
                 Ok(layer) => layers.extend(layer),
-                Err(diagnostic) => diagnostics.push(diagnostic),
+                Err(file) => {
+                    diagnostics.push(file.diagnostic());
+                    unreadable.push(file);
+                }
             }
         }
         let mut claude_layers = Vec::new();
         if env.claude_settings {
-            match read_layer(Source::User, &paths.claude_user) {
+            match read_layer_noting(Source::User, &paths.claude_user) {
                 Ok(layer) => claude_layers.extend(layer),
-                Err(diagnostic) => diagnostics.push(diagnostic),
+                Err(file) => {
+                    diagnostics.push(file.diagnostic());
+                    unreadable.push(file);
+                }
             }
         }
         let extensions = load_extensions(&paths.extensions_dir, &mut diagnostics);
@@ -547,6 +577,7 @@ impl SharedLayers {
             trusted_folders,
             trusted_hooks,
             diagnostics,
+            unreadable,
         }
     }
 
@@ -1048,6 +1079,8 @@ pub struct ProjectLayer {
     pub workspace_env: Vec<(String, String)>,
     /// Problems found while reading.
     pub diagnostics: Vec<Diagnostic>,
+    /// Settings files that exist but could not be read (each also has a diagnostic).
+    pub unreadable: Vec<UnreadableFile>,
 }
 
 impl ProjectLayer {
@@ -1055,6 +1088,7 @@ impl ProjectLayer {
     pub fn load(shared: &SharedLayers, project_dir: &Path) -> ProjectLayer {
         let trust = shared.folder_trust(project_dir);
         let mut diagnostics = Vec::new();
+        let mut unreadable = Vec::new();
         if matches!(trust, TrustDecision::InvalidRules) {
             diagnostics.extend(shared.trusted_folders.errors.iter().cloned());
         }
@@ -1064,18 +1098,20 @@ impl ProjectLayer {
         let layer = if is_home {
             None
         } else {
-            match read_layer(Source::Project, &LayerPaths::project_settings(project_dir)) {
+            match read_layer_noting(Source::Project, &LayerPaths::project_settings(project_dir)) {
                 Ok(layer) => layer,
-                Err(diagnostic) => {
-                    diagnostics.push(diagnostic);
+                Err(file) => {
+                    diagnostics.push(file.diagnostic());
+                    unreadable.push(file);
                     None
                 }
             }
         };
-        let mut read_project_layer = |path: &Path| match read_layer(Source::Project, path) {
+        let mut read_project_layer = |path: &Path| match read_layer_noting(Source::Project, path) {
             Ok(layer) => layer,
-            Err(diagnostic) => {
-                diagnostics.push(diagnostic);
+            Err(file) => {
+                diagnostics.push(file.diagnostic());
+                unreadable.push(file);
                 None
             }
         };
@@ -1109,6 +1145,7 @@ impl ProjectLayer {
             claude_layers,
             workspace_env,
             diagnostics,
+            unreadable,
         }
     }
 }

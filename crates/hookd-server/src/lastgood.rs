@@ -8,6 +8,10 @@
 //! the fixed text passes and replaces the kept one. An extension's `hooks/hooks.json` is
 //! treated the same way (it must be JSON with a `hooks` object).
 //!
+//! A file that exists but cannot be read (not a regular file, larger than the limit, a
+//! symlink loop, an I/O error; see [`hookd_runner::configfile`]) is treated like an invalid
+//! one: the kept text is used, with an error diagnostic that names the file and the reason.
+//!
 //! A file that does not exist (deleted on purpose) is not an error: its layer goes away and its
 //! kept text is forgotten. A file that was never valid since the daemon started has no kept
 //! text; it is skipped with the registry's own diagnostic, as before.
@@ -25,7 +29,7 @@ use std::path::{Path, PathBuf};
 use hookd_core::jsonc;
 use hookd_core::registry::LayerText;
 use hookd_core::settings::Diagnostic;
-use hookd_runner::loader::{LayerPaths, ProjectLayer, SharedLayers};
+use hookd_runner::loader::{LayerPaths, ProjectLayer, SharedLayers, UnreadableFile};
 use serde_json::Value;
 
 /// Kept texts by file path.
@@ -44,22 +48,37 @@ impl LastGood {
     /// Applies the rule to every file of the shared layers: the user, system and
     /// system-defaults settings and each extension's hooks file.
     pub(crate) fn apply_shared(&mut self, shared: &mut SharedLayers) {
-        for path in [
+        let order = [
             shared.paths.user.clone(),
             shared.paths.hookd_user.clone(),
-            shared.paths.claude_user.clone(),
             shared.paths.system.clone(),
             shared.paths.system_defaults.clone(),
-        ] {
+        ];
+        for path in order.iter().chain([&shared.paths.claude_user]) {
             let present = shared
                 .layers
                 .iter()
                 .chain(&shared.claude_layers)
-                .any(|layer| layer.path == path);
+                .any(|layer| &layer.path == path)
+                || is_unreadable(&shared.unreadable, path);
             if !present {
-                self.texts.remove(&path);
+                self.texts.remove(path);
             }
         }
+        for file in &shared.unreadable {
+            let Some(layer) = self.restore(file, &mut shared.diagnostics) else {
+                continue;
+            };
+            if file.path == shared.paths.claude_user {
+                shared.claude_layers.push(layer);
+            } else {
+                shared.layers.push(layer);
+            }
+        }
+        // Restored layers take their usual place.
+        shared
+            .layers
+            .sort_by_key(|layer| order.iter().position(|path| *path == layer.path));
         let mut diagnostics = Vec::new();
         for layer in shared.layers.iter_mut().chain(&mut shared.claude_layers) {
             diagnostics.extend(self.settings(layer));
@@ -87,11 +106,29 @@ impl LastGood {
                 .iter()
                 .chain(&project.hookd_layer)
                 .chain(&project.claude_layers)
-                .any(|layer| layer.path == path);
+                .any(|layer| layer.path == path)
+                || is_unreadable(&project.unreadable, &path);
             if !present {
                 self.texts.remove(&path);
             }
         }
+        let dir = project.project_dir.clone();
+        for file in &project.unreadable {
+            let Some(layer) = self.restore(file, &mut project.diagnostics) else {
+                continue;
+            };
+            if file.path == LayerPaths::project_settings(&dir) {
+                project.layer = Some(layer);
+            } else if file.path == LayerPaths::hookd_project(&dir) {
+                project.hookd_layer = Some(layer);
+            } else {
+                project.claude_layers.push(layer);
+            }
+        }
+        let claude_order = LayerPaths::claude_project(&dir);
+        project
+            .claude_layers
+            .sort_by_key(|layer| claude_order.iter().position(|path| *path == layer.path));
         let layers = project
             .layer
             .iter_mut()
@@ -109,6 +146,32 @@ impl LastGood {
         for path in LayerPaths::project_files(project_dir) {
             self.texts.remove(&path);
         }
+    }
+
+    /// The kept version of a file that could not be read, as a layer, replacing the read
+    /// error in `diagnostics` with one that says the kept version is used; `None` when nothing
+    /// is kept (the layer stays out and the read error stands).
+    fn restore(
+        &self,
+        file: &UnreadableFile,
+        diagnostics: &mut Vec<Diagnostic>,
+    ) -> Option<LayerText> {
+        let kept = self.texts.get(&file.path)?;
+        let read_error = file.diagnostic();
+        diagnostics.retain(|diagnostic| *diagnostic != read_error);
+        diagnostics.push(
+            Diagnostic::error(format!(
+                "cannot read {} settings: {}; hookd keeps using the last valid version of this \
+                 file until it is fixed",
+                file.source, file.reason
+            ))
+            .with_path(&file.path),
+        );
+        Some(LayerText {
+            source: file.source,
+            path: file.path.clone(),
+            text: kept.clone(),
+        })
     }
 
     fn settings(&mut self, layer: &mut LayerText) -> Option<Diagnostic> {
@@ -146,6 +209,11 @@ impl LastGood {
         }
         Some(diagnostic)
     }
+}
+
+/// Whether `path` is among the files that could not be read.
+fn is_unreadable(unreadable: &[UnreadableFile], path: &Path) -> bool {
+    unreadable.iter().any(|file| file.path == path)
 }
 
 /// The file-level check of a settings file: JSON with comments, an object at the top.

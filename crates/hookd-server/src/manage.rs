@@ -441,11 +441,19 @@ fn same_file(a: &Path, b: &Path) -> bool {
         }
 }
 
-/// A settings file's text; `""` when it does not exist.
+/// A settings file's text; `""` when it does not exist. Read like every configuration file:
+/// never blocking on a FIFO, only regular files, bounded in size.
 async fn read(path: &Path) -> Result<String, ManageError> {
-    match tokio::fs::read(path).await {
-        Ok(bytes) => Ok(String::from_utf8_lossy(&bytes).into_owned()),
-        Err(err) if err.kind() == std::io::ErrorKind::NotFound => Ok(String::new()),
+    let owned = path.to_owned();
+    let read =
+        tokio::task::spawn_blocking(move || hookd_runner::configfile::read_config_file(&owned))
+            .await
+            .map_err(std::io::Error::other)
+            .and_then(|result| result.map_err(std::io::Error::other));
+    match read {
+        Ok(bytes) => Ok(bytes
+            .map(|bytes| String::from_utf8_lossy(&bytes).into_owned())
+            .unwrap_or_default()),
         Err(source) => Err(ManageError::Read {
             path: path.to_owned(),
             source,

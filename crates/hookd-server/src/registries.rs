@@ -13,9 +13,13 @@
 //! Every swap is announced on a broadcast channel ([`Registries::subscribe`]) that never
 //! blocks the daemon: a subscriber that falls behind loses the oldest announcements.
 //!
-//! Building reads files, so it runs on the blocking pool; the cached path is a hash lookup
-//! under a short mutex. Builds, rebuilds and reloads take one async lock, so a build started
-//! from old shared layers can never be cached after a reload that replaced them. The cache
+//! Building reads files and compiles matchers and filters, so it runs on the blocking pool;
+//! the cached path is a hash lookup under a short mutex. Each project has its own build lock,
+//! so a project whose files are slow to build (however hostile) delays only its own first
+//! event, never another project's. Reading the shared layers takes a lock of its own. Every
+//! replacement of the shared layers bumps an epoch under the cache mutex, and a build is only
+//! cached when the epoch it started from is still current (else it is built again), so a build
+//! started from old shared layers can never be cached after a reload that replaced them. The cache
 //! holds at most [`MAX_CACHED_PROJECTS`] projects; the least recently used one is dropped
 //! first, so a client naming endless directories cannot grow the daemon without bound.
 //!
@@ -151,8 +155,12 @@ pub(crate) struct Registries {
     /// The shared layers, read at the first build (or by [`Registries::preload`]).
     shared: Mutex<Option<Arc<SharedLayers>>>,
     by_project: Mutex<HashMap<PathBuf, Cached>>,
-    /// Held by every build, rebuild and reload, never by a cache hit.
-    build_lock: tokio::sync::Mutex<()>,
+    /// One lock per project being built or rebuilt; never taken by a cache hit.
+    project_locks: Mutex<HashMap<PathBuf, Arc<tokio::sync::Mutex<()>>>>,
+    /// Held while the shared layers are read or replaced (start, reload).
+    shared_lock: tokio::sync::Mutex<()>,
+    /// Bumped, under the cache mutex, whenever the shared layers are replaced.
+    shared_epoch: AtomicU64,
     last_good: Arc<Mutex<LastGood>>,
     /// The problems logged and still present, by text, with their severity.
     logged: Mutex<BTreeMap<String, Severity>>,
@@ -176,7 +184,9 @@ impl Registries {
             env,
             shared: Mutex::new(None),
             by_project: Mutex::new(HashMap::new()),
-            build_lock: tokio::sync::Mutex::new(()),
+            project_locks: Mutex::new(HashMap::new()),
+            shared_lock: tokio::sync::Mutex::new(()),
+            shared_epoch: AtomicU64::new(0),
             last_good: Arc::new(Mutex::new(LastGood::default())),
             logged: Mutex::new(BTreeMap::new()),
             changes: broadcast::channel(CHANGE_CAPACITY).0,
@@ -206,9 +216,7 @@ impl Registries {
     /// Reads the shared layers now, so the first event does not pay for it and problems in
     /// them are logged at start.
     pub(crate) async fn preload(&self) {
-        let _guard = self.build_lock.lock().await;
-        self.shared_layers_locked().await;
-        drop(_guard);
+        self.shared_layers().await;
         self.log_diagnostics();
     }
 
@@ -217,16 +225,23 @@ impl Registries {
         if let Some(snapshot) = self.cached(project_dir) {
             return snapshot;
         }
-        let guard = self.build_lock.lock().await;
+        let project_lock = self.project_lock(project_dir);
+        let guard = project_lock.lock().await;
         // Another request may have built it while this one waited for the lock.
         if let Some(snapshot) = self.cached(project_dir) {
+            drop(guard);
+            self.release_project_lock(project_dir, project_lock);
             return snapshot;
         }
-        let shared = self.shared_layers_locked().await;
-        let built = self.build(&shared, project_dir).await;
-        let snapshot = Arc::new(built.into_snapshot(self.next_generation()));
-        let evicted = {
+        let (snapshot, evicted) = loop {
+            let (shared, epoch) = self.shared_layers().await;
+            let built = self.build(&shared, project_dir).await;
             let mut cache = self.lock_cache();
+            if self.shared_epoch.load(Ordering::Acquire) != epoch {
+                // A reload replaced the shared layers while this was built: build again.
+                continue;
+            }
+            let snapshot = Arc::new(built.into_snapshot(self.next_generation()));
             let evicted = if cache.len() >= MAX_CACHED_PROJECTS {
                 let oldest = cache
                     .iter()
@@ -245,15 +260,35 @@ impl Registries {
                     last_used: self.clock.fetch_add(1, Ordering::Relaxed),
                 },
             );
-            evicted
+            break (snapshot, evicted);
         };
         if let Some(evicted) = evicted {
             lock(&self.last_good).forget_project(&evicted);
         }
         drop(guard);
+        self.release_project_lock(project_dir, project_lock);
         self.projects_changed.notify_one();
         self.log_diagnostics();
         snapshot
+    }
+
+    /// The build lock of one project, created on first use.
+    fn project_lock(&self, project_dir: &Path) -> Arc<tokio::sync::Mutex<()>> {
+        Arc::clone(
+            lock(&self.project_locks)
+                .entry(project_dir.to_owned())
+                .or_default(),
+        )
+    }
+
+    /// Forgets a project's build lock when nobody else holds or waits for it, so the map
+    /// holds only projects being built.
+    fn release_project_lock(&self, project_dir: &Path, project_lock: Arc<tokio::sync::Mutex<()>>) {
+        let mut locks = lock(&self.project_locks);
+        // The map's reference and this one: nobody else has it.
+        if Arc::strong_count(&project_lock) == 2 {
+            locks.remove(project_dir);
+        }
     }
 
     /// The cached registry of `project_dir`, marked as used; `None` when it is not cached.
@@ -281,27 +316,34 @@ impl Registries {
     }
 
     async fn reload(&self, force: bool) {
-        let guard = self.build_lock.lock().await;
+        let guard = self.shared_lock.lock().await;
         let fresh = self.load_shared().await;
-        *self.lock_shared() = Some(Arc::clone(&fresh));
-        for dir in self.project_dirs() {
-            self.rebuild_locked(&fresh, &dir, force).await;
-        }
+        self.replace_shared(&fresh);
         drop(guard);
+        for dir in self.project_dirs() {
+            self.rebuild_one(&dir, force).await;
+        }
         self.log_diagnostics();
     }
 
     /// Rebuilds the registry of one cached project (its own files changed); does nothing for
     /// a project that is not cached.
     pub(crate) async fn rebuild_project(&self, project_dir: &Path) {
-        let guard = self.build_lock.lock().await;
-        let shared = self.shared_layers_locked().await;
-        self.rebuild_locked(&shared, project_dir, false).await;
-        drop(guard);
+        self.rebuild_one(project_dir, false).await;
         self.log_diagnostics();
     }
 
-    /// Rebuilds and swaps in one project's registry. The caller holds the build lock.
+    /// Rebuilds one project under its own build lock, from the current shared layers.
+    async fn rebuild_one(&self, project_dir: &Path, force: bool) {
+        let project_lock = self.project_lock(project_dir);
+        let guard = project_lock.lock().await;
+        let (shared, _) = self.shared_layers().await;
+        self.rebuild_locked(&shared, project_dir, force).await;
+        drop(guard);
+        self.release_project_lock(project_dir, project_lock);
+    }
+
+    /// Rebuilds and swaps in one project's registry. The caller holds its build lock.
     async fn rebuild_locked(&self, shared: &Arc<SharedLayers>, project_dir: &Path, force: bool) {
         let Some(old) = self
             .lock_cache()
@@ -396,14 +438,36 @@ impl Registries {
         self.generation.fetch_add(1, Ordering::Relaxed) + 1
     }
 
-    /// The shared layers, read on first use. The caller holds the build lock.
-    async fn shared_layers_locked(&self) -> Arc<SharedLayers> {
-        if let Some(shared) = self.lock_shared().as_ref() {
-            return Arc::clone(shared);
+    /// The shared layers, read on first use, with the epoch they belong to.
+    async fn shared_layers(&self) -> (Arc<SharedLayers>, u64) {
+        if let Some(current) = self.current_shared() {
+            return current;
+        }
+        let _guard = self.shared_lock.lock().await;
+        // Another task may have read them while this one waited.
+        if let Some(current) = self.current_shared() {
+            return current;
         }
         let loaded = self.load_shared().await;
-        *self.lock_shared() = Some(Arc::clone(&loaded));
-        loaded
+        self.replace_shared(&loaded);
+        let epoch = self.shared_epoch.load(Ordering::Acquire);
+        (loaded, epoch)
+    }
+
+    /// The shared layers if they were read, with their epoch.
+    fn current_shared(&self) -> Option<(Arc<SharedLayers>, u64)> {
+        // The epoch is read under the cache mutex, where it is bumped, so it belongs to the
+        // layers read with it.
+        let _cache = self.lock_cache();
+        let shared = self.lock_shared().clone()?;
+        Some((shared, self.shared_epoch.load(Ordering::Acquire)))
+    }
+
+    /// Installs new shared layers and bumps the epoch, so builds from the old ones are redone.
+    fn replace_shared(&self, fresh: &Arc<SharedLayers>) {
+        let _cache = self.lock_cache();
+        *self.lock_shared() = Some(Arc::clone(fresh));
+        self.shared_epoch.fetch_add(1, Ordering::AcqRel);
     }
 
     /// Reads the shared layers from disk, keeping the last good version of bad files.
@@ -572,9 +636,13 @@ fn changed_files(old: &RegistryInput, new: &RegistryInput) -> (Vec<String>, Vec<
 /// slug Gemini CLI would give it first.
 fn project_id(gemini_home: &Path, project_dir: &Path) -> String {
     let project = project_dir.display().to_string();
-    let registered = std::fs::read_to_string(gemini_home.join(".gemini/projects.json"))
-        .ok()
-        .and_then(|text| hookd_core::env::project_id_from_registry(&text, &project));
+    // Read like every configuration file: never blocking, bounded in size.
+    let registered =
+        hookd_runner::configfile::read_config_file(&gemini_home.join(".gemini/projects.json"))
+            .ok()
+            .flatten()
+            .map(|bytes| String::from_utf8_lossy(&bytes).into_owned())
+            .and_then(|text| hookd_core::env::project_id_from_registry(&text, &project));
     registered.unwrap_or_else(|| hookd_core::env::project_slug(&project))
 }
 
