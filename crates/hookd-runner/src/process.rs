@@ -121,6 +121,8 @@ pub struct ProcessSpec {
     pub stdin: Bytes,
     /// How long the process may run before its process group is terminated.
     pub timeout: Duration,
+    /// The process's `RLIMIT_DATA` in bytes (the hook's `max_memory_mb`), if limited.
+    pub max_data_bytes: Option<u64>,
 }
 
 /// Runs one process to completion, timeout or cancellation and reports what happened.
@@ -276,8 +278,12 @@ impl SpawnedProcess {
                 drain_now(&mut stderr_fd, &mut err);
             }
         }
-        let mut stdout = stdout_fd.and_then(register_output);
-        let mut stderr = stderr_fd.and_then(register_output);
+        // A pipe that cannot be watched (the runtime is out of resources) loses the hook's
+        // output, and with it any decision: the run is a failure then, under the hook's
+        // `on_failure`, never an empty allow.
+        let mut lost_output: Option<io::Error> = None;
+        let mut stdout = stdout_fd.and_then(|fd| register_output(fd, &mut lost_output));
+        let mut stderr = stderr_fd.and_then(|fd| register_output(fd, &mut lost_output));
 
         let mut timer = pin!(sleep_until(deadline));
         let mut phase = Phase::Running;
@@ -351,6 +357,14 @@ impl SpawnedProcess {
             },
             Some(StopReason::Cancelled) => HookOutcome::Cancelled,
             None => match status {
+                Some(Ok(_)) if lost_output.is_some() => HookOutcome::SpawnFailed {
+                    message: format!(
+                        "Lost the hook's output: cannot watch its pipes ({})",
+                        lost_output
+                            .as_ref()
+                            .map_or_else(String::new, ToString::to_string)
+                    ),
+                },
                 Some(Ok(status)) => exit_outcome(status, &out, &err, limits.max_output_bytes),
                 Some(Err(error)) => HookOutcome::SpawnFailed {
                     message: format!("Lost track of the hook process: {error}"),
@@ -542,13 +556,17 @@ fn drain_now(pipe: &mut Option<OwnedFd>, capture: &mut Capture) {
 }
 
 /// Registers an output pipe with the runtime, to be drained as the hook runs. A pipe that
-/// cannot be registered (the runtime is out of resources) is given up: its output is lost, and
-/// the run does not wait for it.
-fn register_output(fd: OwnedFd) -> Option<tokio::net::unix::pipe::Receiver> {
+/// cannot be registered (the runtime is out of resources) is given up: the run does not wait
+/// for it, and `lost` records why, so that the run is reported as a failure.
+fn register_output(
+    fd: OwnedFd,
+    lost: &mut Option<io::Error>,
+) -> Option<tokio::net::unix::pipe::Receiver> {
     match spawn::register_reader(fd) {
         Ok(pipe) => Some(pipe),
         Err(error) => {
             tracing::warn!(%error, "cannot watch a hook's output pipe");
+            lost.get_or_insert(error);
             None
         }
     }
@@ -589,9 +607,12 @@ fn signal_group(group: Option<Pid>, signal: Signal) {
 fn exit_outcome(status: ExitStatus, out: &Capture, err: &Capture, cap: usize) -> HookOutcome {
     use std::os::unix::process::ExitStatusExt;
 
+    // The output is read from stdout, or from stderr when stdout is blank. Only an overflow of
+    // that stream is a failure: a stderr flood beside a printed decision is cut at the cap (the
+    // hook's log, with the truncation marker) and the decision on stdout stands.
     let overflowed = if out.truncated() {
         Some(StreamName::Stdout)
-    } else if err.truncated() {
+    } else if err.truncated() && is_blank(&out.buf) {
         Some(StreamName::Stderr)
     } else {
         None
@@ -607,6 +628,30 @@ fn exit_outcome(status: ExitStatus, out: &Capture, err: &Capture, cap: usize) ->
         // Neither an exit code nor a signal cannot happen for a waited-for process on Unix.
         (None, None, None) => HookOutcome::Exited { code: 0 },
     }
+}
+
+/// Whether captured output is blank by JavaScript's `trim` (what Gemini CLI reads the output
+/// with): only whitespace and line terminators, the byte-order mark included.
+fn is_blank(bytes: &[u8]) -> bool {
+    String::from_utf8_lossy(bytes).chars().all(|c| {
+        matches!(
+            c,
+            '\t' | '\n'
+                | '\u{b}'
+                | '\u{c}'
+                | '\r'
+                | ' '
+                | '\u{a0}'
+                | '\u{1680}'
+                | '\u{2000}'..='\u{200a}'
+                | '\u{2028}'
+                | '\u{2029}'
+                | '\u{202f}'
+                | '\u{205f}'
+                | '\u{3000}'
+                | '\u{feff}'
+        )
+    })
 }
 
 fn finished(outcome: HookOutcome, out: Capture, err: Capture, started: Instant) -> HookRun {
@@ -657,6 +702,7 @@ fn spawn_child(spec: &ProcessSpec) -> Result<HookChild, String> {
             argv: &argv,
             env: &spec.env,
             cwd: &cwd,
+            max_data_bytes: spec.max_data_bytes,
         })
     };
     let (program, remembered) = PROGRAMS
@@ -802,6 +848,7 @@ mod tests {
             env: Arc::new(HookEnv::new(vec![("PATH".to_owned(), PATH.to_owned())])),
             stdin: Bytes::new(),
             timeout: Duration::from_secs(30),
+            max_data_bytes: None,
         }
     }
 
@@ -1124,6 +1171,70 @@ mod tests {
             assert_eq!(text.len(), mib + marker.len());
             assert!(text[..mib].bytes().all(|b| b == b'y'));
         }
+    }
+
+    #[tokio::test]
+    async fn a_stderr_flood_beside_a_decision_is_cut_and_the_decision_stands() {
+        let mib = 1024 * 1024;
+        // (script, outcome) — stderr is 3 MiB each time, drained to the end (the hook would
+        // block on a full pipe otherwise and be killed at its timeout).
+        let cases = [
+            (
+                "echo '{\"decision\":\"deny\"}'; head -c 3145728 /dev/zero | tr '\\0' e >&2",
+                exited(0),
+            ),
+            (
+                "head -c 3145728 /dev/zero | tr '\\0' e >&2; echo '{\"decision\":\"deny\"}'; exit 3",
+                exited(3),
+            ),
+            // Nothing on stdout: stderr is where the output is read from, and it overflowed.
+            (
+                "head -c 3145728 /dev/zero | tr '\\0' e >&2",
+                HookOutcome::OutputTooLarge {
+                    stream: StreamName::Stderr,
+                    cap_bytes: mib,
+                    code: Some(0),
+                },
+            ),
+        ];
+        for (script, outcome) in &cases {
+            let result = run(spec(script)).await;
+            assert_eq!(&result.outcome, outcome, "{script}");
+            assert!(result.stderr.starts_with('e') && result.stderr.len() < mib + 200);
+            assert!(
+                result
+                    .stderr
+                    .ends_with("[hookd: stderr truncated after 1048576 bytes; 2097152 more bytes discarded]"),
+                "{script}"
+            );
+        }
+        // Through the output rules: the deny is what the hook decided.
+        let run = run(spec(cases[0].0)).await;
+        let (output, _) = hookd_core::output::parse_output(
+            hookd_core::event::HookEventName::BeforeTool,
+            &run.stdout,
+            &run.stderr,
+            0,
+        );
+        assert_eq!(output, Some(serde_json::json!({"decision": "deny"})));
+    }
+
+    #[tokio::test]
+    async fn max_memory_limits_what_the_process_may_allocate() {
+        // `RLIMIT_DATA` as the process sees it, with and without a limit.
+        let mut limited = spec("ulimit -d");
+        limited.max_data_bytes = Some(64 * 1024 * 1024);
+        let result = run(limited).await;
+        assert_eq!(result.outcome, exited(0));
+        assert_eq!(result.stdout.trim(), "65536", "ulimit -d reports KiB");
+        let result = run(spec("ulimit -d")).await;
+        assert_eq!(result.stdout.trim(), "unlimited");
+        // A process that allocates past it fails instead of growing.
+        let mut hungry = spec("x=$(head -c 100000000 /dev/zero | tr '\\0' x); echo grew");
+        hungry.max_data_bytes = Some(32 * 1024 * 1024);
+        let result = run(hungry).await;
+        assert_ne!(result.outcome, exited(0), "{}", result.stderr);
+        assert_ne!(result.stdout.trim(), "grew");
     }
 
     #[tokio::test]

@@ -189,20 +189,27 @@ fn main() -> anyhow::Result<()> {
                 let socket = args
                     .socket
                     .unwrap_or_else(hookd_protocol::default_socket_path);
-                let listener = hookd_server::bind_socket(&socket)
+                let (listener, bound) = hookd_server::bind_socket_file(&socket)
                     .await
                     .with_context(|| format!("cannot listen on {}", socket.display()))?;
                 tracing::info!(socket = %socket.display(), "hookd listening");
-                (listener, Some(socket))
+                (listener, Some(bound))
             }
         };
         let cancel = CancellationToken::new();
         signals.spawn(cancel.clone(), config.control.clone());
         let result = hookd_server::run(listener, config, cancel).await;
-        // A socket we bound ourselves would make the next start probe a dead path. A socket
+        // A socket we bound ourselves would make the next start probe a dead path. Only the
+        // file we bound is removed: if the path now holds another socket (systemd's, after
+        // `hookctl service install`), it is left alone. A socket
         // systemd passed belongs to systemd, which keeps it open for the next start.
-        if let Some(socket) = bound {
-            let _ = std::fs::remove_file(&socket);
+        if let Some(bound) = bound {
+            if !bound.remove_if_unchanged() {
+                tracing::info!(
+                    socket = %bound.path().display(),
+                    "the socket path no longer holds the socket this daemon bound; left it alone"
+                );
+            }
         }
         result.context("hookd stopped with an error")
     })
