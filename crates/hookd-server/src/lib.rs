@@ -46,6 +46,7 @@ use tokio_util::task::TaskTracker;
 pub use audit::AuditError;
 pub use config::{AuditConfig, ServerConfig};
 pub use control::{Control, Lifecycle};
+pub use hookd_runner::spawn::{OpenFilesLimit, raise_open_files_limit};
 pub use socket::{BindError, BoundSocket, bind_socket, bind_socket_file};
 
 use shared::Shared;

@@ -102,6 +102,21 @@ fn main() -> anyhow::Result<()> {
     // First, while this is the only thread: taking the socket edits the process environment.
     let activated = activation::take_listener()?;
 
+    // Each connection holds a descriptor and each running hook three more: at the common soft
+    // limit of 1024 a burst of clients would make hooks fail to start. Hooks get the original
+    // soft limit back.
+    match hookd_server::raise_open_files_limit() {
+        Ok(limit) if limit.after > limit.before => {
+            tracing::debug!(
+                before = limit.before,
+                after = limit.after,
+                "raised the open-files limit"
+            );
+        }
+        Ok(_) => {}
+        Err(error) => tracing::warn!(%error, "cannot raise the open-files limit"),
+    }
+
     let mut env = process_env();
     let notifier = notify::SystemdNotifier::from_env(&env, std::process::id());
     notify::remove_service_manager_variables(&mut env);
