@@ -16,7 +16,10 @@
 //!   its pipes are drained as it runs. Each stream is
 //!   captured up to a cap; the rest is read and counted but discarded. The run ends when the
 //!   direct child has exited *and* both output pipes reached end-of-file — Gemini CLI's
-//!   `close` event — but never later than the hook's timeout.
+//!   `close` event — but never later than the hook's timeout, and never later than
+//!   [`EXITED_GRACE`] after the direct child exited: then whatever of the group still holds a
+//!   pipe (`sleep 30 &`) gets `SIGKILL`, and the run ends with the hook's own exit status and
+//!   the output read so far (Gemini CLI would wait for the background process).
 //! - **Terminating.** At the deadline (or on cancellation) the whole process group gets
 //!   `SIGTERM`; draining continues; after the grace period the group gets `SIGKILL`; shortly
 //!   after that we stop waiting for anything, even a process that escaped the group and still
@@ -69,6 +72,11 @@ pub const DEFAULT_KILL_GRACE: Duration = Duration::from_secs(2);
 /// runs (see `SpawnedProcess::collect`): the longest a hook that fills a pipe (64 KiB) within
 /// that time waits for it to be read.
 const QUICK_EXIT: Duration = Duration::from_millis(5);
+
+/// How long a process group may keep the hook's output pipes open after the hook itself has
+/// exited (a background `sleep 30 &` that inherited them) before the group is killed. Output
+/// already written is read whole; the hook's exit is its outcome, not a timeout.
+pub const EXITED_GRACE: Duration = Duration::from_millis(250);
 
 /// How long we keep draining after `SIGKILL` before giving up on the pipes and the child.
 ///
@@ -293,6 +301,13 @@ impl SpawnedProcess {
             if status.is_some() && stdout.is_none() && stderr.is_none() {
                 break;
             }
+            if status.is_some() && phase == Phase::Running {
+                // The hook has exited but something it started still holds a pipe (`sleep 30
+                // &`): it gets a short grace to finish writing, then the group is killed.
+                phase = Phase::Exited;
+                let grace = later(Instant::now(), EXITED_GRACE).min(deadline);
+                timer.as_mut().reset(grace);
+            }
             tokio::select! {
                 () = &mut stdin_task, if !stdin_done => stdin_done = true,
                 open = read_chunk(stdout.as_mut(), &mut out), if stdout.is_some() => {
@@ -312,6 +327,13 @@ impl SpawnedProcess {
                 exited = child.wait(), if status.is_none() => status = Some(exited),
                 () = &mut timer => {
                     match phase {
+                        Phase::Exited => {
+                            // Not a timeout: the hook answered by exiting; what it left
+                            // behind is killed, and its exit is the outcome.
+                            signal_group(group, Signal::SIGKILL);
+                            phase = Phase::Killed;
+                            timer.as_mut().reset(later(Instant::now(), KILL_SLACK));
+                        }
                         Phase::Running => {
                             stop.get_or_insert(StopReason::TimedOut);
                             signal_group(group, Signal::SIGTERM);
@@ -439,6 +461,9 @@ fn later(start: Instant, duration: Duration) -> Instant {
 enum Phase {
     /// The timer is the hook's deadline.
     Running,
+    /// The hook itself has exited while something it started holds a pipe; the timer is the
+    /// end of [`EXITED_GRACE`].
+    Exited,
     /// `SIGTERM` was sent; the timer is the end of the grace period.
     Terminating,
     /// `SIGKILL` was sent; the timer is the last moment we wait for anything.
@@ -1078,24 +1103,48 @@ mod tests {
     }
 
     #[tokio::test]
-    async fn grandchild_holding_stdout_does_not_delay_past_the_timeout() {
-        // bash exits at once; `sleep` keeps stdout open and ignores SIGTERM.
+    async fn grandchild_holding_stdout_is_killed_soon_after_the_hook_exits() {
+        // bash exits at once; `sleep` keeps stdout open and ignores SIGTERM. The run ends
+        // with bash's exit a short grace later, far before the timeout.
         let mut spec = spec("trap '' TERM; echo $$; sleep 30 & echo hi");
-        spec.timeout = Duration::from_secs(1);
+        spec.timeout = Duration::from_secs(20);
         let result = run(spec).await;
-        assert_eq!(result.outcome, HookOutcome::TimedOut { timeout_ms: 1000 });
-        assert!(result.duration < Duration::from_secs(10), "{result:?}");
+        assert_eq!(result.outcome, exited(0));
+        assert!(result.duration < Duration::from_secs(5), "{result:?}");
         let pid = printed_pid(&result);
         assert!(result.stdout.ends_with("hi\n"), "{result:?}");
         assert!(group_is_gone_soon(pid), "{:?}", live_group_members(pid));
     }
 
     #[tokio::test]
+    async fn a_deny_printed_beside_a_background_sleep_arrives_promptly() {
+        let script = "sleep 30 & echo '{\"decision\":\"deny\",\"reason\":\"no\"}'";
+        let mut gate = spec(script);
+        gate.timeout = Duration::from_secs(30);
+        let result = run(gate).await;
+        assert_eq!(result.outcome, exited(0));
+        assert!(result.duration < Duration::from_secs(3), "{result:?}");
+        assert_eq!(result.stdout.trim(), "{\"decision\":\"deny\",\"reason\":\"no\"}");
+        // What a background process writes within the grace is kept.
+        let result = run(spec("(sleep 0.05; echo late) & echo early")).await;
+        assert_eq!(result.stdout, "early\nlate\n");
+    }
+
+    #[tokio::test]
     async fn process_escaping_the_group_is_not_waited_for() {
         // `setsid` moves the holder out of the group, so no signal of ours reaches it.
-        let mut spec = spec("setsid sh -c 'echo $$; exec sleep 30'");
-        spec.timeout = Duration::from_secs(1);
-        let result = run(spec).await;
+        let mut escaping = spec("setsid sh -c 'echo $$; exec sleep 30'");
+        escaping.timeout = Duration::from_secs(20);
+        let result = run(escaping).await;
+        let escaped = printed_pid(&result);
+        let _ = nix::sys::signal::kill(Pid::from_raw(escaped), Signal::SIGKILL);
+        // `setsid` forked (it led the group) and its parent exited 0: the hook's exit.
+        assert_eq!(result.outcome, exited(0));
+        assert!(result.duration < Duration::from_secs(5), "{result:?}");
+        // A hook that stays alive while the escaped process holds the pipe still times out.
+        let mut alive = spec("setsid sh -c 'echo $$; exec sleep 30'; sleep 30");
+        alive.timeout = Duration::from_secs(1);
+        let result = run(alive).await;
         let escaped = printed_pid(&result);
         let _ = nix::sys::signal::kill(Pid::from_raw(escaped), Signal::SIGKILL);
         assert_eq!(result.outcome, HookOutcome::TimedOut { timeout_ms: 1000 });
