@@ -80,6 +80,9 @@ pub struct AuditConfig {
     /// At most this many lines wait for the writer; a line that finds the queue full is
     /// dropped and counted, so a slow disk never holds up an event.
     pub queue_lines: usize,
+    /// At most this many bytes of lines wait for the writer (lines with a large `stdin` count
+    /// for their size); past it, lines are dropped and counted like a full queue's.
+    pub queue_bytes: usize,
 }
 
 impl AuditConfig {
@@ -89,6 +92,8 @@ impl AuditConfig {
     pub const DEFAULT_KEEP: usize = 5;
     /// The default queue bound, in lines.
     pub const DEFAULT_QUEUE_LINES: usize = 4096;
+    /// The default queue bound, in bytes: 16 MiB.
+    pub const DEFAULT_QUEUE_BYTES: usize = 16 * 1024 * 1024;
 
     /// An audit log at `path` with the default rotation and no stdin.
     pub fn new(path: impl Into<PathBuf>) -> AuditConfig {
@@ -98,6 +103,7 @@ impl AuditConfig {
             keep: AuditConfig::DEFAULT_KEEP,
             include_stdin: false,
             queue_lines: AuditConfig::DEFAULT_QUEUE_LINES,
+            queue_bytes: AuditConfig::DEFAULT_QUEUE_BYTES,
         }
     }
 }

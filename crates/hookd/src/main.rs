@@ -94,6 +94,10 @@ struct Args {
     /// waited for.
     #[arg(long, value_name = "N", default_value_t = hookd_server::AuditConfig::DEFAULT_QUEUE_LINES, requires = "audit_log")]
     audit_queue_lines: usize,
+    /// Audit log: the most bytes of lines waiting for the disk; past it, lines are dropped and
+    /// counted (one line bigger than this still gets in when nothing waits).
+    #[arg(long, value_name = "BYTES", default_value_t = hookd_server::AuditConfig::DEFAULT_QUEUE_BYTES, requires = "audit_log")]
+    audit_queue_bytes: usize,
 }
 
 fn main() -> anyhow::Result<()> {
@@ -152,6 +156,7 @@ fn main() -> anyhow::Result<()> {
             keep: args.audit_keep,
             include_stdin: args.audit_stdin,
             queue_lines: args.audit_queue_lines.max(1),
+            queue_bytes: args.audit_queue_bytes.max(1),
         });
     }
     if let Some(ms) = args.kill_grace_ms {
