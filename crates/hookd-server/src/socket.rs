@@ -67,20 +67,47 @@ impl BoundSocket {
     }
 
     /// Removes the socket file if the path still is the socket this daemon bound; returns
-    /// whether it did. A path that now holds another file (a socket systemd bound after this
-    /// daemon started, a second daemon's) is left alone.
+    /// whether it did. Call it after the listener is closed. A path that now holds another
+    /// file (a socket systemd bound after this daemon started, a second daemon's) is left
+    /// alone: it must have the bound device and inode, and no process may be listening on
+    /// the path (an inode number can be reused at once by the next socket created; the
+    /// kernel's table of listening sockets tells, without connecting, which would start a
+    /// socket-activated service).
     pub fn remove_if_unchanged(&self) -> bool {
         match std::fs::symlink_metadata(&self.path) {
             Ok(meta)
                 if meta.file_type().is_socket()
                     && meta.dev() == self.dev
-                    && meta.ino() == self.ino =>
+                    && meta.ino() == self.ino
+                    && !someone_listens_at(&self.path) =>
             {
                 std::fs::remove_file(&self.path).is_ok()
             }
             _ => false,
         }
     }
+}
+
+/// Whether a listening Unix socket is bound at `path`, from `/proc/net/unix` (whose flags
+/// column has `__SO_ACCEPTCON`, 0x10000, for a listening socket). When the table cannot be
+/// read, assume someone does: leaving a stale file behind is harmless (the next start removes
+/// it), removing a live socket is not.
+fn someone_listens_at(path: &Path) -> bool {
+    use std::io::Read;
+    const MAX_TABLE_BYTES: u64 = 64 * 1024 * 1024;
+    let mut table = String::new();
+    let read = std::fs::File::open("/proc/net/unix")
+        .and_then(|file| file.take(MAX_TABLE_BYTES).read_to_string(&mut table));
+    if read.is_err() {
+        return true;
+    }
+    let wanted = path.as_os_str().to_string_lossy();
+    table.lines().skip(1).any(|line| {
+        let columns: Vec<&str> = line.split_whitespace().collect();
+        columns.len() >= 8
+            && columns[7..].join(" ") == wanted
+            && u32::from_str_radix(columns[3], 16).is_ok_and(|flags| flags & 0x10000 != 0)
+    })
 }
 
 /// Binds a listening socket at `path` (see [`bind_socket_file`]), forgetting which file it
@@ -242,9 +269,11 @@ mod tests {
         let _other = std::os::unix::net::UnixListener::bind(&path).unwrap();
         assert!(!bound.remove_if_unchanged());
         assert!(path.exists(), "the other socket must stay");
-        // Our own, unchanged, is removed.
+        // Our own, unchanged, is removed once its listener is closed.
         let other = tmp.path().join("own.sock");
-        let (_listener, own) = bind_socket_file(&other).await.unwrap();
+        let (listener, own) = bind_socket_file(&other).await.unwrap();
+        assert!(!own.remove_if_unchanged(), "removed while still listening");
+        drop(listener);
         assert!(own.remove_if_unchanged());
         assert!(!other.exists());
     }

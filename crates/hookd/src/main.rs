@@ -43,6 +43,10 @@ struct Args {
     /// Largest first frame (the hello) accepted from a new connection, in bytes.
     #[arg(long)]
     max_hello_frame_bytes: Option<usize>,
+    /// Bytes of partly received frames (over 64 KiB each) held across all connections; a frame
+    /// beyond it is skipped and refused with limit_reached [default: 268435456].
+    #[arg(long)]
+    max_pending_frame_bytes: Option<usize>,
     /// Event runs in flight on one connection before hookd stops reading its requests until
     /// one finishes [default: 1024].
     #[arg(long)]
@@ -142,6 +146,9 @@ fn main() -> anyhow::Result<()> {
     }
     if let Some(n) = args.max_hello_frame_bytes {
         config.max_hello_frame_bytes = n;
+    }
+    if let Some(n) = args.max_pending_frame_bytes {
+        config.max_pending_frame_bytes = n;
     }
     if let Some(n) = args.max_inflight_per_connection {
         config.max_inflight_per_connection = n.max(1);
