@@ -117,7 +117,10 @@ async fn a_grandchild_holding_stdout_does_not_hold_the_run_past_its_timeout() {
         "{grandchild:?}"
     );
     assert_eq!(
-        result.final_output.as_ref().map(|output| &output["decision"]),
+        result
+            .final_output
+            .as_ref()
+            .map(|output| &output["decision"]),
         Some(&json!("deny"))
     );
     assert!(elapsed < Duration::from_secs(2), "took {elapsed:?}");

@@ -66,8 +66,16 @@ fn a_planted_socket_gets_nothing_and_the_relay_follows_its_unreachable_policy() 
     let link = tmp.path().join("link");
     std::os::unix::fs::symlink(&private, &link).unwrap();
     let planted = [
-        (wide.join("hookd.sock"), wide.join("hookd.sock"), "written by other users"),
-        (private.join("hookd.sock"), link.join("hookd.sock"), "symbolic link"),
+        (
+            wide.join("hookd.sock"),
+            wide.join("hookd.sock"),
+            "written by other users",
+        ),
+        (
+            private.join("hookd.sock"),
+            link.join("hookd.sock"),
+            "symbolic link",
+        ),
     ];
     let payload = r#"{"tool_name":"run_shell_command","tool_input":{"command":"ls"}}"#;
     for (bound, used, why) in &planted {
@@ -94,7 +102,11 @@ fn a_planted_socket_gets_nothing_and_the_relay_follows_its_unreachable_policy() 
         assert!(stderr.contains(why), "{stderr}");
 
         // Other commands fail, naming the reason.
-        for command in [&["status"][..], &["ping"][..], &["emit", "BeforeTool", "--input", "-"]] {
+        for command in [
+            &["status"][..],
+            &["ping"][..],
+            &["emit", "BeforeTool", "--input", "-"],
+        ] {
             let (code, _, stderr, _) = hookctl(command, used, payload);
             assert_ne!(code, 0, "{command:?}");
             assert!(

@@ -808,7 +808,9 @@ async fn an_unsafe_socket_directory_gets_nothing() {
     assert!(
         matches!(
             &error,
-            ClientError::UntrustedSocket(hookd_protocol::SocketTrustError::DirectoryWritable { .. })
+            ClientError::UntrustedSocket(
+                hookd_protocol::SocketTrustError::DirectoryWritable { .. }
+            )
         ),
         "{error:?}"
     );
@@ -829,7 +831,9 @@ async fn an_unsafe_socket_directory_gets_nothing() {
     assert!(
         matches!(
             &error,
-            ClientError::UntrustedSocket(hookd_protocol::SocketTrustError::DirectoryIsSymlink { .. })
+            ClientError::UntrustedSocket(
+                hookd_protocol::SocketTrustError::DirectoryIsSymlink { .. }
+            )
         ),
         "{error:?}"
     );

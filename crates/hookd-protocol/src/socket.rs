@@ -323,7 +323,11 @@ mod tests {
             (u32::MAX, 1000, false),
         ];
         for (peer, own, allowed) in cases {
-            assert_eq!(peer_uid_allowed(peer, own), allowed, "peer {peer}, own {own}");
+            assert_eq!(
+                peer_uid_allowed(peer, own),
+                allowed,
+                "peer {peer}, own {own}"
+            );
         }
     }
 
@@ -351,8 +355,7 @@ mod tests {
         std::fs::set_permissions(&readable, std::fs::Permissions::from_mode(0o755)).unwrap();
         let group_writable = tmp.path().join("group");
         std::fs::create_dir(&group_writable).unwrap();
-        std::fs::set_permissions(&group_writable, std::fs::Permissions::from_mode(0o770))
-            .unwrap();
+        std::fs::set_permissions(&group_writable, std::fs::Permissions::from_mode(0o770)).unwrap();
         let sticky = tmp.path().join("sticky");
         std::fs::create_dir(&sticky).unwrap();
         std::fs::set_permissions(&sticky, std::fs::Permissions::from_mode(0o1777)).unwrap();

@@ -661,20 +661,14 @@ fn is_blank(bytes: &[u8]) -> bool {
     String::from_utf8_lossy(bytes).chars().all(|c| {
         matches!(
             c,
-            '\t' | '\n'
-                | '\u{b}'
-                | '\u{c}'
-                | '\r'
-                | ' '
-                | '\u{a0}'
-                | '\u{1680}'
-                | '\u{2000}'..='\u{200a}'
-                | '\u{2028}'
-                | '\u{2029}'
-                | '\u{202f}'
-                | '\u{205f}'
-                | '\u{3000}'
-                | '\u{feff}'
+            '\t' | '\n' | '\u{b}' | '\u{c}' | '\r' | ' ' | '\u{a0}' | '\u{1680}' | '\u{2000}'
+                ..='\u{200a}'
+                    | '\u{2028}'
+                    | '\u{2029}'
+                    | '\u{202f}'
+                    | '\u{205f}'
+                    | '\u{3000}'
+                    | '\u{feff}'
         )
     })
 }
@@ -1124,7 +1118,10 @@ mod tests {
         let result = run(gate).await;
         assert_eq!(result.outcome, exited(0));
         assert!(result.duration < Duration::from_secs(3), "{result:?}");
-        assert_eq!(result.stdout.trim(), "{\"decision\":\"deny\",\"reason\":\"no\"}");
+        assert_eq!(
+            result.stdout.trim(),
+            "{\"decision\":\"deny\",\"reason\":\"no\"}"
+        );
         // What a background process writes within the grace is kept.
         let result = run(spec("(sleep 0.05; echo late) & echo early")).await;
         assert_eq!(result.stdout, "early\nlate\n");
@@ -1251,9 +1248,9 @@ mod tests {
             assert_eq!(&result.outcome, outcome, "{script}");
             assert!(result.stderr.starts_with('e') && result.stderr.len() < mib + 200);
             assert!(
-                result
-                    .stderr
-                    .ends_with("[hookd: stderr truncated after 1048576 bytes; 2097152 more bytes discarded]"),
+                result.stderr.ends_with(
+                    "[hookd: stderr truncated after 1048576 bytes; 2097152 more bytes discarded]"
+                ),
                 "{script}"
             );
         }

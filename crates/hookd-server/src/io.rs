@@ -352,7 +352,8 @@ mod tests {
             .await
             .unwrap();
         first_peer.write_all(&vec![b' '; 1000]).await.unwrap();
-        let pending = tokio::time::timeout(std::time::Duration::from_millis(100), first_reader.next()).await;
+        let pending =
+            tokio::time::timeout(std::time::Duration::from_millis(100), first_reader.next()).await;
         assert!(pending.is_err(), "the frame is not complete");
         assert_eq!(budget.used(), big as u64);
         // The second's 200 KiB frame does not fit: refused and skipped, and the frame after
@@ -363,7 +364,12 @@ mod tests {
             .unwrap();
         second_peer.write_all(&vec![b' '; 10]).await.unwrap();
         let refused = second_reader.next().await.unwrap().unwrap();
-        assert_eq!(refused, Frame::TooLarge { declared_len: big as u64 });
+        assert_eq!(
+            refused,
+            Frame::TooLarge {
+                declared_len: big as u64
+            }
+        );
         assert_eq!(second_reader.take_refused(), Some(big as u64));
         let writer = tokio::spawn(async move {
             second_peer.write_all(&vec![b' '; big - 10]).await.unwrap();
@@ -386,7 +392,8 @@ mod tests {
             .write_all(&u32::try_from(big).unwrap().to_be_bytes())
             .await
             .unwrap();
-        let _ = tokio::time::timeout(std::time::Duration::from_millis(50), first_reader.next()).await;
+        let _ =
+            tokio::time::timeout(std::time::Duration::from_millis(50), first_reader.next()).await;
         assert_eq!(budget.used(), big as u64);
         drop(first_reader);
         assert_eq!(budget.used(), 0);

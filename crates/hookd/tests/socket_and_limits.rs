@@ -137,10 +137,14 @@ fn a_stopping_daemon_leaves_a_socket_it_did_not_bind_and_raises_its_fd_limit() {
     }]}]}});
     std::fs::write(home.join(".gemini/settings.json"), settings.to_string()).unwrap();
     let socket = tmp.path().join("run/hookd.sock");
-    let (_, hard) = nix::sys::resource::getrlimit(nix::sys::resource::Resource::RLIMIT_NOFILE)
-        .unwrap();
+    let (_, hard) =
+        nix::sys::resource::getrlimit(nix::sys::resource::Resource::RLIMIT_NOFILE).unwrap();
     let soft = 256.min(hard);
-    let mut daemon = KillOnDrop(hookd(&home, &socket, &format!("-Sn {soft}")).spawn().unwrap());
+    let mut daemon = KillOnDrop(
+        hookd(&home, &socket, &format!("-Sn {soft}"))
+            .spawn()
+            .unwrap(),
+    );
     wait_until("hookd to listen", || UnixStream::connect(&socket).is_ok());
 
     // The daemon's soft limit is its hard limit now.
@@ -150,7 +154,10 @@ fn a_stopping_daemon_leaves_a_socket_it_did_not_bind_and_raises_its_fd_limit() {
     // Its hooks get the soft limit it was started with.
     let mut stream = UnixStream::connect(&socket).unwrap();
     stream.set_read_timeout(Some(PATIENCE)).unwrap();
-    send(&mut stream, &json!({"type": "hello", "protocol": 1, "client": "t"}));
+    send(
+        &mut stream,
+        &json!({"type": "hello", "protocol": 1, "client": "t"}),
+    );
     assert_eq!(receive(&mut stream)["type"], "hello");
     send(
         &mut stream,
