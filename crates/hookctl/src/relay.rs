@@ -571,10 +571,23 @@ fn exchange(socket: &Path, request: EventRequest) -> Result<EventResult, Exchang
 
 /// Connects within `deadline`: a daemon whose backlog is full makes a blocking connect wait,
 /// so the socket is non-blocking while connecting and retried until the deadline.
+///
+/// The socket is checked first (its directory and the socket are the user's own, not
+/// symbolic links, and nobody else can write to the directory) and the process that listens
+/// on it must run as the user (`SO_PEERCRED`), so that the hello, the environment and the
+/// event never reach another user's fake daemon; a failed check is a lost daemon, answered
+/// with the unreachable policy and the reason on stderr.
 fn connect(socket: &Path, deadline: Instant) -> Result<UnixStream, Exchange> {
     use nix::errno::Errno;
     use nix::sys::socket::{AddressFamily, SockFlag, SockType, UnixAddr};
     let lost = |what: &str, err: Errno| Exchange::Lost(format!("{what}: {}", err.desc()));
+    match hookd_protocol::verify_socket_path(socket) {
+        Ok(()) => {}
+        Err(hookd_protocol::SocketTrustError::Missing { .. }) => {
+            return Err(Exchange::Lost("no socket there (is hookd running?)".into()));
+        }
+        Err(error) => return Err(Exchange::Lost(error.to_string())),
+    }
     let fd = nix::sys::socket::socket(
         AddressFamily::Unix,
         SockType::Stream,
@@ -604,6 +617,7 @@ fn connect(socket: &Path, deadline: Instant) -> Result<UnixStream, Exchange> {
             Err(err) => return Err(lost("cannot connect", err)),
         }
     }
+    hookd_protocol::verify_peer(&fd).map_err(|error| Exchange::Lost(error.to_string()))?;
     let stream = UnixStream::from(fd);
     stream.set_nonblocking(false)?;
     Ok(stream)

@@ -17,6 +17,10 @@ pub enum ClientError {
         #[source]
         source: std::io::Error,
     },
+    /// The socket, its directory or the process listening on it is not this user's own (see
+    /// [`Client::connect`](crate::Client::connect)); nothing was sent.
+    #[error("refusing to talk to the hookd socket: {0}")]
+    UntrustedSocket(#[source] hookd_protocol::SocketTrustError),
     /// The daemon did not answer `hello` in time.
     #[error("hookd did not answer the handshake within {timeout:?}")]
     HandshakeTimeout {

@@ -157,15 +157,31 @@ impl std::fmt::Debug for Client {
 impl Client {
     /// Connects to the daemon's socket at `path` and does the handshake.
     ///
+    /// Before anything is sent, the socket is checked as `docs/protocol.md` requires: its
+    /// directory and the socket itself belong to this user and nobody else can write to the
+    /// directory (no symbolic links), and the process listening on it runs as this user
+    /// (`SO_PEERCRED`). A socket that fails is [`ClientError::UntrustedSocket`]: nothing, not
+    /// even the `hello` with its environment, reaches it.
+    ///
     /// Must be called within a tokio runtime: it starts the connection's tasks.
     pub async fn connect(path: impl AsRef<Path>, options: ConnectOptions) -> Result<Client> {
         let path = path.as_ref();
-        let stream = UnixStream::connect(path)
-            .await
-            .map_err(|source| ClientError::Connect {
-                path: path.to_path_buf(),
-                source,
-            })?;
+        let connect_error = |source| ClientError::Connect {
+            path: path.to_path_buf(),
+            source,
+        };
+        match hookd_protocol::verify_socket_path(path) {
+            Ok(()) => {}
+            // A missing socket is the usual "no daemon": reported as the connect error it is.
+            Err(hookd_protocol::SocketTrustError::Missing { .. }) => {
+                return Err(connect_error(std::io::Error::from(
+                    std::io::ErrorKind::NotFound,
+                )));
+            }
+            Err(error) => return Err(ClientError::UntrustedSocket(error)),
+        }
+        let stream = UnixStream::connect(path).await.map_err(connect_error)?;
+        hookd_protocol::verify_peer(&stream).map_err(ClientError::UntrustedSocket)?;
         let (read_half, write_half) = stream.into_split();
         let mut reader = FramedRead::new(read_half, FrameCodec::new());
         let mut writer = FramedWrite::new(write_half, FrameCodec::new());

@@ -790,3 +790,51 @@ async fn hooked_events_answers_once_and_a_watch_keeps_the_newest_answer() {
     drop(client);
     fake.finish().await;
 }
+
+#[tokio::test]
+async fn an_unsafe_socket_directory_gets_nothing() {
+    use std::os::unix::fs::PermissionsExt;
+    // A listener in a directory other users could write to: the client must not send its
+    // hello (which carries its environment) there.
+    let dir = tempfile::tempdir().unwrap();
+    let wide = dir.path().join("wide");
+    std::fs::create_dir(&wide).unwrap();
+    std::fs::set_permissions(&wide, std::fs::Permissions::from_mode(0o777)).unwrap();
+    let path = wide.join("hookd.sock");
+    let listener = tokio::net::UnixListener::bind(&path).unwrap();
+    let error = Client::connect(&path, ConnectOptions::default())
+        .await
+        .unwrap_err();
+    assert!(
+        matches!(
+            &error,
+            ClientError::UntrustedSocket(
+                hookd_protocol::SocketTrustError::DirectoryWritable { .. }
+            )
+        ),
+        "{error:?}"
+    );
+    assert!(error.to_string().contains(&wide.display().to_string()));
+    // Nothing connected at all.
+    let accepted = tokio::time::timeout(Duration::from_millis(50), listener.accept()).await;
+    assert!(accepted.is_err(), "the client connected");
+
+    // A symbolic link to a real daemon's directory is refused the same way.
+    let real = dir.path().join("real");
+    std::fs::create_dir(&real).unwrap();
+    let _real_listener = tokio::net::UnixListener::bind(real.join("hookd.sock")).unwrap();
+    let link = dir.path().join("link");
+    std::os::unix::fs::symlink(&real, &link).unwrap();
+    let error = Client::connect(link.join("hookd.sock"), ConnectOptions::default())
+        .await
+        .unwrap_err();
+    assert!(
+        matches!(
+            &error,
+            ClientError::UntrustedSocket(
+                hookd_protocol::SocketTrustError::DirectoryIsSymlink { .. }
+            )
+        ),
+        "{error:?}"
+    );
+}

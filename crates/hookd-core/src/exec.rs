@@ -12,6 +12,7 @@
 //! | `idle_timeout` | milliseconds (default 600000) | persistent and pre-warmed hooks: how long an unused process is kept |
 //! | `prewarm` | `true`, `false` (default) | one-shot only: keep one process already started, waiting on its stdin |
 //! | `dialect` | `"gemini"` (default), `"claude"` | which CLI's payload and output shapes the hook speaks |
+//! | `max_memory_mb` | MiB, 1 or more (default: no limit) | the most private writable memory (heap, anonymous mappings) the hook's process may allocate, enforced by the kernel (`RLIMIT_DATA`); meant for persistent workers, applies to any command hook |
 //! | `drop_fields` | array of payload keys | keys left out of the hook's stdin payload, such as `llm_request` or `full_content` for an AfterModel filter that only reads `content` |
 //!
 //! Every parser here returns the value to use and, for a key that is present but wrong, a
@@ -182,9 +183,37 @@ pub fn parse_drop_fields(raw: &Map<String, Value>) -> (Vec<String>, Option<KeyPr
     }
 }
 
-/// Reads the hook's `mode`, `pool`, `idle_timeout` and `prewarm` keys.
+/// The largest `max_memory_mb` accepted (1 TiB): beyond it the limit means nothing.
+pub const MAX_MEMORY_MB: u64 = 1024 * 1024;
+
+/// Reads the hook's `max_memory_mb` key: the process's `RLIMIT_DATA` in bytes, `None` for no
+/// limit (absent, or invalid: the problem says so).
+pub fn parse_max_memory(raw: &Map<String, Value>) -> (Option<u64>, Option<KeyProblem>) {
+    match raw.get("max_memory_mb") {
+        None | Some(Value::Null) => (None, None),
+        Some(value) => match value.as_u64() {
+            Some(mb) if (1..=MAX_MEMORY_MB).contains(&mb) => (Some(mb * 1024 * 1024), None),
+            _ => (
+                None,
+                Some(KeyProblem {
+                    key: "max_memory_mb",
+                    message: format!(
+                        "max_memory_mb must be a whole number of MiB from 1 to {MAX_MEMORY_MB}, \
+                         not {value}; no limit applies"
+                    ),
+                }),
+            ),
+        },
+    }
+}
+
+/// Reads the hook's `mode`, `pool`, `idle_timeout` and `prewarm` keys (and checks
+/// `max_memory_mb`, see [`parse_max_memory`]).
 pub fn parse_exec_mode(raw: &Map<String, Value>) -> (ExecMode, Vec<KeyProblem>) {
     let mut problems = Vec::new();
+    if let (_, Some(problem)) = parse_max_memory(raw) {
+        problems.push(problem);
+    }
     let persistent = match raw.get("mode") {
         None | Some(Value::Null) => false,
         Some(Value::String(mode)) if mode == "oneshot" => false,
@@ -290,6 +319,34 @@ mod tests {
 
     fn raw(value: Value) -> Map<String, Value> {
         value.as_object().cloned().unwrap_or_default()
+    }
+
+    #[test]
+    fn max_memory() {
+        // (hook keys, limit in bytes, a problem reported)
+        let cases = [
+            (json!({}), None, false),
+            (json!({"max_memory_mb": 64}), Some(64 << 20), false),
+            (json!({"max_memory_mb": 0}), None, true),
+            (json!({"max_memory_mb": -5}), None, true),
+            (json!({"max_memory_mb": 1.5}), None, true),
+            (json!({"max_memory_mb": "64"}), None, true),
+            (json!({"max_memory_mb": MAX_MEMORY_MB + 1}), None, true),
+        ];
+        for (keys, limit, problem) in cases {
+            let raw = raw(keys.clone());
+            let (got, got_problem) = parse_max_memory(&raw);
+            assert_eq!(got, limit, "{keys}");
+            assert_eq!(got_problem.is_some(), problem, "{keys}");
+            assert_eq!(
+                parse_exec_mode(&raw)
+                    .1
+                    .iter()
+                    .any(|p| p.key == "max_memory_mb"),
+                problem,
+                "{keys}"
+            );
+        }
     }
 
     #[test]

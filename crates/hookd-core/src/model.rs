@@ -5,7 +5,9 @@ use std::path::PathBuf;
 
 use serde_json::{Map, Value};
 
-use crate::exec::{Dialect, ExecMode, parse_dialect, parse_drop_fields, parse_exec_mode};
+use crate::exec::{
+    Dialect, ExecMode, parse_dialect, parse_drop_fields, parse_exec_mode, parse_max_memory,
+};
 use crate::policy::{FailurePolicy, parse_on_failure};
 
 /// The layer a hook was defined in (decision D1: real labels, not Gemini CLI's blanket `project`).
@@ -167,6 +169,12 @@ impl HookConfig {
     /// them as warnings.
     pub fn exec_mode(&self) -> ExecMode {
         parse_exec_mode(&self.raw).0
+    }
+
+    /// The most private writable memory the hook's process may allocate, in bytes (its
+    /// `max_memory_mb` key, enforced as `RLIMIT_DATA`); `None` when unlimited.
+    pub fn max_memory_bytes(&self) -> Option<u64> {
+        parse_max_memory(&self.raw).0
     }
 
     /// The payload keys left out of the hook's stdin (its `drop_fields` key; none by default).

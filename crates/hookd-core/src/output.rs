@@ -25,8 +25,13 @@
 //! is parsed as for code 0, with no error (Gemini CLI reports none). A timeout discards the
 //! output and reports `Hook timed out after <N>ms`. A spawn failure, a cancellation and a
 //! refusal report their message and no output. A stream over the capture cap (decision D3)
-//! fails with an error naming the stream and the cap, and its text always takes the plain-text
-//! path, because JSON cut off at the cap cannot be trusted.
+//! fails with an error naming the stream and the cap. What it kept still decides when it
+//! can: if the text the output is read from (see above) starts with a JSON object whose
+//! `decision` (or `continue: false`) came before the cut, the object's complete members are
+//! the output, so a deny printed before a flood is never lost; otherwise the kept text takes
+//! the plain-text path, because JSON cut off at the cap cannot be trusted as a whole. A
+//! stderr over the cap next to a stdout that is not blank does not touch the decision (stdout
+//! is complete and parsed as usual); the runner reports such a run as an ordinary exit.
 //!
 //! Decision D5 (BeforeToolSelection only): where the plain-text path applies with exit code 0
 //! and the text is a comma-separated list of tool names, the output selects exactly those
@@ -42,7 +47,7 @@ use crate::command::js_trim;
 use crate::event::HookEventName;
 use crate::model::HookEntry;
 use crate::policy::classify;
-use crate::result::{HookOutcome, HookResult, HookRun, OutputFormat};
+use crate::result::{HookOutcome, HookResult, HookRun, OutputFormat, StreamName};
 
 /// What one hook run means, before it is joined with the hook's identity.
 #[derive(Debug, Clone, PartialEq)]
@@ -92,11 +97,24 @@ pub fn interpret(event: HookEventName, run: &HookRun) -> Interpretation {
             code,
         } => {
             let code = code.unwrap_or(0);
-            let text = output_text(&run.stdout, &run.stderr);
-            let output = (!text.is_empty()).then(|| plain_text_output(event, text, code));
+            let stdout_blank = js_trim(&run.stdout).is_empty();
+            let (output, output_format) = if *stream == StreamName::Stderr && !stdout_blank {
+                // stdout is whole: it decides as usual.
+                parse_output(event, &run.stdout, "", code)
+            } else {
+                let text = output_text(&run.stdout, &run.stderr);
+                match salvage_decision(text) {
+                    Some(kept) => (Some(Value::Object(kept)), Some(OutputFormat::Json)),
+                    None if text.is_empty() => (None, None),
+                    None => (
+                        Some(plain_text_output(event, text, code)),
+                        Some(OutputFormat::Text),
+                    ),
+                }
+            };
             Interpretation {
                 success: false,
-                output_format: output.as_ref().map(|_| OutputFormat::Text),
+                output_format,
                 output,
                 exit_code: Some(code),
                 error: Some(format!(
@@ -153,6 +171,46 @@ fn failure(error: String) -> Interpretation {
         exit_code: None,
         error: Some(error),
     }
+}
+
+/// The decision at the start of output cut off at its cap: the complete members of the JSON
+/// object `text` starts with, read up to the cut, when they include a string `decision` or
+/// `continue: false`. `None` when the text does not start with an object, or the members that
+/// made it whole decide nothing.
+fn salvage_decision(text: &str) -> Option<Map<String, Value>> {
+    use serde::Deserializer as _;
+    use serde::de::{MapAccess, Visitor};
+
+    /// Collects members into the map it borrows, so that what was read before an error stays.
+    struct Members<'a>(&'a mut Map<String, Value>);
+
+    impl<'de> Visitor<'de> for Members<'_> {
+        type Value = ();
+
+        fn expecting(&self, formatter: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+            formatter.write_str("a JSON object")
+        }
+
+        fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<(), A::Error> {
+            while let Some(key) = map.next_key::<String>()? {
+                let value: Value = map.next_value()?;
+                self.0.insert(key, value);
+            }
+            Ok(())
+        }
+    }
+
+    let text = js_trim(text);
+    if !text.starts_with('{') {
+        return None;
+    }
+    let mut kept = Map::new();
+    let mut deserializer = serde_json::Deserializer::from_str(text);
+    // The error is the cut (or junk after it); the members before it are what counts.
+    let _ = deserializer.deserialize_map(Members(&mut kept));
+    let decides = kept.get("decision").is_some_and(Value::is_string)
+        || kept.get("continue") == Some(&Value::Bool(false));
+    decides.then_some(kept)
 }
 
 /// The text the output is read from: trimmed stdout, or trimmed stderr when stdout is blank.
@@ -600,7 +658,8 @@ mod tests {
                 ),
                 (false, None, None, None, Some("untrusted")),
             ),
-            // Output too large: plain-text path even for JSON-looking text, with the code.
+            // Output too large: a decision read before the cut stands (with the members that
+            // made it whole); anything else takes the plain-text path, with the code.
             (
                 run(
                     HookOutcome::OutputTooLarge {
@@ -613,10 +672,103 @@ mod tests {
                 ),
                 (
                     false,
-                    Some(json!({"decision":"allow","systemMessage":"{\"decision\":\"deny\"}"})),
-                    TEXT,
+                    Some(json!({"decision":"deny"})),
+                    JSON,
                     Some(0),
                     Some("Hook stdout exceeded the 1048576-byte output cap"),
+                ),
+            ),
+            (
+                run(
+                    HookOutcome::OutputTooLarge {
+                        stream: StreamName::Stdout,
+                        cap_bytes: 40,
+                        code: Some(0),
+                    },
+                    " {\"decision\":\"deny\",\"reason\":\"padding padding\n[hookd: stdout truncated]",
+                    "",
+                ),
+                (
+                    false,
+                    Some(json!({"decision":"deny"})),
+                    JSON,
+                    Some(0),
+                    Some("Hook stdout exceeded the 40-byte output cap"),
+                ),
+            ),
+            (
+                run(
+                    HookOutcome::OutputTooLarge {
+                        stream: StreamName::Stdout,
+                        cap_bytes: 40,
+                        code: Some(0),
+                    },
+                    "{\"continue\":false,\"stopReason\":\"st",
+                    "",
+                ),
+                (
+                    false,
+                    Some(json!({"continue":false})),
+                    JSON,
+                    Some(0),
+                    Some("Hook stdout exceeded the 40-byte output cap"),
+                ),
+            ),
+            // Cut before the decision: nothing decided, the plain-text path.
+            (
+                run(
+                    HookOutcome::OutputTooLarge {
+                        stream: StreamName::Stdout,
+                        cap_bytes: 20,
+                        code: Some(0),
+                    },
+                    "{\"reason\":\"aaaaaaa",
+                    "",
+                ),
+                (
+                    false,
+                    Some(json!({"decision":"allow","systemMessage":"{\"reason\":\"aaaaaaa"})),
+                    TEXT,
+                    Some(0),
+                    Some("Hook stdout exceeded the 20-byte output cap"),
+                ),
+            ),
+            // stderr over its cap beside a whole stdout: stdout decides as usual.
+            (
+                run(
+                    HookOutcome::OutputTooLarge {
+                        stream: StreamName::Stderr,
+                        cap_bytes: 10,
+                        code: Some(0),
+                    },
+                    "{\"decision\":\"deny\",\"reason\":\"no\"}\n",
+                    "xxxxxxxxxx[truncated]",
+                ),
+                (
+                    false,
+                    Some(json!({"decision":"deny","reason":"no"})),
+                    JSON,
+                    Some(0),
+                    Some("Hook stderr exceeded the 10-byte output cap"),
+                ),
+            ),
+            // JSON on an overflowing stderr (stdout blank) is read the same way.
+            (
+                run(
+                    HookOutcome::OutputTooLarge {
+                        stream: StreamName::Stderr,
+                        cap_bytes: 30,
+                        code: Some(1),
+                    },
+                    "",
+                    "{\"decision\":\"block\",\"reason\":\"xxxxx",
+                ),
+                (
+                    false,
+                    Some(json!({"decision":"block"})),
+                    JSON,
+                    Some(1),
+                    Some("Hook stderr exceeded the 30-byte output cap"),
                 ),
             ),
             (

@@ -122,6 +122,42 @@ impl FrameCodec {
         declared > max || declared <= buffered_body
     }
 
+    /// The declared body length of the frame at the start of `buffered`, when the decoder is
+    /// at a frame boundary, the prefix is there, the frame is within the maximum, and its
+    /// body has not all arrived yet: the frame a reader is about to wait for and buffer.
+    pub fn incomplete_frame_len(&self, buffered: &[u8]) -> Option<u64> {
+        if self.state != DecodeState::Boundary {
+            return None;
+        }
+        let prefix = buffered.get(..LENGTH_PREFIX_BYTES)?;
+        let declared = u64::from(u32::from_be_bytes([
+            prefix[0], prefix[1], prefix[2], prefix[3],
+        ]));
+        let max = u64::try_from(self.max_frame_bytes).unwrap_or(u64::MAX);
+        let buffered_body = u64::try_from(buffered.len() - LENGTH_PREFIX_BYTES).unwrap_or(0);
+        (declared <= max && declared > buffered_body).then_some(declared)
+    }
+
+    /// Refuses the frame at the start of `src` (see [`FrameCodec::incomplete_frame_len`]): its
+    /// prefix is consumed and its body is skipped as it arrives, exactly like an oversized
+    /// frame's, so the stream stays in sync. Returns the declared length, or `None` when no
+    /// frame prefix is at the start of `src`.
+    pub fn skip_frame(&mut self, src: &mut BytesMut) -> Option<u64> {
+        if self.state != DecodeState::Boundary {
+            return None;
+        }
+        let prefix = src.get(..LENGTH_PREFIX_BYTES)?;
+        let declared = u64::from(u32::from_be_bytes([
+            prefix[0], prefix[1], prefix[2], prefix[3],
+        ]));
+        src.advance(LENGTH_PREFIX_BYTES);
+        self.state = DecodeState::Discarding {
+            remaining: declared,
+        };
+        self.discard(src);
+        Some(declared)
+    }
+
     /// Drops as much of an oversized frame's body as is buffered; returns whether the whole
     /// body has now been skipped.
     fn discard(&mut self, src: &mut BytesMut) -> bool {
@@ -444,5 +480,28 @@ mod tests {
     fn the_limit_is_clamped_to_what_the_prefix_can_express() {
         let codec = FrameCodec::with_max_frame_bytes(usize::MAX);
         assert_eq!(codec.max_frame_bytes() as u64, u64::from(u32::MAX));
+    }
+
+    #[test]
+    fn a_refused_frame_is_skipped_and_the_next_one_decodes() {
+        let mut codec = FrameCodec::with_max_frame_bytes(100);
+        let mut buffer = BytesMut::new();
+        buffer.extend_from_slice(&prefix(50));
+        buffer.extend_from_slice(&[b'x'; 10]);
+        assert_eq!(codec.incomplete_frame_len(&buffer), Some(50));
+        assert_eq!(codec.skip_frame(&mut buffer), Some(50));
+        assert!(buffer.is_empty());
+        assert_eq!(codec.incomplete_frame_len(&buffer), None);
+        buffer.extend_from_slice(&[b'x'; 40]);
+        buffer.extend_from_slice(&frame("{}"));
+        assert_eq!(
+            codec.decode(&mut buffer).unwrap(),
+            Some(Frame::Data(Bytes::from_static(b"{}")))
+        );
+        // A whole frame, or one over the maximum, is not "incomplete".
+        let codec = FrameCodec::with_max_frame_bytes(100);
+        assert_eq!(codec.incomplete_frame_len(&frame("{}")), None);
+        assert_eq!(codec.incomplete_frame_len(&prefix(101)), None);
+        assert_eq!(codec.incomplete_frame_len(&prefix(0)[..2]), None);
     }
 }

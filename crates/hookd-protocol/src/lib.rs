@@ -43,7 +43,9 @@ pub use response::{
     TrustPreviewMessage, TrustedHook, TrustedProject, TrustedScript,
 };
 pub use socket::{
-    SOCKET_DIR_NAME, SOCKET_ENV_VAR, SOCKET_FILE_NAME, default_socket_path, resolve_socket_path,
+    SOCKET_DIR_NAME, SOCKET_ENV_VAR, SOCKET_FILE_NAME, SocketTrustError, check_peer,
+    check_socket_directory, check_socket_path, default_socket_path, peer_uid_allowed,
+    resolve_socket_path, socket_directory, verify_peer, verify_socket_path,
 };
 
 /// The protocol version this crate speaks, exchanged in the `hello` handshake.

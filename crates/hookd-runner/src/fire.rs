@@ -667,6 +667,7 @@ impl Firing<'_> {
             ),
             stdin,
             timeout,
+            max_data_bytes: entry.config.max_memory_bytes(),
         }
     }
 

@@ -431,6 +431,7 @@ mod tests {
                 args: vec!["-c".to_owned(), script.to_owned()],
                 cwd: self.dir.path().to_path_buf(),
                 env: Arc::new(HookEnv::new(vec![("PATH".to_owned(), PATH.to_owned())])),
+                max_data_bytes: None,
             }
         }
 

@@ -16,7 +16,10 @@
 //!   its pipes are drained as it runs. Each stream is
 //!   captured up to a cap; the rest is read and counted but discarded. The run ends when the
 //!   direct child has exited *and* both output pipes reached end-of-file — Gemini CLI's
-//!   `close` event — but never later than the hook's timeout.
+//!   `close` event — but never later than the hook's timeout, and never later than
+//!   [`EXITED_GRACE`] after the direct child exited: then whatever of the group still holds a
+//!   pipe (`sleep 30 &`) gets `SIGKILL`, and the run ends with the hook's own exit status and
+//!   the output read so far (Gemini CLI would wait for the background process).
 //! - **Terminating.** At the deadline (or on cancellation) the whole process group gets
 //!   `SIGTERM`; draining continues; after the grace period the group gets `SIGKILL`; shortly
 //!   after that we stop waiting for anything, even a process that escaped the group and still
@@ -70,6 +73,11 @@ pub const DEFAULT_KILL_GRACE: Duration = Duration::from_secs(2);
 /// that time waits for it to be read.
 const QUICK_EXIT: Duration = Duration::from_millis(5);
 
+/// How long a process group may keep the hook's output pipes open after the hook itself has
+/// exited (a background `sleep 30 &` that inherited them) before the group is killed. Output
+/// already written is read whole; the hook's exit is its outcome, not a timeout.
+pub const EXITED_GRACE: Duration = Duration::from_millis(250);
+
 /// How long we keep draining after `SIGKILL` before giving up on the pipes and the child.
 ///
 /// `SIGKILL` takes effect almost at once, so this only matters when a process escaped the
@@ -121,6 +129,8 @@ pub struct ProcessSpec {
     pub stdin: Bytes,
     /// How long the process may run before its process group is terminated.
     pub timeout: Duration,
+    /// The process's `RLIMIT_DATA` in bytes (the hook's `max_memory_mb`), if limited.
+    pub max_data_bytes: Option<u64>,
 }
 
 /// Runs one process to completion, timeout or cancellation and reports what happened.
@@ -276,8 +286,12 @@ impl SpawnedProcess {
                 drain_now(&mut stderr_fd, &mut err);
             }
         }
-        let mut stdout = stdout_fd.and_then(register_output);
-        let mut stderr = stderr_fd.and_then(register_output);
+        // A pipe that cannot be watched (the runtime is out of resources) loses the hook's
+        // output, and with it any decision: the run is a failure then, under the hook's
+        // `on_failure`, never an empty allow.
+        let mut lost_output: Option<io::Error> = None;
+        let mut stdout = stdout_fd.and_then(|fd| register_output(fd, &mut lost_output));
+        let mut stderr = stderr_fd.and_then(|fd| register_output(fd, &mut lost_output));
 
         let mut timer = pin!(sleep_until(deadline));
         let mut phase = Phase::Running;
@@ -286,6 +300,13 @@ impl SpawnedProcess {
         loop {
             if status.is_some() && stdout.is_none() && stderr.is_none() {
                 break;
+            }
+            if status.is_some() && phase == Phase::Running {
+                // The hook has exited but something it started still holds a pipe (`sleep 30
+                // &`): it gets a short grace to finish writing, then the group is killed.
+                phase = Phase::Exited;
+                let grace = later(Instant::now(), EXITED_GRACE).min(deadline);
+                timer.as_mut().reset(grace);
             }
             tokio::select! {
                 () = &mut stdin_task, if !stdin_done => stdin_done = true,
@@ -306,6 +327,13 @@ impl SpawnedProcess {
                 exited = child.wait(), if status.is_none() => status = Some(exited),
                 () = &mut timer => {
                     match phase {
+                        Phase::Exited => {
+                            // Not a timeout: the hook answered by exiting; what it left
+                            // behind is killed, and its exit is the outcome.
+                            signal_group(group, Signal::SIGKILL);
+                            phase = Phase::Killed;
+                            timer.as_mut().reset(later(Instant::now(), KILL_SLACK));
+                        }
                         Phase::Running => {
                             stop.get_or_insert(StopReason::TimedOut);
                             signal_group(group, Signal::SIGTERM);
@@ -351,6 +379,14 @@ impl SpawnedProcess {
             },
             Some(StopReason::Cancelled) => HookOutcome::Cancelled,
             None => match status {
+                Some(Ok(_)) if lost_output.is_some() => HookOutcome::SpawnFailed {
+                    message: format!(
+                        "Lost the hook's output: cannot watch its pipes ({})",
+                        lost_output
+                            .as_ref()
+                            .map_or_else(String::new, ToString::to_string)
+                    ),
+                },
                 Some(Ok(status)) => exit_outcome(status, &out, &err, limits.max_output_bytes),
                 Some(Err(error)) => HookOutcome::SpawnFailed {
                     message: format!("Lost track of the hook process: {error}"),
@@ -425,6 +461,9 @@ fn later(start: Instant, duration: Duration) -> Instant {
 enum Phase {
     /// The timer is the hook's deadline.
     Running,
+    /// The hook itself has exited while something it started holds a pipe; the timer is the
+    /// end of [`EXITED_GRACE`].
+    Exited,
     /// `SIGTERM` was sent; the timer is the end of the grace period.
     Terminating,
     /// `SIGKILL` was sent; the timer is the last moment we wait for anything.
@@ -542,13 +581,17 @@ fn drain_now(pipe: &mut Option<OwnedFd>, capture: &mut Capture) {
 }
 
 /// Registers an output pipe with the runtime, to be drained as the hook runs. A pipe that
-/// cannot be registered (the runtime is out of resources) is given up: its output is lost, and
-/// the run does not wait for it.
-fn register_output(fd: OwnedFd) -> Option<tokio::net::unix::pipe::Receiver> {
+/// cannot be registered (the runtime is out of resources) is given up: the run does not wait
+/// for it, and `lost` records why, so that the run is reported as a failure.
+fn register_output(
+    fd: OwnedFd,
+    lost: &mut Option<io::Error>,
+) -> Option<tokio::net::unix::pipe::Receiver> {
     match spawn::register_reader(fd) {
         Ok(pipe) => Some(pipe),
         Err(error) => {
             tracing::warn!(%error, "cannot watch a hook's output pipe");
+            lost.get_or_insert(error);
             None
         }
     }
@@ -589,9 +632,12 @@ fn signal_group(group: Option<Pid>, signal: Signal) {
 fn exit_outcome(status: ExitStatus, out: &Capture, err: &Capture, cap: usize) -> HookOutcome {
     use std::os::unix::process::ExitStatusExt;
 
+    // The output is read from stdout, or from stderr when stdout is blank. Only an overflow of
+    // that stream is a failure: a stderr flood beside a printed decision is cut at the cap (the
+    // hook's log, with the truncation marker) and the decision on stdout stands.
     let overflowed = if out.truncated() {
         Some(StreamName::Stdout)
-    } else if err.truncated() {
+    } else if err.truncated() && is_blank(&out.buf) {
         Some(StreamName::Stderr)
     } else {
         None
@@ -607,6 +653,24 @@ fn exit_outcome(status: ExitStatus, out: &Capture, err: &Capture, cap: usize) ->
         // Neither an exit code nor a signal cannot happen for a waited-for process on Unix.
         (None, None, None) => HookOutcome::Exited { code: 0 },
     }
+}
+
+/// Whether captured output is blank by JavaScript's `trim` (what Gemini CLI reads the output
+/// with): only whitespace and line terminators, the byte-order mark included.
+fn is_blank(bytes: &[u8]) -> bool {
+    String::from_utf8_lossy(bytes).chars().all(|c| {
+        matches!(
+            c,
+            '\t' | '\n' | '\u{b}' | '\u{c}' | '\r' | ' ' | '\u{a0}' | '\u{1680}' | '\u{2000}'
+                ..='\u{200a}'
+                    | '\u{2028}'
+                    | '\u{2029}'
+                    | '\u{202f}'
+                    | '\u{205f}'
+                    | '\u{3000}'
+                    | '\u{feff}'
+        )
+    })
 }
 
 fn finished(outcome: HookOutcome, out: Capture, err: Capture, started: Instant) -> HookRun {
@@ -657,6 +721,7 @@ fn spawn_child(spec: &ProcessSpec) -> Result<HookChild, String> {
             argv: &argv,
             env: &spec.env,
             cwd: &cwd,
+            max_data_bytes: spec.max_data_bytes,
         })
     };
     let (program, remembered) = PROGRAMS
@@ -802,6 +867,7 @@ mod tests {
             env: Arc::new(HookEnv::new(vec![("PATH".to_owned(), PATH.to_owned())])),
             stdin: Bytes::new(),
             timeout: Duration::from_secs(30),
+            max_data_bytes: None,
         }
     }
 
@@ -1031,24 +1097,51 @@ mod tests {
     }
 
     #[tokio::test]
-    async fn grandchild_holding_stdout_does_not_delay_past_the_timeout() {
-        // bash exits at once; `sleep` keeps stdout open and ignores SIGTERM.
+    async fn grandchild_holding_stdout_is_killed_soon_after_the_hook_exits() {
+        // bash exits at once; `sleep` keeps stdout open and ignores SIGTERM. The run ends
+        // with bash's exit a short grace later, far before the timeout.
         let mut spec = spec("trap '' TERM; echo $$; sleep 30 & echo hi");
-        spec.timeout = Duration::from_secs(1);
+        spec.timeout = Duration::from_secs(20);
         let result = run(spec).await;
-        assert_eq!(result.outcome, HookOutcome::TimedOut { timeout_ms: 1000 });
-        assert!(result.duration < Duration::from_secs(10), "{result:?}");
+        assert_eq!(result.outcome, exited(0));
+        assert!(result.duration < Duration::from_secs(5), "{result:?}");
         let pid = printed_pid(&result);
         assert!(result.stdout.ends_with("hi\n"), "{result:?}");
         assert!(group_is_gone_soon(pid), "{:?}", live_group_members(pid));
     }
 
     #[tokio::test]
+    async fn a_deny_printed_beside_a_background_sleep_arrives_promptly() {
+        let script = "sleep 30 & echo '{\"decision\":\"deny\",\"reason\":\"no\"}'";
+        let mut gate = spec(script);
+        gate.timeout = Duration::from_secs(30);
+        let result = run(gate).await;
+        assert_eq!(result.outcome, exited(0));
+        assert!(result.duration < Duration::from_secs(3), "{result:?}");
+        assert_eq!(
+            result.stdout.trim(),
+            "{\"decision\":\"deny\",\"reason\":\"no\"}"
+        );
+        // What a background process writes within the grace is kept.
+        let result = run(spec("(sleep 0.05; echo late) & echo early")).await;
+        assert_eq!(result.stdout, "early\nlate\n");
+    }
+
+    #[tokio::test]
     async fn process_escaping_the_group_is_not_waited_for() {
         // `setsid` moves the holder out of the group, so no signal of ours reaches it.
-        let mut spec = spec("setsid sh -c 'echo $$; exec sleep 30'");
-        spec.timeout = Duration::from_secs(1);
-        let result = run(spec).await;
+        let mut escaping = spec("setsid sh -c 'echo $$; exec sleep 30'");
+        escaping.timeout = Duration::from_secs(20);
+        let result = run(escaping).await;
+        let escaped = printed_pid(&result);
+        let _ = nix::sys::signal::kill(Pid::from_raw(escaped), Signal::SIGKILL);
+        // `setsid` forked (it led the group) and its parent exited 0: the hook's exit.
+        assert_eq!(result.outcome, exited(0));
+        assert!(result.duration < Duration::from_secs(5), "{result:?}");
+        // A hook that stays alive while the escaped process holds the pipe still times out.
+        let mut alive = spec("setsid sh -c 'echo $$; exec sleep 30'; sleep 30");
+        alive.timeout = Duration::from_secs(1);
+        let result = run(alive).await;
         let escaped = printed_pid(&result);
         let _ = nix::sys::signal::kill(Pid::from_raw(escaped), Signal::SIGKILL);
         assert_eq!(result.outcome, HookOutcome::TimedOut { timeout_ms: 1000 });
@@ -1124,6 +1217,70 @@ mod tests {
             assert_eq!(text.len(), mib + marker.len());
             assert!(text[..mib].bytes().all(|b| b == b'y'));
         }
+    }
+
+    #[tokio::test]
+    async fn a_stderr_flood_beside_a_decision_is_cut_and_the_decision_stands() {
+        let mib = 1024 * 1024;
+        // (script, outcome) — stderr is 3 MiB each time, drained to the end (the hook would
+        // block on a full pipe otherwise and be killed at its timeout).
+        let cases = [
+            (
+                "echo '{\"decision\":\"deny\"}'; head -c 3145728 /dev/zero | tr '\\0' e >&2",
+                exited(0),
+            ),
+            (
+                "head -c 3145728 /dev/zero | tr '\\0' e >&2; echo '{\"decision\":\"deny\"}'; exit 3",
+                exited(3),
+            ),
+            // Nothing on stdout: stderr is where the output is read from, and it overflowed.
+            (
+                "head -c 3145728 /dev/zero | tr '\\0' e >&2",
+                HookOutcome::OutputTooLarge {
+                    stream: StreamName::Stderr,
+                    cap_bytes: mib,
+                    code: Some(0),
+                },
+            ),
+        ];
+        for (script, outcome) in &cases {
+            let result = run(spec(script)).await;
+            assert_eq!(&result.outcome, outcome, "{script}");
+            assert!(result.stderr.starts_with('e') && result.stderr.len() < mib + 200);
+            assert!(
+                result.stderr.ends_with(
+                    "[hookd: stderr truncated after 1048576 bytes; 2097152 more bytes discarded]"
+                ),
+                "{script}"
+            );
+        }
+        // Through the output rules: the deny is what the hook decided.
+        let run = run(spec(cases[0].0)).await;
+        let (output, _) = hookd_core::output::parse_output(
+            hookd_core::event::HookEventName::BeforeTool,
+            &run.stdout,
+            &run.stderr,
+            0,
+        );
+        assert_eq!(output, Some(serde_json::json!({"decision": "deny"})));
+    }
+
+    #[tokio::test]
+    async fn max_memory_limits_what_the_process_may_allocate() {
+        // `RLIMIT_DATA` as the process sees it, with and without a limit.
+        let mut limited = spec("ulimit -d");
+        limited.max_data_bytes = Some(64 * 1024 * 1024);
+        let result = run(limited).await;
+        assert_eq!(result.outcome, exited(0));
+        assert_eq!(result.stdout.trim(), "65536", "ulimit -d reports KiB");
+        let result = run(spec("ulimit -d")).await;
+        assert_eq!(result.stdout.trim(), "unlimited");
+        // A process that allocates past it fails instead of growing.
+        let mut hungry = spec("x=$(head -c 100000000 /dev/zero | tr '\\0' x); echo grew");
+        hungry.max_data_bytes = Some(32 * 1024 * 1024);
+        let result = run(hungry).await;
+        assert_ne!(result.outcome, exited(0), "{}", result.stderr);
+        assert_ne!(result.stdout.trim(), "grew");
     }
 
     #[tokio::test]

@@ -140,6 +140,45 @@ pub(crate) struct Launch<'a> {
     pub(crate) env: &'a HookEnv,
     /// The working directory.
     pub(crate) cwd: &'a CStr,
+    /// The most private writable memory the process may map (`RLIMIT_DATA`), if limited.
+    pub(crate) max_data_bytes: Option<u64>,
+}
+
+/// The soft and hard `RLIMIT_NOFILE` the daemon started with, when it raised its own soft
+/// limit ([`raise_open_files_limit`]): hooks get the original soft limit back, so a program
+/// that still uses `select()` or closes every possible descriptor at start behaves as it would
+/// when started by the agent CLI. `u64::MAX` until raised.
+static ORIGINAL_NOFILE_SOFT: std::sync::atomic::AtomicU64 =
+    std::sync::atomic::AtomicU64::new(u64::MAX);
+
+/// The daemon's open-files limits before and after [`raise_open_files_limit`].
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct OpenFilesLimit {
+    /// The soft limit the process started with.
+    pub before: u64,
+    /// The soft limit now (the hard limit, when raising it worked).
+    pub after: u64,
+}
+
+/// Raises this process's soft `RLIMIT_NOFILE` to its hard limit, so that the daemon does not
+/// run out of descriptors at the common default of 1024 (each connection holds one, each
+/// running hook three more). Hooks started afterwards get the original soft limit back.
+/// Call it once, at start, before any hook runs.
+pub fn raise_open_files_limit() -> io::Result<OpenFilesLimit> {
+    use nix::sys::resource::{Resource, getrlimit, setrlimit};
+    let (soft, hard) = getrlimit(Resource::RLIMIT_NOFILE)?;
+    if soft >= hard {
+        return Ok(OpenFilesLimit {
+            before: soft,
+            after: soft,
+        });
+    }
+    setrlimit(Resource::RLIMIT_NOFILE, hard, hard)?;
+    ORIGINAL_NOFILE_SOFT.store(soft, Ordering::Relaxed);
+    Ok(OpenFilesLimit {
+        before: soft,
+        after: hard,
+    })
 }
 
 /// Why a spawn failed.
@@ -374,6 +413,8 @@ pub(crate) fn spawn(launch: &Launch<'_>) -> Result<HookChild, SpawnError> {
         ],
         error: 0,
         stage: Stage::None as c_int,
+        nofile_soft: ORIGINAL_NOFILE_SOFT.load(Ordering::Relaxed),
+        data_limit: launch.max_data_bytes.unwrap_or(u64::MAX),
     };
 
     let (pid, pidfd) = clone_child(&mut args).map_err(other)?;
@@ -619,6 +660,10 @@ struct ChildArgs {
     error: c_int,
     /// The [`Stage`] that failed.
     stage: c_int,
+    /// The soft `RLIMIT_NOFILE` to set in the child, or `u64::MAX` to leave it.
+    nofile_soft: u64,
+    /// The `RLIMIT_DATA` (soft and hard) to set in the child, or `u64::MAX` to leave it.
+    data_limit: u64,
 }
 
 thread_local! {
@@ -729,6 +774,24 @@ extern "C" fn child_main(arg: *mut c_void) -> c_int {
                 fail(args, Stage::Setup);
             }
             target += 1;
+        }
+        if args.nofile_soft != u64::MAX {
+            // Back to the soft limit the daemon started with (the hard limit is unchanged, so
+            // this cannot fail for a valid value; if it did, the hook keeps the higher one).
+            let mut limit: libc::rlimit = std::mem::zeroed();
+            if libc::getrlimit(libc::RLIMIT_NOFILE, &mut limit) == 0 {
+                limit.rlim_cur = args.nofile_soft as libc::rlim_t;
+                libc::setrlimit(libc::RLIMIT_NOFILE, &limit);
+            }
+        }
+        if args.data_limit != u64::MAX {
+            let limit = libc::rlimit {
+                rlim_cur: args.data_limit as libc::rlim_t,
+                rlim_max: args.data_limit as libc::rlim_t,
+            };
+            if libc::setrlimit(libc::RLIMIT_DATA, &limit) != 0 {
+                fail(args, Stage::Setup);
+            }
         }
         if libc::chdir(args.cwd) != 0 {
             fail(args, Stage::Chdir);
@@ -847,6 +910,7 @@ mod tests {
                 argv: &self.argv,
                 env: &self.env,
                 cwd: &self.cwd,
+                max_data_bytes: None,
             })
         }
     }

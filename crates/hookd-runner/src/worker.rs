@@ -114,6 +114,8 @@ pub struct ProcessKey {
     pub cwd: PathBuf,
     /// Its complete environment.
     pub env: Arc<HookEnv>,
+    /// Its `RLIMIT_DATA` in bytes (the hook's `max_memory_mb`), if limited.
+    pub max_data_bytes: Option<u64>,
 }
 
 // Paths are compared and hashed as the bytes that are spawned (`Path`'s own equality and hash
@@ -142,6 +144,7 @@ impl PartialEq for ProcessKey {
             && self.args == other.args
             && self.cwd.as_os_str() == other.cwd.as_os_str()
             && self.env == other.env
+            && self.max_data_bytes == other.max_data_bytes
     }
 }
 
@@ -166,6 +169,7 @@ impl std::hash::Hash for ProcessKey {
         self.args.hash(state);
         self.cwd.as_os_str().as_bytes().hash(state);
         self.env.hash(state);
+        self.max_data_bytes.hash(state);
     }
 }
 
@@ -185,6 +189,7 @@ impl ProcessKey {
             args: spec.args.clone(),
             cwd: spec.cwd.clone(),
             env: Arc::clone(&spec.env),
+            max_data_bytes: spec.max_data_bytes,
         }
     }
 
@@ -197,6 +202,7 @@ impl ProcessKey {
             env: Arc::clone(&self.env),
             stdin,
             timeout,
+            max_data_bytes: self.max_data_bytes,
         }
     }
 
@@ -1457,6 +1463,7 @@ done"#;
                 args: vec!["-c".to_owned(), script.to_owned()],
                 cwd: self.dir.path().to_path_buf(),
                 env: Arc::new(HookEnv::new(vec![("PATH".to_owned(), PATH.to_owned())])),
+                max_data_bytes: None,
             }
         }
 
@@ -1863,6 +1870,7 @@ done"#;
             args: vec!["-c".to_owned(), "python3 w.py".to_owned()],
             cwd: PathBuf::from("/srv/proj"),
             env: Arc::new(HookEnv::new(vec![("PATH".to_owned(), PATH.to_owned())])),
+            max_data_bytes: None,
         };
         let same = key.clone();
         assert_eq!(key, same);

@@ -6,11 +6,21 @@
 //! payload is left out unless the daemon was told to include it, because it holds prompts,
 //! tool inputs and model text.
 //!
-//! Lines are written by a dedicated thread fed by a bounded queue. A run only formats its line
-//! and offers it to the queue; when the queue is full (the disk is slower than the events) the
-//! line is dropped and counted, with a warning once per episode, so the audit log can never
-//! hold up a hook decision. Write errors are counted and warned about the same way; the writer
-//! reopens the file on the next line.
+//! Lines are written by a dedicated thread fed by a queue bounded both in lines and in bytes
+//! (a line with a 1 MiB stdin counts as 1 MiB). A run only formats its line and offers it to
+//! the queue; when either bound would be passed (the disk is slower than the events) the line
+//! is dropped and counted, with a warning once per episode, so the audit log can never hold up
+//! a hook decision nor make the daemon grow. One line larger than the byte bound is still
+//! taken when the queue is empty. Write errors are counted and warned about the same way; the
+//! writer reopens the file on the next line.
+//!
+//! Before each batch the writer compares the file it holds with what the path names now (by
+//! device and inode, one `stat`): a log that was deleted, or moved away by an outside rotation
+//! tool, is reopened (created afresh at the path), so lines never go to a file nobody can see.
+//! A write that fails half-way (a full disk) is cut back to the last whole line with
+//! `ftruncate`; if even that fails, the next write starts on a new line. Either way no line is
+//! ever glued to a torn one, and `lines_written` counts only whole lines that reached the
+//! file.
 //!
 //! Rotation: before a line would take the file past its size limit, `<path>.<keep>` is
 //! removed, `<path>.<n>` becomes `<path>.<n+1>`, `<path>` becomes `<path>.1`, and a new
@@ -19,10 +29,10 @@
 
 use std::fs::{File, OpenOptions};
 use std::io::{self, Write};
-use std::os::unix::fs::{OpenOptionsExt, PermissionsExt};
+use std::os::unix::fs::{MetadataExt, OpenOptionsExt, PermissionsExt};
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
-use std::sync::mpsc::{Receiver, SyncSender, TryRecvError, TrySendError, sync_channel};
+use std::sync::mpsc::{Receiver, SyncSender, TryRecvError, sync_channel};
 use std::sync::{Arc, Mutex, PoisonError};
 use std::thread::JoinHandle;
 use std::time::Duration;
@@ -217,6 +227,10 @@ pub(crate) struct AuditLog {
     counters: Arc<AuditCounters>,
     /// Set while lines are being dropped, so the warning is logged once per episode.
     dropping: AtomicBool,
+    /// The bytes of the lines queued and not yet taken by the writer.
+    queued_bytes: Arc<AtomicU64>,
+    /// The most bytes the queue holds (see the module documentation).
+    queue_bytes: u64,
     /// The writer thread, until [`AuditLog::close`] joins it.
     writer: Mutex<Option<JoinHandle<()>>>,
 }
@@ -235,7 +249,12 @@ impl AuditLog {
         })?;
         let (sender, receiver) = sync_channel(config.queue_lines.max(1));
         let counters = Arc::new(AuditCounters::default());
+        let queued_bytes = Arc::new(AtomicU64::new(0));
+        let identity = file_identity(&file);
         let mut writer = Writer {
+            queued_bytes: Arc::clone(&queued_bytes),
+            identity,
+            torn: false,
             path: config.path.clone(),
             max_bytes: config.max_bytes,
             keep: config.keep,
@@ -254,6 +273,8 @@ impl AuditLog {
             sender,
             counters,
             dropping: AtomicBool::new(false),
+            queued_bytes,
+            queue_bytes: config.queue_bytes.max(1) as u64,
             writer: Mutex::new(Some(thread)),
         })
     }
@@ -276,7 +297,25 @@ impl AuditLog {
 
     /// Queues one formatted line (see [`AuditLog::record`]).
     fn offer(&self, line: String) {
-        match self.sender.try_send(Message::Line(line)) {
+        let size = line.len() as u64 + 1;
+        // Reserve the line's bytes first; the writer gives them back when it takes the line.
+        let reserved = self
+            .queued_bytes
+            .fetch_update(Ordering::AcqRel, Ordering::Acquire, |queued| {
+                (queued == 0 || queued.saturating_add(size) <= self.queue_bytes)
+                    .then(|| queued.saturating_add(size))
+            })
+            .is_ok();
+        let sent = if reserved {
+            let sent = self.sender.try_send(Message::Line(line));
+            if sent.is_err() {
+                self.queued_bytes.fetch_sub(size, Ordering::AcqRel);
+            }
+            sent.map_err(|_| ())
+        } else {
+            Err(())
+        };
+        match sent {
             Ok(()) => {
                 if self.dropping.swap(false, Ordering::Relaxed) {
                     tracing::info!(
@@ -286,7 +325,7 @@ impl AuditLog {
                     );
                 }
             }
-            Err(TrySendError::Full(_) | TrySendError::Disconnected(_)) => {
+            Err(()) => {
                 self.counters.dropped.fetch_add(1, Ordering::Relaxed);
                 if !self.dropping.swap(true, Ordering::Relaxed) {
                     tracing::warn!(
@@ -350,6 +389,101 @@ fn open_log(path: &Path) -> io::Result<File> {
     Ok(file)
 }
 
+/// The device and inode of an open file, or `None` when they cannot be read.
+fn file_identity(file: &File) -> Option<(u64, u64)> {
+    file.metadata().ok().map(|meta| (meta.dev(), meta.ino()))
+}
+
+/// The file the log is appended to: a real file, or a fake in tests.
+trait LogFile: Write {
+    /// Cuts the file back to `len` bytes.
+    fn truncate_to(&mut self, len: u64) -> io::Result<()>;
+}
+
+impl LogFile for File {
+    fn truncate_to(&mut self, len: u64) -> io::Result<()> {
+        self.set_len(len)
+    }
+}
+
+/// What appending a batch did.
+#[derive(Debug, PartialEq, Eq)]
+struct Appended {
+    /// Whole lines that reached the file and stay there.
+    lines: u64,
+    /// The file's size afterwards.
+    size: u64,
+    /// Why the rest did not, if it did not.
+    error: Option<io::ErrorKind>,
+}
+
+/// Appends `bytes` (whole lines) to `file`, whose size is `size`. When `torn` is set, the file
+/// ends in a cut-off line: a newline goes first. A write that fails half-way is cut back to
+/// `size`; if the cut fails too, the whole lines that got in count and `torn` is set, so the
+/// next append starts on a new line.
+fn append_lines(file: &mut impl LogFile, size: u64, bytes: &[u8], torn: &mut bool) -> Appended {
+    let mut size = size;
+    if *torn {
+        match file.write(b"\n") {
+            Ok(1) => {
+                *torn = false;
+                size += 1;
+            }
+            Ok(_) => {
+                return Appended {
+                    lines: 0,
+                    size,
+                    error: Some(io::ErrorKind::WriteZero),
+                };
+            }
+            Err(error) => {
+                return Appended {
+                    lines: 0,
+                    size,
+                    error: Some(error.kind()),
+                };
+            }
+        }
+    }
+    let mut written = 0;
+    let mut failure = None;
+    while written < bytes.len() {
+        match file.write(&bytes[written..]) {
+            Ok(0) => {
+                failure = Some(io::ErrorKind::WriteZero);
+                break;
+            }
+            Ok(n) => written += n,
+            Err(error) if error.kind() == io::ErrorKind::Interrupted => {}
+            Err(error) => {
+                failure = Some(error.kind());
+                break;
+            }
+        }
+    }
+    let Some(error) = failure else {
+        return Appended {
+            lines: bytes.iter().filter(|&&b| b == b'\n').count() as u64,
+            size: size + bytes.len() as u64,
+            error: None,
+        };
+    };
+    if written == 0 || file.truncate_to(size).is_ok() {
+        return Appended {
+            lines: 0,
+            size,
+            error: Some(error),
+        };
+    }
+    let kept = &bytes[..written];
+    *torn = kept.last() != Some(&b'\n');
+    Appended {
+        lines: kept.iter().filter(|&&b| b == b'\n').count() as u64,
+        size: size + written as u64,
+        error: Some(error),
+    }
+}
+
 /// `<path>.<n>`.
 fn rotated(path: &Path, n: usize) -> PathBuf {
     let mut name = path.as_os_str().to_owned();
@@ -369,6 +503,13 @@ struct Writer {
     counters: Arc<AuditCounters>,
     /// Set while writes fail, so the warning is logged once per episode.
     failing: bool,
+    /// The bytes queued for this writer (shared with [`AuditLog`]), given back as lines are
+    /// taken from the queue.
+    queued_bytes: Arc<AtomicU64>,
+    /// The device and inode of `file`, to notice when the path names another file.
+    identity: Option<(u64, u64)>,
+    /// The file ends in a line cut off by a failed write: the next write starts a new line.
+    torn: bool,
 }
 
 impl Writer {
@@ -382,6 +523,8 @@ impl Writer {
             loop {
                 match next.take() {
                     Some(Message::Line(line)) => {
+                        self.queued_bytes
+                            .fetch_sub(line.len() as u64 + 1, Ordering::AcqRel);
                         if !batch.is_empty()
                             && self.overflows(batch.len() as u64, line.len() as u64 + 1)
                         {
@@ -441,8 +584,11 @@ impl Writer {
                     tracing::info!(path = %self.path.display(), "the audit log is writable again");
                 }
             }
-            Err(err) => {
-                self.counters.failed.fetch_add(*lines, Ordering::Relaxed);
+            Err((written, err)) => {
+                self.counters.written.fetch_add(written, Ordering::Relaxed);
+                self.counters
+                    .failed
+                    .fetch_add(lines.saturating_sub(written), Ordering::Relaxed);
                 // Start afresh next time: the file may have been removed or replaced.
                 self.file = None;
                 if !std::mem::replace(&mut self.failing, true) {
@@ -458,28 +604,56 @@ impl Writer {
         *lines = 0;
     }
 
-    /// Rotates when needed, (re)opens the file when needed, and appends `bytes`.
-    fn try_write(&mut self, bytes: &[u8]) -> io::Result<()> {
+    /// Rotates when needed, (re)opens the file when needed (also when the path no longer
+    /// names the open file), and appends `bytes`. On failure, says how many of its lines got
+    /// into the file whole anyway.
+    fn try_write(&mut self, bytes: &[u8]) -> Result<(), (u64, io::Error)> {
+        self.reopen_if_replaced();
         if self.overflows(0, bytes.len() as u64) {
-            self.rotate()?;
+            self.rotate().map_err(|error| (0, error))?;
         }
         let file = match &mut self.file {
             Some(file) => file,
             None => {
-                let file = open_log(&self.path)?;
-                self.size = file.metadata()?.len();
+                let file = open_log(&self.path).map_err(|error| (0, error))?;
+                self.size = file.metadata().map_err(|error| (0, error))?.len();
+                self.identity = file_identity(&file);
+                // A new file starts clean.
+                self.torn = false;
                 self.file.insert(file)
             }
         };
-        file.write_all(bytes)?;
-        self.size = self.size.saturating_add(bytes.len() as u64);
-        Ok(())
+        let appended = append_lines(file, self.size, bytes, &mut self.torn);
+        self.size = appended.size;
+        match appended.error {
+            None => Ok(()),
+            Some(kind) => Err((appended.lines, io::Error::from(kind))),
+        }
+    }
+
+    /// Drops the open file when the path now names another file or none (deleted, or moved
+    /// away by an outside rotation), so that the next write opens the path afresh.
+    fn reopen_if_replaced(&mut self) {
+        if self.file.is_none() {
+            return;
+        }
+        let now = std::fs::metadata(&self.path)
+            .ok()
+            .map(|meta| (meta.dev(), meta.ino()));
+        if now.is_none() || now != self.identity {
+            tracing::info!(
+                path = %self.path.display(),
+                "the audit log was deleted or moved away; reopening it"
+            );
+            self.file = None;
+        }
     }
 
     /// Shifts the rotated files up by one, dropping the oldest, and moves the current file to
     /// `<path>.1`; the next write starts a new file.
     fn rotate(&mut self) -> io::Result<()> {
         self.file = None;
+        self.identity = None;
         if self.keep == 0 {
             remove_if_present(&self.path)?;
         } else {
@@ -866,5 +1040,137 @@ mod tests {
             [("audit.log".to_owned(), vec!["after".to_owned()])]
         );
         assert_eq!(log.counters().written.load(Ordering::Relaxed), 2);
+    }
+
+    #[test]
+    fn the_queue_is_bounded_in_bytes_and_dropped_lines_are_counted() {
+        let dir = tempfile::tempdir().unwrap();
+        let mut config = AuditConfig::new(dir.path().join("audit.log"));
+        config.queue_bytes = 10_000;
+        let log = AuditLog::start(&config).unwrap();
+        let (held, release) = sync_channel(0);
+        log.sender.send(Message::Flush(held)).unwrap();
+        // 100 lines of 1 KiB while the writer is held: at most 10 KB may wait.
+        let line = "x".repeat(1023);
+        for _ in 0..100 {
+            log.offer(line.clone());
+        }
+        assert!(log.queued_bytes.load(Ordering::Relaxed) <= 10_000);
+        let dropped = log.counters().dropped.load(Ordering::Relaxed);
+        assert!((90..100).contains(&dropped), "dropped {dropped}");
+        drop(release);
+        log.flush_blocking();
+        let written = log.counters().written.load(Ordering::Relaxed);
+        assert_eq!(written + dropped, 100);
+        assert_eq!(log.queued_bytes.load(Ordering::Relaxed), 0);
+        // One line larger than the whole bound still gets in when nothing waits.
+        log.offer("y".repeat(50_000));
+        log.flush_blocking();
+        assert_eq!(log.counters().written.load(Ordering::Relaxed), written + 1);
+    }
+
+    #[test]
+    fn a_deleted_or_moved_log_is_reopened() {
+        let dir = tempfile::tempdir().unwrap();
+        let log = log_in(dir.path(), 1024 * 1024, 1);
+        let path = dir.path().join("audit.log");
+        log.offer("one".to_owned());
+        log.flush_blocking();
+        std::fs::remove_file(&path).unwrap();
+        log.offer("two".to_owned());
+        log.flush_blocking();
+        assert_eq!(std::fs::read_to_string(&path).unwrap(), "two\n");
+        // An outside rotation tool moves it away.
+        std::fs::rename(&path, dir.path().join("audit.log.old")).unwrap();
+        log.offer("three".to_owned());
+        log.flush_blocking();
+        assert_eq!(std::fs::read_to_string(&path).unwrap(), "three\n");
+        assert_eq!(
+            std::fs::read_to_string(dir.path().join("audit.log.old")).unwrap(),
+            "two\n"
+        );
+        assert_eq!(log.counters().written.load(Ordering::Relaxed), 3);
+        assert_eq!(log.counters().failed.load(Ordering::Relaxed), 0);
+        let mode = std::fs::metadata(&path).unwrap().permissions().mode() & 0o777;
+        assert_eq!(mode, 0o600);
+    }
+
+    /// A file that takes `room` bytes, then fails as a full disk does; its truncation works
+    /// unless `truncate_fails`.
+    struct FullDisk {
+        bytes: Vec<u8>,
+        room: usize,
+        truncate_fails: bool,
+    }
+
+    impl Write for FullDisk {
+        fn write(&mut self, buf: &[u8]) -> io::Result<usize> {
+            let n = buf.len().min(self.room.saturating_sub(self.bytes.len()));
+            if n == 0 {
+                return Err(io::Error::from_raw_os_error(libc_enospc()));
+            }
+            self.bytes.extend_from_slice(&buf[..n]);
+            Ok(n)
+        }
+
+        fn flush(&mut self) -> io::Result<()> {
+            Ok(())
+        }
+    }
+
+    impl LogFile for FullDisk {
+        fn truncate_to(&mut self, len: u64) -> io::Result<()> {
+            if self.truncate_fails {
+                return Err(io::Error::from_raw_os_error(libc_enospc()));
+            }
+            self.bytes.truncate(len as usize);
+            Ok(())
+        }
+    }
+
+    fn libc_enospc() -> i32 {
+        nix::errno::Errno::ENOSPC as i32
+    }
+
+    #[test]
+    fn a_write_cut_short_never_leaves_a_line_glued_to_a_torn_one() {
+        // (room on the disk, truncation fails, lines counted, file afterwards, torn)
+        let batch = b"{\"a\":1}\n{\"b\":2}\n";
+        let cases: [(usize, bool, u64, &[u8], bool); 4] = [
+            (100, false, 2, b"old\n{\"a\":1}\n{\"b\":2}\n", false),
+            // Cut in the second line: truncated back to what was there.
+            (16, false, 0, b"old\n", false),
+            // The truncation fails too: the first line counts, the cut-off one stays torn.
+            (16, true, 1, b"old\n{\"a\":1}\n{\"b\"", true),
+            // Nothing fits at all.
+            (4, true, 0, b"old\n", false),
+        ];
+        for (room, truncate_fails, lines, after, torn_after) in cases {
+            let mut file = FullDisk {
+                bytes: b"old\n".to_vec(),
+                room,
+                truncate_fails,
+            };
+            let mut torn = false;
+            let appended = append_lines(&mut file, 4, batch, &mut torn);
+            assert_eq!(appended.lines, lines, "room {room}");
+            assert_eq!(file.bytes, after, "room {room}");
+            assert_eq!(appended.size, after.len() as u64, "room {room}");
+            assert_eq!(torn, torn_after, "room {room}");
+            assert_eq!(appended.error.is_some(), room < 20, "room {room}");
+            // Once there is room again, the next line starts on a line of its own.
+            file.room = usize::MAX;
+            let next = append_lines(&mut file, appended.size, b"{\"c\":3}\n", &mut torn);
+            assert_eq!(next.lines, 1);
+            assert!(file.bytes.ends_with(b"\n{\"c\":3}\n"), "{:?}", file.bytes);
+            let text = String::from_utf8(file.bytes).unwrap();
+            assert!(
+                text.lines().all(|line| line == "old"
+                    || line.ends_with('}') && line.starts_with('{')
+                    || line == "{\"b\""),
+                "{text:?}"
+            );
+            assert!(!torn);
+        }
     }
 }

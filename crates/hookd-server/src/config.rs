@@ -25,6 +25,11 @@ pub struct ServerConfig {
     /// The largest first frame (the `hello`) accepted from a new connection, in bytes: a peer
     /// that has not shown it speaks the protocol cannot make the daemon buffer a large frame.
     pub max_hello_frame_bytes: usize,
+    /// At most this many bytes of frames that have begun to arrive but are not complete are
+    /// held across all connections (frames of 64 KiB or less do not count). A connection
+    /// whose next frame would take the total past it has that frame refused: its body is
+    /// skipped as it arrives and a `limit_reached` error answers it.
+    pub max_pending_frame_bytes: usize,
     /// At most this many event runs are in flight on one connection. When a connection
     /// reaches it, the daemon stops reading that connection's frames until one finishes, so a
     /// client pipelining thousands of requests is served in order without the daemon holding
@@ -80,6 +85,9 @@ pub struct AuditConfig {
     /// At most this many lines wait for the writer; a line that finds the queue full is
     /// dropped and counted, so a slow disk never holds up an event.
     pub queue_lines: usize,
+    /// At most this many bytes of lines wait for the writer (lines with a large `stdin` count
+    /// for their size); past it, lines are dropped and counted like a full queue's.
+    pub queue_bytes: usize,
 }
 
 impl AuditConfig {
@@ -89,6 +97,8 @@ impl AuditConfig {
     pub const DEFAULT_KEEP: usize = 5;
     /// The default queue bound, in lines.
     pub const DEFAULT_QUEUE_LINES: usize = 4096;
+    /// The default queue bound, in bytes: 16 MiB.
+    pub const DEFAULT_QUEUE_BYTES: usize = 16 * 1024 * 1024;
 
     /// An audit log at `path` with the default rotation and no stdin.
     pub fn new(path: impl Into<PathBuf>) -> AuditConfig {
@@ -98,6 +108,7 @@ impl AuditConfig {
             keep: AuditConfig::DEFAULT_KEEP,
             include_stdin: false,
             queue_lines: AuditConfig::DEFAULT_QUEUE_LINES,
+            queue_bytes: AuditConfig::DEFAULT_QUEUE_BYTES,
         }
     }
 }
@@ -141,6 +152,7 @@ impl ServerConfig {
             max_hooks: default_max_hooks(),
             max_frame_bytes: hookd_protocol::DEFAULT_MAX_FRAME_BYTES,
             max_hello_frame_bytes: hookd_protocol::DEFAULT_MAX_HELLO_FRAME_BYTES,
+            max_pending_frame_bytes: DEFAULT_MAX_PENDING_FRAME_BYTES,
             max_inflight_per_connection: DEFAULT_MAX_INFLIGHT_PER_CONNECTION,
             max_output_bytes: 1024 * 1024,
             kill_grace: Duration::from_secs(2),
@@ -163,6 +175,10 @@ impl ServerConfig {
         ServerConfig::new(std::env::vars().collect())
     }
 }
+
+/// The default daemon-wide bound on partly received frames: 256 MiB, four frames of the
+/// largest size at once.
+pub const DEFAULT_MAX_PENDING_FRAME_BYTES: usize = 256 * 1024 * 1024;
 
 /// The default cap on in-flight event runs per connection: far more than an agent has at
 /// once, far fewer than a runaway client could pipeline.

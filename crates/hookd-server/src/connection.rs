@@ -64,7 +64,11 @@ type Env = Arc<Vec<(String, String)>>;
 /// Serves one accepted connection to the end.
 pub(crate) async fn serve(stream: UnixStream, shared: Arc<Shared>) {
     Stats::add(&shared.stats.connections, 1);
-    let (mut reader, writer) = crate::io::split(stream, shared.config.max_hello_frame_bytes);
+    let (mut reader, writer) = crate::io::split(
+        stream,
+        shared.config.max_hello_frame_bytes,
+        Arc::clone(&shared.frame_budget),
+    );
     let sink: Sink = Arc::new(writer);
 
     if let Some(env) = handshake(&mut reader, &sink, &shared).await {
@@ -96,6 +100,20 @@ pub(crate) async fn serve(stream: UnixStream, shared: Arc<Shared>) {
 /// A first frame that is not a request at all keeps its own code (`bad_json`, `unknown_type`,
 /// ...); a valid request other than `hello` gets `handshake_required`. Either way the
 /// connection closes, as `docs/protocol.md` says.
+/// The error for a frame refused because partial frames of all connections already hold the
+/// daemon-wide budget (`max_pending_frame_bytes`).
+fn frame_budget_spent(declared: u64, shared: &Shared) -> ProtocolError {
+    ProtocolError::new(
+        ErrorCode::LimitReached,
+        format!(
+            "a frame declared {declared} bytes, but {} of the daemon's {} bytes for frames still \
+             arriving are in use; its body was skipped, send it again later",
+            shared.frame_budget.used(),
+            shared.frame_budget.limit()
+        ),
+    )
+}
+
 async fn handshake(reader: &mut FrameReader, sink: &Sink, shared: &Shared) -> Option<Env> {
     let frame = tokio::select! {
         _ = shared.shutdown.cancelled() => return None,
@@ -111,9 +129,12 @@ async fn handshake(reader: &mut FrameReader, sink: &Sink, shared: &Shared) -> Op
             tracing::debug!(%err, "connection failed before hello");
             return None;
         }
-        Ok(Some(Ok(Frame::TooLarge { declared_len }))) => {
-            ProtocolError::frame_too_large(declared_len, shared.config.max_hello_frame_bytes)
-        }
+        Ok(Some(Ok(Frame::TooLarge { declared_len }))) => match reader.take_refused() {
+            Some(declared) => frame_budget_spent(declared, shared),
+            None => {
+                ProtocolError::frame_too_large(declared_len, shared.config.max_hello_frame_bytes)
+            }
+        },
         Ok(Some(Ok(Frame::Data(body)))) => match hookd_protocol::parse_client_message(&body) {
             Ok(ClientMessage::Hello(hello)) => match hello.check_version() {
                 Ok(()) => {
@@ -222,10 +243,13 @@ impl Connection {
                     break true;
                 }
                 Some(Ok(Frame::TooLarge { declared_len })) => {
-                    let error = ProtocolError::frame_too_large(
-                        declared_len,
-                        self.shared.config.max_frame_bytes,
-                    );
+                    let error = match reader.take_refused() {
+                        Some(declared) => frame_budget_spent(declared, &self.shared),
+                        None => ProtocolError::frame_too_large(
+                            declared_len,
+                            self.shared.config.max_frame_bytes,
+                        ),
+                    };
                     send(&self.sink, &error.to_server_message()).await;
                 }
                 Some(Ok(Frame::Data(body))) => {

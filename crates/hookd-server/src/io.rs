@@ -16,6 +16,8 @@
 //! [`FrameWriter::send`] writes what is queued too, in order.
 
 use std::io;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, Ordering};
 
 use bytes::{Buf, Bytes, BytesMut};
 use hookd_protocol::{CodecError, Frame, FrameCodec};
@@ -33,17 +35,77 @@ const INITIAL_READ_CAPACITY: usize = 8 * 1024;
 /// read can take many small frames at once.
 const MIN_READ_ROOM: usize = 1024;
 
+/// Frames of at most this many bytes are buffered without asking the [`FrameBudget`]: they
+/// are what nearly every request is, and a connection holds at most one partial frame.
+pub(crate) const UNCOUNTED_FRAME_BYTES: u64 = 64 * 1024;
+
+/// The daemon-wide bound on frames that have begun to arrive and are not complete.
+///
+/// Each connection may be sent a frame of up to the frame limit (64 MiB) slowly; without a
+/// total, twenty such connections held 1.24 GB. A reader reserves a frame's declared length
+/// here before it waits for the body and gives it back when the frame is decoded (or the
+/// connection ends); a frame that does not fit is refused: skipped as it arrives, answered
+/// with `limit_reached`.
+#[derive(Debug)]
+pub(crate) struct FrameBudget {
+    limit: u64,
+    used: AtomicU64,
+}
+
+impl FrameBudget {
+    /// A budget of `limit` bytes.
+    pub(crate) fn new(limit: usize) -> FrameBudget {
+        FrameBudget {
+            limit: u64::try_from(limit).unwrap_or(u64::MAX),
+            used: AtomicU64::new(0),
+        }
+    }
+
+    /// Takes `bytes` from the budget if they fit.
+    fn try_reserve(&self, bytes: u64) -> bool {
+        self.used
+            .fetch_update(Ordering::AcqRel, Ordering::Acquire, |used| {
+                let total = used.checked_add(bytes)?;
+                (total <= self.limit).then_some(total)
+            })
+            .is_ok()
+    }
+
+    /// Gives back `bytes` taken before.
+    fn release(&self, bytes: u64) {
+        self.used.fetch_sub(bytes, Ordering::AcqRel);
+    }
+
+    /// The bytes reserved now.
+    pub(crate) fn used(&self) -> u64 {
+        self.used.load(Ordering::Acquire)
+    }
+
+    /// The bound.
+    pub(crate) fn limit(&self) -> u64 {
+        self.limit
+    }
+}
+
 /// Splits an accepted stream into its frame reader and its (shareable) frame writer.
 ///
-/// The reader starts with a limit of `max_read_frame_bytes` on incoming frames; the writer
-/// sends frames of any size the prefix can express.
-pub(crate) fn split(stream: UnixStream, max_read_frame_bytes: usize) -> (FrameReader, FrameWriter) {
+/// The reader starts with a limit of `max_read_frame_bytes` on incoming frames and takes
+/// room for large partial frames from `budget`; the writer sends frames of any size the prefix
+/// can express.
+pub(crate) fn split(
+    stream: UnixStream,
+    max_read_frame_bytes: usize,
+    budget: Arc<FrameBudget>,
+) -> (FrameReader, FrameWriter) {
     let (read, write) = stream.into_split();
     let reader = FrameReader {
         half: read,
         codec: FrameCodec::with_max_frame_bytes(max_read_frame_bytes),
         buffer: BytesMut::with_capacity(INITIAL_READ_CAPACITY),
         state: ReadState::Open,
+        budget,
+        held: 0,
+        refused: None,
     };
     let writer = FrameWriter {
         state: Mutex::new(WriteState {
@@ -73,9 +135,34 @@ pub(crate) struct FrameReader {
     /// Received bytes not yet decoded.
     buffer: BytesMut,
     state: ReadState,
+    /// Where room for large partial frames comes from.
+    budget: Arc<FrameBudget>,
+    /// The bytes this reader holds of the budget (the frame it is waiting for).
+    held: u64,
+    /// The declared length of the last frame refused for want of budget, until taken.
+    refused: Option<u64>,
+}
+
+impl Drop for FrameReader {
+    fn drop(&mut self) {
+        self.release();
+    }
 }
 
 impl FrameReader {
+    /// Gives back what this reader holds of the budget.
+    fn release(&mut self) {
+        if self.held > 0 {
+            self.budget.release(std::mem::take(&mut self.held));
+        }
+    }
+
+    /// Whether the last [`Frame::TooLarge`] was a frame within the limit refused because
+    /// the daemon-wide budget for partial frames was spent: its declared length, once.
+    pub(crate) fn take_refused(&mut self) -> Option<u64> {
+        self.refused.take()
+    }
+
     /// Changes the limit on incoming frames from the next frame header on.
     pub(crate) fn set_max_frame_bytes(&mut self, max_frame_bytes: usize) {
         self.codec.set_max_frame_bytes(max_frame_bytes);
@@ -96,6 +183,7 @@ impl FrameReader {
             match self.state {
                 ReadState::Done => return None,
                 ReadState::Eof => {
+                    self.release();
                     return match self.codec.decode_eof(&mut self.buffer) {
                         Ok(Some(frame)) => Some(Ok(frame)),
                         Ok(None) => {
@@ -110,8 +198,25 @@ impl FrameReader {
                 }
                 ReadState::Open => {}
             }
+            if self.held == 0 {
+                if let Some(declared) = self.codec.incomplete_frame_len(&self.buffer) {
+                    if declared > UNCOUNTED_FRAME_BYTES {
+                        if self.budget.try_reserve(declared) {
+                            self.held = declared;
+                        } else if let Some(declared) = self.codec.skip_frame(&mut self.buffer) {
+                            self.refused = Some(declared);
+                            return Some(Ok(Frame::TooLarge {
+                                declared_len: declared,
+                            }));
+                        }
+                    }
+                }
+            }
             match self.codec.decode(&mut self.buffer) {
-                Ok(Some(frame)) => return Some(Ok(frame)),
+                Ok(Some(frame)) => {
+                    self.release();
+                    return Some(Ok(frame));
+                }
                 Ok(None) => {}
                 Err(err) => {
                     self.state = ReadState::Done;
@@ -228,6 +333,72 @@ mod tests {
         bytes
     }
 
+    fn unlimited() -> Arc<FrameBudget> {
+        Arc::new(FrameBudget::new(usize::MAX))
+    }
+
+    #[tokio::test]
+    async fn large_partial_frames_share_one_budget() {
+        let budget = Arc::new(FrameBudget::new(300 * 1024));
+        let (first, mut first_peer) = UnixStream::pair().unwrap();
+        let (second, mut second_peer) = UnixStream::pair().unwrap();
+        let (mut first_reader, _w1) = split(first, 1 << 20, Arc::clone(&budget));
+        let (mut second_reader, _w2) = split(second, 1 << 20, Arc::clone(&budget));
+        use tokio::io::AsyncWriteExt;
+        // The first connection starts a 200 KiB frame and stops half-way: it holds 200 KiB.
+        let big = 200 * 1024;
+        first_peer
+            .write_all(&u32::try_from(big).unwrap().to_be_bytes())
+            .await
+            .unwrap();
+        first_peer.write_all(&vec![b' '; 1000]).await.unwrap();
+        let pending =
+            tokio::time::timeout(std::time::Duration::from_millis(100), first_reader.next()).await;
+        assert!(pending.is_err(), "the frame is not complete");
+        assert_eq!(budget.used(), big as u64);
+        // The second's 200 KiB frame does not fit: refused and skipped, and the frame after
+        // it (small, uncounted) is read normally.
+        second_peer
+            .write_all(&u32::try_from(big).unwrap().to_be_bytes())
+            .await
+            .unwrap();
+        second_peer.write_all(&vec![b' '; 10]).await.unwrap();
+        let refused = second_reader.next().await.unwrap().unwrap();
+        assert_eq!(
+            refused,
+            Frame::TooLarge {
+                declared_len: big as u64
+            }
+        );
+        assert_eq!(second_reader.take_refused(), Some(big as u64));
+        let writer = tokio::spawn(async move {
+            second_peer.write_all(&vec![b' '; big - 10]).await.unwrap();
+            second_peer.write_all(&frame(b"{}")).await.unwrap();
+            second_peer
+        });
+        let next = second_reader.next().await.unwrap().unwrap();
+        assert_eq!(next, Frame::Data(Bytes::from_static(b"{}")));
+        let _second_peer = writer.await.unwrap();
+        assert_eq!(second_reader.take_refused(), None);
+        // When the first frame completes, its bytes are given back.
+        first_peer.write_all(&vec![b' '; big - 1000]).await.unwrap();
+        assert!(matches!(
+            first_reader.next().await,
+            Some(Ok(Frame::Data(_)))
+        ));
+        assert_eq!(budget.used(), 0);
+        // A reader dropped half-way through a frame gives its bytes back too.
+        first_peer
+            .write_all(&u32::try_from(big).unwrap().to_be_bytes())
+            .await
+            .unwrap();
+        let _ =
+            tokio::time::timeout(std::time::Duration::from_millis(50), first_reader.next()).await;
+        assert_eq!(budget.used(), big as u64);
+        drop(first_reader);
+        assert_eq!(budget.used(), 0);
+    }
+
     /// What the reader produced, in a comparable form.
     #[derive(Debug, PartialEq, Eq)]
     enum Item {
@@ -240,7 +411,7 @@ mod tests {
     /// reads everything with a [`FrameReader`] limited to `max` bytes, and compares.
     async fn check(max: usize, chunks: Vec<Vec<u8>>, expected: &[Item]) {
         let (ours, theirs) = UnixStream::pair().unwrap();
-        let (mut reader, _writer) = split(ours, max);
+        let (mut reader, _writer) = split(ours, max, unlimited());
         let mut peer = theirs.into_std().unwrap();
         peer.set_nonblocking(false).unwrap();
         let writer = std::thread::spawn(move || {
@@ -312,7 +483,7 @@ mod tests {
     #[tokio::test]
     async fn writes_whole_frames_even_to_a_slow_reader() {
         let (ours, theirs) = UnixStream::pair().unwrap();
-        let (_reader, writer) = split(ours, 64);
+        let (_reader, writer) = split(ours, 64, unlimited());
         let writer = Arc::new(writer);
         // Enough bytes to fill the socket buffer many times over, from concurrent senders,
         // to a peer that reads in its own time: the senders must wait for room, and their
@@ -351,7 +522,7 @@ mod tests {
     #[tokio::test]
     async fn queued_frames_wait_for_a_flush_or_the_next_send_and_keep_their_order() {
         let (ours, theirs) = UnixStream::pair().unwrap();
-        let (_reader, writer) = split(ours, 64);
+        let (_reader, writer) = split(ours, 64, unlimited());
         let mut peer = theirs.into_std().unwrap();
         peer.set_nonblocking(true).unwrap();
         let mut received = Vec::new();
@@ -389,7 +560,7 @@ mod tests {
     #[tokio::test]
     async fn frame_buffered_says_whether_the_next_frame_needs_a_read() {
         let (ours, theirs) = UnixStream::pair().unwrap();
-        let (mut reader, _writer) = split(ours, 64);
+        let (mut reader, _writer) = split(ours, 64, unlimited());
         let mut peer = theirs.into_std().unwrap();
         peer.set_nonblocking(false).unwrap();
         assert!(!reader.frame_buffered());
@@ -408,7 +579,7 @@ mod tests {
     #[tokio::test]
     async fn a_send_to_a_closed_peer_fails() {
         let (ours, theirs) = UnixStream::pair().unwrap();
-        let (_reader, writer) = split(ours, 64);
+        let (_reader, writer) = split(ours, 64, unlimited());
         drop(theirs);
         assert!(writer.send(Bytes::from_static(b"{}")).await.is_err());
     }

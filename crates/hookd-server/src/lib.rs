@@ -46,7 +46,8 @@ use tokio_util::task::TaskTracker;
 pub use audit::AuditError;
 pub use config::{AuditConfig, ServerConfig};
 pub use control::{Control, Lifecycle};
-pub use socket::{BindError, bind_socket};
+pub use hookd_runner::spawn::{OpenFilesLimit, raise_open_files_limit};
+pub use socket::{BindError, BoundSocket, bind_socket, bind_socket_file};
 
 use shared::Shared;
 
@@ -135,7 +136,7 @@ pub async fn run(
             Housekeeping::Serve(stream, permit) => (stream, permit),
         };
         match stream.peer_cred() {
-            Ok(cred) if cred.uid() == uid => {}
+            Ok(cred) if hookd_protocol::peer_uid_allowed(cred.uid(), uid) => {}
             Ok(cred) => {
                 tracing::warn!(
                     peer_uid = cred.uid(),

@@ -11,6 +11,7 @@ use tokio_util::sync::CancellationToken;
 
 use crate::audit::AuditLog;
 use crate::config::ServerConfig;
+use crate::io::FrameBudget;
 use crate::lastrun::LastRuns;
 use crate::registries::Registries;
 use crate::stats::Stats;
@@ -39,6 +40,8 @@ pub(crate) struct Shared {
     pub(crate) hard_stop: CancellationToken,
     /// The audit log, when the configuration asks for one.
     pub(crate) audit: Option<AuditLog>,
+    /// The daemon-wide bound on partly received frames.
+    pub(crate) frame_budget: Arc<FrameBudget>,
 }
 
 impl Shared {
@@ -80,6 +83,7 @@ impl Shared {
             shutdown,
             hard_stop: CancellationToken::new(),
             audit,
+            frame_budget: Arc::new(FrameBudget::new(config.max_pending_frame_bytes)),
             config,
         }
     }

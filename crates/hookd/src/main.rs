@@ -43,6 +43,10 @@ struct Args {
     /// Largest first frame (the hello) accepted from a new connection, in bytes.
     #[arg(long)]
     max_hello_frame_bytes: Option<usize>,
+    /// Bytes of partly received frames (over 64 KiB each) held across all connections; a frame
+    /// beyond it is skipped and refused with limit_reached [default: 268435456].
+    #[arg(long)]
+    max_pending_frame_bytes: Option<usize>,
     /// Event runs in flight on one connection before hookd stops reading its requests until
     /// one finishes [default: 1024].
     #[arg(long)]
@@ -94,6 +98,10 @@ struct Args {
     /// waited for.
     #[arg(long, value_name = "N", default_value_t = hookd_server::AuditConfig::DEFAULT_QUEUE_LINES, requires = "audit_log")]
     audit_queue_lines: usize,
+    /// Audit log: the most bytes of lines waiting for the disk; past it, lines are dropped and
+    /// counted (one line bigger than this still gets in when nothing waits).
+    #[arg(long, value_name = "BYTES", default_value_t = hookd_server::AuditConfig::DEFAULT_QUEUE_BYTES, requires = "audit_log")]
+    audit_queue_bytes: usize,
 }
 
 fn main() -> anyhow::Result<()> {
@@ -101,6 +109,21 @@ fn main() -> anyhow::Result<()> {
     logging::init(args.log_level.as_deref());
     // First, while this is the only thread: taking the socket edits the process environment.
     let activated = activation::take_listener()?;
+
+    // Each connection holds a descriptor and each running hook three more: at the common soft
+    // limit of 1024 a burst of clients would make hooks fail to start. Hooks get the original
+    // soft limit back.
+    match hookd_server::raise_open_files_limit() {
+        Ok(limit) if limit.after > limit.before => {
+            tracing::debug!(
+                before = limit.before,
+                after = limit.after,
+                "raised the open-files limit"
+            );
+        }
+        Ok(_) => {}
+        Err(error) => tracing::warn!(%error, "cannot raise the open-files limit"),
+    }
 
     let mut env = process_env();
     let notifier = notify::SystemdNotifier::from_env(&env, std::process::id());
@@ -124,6 +147,9 @@ fn main() -> anyhow::Result<()> {
     if let Some(n) = args.max_hello_frame_bytes {
         config.max_hello_frame_bytes = n;
     }
+    if let Some(n) = args.max_pending_frame_bytes {
+        config.max_pending_frame_bytes = n;
+    }
     if let Some(n) = args.max_inflight_per_connection {
         config.max_inflight_per_connection = n.max(1);
     }
@@ -137,6 +163,7 @@ fn main() -> anyhow::Result<()> {
             keep: args.audit_keep,
             include_stdin: args.audit_stdin,
             queue_lines: args.audit_queue_lines.max(1),
+            queue_bytes: args.audit_queue_bytes.max(1),
         });
     }
     if let Some(ms) = args.kill_grace_ms {
@@ -189,20 +216,27 @@ fn main() -> anyhow::Result<()> {
                 let socket = args
                     .socket
                     .unwrap_or_else(hookd_protocol::default_socket_path);
-                let listener = hookd_server::bind_socket(&socket)
+                let (listener, bound) = hookd_server::bind_socket_file(&socket)
                     .await
                     .with_context(|| format!("cannot listen on {}", socket.display()))?;
                 tracing::info!(socket = %socket.display(), "hookd listening");
-                (listener, Some(socket))
+                (listener, Some(bound))
             }
         };
         let cancel = CancellationToken::new();
         signals.spawn(cancel.clone(), config.control.clone());
         let result = hookd_server::run(listener, config, cancel).await;
-        // A socket we bound ourselves would make the next start probe a dead path. A socket
+        // A socket we bound ourselves would make the next start probe a dead path. Only the
+        // file we bound is removed: if the path now holds another socket (systemd's, after
+        // `hookctl service install`), it is left alone. A socket
         // systemd passed belongs to systemd, which keeps it open for the next start.
-        if let Some(socket) = bound {
-            let _ = std::fs::remove_file(&socket);
+        if let Some(bound) = bound {
+            if !bound.remove_if_unchanged() {
+                tracing::info!(
+                    socket = %bound.path().display(),
+                    "the socket path no longer holds the socket this daemon bound; left it alone"
+                );
+            }
         }
         result.context("hookd stopped with an error")
     })

@@ -1,0 +1,554 @@
+//! Hostile edges: another local user squatting the socket, hooks that flood, leak or leave
+//! processes behind, a daemon out of descriptors, a deleted audit log, and connections that
+//! hold huge half-sent frames. For each, the decision must be the safe one, and another client
+//! must still get its answer within a bound while the attack runs.
+
+use std::os::unix::fs::PermissionsExt;
+use std::path::Path;
+use std::time::{Duration, Instant};
+
+use hookd_client::{Client, ClientError, ConnectOptions};
+use hookd_e2e::{
+    Daemon, DaemonOptions, MemoryWatch, RawConn, command_hook, fire, memory_test_lock, settings,
+    within,
+};
+use hookd_protocol::{EventResult, Outcome, SocketTrustError};
+use serde_json::{Value, json};
+
+/// How long the bystander's answer may take while an attack runs: far above a normal answer
+/// (milliseconds), far below what any of these attacks used to cost (seconds to minutes).
+const BYSTANDER_BOUND: Duration = Duration::from_secs(3);
+
+/// A gate for `tool` that denies (the hook is `command`, `on_failure: deny`), and a `probe`
+/// tool whose hook allows at once, for the bystander.
+fn gate_settings(tool: &str, gate: Value) -> Value {
+    settings(&[
+        ("BeforeTool", Some(&format!("^{tool}$")), vec![gate]),
+        (
+            "BeforeTool",
+            Some("^probe$"),
+            vec![command_hook("probe", "echo '{\"decision\":\"allow\"}'")],
+        ),
+    ])
+}
+
+/// A command hook that fails closed.
+fn closed_hook(name: &str, command: &str) -> Value {
+    let mut hook = command_hook(name, command);
+    hook["on_failure"] = json!("deny");
+    hook
+}
+
+/// Fires BeforeTool for `tool` on a new connection.
+async fn fire_tool(daemon: &Daemon, tool: &str) -> EventResult {
+    let client = daemon.client().await;
+    fire(
+        &client,
+        &daemon.cwd(),
+        "BeforeTool",
+        json!({"tool_name": tool, "tool_input": {}}),
+    )
+    .await
+}
+
+/// Another client's probe while an attack runs: answered, allowed, within the bound.
+async fn bystander_is_served(daemon: &Daemon, what: &str) {
+    let started = Instant::now();
+    let result = within(
+        &format!("the bystander's answer during {what}"),
+        BYSTANDER_BOUND,
+        fire_tool(daemon, "probe"),
+    )
+    .await;
+    assert_eq!(decision(&result), Some("allow"), "{what}: {result:?}");
+    assert!(started.elapsed() < BYSTANDER_BOUND);
+}
+
+fn decision(result: &EventResult) -> Option<&str> {
+    result
+        .final_output
+        .as_ref()
+        .and_then(|output| output.get("decision"))
+        .and_then(Value::as_str)
+}
+
+/// Item 4: a socket in a directory other users can write to, or behind a planted symbolic
+/// link, gets nothing from a client (no hello, no environment); the daemon refuses to bind
+/// there and changes no mode; the user's real daemon keeps serving.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_squatted_socket_gets_nothing_and_is_never_chmodded() {
+    let daemon = Daemon::start(gate_settings("x", closed_hook("gate", "exit 0"))).await;
+    let root = daemon.path("squat");
+    let wide = root.join("wide");
+    std::fs::create_dir_all(&wide).unwrap();
+    std::fs::set_permissions(&wide, std::fs::Permissions::from_mode(0o1777)).unwrap();
+    let own = root.join("own");
+    std::fs::create_dir_all(&own).unwrap();
+    std::fs::set_permissions(&own, std::fs::Permissions::from_mode(0o755)).unwrap();
+    let planted = root.join("planted");
+    std::os::unix::fs::symlink(&own, &planted).unwrap();
+
+    // The "other user's" fake daemon listens in the wide directory and behind the link.
+    let fake_wide = tokio::net::UnixListener::bind(wide.join("hookd.sock")).unwrap();
+    let fake_own = tokio::net::UnixListener::bind(own.join("hookd.sock")).unwrap();
+    for (socket, fake) in [
+        (wide.join("hookd.sock"), &fake_wide),
+        (planted.join("hookd.sock"), &fake_own),
+    ] {
+        let options = ConnectOptions {
+            env: Some([("API_KEY".to_owned(), "secret".to_owned())].into()),
+            ..ConnectOptions::default()
+        };
+        let error = Client::connect(&socket, options).await.unwrap_err();
+        assert!(
+            matches!(
+                error,
+                ClientError::UntrustedSocket(
+                    SocketTrustError::DirectoryWritable { .. }
+                        | SocketTrustError::DirectoryIsSymlink { .. }
+                )
+            ),
+            "{socket:?}: {error}"
+        );
+        let accepted = tokio::time::timeout(Duration::from_millis(50), fake.accept()).await;
+        assert!(
+            accepted.is_err(),
+            "{socket:?}: the fake daemon was contacted"
+        );
+        bystander_is_served(&daemon, "a squatted socket").await;
+    }
+
+    // The daemon refuses both places and leaves their modes alone.
+    drop((fake_wide, fake_own));
+    for (dir, mode) in [(&wide, 0o1777), (&planted, 0o755)] {
+        let error = hookd_server::bind_socket(&dir.join("other.sock"))
+            .await
+            .unwrap_err();
+        assert!(
+            error.to_string().contains(&dir.display().to_string()),
+            "{error}"
+        );
+        assert_eq!(
+            std::fs::metadata(dir).unwrap().permissions().mode() & 0o7777,
+            mode
+        );
+    }
+    daemon.stop().await;
+}
+
+/// Item 6: a gate that prints its deny and floods stderr (or pads its reason past the stdout
+/// cap) still denies.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_deny_beside_a_flood_still_denies() {
+    let _serial = memory_test_lock().await;
+    let stderr_flood = "echo '{\"decision\":\"deny\",\"reason\":\"flood\"}'; \
+                        head -c 8388608 /dev/zero | tr '\\0' e >&2";
+    let padded_reason = "printf '{\"decision\":\"deny\",\"reason\":\"'; \
+                         head -c 3145728 /dev/zero | tr '\\0' p; printf '\"}'";
+    let daemon = Daemon::start(settings(&[
+        (
+            "BeforeTool",
+            Some("^stderr$"),
+            vec![command_hook("stderr-flood", stderr_flood)],
+        ),
+        (
+            "BeforeTool",
+            Some("^stdout$"),
+            vec![command_hook("padded", padded_reason)],
+        ),
+        (
+            "BeforeTool",
+            Some("^probe$"),
+            vec![command_hook("probe", "echo '{\"decision\":\"allow\"}'")],
+        ),
+    ]))
+    .await;
+    let memory = MemoryWatch::start();
+    for tool in ["stderr", "stdout"] {
+        let attack = fire_tool(&daemon, tool);
+        let bystander = bystander_is_served(&daemon, "an output flood");
+        let (result, ()) = tokio::join!(attack, bystander);
+        assert_eq!(decision(&result), Some("deny"), "{tool}: {result:?}");
+        let hook = &result.hooks[0];
+        if tool == "stderr" {
+            // Not even a failure: stdout decided, stderr was cut and drained.
+            assert_eq!(hook.outcome, Outcome::Exited { code: 0 }, "{hook:?}");
+            assert!(hook.stderr.contains("truncated"), "{hook:?}");
+        } else {
+            assert_eq!(
+                hook.failure.as_deref(),
+                Some("output_too_large"),
+                "{hook:?}"
+            );
+        }
+    }
+    daemon.stop().await;
+    memory
+        .finish()
+        .assert_bounded("output floods beside a deny", 64);
+}
+
+/// Item 9: a gate that leaves `sleep 30 &` holding its pipes and prints its deny is answered
+/// within a fraction of a second, with its deny.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_background_sleep_does_not_hold_a_deny() {
+    let gate = closed_hook(
+        "sleeper",
+        "sleep 30 & echo '{\"decision\":\"deny\",\"reason\":\"left a sleeper\"}'",
+    );
+    let daemon = Daemon::start(gate_settings("sleepy", gate)).await;
+    let started = Instant::now();
+    let attack = fire_tool(&daemon, "sleepy");
+    let bystander = bystander_is_served(&daemon, "a hook leaving a sleeper");
+    let (result, ()) = tokio::join!(attack, bystander);
+    assert!(
+        started.elapsed() < Duration::from_secs(3),
+        "{:?}",
+        started.elapsed()
+    );
+    assert_eq!(decision(&result), Some("deny"), "{result:?}");
+    assert_eq!(result.hooks[0].outcome, Outcome::Exited { code: 0 });
+    daemon.stop().await;
+}
+
+/// Item 7: the daemon out of file descriptors. The attack lowers the open-files limit of a
+/// whole process, so it runs in a child process of this test binary (the
+/// `fd_exhaustion_child` test below, selected by an environment variable).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_daemon_out_of_descriptors_keeps_a_deny_gate_closed() {
+    let exe = std::env::current_exe().unwrap();
+    let output = tokio::process::Command::new(exe)
+        .args([
+            "hostile_edges::fd_exhaustion_child",
+            "--exact",
+            "--nocapture",
+            "--test-threads=1",
+        ])
+        .env(FD_CHILD_VAR, "1")
+        .output();
+    let output = within(
+        "the descriptor-exhaustion child",
+        Duration::from_secs(60),
+        output,
+    )
+    .await
+    .unwrap();
+    let stdout = String::from_utf8_lossy(&output.stdout);
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(output.status.success(), "{stdout}\n{stderr}");
+    assert!(
+        stdout.contains(FD_CHILD_DONE),
+        "the child did not run:\n{stdout}\n{stderr}"
+    );
+}
+
+/// Set for the child of [`a_daemon_out_of_descriptors_keeps_a_deny_gate_closed`].
+const FD_CHILD_VAR: &str = "HOOKD_E2E_FD_EXHAUSTION_CHILD";
+
+/// Printed by the child when every check passed.
+const FD_CHILD_DONE: &str = "fd-exhaustion-child: all checks passed";
+
+/// The child: start a daemon, connect two clients, then take every descriptor the process
+/// may open. The gate cannot be started (its pipes need descriptors): it must deny under its
+/// `on_failure`, and the other client must still be answered.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn fd_exhaustion_child() {
+    if std::env::var_os(FD_CHILD_VAR).is_none() {
+        return;
+    }
+    use nix::sys::resource::{Resource, getrlimit, setrlimit};
+    let (_, hard) = getrlimit(Resource::RLIMIT_NOFILE).unwrap();
+    // The gate is the user's own: the project's settings file is re-read once after its
+    // watches are set up, and a read that fails for want of descriptors drops that layer
+    // (see docs/reliability.md); the user layer is read once at start.
+    let gate = closed_hook("gate", "echo '{\"decision\":\"allow\"}'");
+    let user = settings(&[
+        ("BeforeTool", Some("^gated$"), vec![gate]),
+        ("BeforeTool", Some("^free$"), Vec::new()),
+    ]);
+    let daemon = Daemon::start_with(
+        json!({}),
+        DaemonOptions {
+            files: vec![("home/.gemini/settings.json".to_owned(), user.to_string())],
+            ..DaemonOptions::default()
+        },
+    )
+    .await;
+    let gate_client = daemon.client().await;
+    let bystander = daemon.client().await;
+    // Warm both paths (registry built, matchers compiled) while descriptors are plentiful.
+    let warm = fire(
+        &gate_client,
+        &daemon.cwd(),
+        "BeforeTool",
+        json!({"tool_name": "gated"}),
+    )
+    .await;
+    assert_eq!(decision(&warm), Some("allow"), "{warm:?}");
+
+    // Lower the limit to what is open plus a little, then take the rest.
+    let open = std::fs::read_dir("/proc/self/fd").unwrap().count() as u64;
+    let limit = (open + 16).min(hard);
+    setrlimit(Resource::RLIMIT_NOFILE, limit, hard).unwrap();
+    let mut hoard = Vec::new();
+    while let Ok(file) = std::fs::File::open("/dev/null") {
+        hoard.push(file);
+    }
+    assert!(std::fs::File::open("/dev/null").is_err());
+
+    let started = Instant::now();
+    let result = fire(
+        &gate_client,
+        &daemon.cwd(),
+        "BeforeTool",
+        json!({"tool_name": "gated"}),
+    )
+    .await;
+    assert_eq!(decision(&result), Some("deny"), "{result:?}");
+    assert_eq!(
+        result.hooks[0].failure.as_deref(),
+        Some("spawn_failed"),
+        "{result:?}"
+    );
+    let reason = result.hooks[0].error.clone().unwrap_or_default();
+    assert!(reason.contains("Too many open files"), "{reason}");
+    let pong = within("the bystander's ping", BYSTANDER_BOUND, bystander.ping()).await;
+    assert!(pong.is_ok(), "{pong:?}");
+    let free = fire(
+        &bystander,
+        &daemon.cwd(),
+        "BeforeTool",
+        json!({"tool_name": "free"}),
+    )
+    .await;
+    assert!(free.success, "{free:?}");
+    assert!(
+        started.elapsed() < BYSTANDER_BOUND,
+        "{:?}",
+        started.elapsed()
+    );
+
+    // With descriptors back, the gate runs again.
+    drop(hoard);
+    setrlimit(Resource::RLIMIT_NOFILE, hard, hard).unwrap();
+    let again = fire(
+        &gate_client,
+        &daemon.cwd(),
+        "BeforeTool",
+        json!({"tool_name": "gated"}),
+    )
+    .await;
+    assert_eq!(decision(&again), Some("allow"), "{again:?}");
+    daemon.stop().await;
+    println!("{FD_CHILD_DONE}");
+}
+
+/// Item 8: the audit log deleted (or rotated away) under the daemon is reopened, counters
+/// match the file, and a flood of large lines queued for it is bounded in bytes.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_audit_log_survives_deletion_and_stays_bounded() {
+    let _serial = memory_test_lock().await;
+    let gate = closed_hook("gate", "echo '{\"decision\":\"deny\"}'");
+    let log_path = std::sync::Arc::new(std::sync::Mutex::new(None));
+    let seen = std::sync::Arc::clone(&log_path);
+    let daemon = Daemon::start_with(
+        gate_settings("audited", gate),
+        DaemonOptions {
+            configure: Box::new(move |config| {
+                let path = config.home.join("audit.log");
+                *seen.lock().unwrap() = Some(path.clone());
+                let mut audit = hookd_server::AuditConfig::new(path);
+                audit.include_stdin = true;
+                // Four 1 MiB lines at most wait for the disk.
+                audit.queue_bytes = 4 * 1024 * 1024;
+                config.audit = Some(audit);
+            }),
+            ..DaemonOptions::default()
+        },
+    )
+    .await;
+    let path = log_path.lock().unwrap().clone().unwrap();
+    let client = daemon.client().await;
+    let cwd = daemon.cwd();
+    let audited =
+        |big: usize| json!({"tool_name": "audited", "tool_input": {"padding": "x".repeat(big)}});
+    assert_eq!(
+        decision(&fire(&client, &cwd, "BeforeTool", audited(10)).await),
+        Some("deny")
+    );
+    let lines_in = |path: &Path| {
+        std::fs::read_to_string(path)
+            .unwrap_or_default()
+            .lines()
+            .map(|line| serde_json::from_str::<Value>(line).map(|_| ()))
+            .collect::<Result<Vec<()>, _>>()
+            .unwrap()
+            .len() as u64
+    };
+    within("the first audit line", Duration::from_secs(10), async {
+        while lines_in(&path) < 1 {
+            tokio::time::sleep(Duration::from_millis(10)).await;
+        }
+    })
+    .await;
+
+    // Deleted under the daemon: the next line creates it again.
+    std::fs::remove_file(&path).unwrap();
+    let (result, ()) = tokio::join!(
+        fire(&client, &cwd, "BeforeTool", audited(10)),
+        bystander_is_served(&daemon, "a deleted audit log")
+    );
+    assert_eq!(decision(&result), Some("deny"));
+    within(
+        "the audit log to be reopened",
+        Duration::from_secs(10),
+        async {
+            while lines_in(&path) < 1 {
+                tokio::time::sleep(Duration::from_millis(10)).await;
+            }
+        },
+    )
+    .await;
+
+    // Forty 1 MiB events at once: every event is decided, memory stays bounded, and what the
+    // counters say matches the files.
+    let memory = MemoryWatch::start();
+    let mut runs = Vec::new();
+    for _ in 0..40 {
+        let client = daemon.client().await;
+        let cwd = cwd.clone();
+        let input = audited(1024 * 1024);
+        runs.push(tokio::spawn(async move {
+            fire(&client, &cwd, "BeforeTool", input).await
+        }));
+    }
+    bystander_is_served(&daemon, "a flood of large audit lines").await;
+    for run in runs {
+        assert_eq!(decision(&run.await.unwrap()), Some("deny"));
+    }
+    let status = within("status", Duration::from_secs(10), async {
+        loop {
+            let status = client.status().await.unwrap();
+            let audit = status.audit.clone().unwrap();
+            // 40 flood lines, two gated events and two bystander probes before them (the
+            // first line went to the file that was deleted).
+            if audit.lines_written + audit.lines_dropped + audit.write_errors >= 44 {
+                return audit;
+            }
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
+    })
+    .await;
+    assert_eq!(status.write_errors, 0, "{status:?}");
+    assert_eq!(
+        status.lines_written + status.lines_dropped,
+        44,
+        "{status:?}"
+    );
+    let rotated: u64 = (1..=5)
+        .map(|n| lines_in(Path::new(&format!("{}.{n}", path.display()))))
+        .sum();
+    assert_eq!(
+        lines_in(&path) + rotated + 1,
+        status.lines_written,
+        "{status:?}"
+    );
+    daemon.stop().await;
+    memory
+        .finish()
+        .assert_bounded("forty 1 MiB audit lines", 200);
+}
+
+/// Item 9: connections that each start a large frame and stall hold at most the daemon-wide
+/// budget; the frame that does not fit is refused with `limit_reached`, the connection stays
+/// usable, and other clients are served.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn half_sent_frames_share_one_budget() {
+    let _serial = memory_test_lock().await;
+    let gate = closed_hook("gate", "echo '{\"decision\":\"deny\"}'");
+    let daemon = Daemon::start_with(
+        gate_settings("x", gate),
+        DaemonOptions {
+            configure: Box::new(|config| config.max_pending_frame_bytes = 32 * 1024 * 1024),
+            ..DaemonOptions::default()
+        },
+    )
+    .await;
+    let memory = MemoryWatch::start();
+    let frame_len: u32 = 15 * 1024 * 1024;
+    let mut stalled = Vec::new();
+    for _ in 0..2 {
+        let mut conn = RawConn::connect_hello(&daemon.socket).await;
+        conn.send_bytes(&frame_len.to_be_bytes()).await;
+        conn.send_bytes(&[b' '; 1024]).await;
+        stalled.push(conn);
+    }
+    // Both are held (30 of 32 MiB): make sure the daemon has read their prefixes.
+    bystander_is_served(&daemon, "two stalled 15 MiB frames").await;
+    let mut refused = RawConn::connect_hello(&daemon.socket).await;
+    refused.send_bytes(&frame_len.to_be_bytes()).await;
+    let error = refused.recv().await.unwrap();
+    assert_eq!(error["type"], "error", "{error}");
+    assert_eq!(error["code"], "limit_reached", "{error}");
+    // Its body is skipped as it arrives; the connection then works as before.
+    refused.send_bytes(&vec![b' '; frame_len as usize]).await;
+    refused.send(&json!({"type": "ping", "id": 7})).await;
+    let pong = refused.recv().await.unwrap();
+    assert_eq!(pong, json!({"type": "pong", "id": 7}));
+    bystander_is_served(&daemon, "a refused frame").await;
+    drop(stalled);
+    drop(refused);
+    daemon.stop().await;
+    // 30 MiB held, the 15 MiB refused one never buffered.
+    memory
+        .finish()
+        .assert_bounded("three 15 MiB half frames", 48);
+}
+
+/// Item 9: a persistent worker that leaks memory is bounded by `max_memory_mb`: past it, the
+/// worker dies, its request is answered by its `on_failure`, and the next request gets a new
+/// worker.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_leaking_worker_is_bounded_and_fails_closed() {
+    const LEAKER: &str = "import json, sys\nleak = []\nfor line in sys.stdin:\n    \
+                          leak.append(bytearray(16 << 20))\n    \
+                          print(json.dumps({\"decision\": \"allow\", \"reason\": str(len(leak))}), flush=True)\n";
+    let worker = json!({
+        "name": "leaker", "type": "command", "mode": "persistent",
+        "command": "python3 $GEMINI_PROJECT_DIR/.gemini/hooks/leak.py",
+        "max_memory_mb": 96, "on_failure": "deny",
+    });
+    let daemon = Daemon::start(gate_settings("leaky", worker)).await;
+    hookd_e2e::write(&daemon.project.join(".gemini/hooks/leak.py"), LEAKER);
+    let client = daemon.client().await;
+    let cwd = daemon.cwd();
+    let mut reasons = Vec::new();
+    let mut denied_at = None;
+    for n in 1..=12 {
+        let result = fire(&client, &cwd, "BeforeTool", json!({"tool_name": "leaky"})).await;
+        match decision(&result) {
+            Some("allow") => reasons.push(
+                result.final_output.as_ref().unwrap()["reason"]
+                    .as_str()
+                    .unwrap()
+                    .to_owned(),
+            ),
+            Some("deny") => {
+                denied_at.get_or_insert(n);
+                reasons.push("deny".to_owned());
+            }
+            other => panic!("request {n}: {other:?} {result:?}"),
+        }
+        if n % 3 == 0 {
+            bystander_is_served(&daemon, "a leaking worker").await;
+        }
+    }
+    // 16 MiB a request under 96 MiB: a few requests, then a deny, then a fresh worker.
+    let first_deny = denied_at.unwrap_or_else(|| panic!("never bounded: {reasons:?}"));
+    assert!((2..=7).contains(&first_deny), "{reasons:?}");
+    assert_eq!(
+        reasons[first_deny], "1",
+        "no fresh worker after the deny: {reasons:?}"
+    );
+    daemon.stop().await;
+}
