@@ -1169,11 +1169,13 @@ mod tests {
                     path: "g.sh".to_owned(),
                     sha256: digest.clone(),
                 }],
+                ..TrustKey::default()
             }],
             scripts: vec![ScriptFile {
                 path: PathBuf::from("/srv/p/g.sh"),
                 sha256: Some(digest),
             }],
+            hooks: Vec::new(),
         };
         let registry = Registry::build(&input);
         let trust: Vec<(String, &str)> = registry
