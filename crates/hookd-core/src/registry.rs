@@ -270,6 +270,25 @@ impl Registry {
         }
 
         for extension in input.extensions.iter().filter(|extension| extension.active) {
+            // Under `require` the project's `.env` (Gemini CLI's workspace scope) does not
+            // reach an extension's hooks: they are never gated, so nothing the repository
+            // writes may flow into their command lines or environment.
+            let user_only;
+            let extension = if input.project_hooks == ProjectHookPolicy::Require
+                && !extension.workspace_setting_values.is_empty()
+            {
+                let mut copy = extension.clone();
+                copy.workspace_setting_values.clear();
+                registry.diagnostics.push(Diagnostic::info(format!(
+                    "the project's .env settings are not used for extension \"{}\" \
+                     (project_hooks = require)",
+                    extension.name
+                )));
+                user_only = copy;
+                &user_only
+            } else {
+                extension
+            };
             let events = extension::parse_extension_hooks(
                 extension,
                 &input.workspace_path,
@@ -541,6 +560,7 @@ mod tests {
             hooks_text: Some(hooks.to_owned()),
             settings: Vec::new(),
             setting_values: Vec::new(),
+            workspace_setting_values: Vec::new(),
             active: true,
         }
     }

@@ -1149,10 +1149,12 @@ pub fn assemble(shared: &SharedLayers, project: &ProjectLayer) -> LoadedWorkspac
                 .get(&extension.name)
                 .map(Vec::as_slice)
                 .unwrap_or(&[]);
-            let mut setting_values = extension.user_env.clone();
-            if trusted {
-                setting_values.extend(project.workspace_env.iter().cloned());
-            }
+            let setting_values = extension.user_env.clone();
+            let workspace_setting_values = if trusted {
+                project.workspace_env.clone()
+            } else {
+                Vec::new()
+            };
             ExtensionInput {
                 name: extension.name.clone(),
                 path: extension.path.clone(),
@@ -1160,6 +1162,7 @@ pub fn assemble(shared: &SharedLayers, project: &ProjectLayer) -> LoadedWorkspac
                 hooks_text: extension.hooks_text.clone(),
                 settings: extension.settings.clone(),
                 setting_values,
+                workspace_setting_values,
                 active: extension_enabled_for_path(rules, &project_path),
             }
         })
