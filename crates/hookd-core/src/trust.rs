@@ -1280,10 +1280,16 @@ pub fn covered_settings(config: &HookConfig) -> String {
         .filter(|(key, _)| !NOT_RUN_KEYS.contains(&key.as_str()))
         .map(|(key, value)| (key.clone(), value.clone()))
         .collect();
-    if covered.is_empty() {
+    settings_text(&covered)
+}
+
+/// A key's settings object as [`TrustKey::settings`] holds it: canonical JSON, `""` when
+/// empty.
+pub fn settings_text(settings: &Map<String, Value>) -> String {
+    if settings.is_empty() {
         return String::new();
     }
-    canonical_json(&Value::Object(covered))
+    canonical_json(&Value::Object(settings.clone()))
 }
 
 /// `value` as compact JSON with object keys sorted at every level.
