@@ -256,6 +256,7 @@ fn check_extension_hooks(path: &Path, text: &str) -> (usize, Vec<Diagnostic>) {
         hooks_text: Some(text.to_owned()),
         settings: Vec::new(),
         setting_values: Vec::new(),
+        workspace_setting_values: Vec::new(),
         active: true,
     };
     let workspace = std::env::current_dir().unwrap_or_else(|_| PathBuf::from("/"));

@@ -7,6 +7,10 @@
 //! back; the daemon stores the ones that are still current, so a script edited while the user
 //! was reading is not trusted by this confirmation. Without a terminal to ask on, `--yes` is
 //! required: trusting must never happen by accident in a script.
+//!
+//! A hook whose run-time files cannot all be verified (the daemon lists what under
+//! "cannot verify") is shown but not trusted unless `--anyway` is given as well: the user
+//! then vouches for what hookd cannot check.
 
 use std::io::IsTerminal;
 use std::path::PathBuf;
@@ -24,6 +28,10 @@ pub struct TrustArgs {
     /// Trust without asking. Required when stdin is not a terminal.
     #[arg(long, short = 'y')]
     pub yes: bool,
+    /// Also trust hooks whose run-time files cannot all be verified (listed under "cannot
+    /// verify"): you vouch for those parts yourself.
+    #[arg(long, conflicts_with = "list")]
+    pub anyway: bool,
     /// Show the trusted hooks instead of trusting anything.
     #[arg(long, conflicts_with = "yes")]
     pub list: bool,
@@ -68,6 +76,32 @@ pub async fn trust(client: &Client, args: TrustArgs) -> anyhow::Result<String> {
         });
     }
     let shown = render_preview(&preview);
+    let unverifiable = preview
+        .untrusted
+        .iter()
+        .filter(|hook| !hook.uncovered.is_empty())
+        .count();
+    let to_trust: Vec<TrustedHook> = preview
+        .untrusted
+        .iter()
+        .filter(|hook| args.anyway || hook.uncovered.is_empty())
+        .cloned()
+        .collect();
+    if to_trust.is_empty() {
+        return Ok(format!(
+            "{shown}Nothing was trusted: what these hooks run cannot all be verified. Review \
+             them, then run `hookctl trust --cwd {cwd} --anyway`.\n"
+        ));
+    }
+    let question = if args.anyway && unverifiable > 0 {
+        format!(
+            "Trust these {} hook(s), {unverifiable} of them although what they run cannot all \
+             be verified?",
+            to_trust.len()
+        )
+    } else {
+        format!("Trust these {} hook(s)?", to_trust.len())
+    };
     if !args.yes {
         let stdin = std::io::stdin();
         if !stdin.is_terminal() {
@@ -77,20 +111,25 @@ pub async fn trust(client: &Client, args: TrustArgs) -> anyhow::Result<String> {
                  above and run `hookctl trust --cwd {cwd} --yes` to trust them"
             );
         }
-        if !crate::ask_yes_no(
-            &shown,
-            &format!("Trust these {} hook(s)?", preview.untrusted.len()),
-        )? {
+        if !crate::ask_yes_no(&shown, &question)? {
             return Ok("Nothing was trusted.\n".to_owned());
         }
     }
-    let edited = client
-        .trust(cwd, preview.untrusted.clone())
-        .await
-        .context("trust failed")?;
+    let edited = if args.anyway {
+        client.trust_anyway(cwd.clone(), to_trust).await
+    } else {
+        client.trust(cwd.clone(), to_trust).await
+    }
+    .context("trust failed")?;
     let mut out = if args.yes { shown } else { String::new() };
     out.push_str(&edited.message);
     out.push('\n');
+    if !args.anyway && unverifiable > 0 {
+        out.push_str(&format!(
+            "{unverifiable} hook(s) were not trusted: what they run cannot all be verified. \
+             Review them, then run `hookctl trust --cwd {cwd} --anyway`.\n"
+        ));
+    }
     Ok(out)
 }
 
@@ -115,8 +154,8 @@ pub fn render_preview(preview: &TrustPreviewMessage) -> String {
     }
     let _ = writeln!(
         out,
-        "Trusting records each hook's name, command and script contents in {}; editing a \
-         script makes its hook untrusted again.",
+        "Trusting records each hook's name, command, settings and file contents in {}; \
+         editing any of them makes its hook untrusted again.",
         preview.file
     );
     out
@@ -157,6 +196,12 @@ fn render_hook(out: &mut String, hook: &TrustedHook) {
         }
     }
     let _ = writeln!(out, "    command: {}", hook.command);
+    if let Some(settings) = &hook.settings {
+        let _ = writeln!(out, "    settings: {settings}");
+    }
+    for gap in &hook.uncovered {
+        let _ = writeln!(out, "    cannot verify: {gap}");
+    }
     if hook.scripts.is_empty() {
         out.push_str("    script:  none under the project (the command line alone is trusted)\n");
     }
@@ -183,6 +228,8 @@ mod tests {
                     sha256: "0".repeat(64),
                 })
                 .collect(),
+            settings: None,
+            uncovered: Vec::new(),
         }
     }
 
@@ -196,6 +243,11 @@ mod tests {
             untrusted: vec![
                 hook("guard", Some("BeforeTool"), &["g.sh"]),
                 hook("", Some("AfterTool"), &[]),
+                TrustedHook {
+                    settings: Some(serde_json::json!({"env": {"BASH_ENV": "x.sh"}})),
+                    uncovered: vec!["runs a program named at run time".to_owned()],
+                    ..hook("dyn", Some("BeforeTool"), &[])
+                },
             ],
             trusted: 0,
             file: "/h/.config/hookd/trusted-hooks.json".to_owned(),
@@ -208,10 +260,13 @@ mod tests {
                 "Project hooks of /p that are not trusted (project_hooks = require):\n  guard \
                  (BeforeTool)\n    command: bash g.sh\n    script:  g.sh\n    sha256:  \
                  {zeros}\n  bash -c true (AfterTool)\n    command: bash -c true\n    script:  \
-                 none under the project (the command line alone is trusted)\nTrusting records \
-                 each hook's name, command and script contents in \
-                 /h/.config/hookd/trusted-hooks.json; editing a script makes its hook \
-                 untrusted again.\n"
+                 none under the project (the command line alone is trusted)\n  dyn \
+                 (BeforeTool)\n    command: bash -c true\n    settings: \
+                 {{\"env\":{{\"BASH_ENV\":\"x.sh\"}}}}\n    cannot verify: runs a program \
+                 named at run time\n    script:  none under the project (the command line \
+                 alone is trusted)\nTrusting records each hook's name, command, settings and \
+                 file contents in /h/.config/hookd/trusted-hooks.json; editing any of them makes \
+                 its hook untrusted again.\n"
             )
         );
     }

@@ -57,8 +57,8 @@ async fn trust_shows_what_it_trusts_and_needs_yes_without_a_terminal() {
          (BeforeTool)\n    command: bash .gemini/hooks/guard.sh\n    script:  \
          .gemini/hooks/guard.sh\n    sha256:  {hash}\n  true (BeforeTool)\n    command: true\n    \
          script:  none under the project (the command line alone is trusted)\nTrusting records \
-         each hook's name, command and script contents in {}; editing a script makes its hook \
-         untrusted again.\n",
+         each hook's name, command, settings and file contents in {}; editing any of them makes \
+         its hook untrusted again.\n",
         store.display()
     );
     assert_eq!(stdout, expected_preview);

@@ -415,11 +415,31 @@ impl Client {
         cwd: impl Into<String>,
         hooks: Vec<TrustedHook>,
     ) -> Result<EditedMessage> {
+        self.trust_request(cwd.into(), hooks, false).await
+    }
+
+    /// [`Client::trust`] that also trusts hooks whose run-time files cannot all be
+    /// verified (their `uncovered` is not empty), which `trust` skips.
+    pub async fn trust_anyway(
+        &self,
+        cwd: impl Into<String>,
+        hooks: Vec<TrustedHook>,
+    ) -> Result<EditedMessage> {
+        self.trust_request(cwd.into(), hooks, true).await
+    }
+
+    async fn trust_request(
+        &self,
+        cwd: String,
+        hooks: Vec<TrustedHook>,
+        anyway: bool,
+    ) -> Result<EditedMessage> {
         let id = self.next_id();
         let message = ClientMessage::Trust(TrustRequest {
             id: id.clone(),
-            cwd: cwd.into(),
+            cwd,
             hooks,
+            anyway,
         });
         self.edit("trust", id, message).await
     }

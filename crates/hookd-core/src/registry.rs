@@ -33,6 +33,13 @@
 //! - **Disabled hooks.** A hook whose display name (§1.6) is in the merged disabled list is
 //!   registered disabled: listed by [`Registry::entries`] but never planned. A hook with a
 //!   `name` can therefore only be disabled by that name.
+//! - **What a project may switch off.** Under `warn` a project's `hooksConfig` merges like
+//!   any layer's, as in Gemini CLI: its `disabled` list and `enabled = false` turn off the
+//!   user's hooks too. Under `require` a project only switches off its own hooks: its
+//!   `disabled` names apply to project hooks, its `enabled = false` turns off project hooks
+//!   and its `enabled = true` does not turn hooks back on, each with a diagnostic when it
+//!   would have reached further; an untrusted (refused) project definition's `sequential`
+//!   does not make the other layers' hooks run in sequence.
 //!
 //! [`Registry::plan`] then follows §3: the enabled hooks of the event in registry order, kept
 //! when their matcher matches, de-duplicated by `name:command` keeping the first (highest
@@ -110,6 +117,10 @@ pub struct Registry {
     hooks_enabled: bool,
     notifications: bool,
     disabled: Vec<String>,
+    /// Under `require`: the project's own `hooksConfig.disabled`, for project hooks only.
+    project_disabled: Vec<String>,
+    /// Under `require`: whether the project's `hooksConfig.enabled` left its own hooks on.
+    project_enabled: bool,
     project_hooks: Option<Map<String, Value>>,
     diagnostics: Vec<Diagnostic>,
     trust_policy: ProjectHookPolicy,
@@ -123,6 +134,8 @@ impl Default for Registry {
             hooks_enabled: true,
             notifications: true,
             disabled: Vec::new(),
+            project_disabled: Vec::new(),
+            project_enabled: true,
             project_hooks: None,
             diagnostics: Vec::new(),
             trust_policy: ProjectHookPolicy::Warn,
@@ -185,11 +198,33 @@ impl Registry {
                 env_redaction.blocked.clone_from(blocked);
             }
             let config = &layer.hooks_config;
-            if let Some(enabled) = config.enabled {
-                registry.hooks_enabled = enabled;
-            }
             if let Some(notifications) = config.notifications {
                 registry.notifications = notifications;
+            }
+            // Under `require` a project switches off its own hooks only.
+            if input.project_hooks == ProjectHookPolicy::Require && layer.source == Source::Project
+            {
+                if let Some(enabled) = config.enabled {
+                    registry.project_enabled = enabled;
+                    if !enabled {
+                        registry.diagnostics.push(
+                            Diagnostic::warning(
+                                "hooksConfig.enabled = false in the project's settings turns off \
+                                 only the project's own hooks (project_hooks = require)",
+                            )
+                            .with_path(&layer.path),
+                        );
+                    }
+                }
+                for name in config.disabled.iter().flatten() {
+                    if !registry.project_disabled.contains(name) {
+                        registry.project_disabled.push(name.clone());
+                    }
+                }
+                continue;
+            }
+            if let Some(enabled) = config.enabled {
+                registry.hooks_enabled = enabled;
             }
             for name in config.disabled.iter().flatten() {
                 if !registry.disabled.contains(name) {
@@ -235,6 +270,25 @@ impl Registry {
         }
 
         for extension in input.extensions.iter().filter(|extension| extension.active) {
+            // Under `require` the project's `.env` (Gemini CLI's workspace scope) does not
+            // reach an extension's hooks: they are never gated, so nothing the repository
+            // writes may flow into their command lines or environment.
+            let user_only;
+            let extension = if input.project_hooks == ProjectHookPolicy::Require
+                && !extension.workspace_setting_values.is_empty()
+            {
+                let mut copy = extension.clone();
+                copy.workspace_setting_values.clear();
+                registry.diagnostics.push(Diagnostic::info(format!(
+                    "the project's .env settings are not used for extension \"{}\" \
+                     (project_hooks = require)",
+                    extension.name
+                )));
+                user_only = copy;
+                &user_only
+            } else {
+                extension
+            };
             let events = extension::parse_extension_hooks(
                 extension,
                 &input.workspace_path,
@@ -246,7 +300,31 @@ impl Registry {
             };
             registry.ingest(&events, Source::Extension, &origin, None);
         }
+        registry.note_project_disabled_reach();
         registry
+    }
+
+    /// Says when a project's disabled list (under `require`) names a hook of another layer,
+    /// which it does not turn off.
+    fn note_project_disabled_reach(&mut self) {
+        let reached: Vec<String> = self
+            .project_disabled
+            .iter()
+            .filter(|name| {
+                self.hooks.iter().any(|hook| {
+                    hook.entry.source != Source::Project
+                        && hook.entry.config.display_name() == name.as_str()
+                })
+            })
+            .cloned()
+            .collect();
+        if !reached.is_empty() {
+            self.diagnostics.push(Diagnostic::warning(format!(
+                "the project's hooksConfig.disabled does not turn off hooks it does not own \
+                 (project_hooks = require): {}",
+                reached.join(", ")
+            )));
+        }
     }
 
     /// Adds the hooks of one file, compiling each definition's matcher once. `trust` is given
@@ -308,10 +386,14 @@ impl Registry {
                         crate::model::HookType::Builtin => continue,
                         _ => None,
                     };
-                    let enabled = !self
-                        .disabled
-                        .iter()
-                        .any(|name| name == config.display_name());
+                    let name = config.display_name();
+                    let enabled = !self.disabled.iter().any(|disabled| disabled == name)
+                        && (source != Source::Project
+                            || (self.project_enabled
+                                && !self
+                                    .project_disabled
+                                    .iter()
+                                    .any(|disabled| disabled == name)));
                     let entry = HookEntry {
                         event,
                         config: config.clone(),
@@ -432,7 +514,10 @@ impl Registry {
             } else {
                 seen.insert(&hook.dedup_key);
             }
-            sequential |= entry.sequential;
+            // A refused project definition does not make the others run in sequence.
+            if !will_be_refused {
+                sequential |= entry.sequential;
+            }
             hooks.push(Arc::clone(entry));
         }
         if hooks.is_empty() {
@@ -484,6 +569,7 @@ mod tests {
             hooks_text: Some(hooks.to_owned()),
             settings: Vec::new(),
             setting_values: Vec::new(),
+            workspace_setting_values: Vec::new(),
             active: true,
         }
     }
@@ -663,6 +749,79 @@ mod tests {
             "t",
             Some((&["project d"], false)),
         );
+    }
+
+    #[test]
+    fn under_require_a_project_switches_off_only_its_own_hooks() {
+        let project_with = |config: &str| {
+            let mut root: Value =
+                serde_json::from_str(&before_tool(&[("p", "./p.sh")])).unwrap_or_default();
+            root["hooksConfig"] = serde_json::from_str(config).unwrap_or_default();
+            layer(Source::Project, &root.to_string())
+        };
+        let user = layer(Source::User, &before_tool(&[("user-gate", "gate")]));
+        // (policy, project hooksConfig, expected entries)
+        let cases: &[(ProjectHookPolicy, &str, &[&str])] = &[
+            (
+                ProjectHookPolicy::Require,
+                r#"{"disabled": ["user-gate", "p", "e"]}"#,
+                &[
+                    "BeforeTool project p [disabled]",
+                    "BeforeTool user user-gate",
+                    "BeforeTool extension e",
+                ],
+            ),
+            (
+                ProjectHookPolicy::Require,
+                r#"{"enabled": false}"#,
+                &[
+                    "BeforeTool project p [disabled]",
+                    "BeforeTool user user-gate",
+                    "BeforeTool extension e",
+                ],
+            ),
+            // Gemini CLI's behaviour under warn: the project's list reaches every layer,
+            // and enabled = false turns every hook off.
+            (
+                ProjectHookPolicy::Warn,
+                r#"{"disabled": ["user-gate", "e"]}"#,
+                &[
+                    "BeforeTool project p",
+                    "BeforeTool user user-gate [disabled]",
+                    "BeforeTool extension e [disabled]",
+                ],
+            ),
+            (ProjectHookPolicy::Warn, r#"{"enabled": false}"#, &[]),
+        ];
+        for (policy, config, expected) in cases {
+            let mut input = input(
+                vec![user.clone(), project_with(config)],
+                vec![ext("e", &before_tool(&[("e", "e")]))],
+            );
+            input.project_hooks = *policy;
+            check_entries(&input, expected);
+            if *policy == ProjectHookPolicy::Require {
+                let registry = Registry::build(&input);
+                assert!(
+                    registry
+                        .diagnostics()
+                        .iter()
+                        .any(|d| d.message.contains("project_hooks = require")),
+                    "{config}: {:?}",
+                    registry.diagnostics()
+                );
+            }
+        }
+        // Nor can a project turn hooks back on that the user turned off.
+        let mut input = input(
+            vec![
+                layer(Source::User, r#"{"hooksConfig": {"enabled": false}}"#),
+                project_with(r#"{"enabled": true}"#),
+            ],
+            Vec::new(),
+        );
+        input.project_hooks = ProjectHookPolicy::Require;
+        assert!(!Registry::build(&input).hooks_enabled());
     }
 
     #[test]
@@ -1178,11 +1337,13 @@ mod tests {
                     path: "g.sh".to_owned(),
                     sha256: digest.clone(),
                 }],
+                ..TrustKey::default()
             }],
             scripts: vec![ScriptFile {
                 path: PathBuf::from("/srv/p/g.sh"),
                 sha256: Some(digest),
             }],
+            hooks: Vec::new(),
         };
         let registry = Registry::build(&input);
         let trust: Vec<(String, &str)> = registry

@@ -28,7 +28,7 @@ use std::str::FromStr;
 use serde_json::{Map, Value};
 use sha2::{Digest, Sha256};
 
-use crate::command::{CommandVars, expand_command, shell_quote};
+use crate::command::{CommandVars, LineChars, ShellWord, expand_command, shell_quote};
 use crate::model::HookConfig;
 
 /// What the daemon does with a project hook that is not trusted.
@@ -78,15 +78,22 @@ pub struct ScriptDigest {
     pub sha256: String,
 }
 
-/// What trusting a project hook means: this name, this command line, these script contents.
-#[derive(Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord)]
+/// What trusting a project hook means: this name, this command line, these other settings
+/// (its `env`, ...), these file contents, and these parts that cannot be verified.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub struct TrustKey {
     /// The hook's `name` (`""` when it has none), as in Gemini CLI's fingerprint.
     pub name: String,
     /// The hook's `command` as loaded (`""` when it has none).
     pub command: String,
-    /// The project files the command runs, in command order, each once.
+    /// Every other key of the hook that changes what runs, as canonical JSON
+    /// ([`covered_settings`]); `""` when there is none.
+    pub settings: String,
+    /// The project files the command runs or may load, each once, with their contents.
     pub scripts: Vec<ScriptDigest>,
+    /// What the command may run that cannot be verified ([`Gap::text`]). A key with any is
+    /// only trusted when the user said so explicitly (`hookctl trust --anyway`).
+    pub uncovered: Vec<String>,
 }
 
 impl TrustKey {
@@ -100,8 +107,16 @@ impl TrustKey {
         self.name == other.name && self.command == other.command
     }
 
+    /// The settings as a JSON value (`null` when there are none).
+    pub fn settings_json(&self) -> Value {
+        if self.settings.is_empty() {
+            return Value::Null;
+        }
+        serde_json::from_str(&self.settings).unwrap_or(Value::Null)
+    }
+
     /// The key as one JSON object of the store and the wire:
-    /// `{"name", "command", "scripts": [{"path", "sha256"}]}`.
+    /// `{"name", "command", "settings"?, "scripts": [{"path", "sha256"}], "uncovered"?}`.
     pub fn to_json(&self) -> Value {
         let scripts: Vec<Value> = self
             .scripts
@@ -116,7 +131,16 @@ impl TrustKey {
         let mut object = Map::new();
         object.insert("name".to_owned(), Value::from(self.name.clone()));
         object.insert("command".to_owned(), Value::from(self.command.clone()));
+        if !self.settings.is_empty() {
+            object.insert("settings".to_owned(), self.settings_json());
+        }
         object.insert("scripts".to_owned(), Value::Array(scripts));
+        if !self.uncovered.is_empty() {
+            object.insert(
+                "uncovered".to_owned(),
+                Value::Array(self.uncovered.iter().cloned().map(Value::from).collect()),
+            );
+        }
         Value::Object(object)
     }
 
@@ -141,10 +165,26 @@ impl TrustKey {
                 .collect::<Option<Vec<_>>>()?,
             Some(_) => return None,
         };
+        let settings = match object.get("settings") {
+            None | Some(Value::Null) => String::new(),
+            Some(value @ Value::Object(map)) if !map.is_empty() => canonical_json(value),
+            Some(Value::Object(_)) => String::new(),
+            Some(_) => return None,
+        };
+        let uncovered = match object.get("uncovered") {
+            None => Vec::new(),
+            Some(Value::Array(items)) => items
+                .iter()
+                .map(|item| item.as_str().map(str::to_owned))
+                .collect::<Option<Vec<_>>>()?,
+            Some(_) => return None,
+        };
         Some(TrustKey {
             name: text(object, "name")?,
             command: text(object, "command")?,
+            settings,
             scripts,
+            uncovered,
         })
     }
 }
@@ -161,6 +201,11 @@ pub enum TrustGap {
     New,
     /// Its name and command were trusted, but with other script contents.
     ScriptChanged,
+    /// Its name and command were trusted, but with other settings (its `env`, ...).
+    SettingsChanged,
+    /// Some of what it runs cannot be verified ([`TrustKey::uncovered`]), and the user has
+    /// not trusted it anyway.
+    Uncovered,
 }
 
 /// Whether a registered hook needs trust, and whether it has it.
@@ -215,6 +260,22 @@ pub struct HookTrustInput {
     pub trusted: Vec<TrustKey>,
     /// The script files the project layer's commands run, as read from disk.
     pub scripts: Vec<ScriptFile>,
+    /// What each project hook's fingerprint covers, as the loader read it; a hook without
+    /// an entry here is keyed by the files of [`script_paths`] found in `scripts`.
+    pub hooks: Vec<CoveredFiles>,
+}
+
+/// What the fingerprint of one command and environment covers, as read from disk.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct CoveredFiles {
+    /// The hook's command.
+    pub command: String,
+    /// The hook's `env`.
+    pub env: Vec<(String, String)>,
+    /// Every covered file that exists, with its contents' digest, ordered by path.
+    pub scripts: Vec<ScriptDigest>,
+    /// What cannot be covered ([`Gap::text`]).
+    pub uncovered: Vec<String>,
 }
 
 impl HookTrustInput {
@@ -227,8 +288,15 @@ impl HookTrustInput {
         if self.trusted.contains(&key) {
             return HookTrust::Trusted { key };
         }
-        let gap = if self.trusted.iter().any(|trusted| trusted.same_hook(&key)) {
-            TrustGap::ScriptChanged
+        let same = self.trusted.iter().find(|trusted| trusted.same_hook(&key));
+        let gap = if !key.uncovered.is_empty() {
+            TrustGap::Uncovered
+        } else if let Some(same) = same {
+            if same.settings == key.settings {
+                TrustGap::ScriptChanged
+            } else {
+                TrustGap::SettingsChanged
+            }
         } else {
             TrustGap::New
         };
@@ -238,6 +306,21 @@ impl HookTrustInput {
     /// The key of a hook: its name, command and the digests of the script files that exist.
     pub fn key_for(&self, config: &HookConfig, project_dir: &Path) -> TrustKey {
         let command = config.command.clone().unwrap_or_default();
+        let settings = covered_settings(config);
+        let name = config.name.clone().unwrap_or_default();
+        if let Some(covered) = self
+            .hooks
+            .iter()
+            .find(|covered| covered.command == command && covered.env == config.env)
+        {
+            return TrustKey {
+                name,
+                command,
+                settings,
+                scripts: covered.scripts.clone(),
+                uncovered: covered.uncovered.clone(),
+            };
+        }
         let scripts = script_paths(&command, project_dir)
             .into_iter()
             .filter_map(|path| {
@@ -249,9 +332,11 @@ impl HookTrustInput {
             })
             .collect();
         TrustKey {
-            name: config.name.clone().unwrap_or_default(),
+            name,
             command,
+            settings,
             scripts,
+            uncovered: Vec::new(),
         }
     }
 }
@@ -275,6 +360,23 @@ pub fn trust_command(project_dir: &str) -> String {
     format!("hookctl trust --cwd {quoted}")
 }
 
+/// The command line that trusts a project's hooks although part of what they run cannot
+/// be verified.
+pub fn trust_anyway_command(project_dir: &str) -> String {
+    format!("{} --anyway", trust_command(project_dir))
+}
+
+/// The refusal of a project hook under `require` whose run-time files cannot all be verified
+/// and that the user has not trusted anyway.
+pub fn uncovered_message(display_name: &str, key: &TrustKey, project_dir: &str) -> String {
+    format!(
+        "project hook \"{display_name}\" was not run: what it runs cannot all be verified ({}) \
+         (project_hooks = require); review it, then run `{}`",
+        key.uncovered.join("; "),
+        trust_anyway_command(project_dir)
+    )
+}
+
 /// The refusal of an untrusted project hook under `require`, for its record's error.
 pub fn refusal_message(display_name: &str, gap: TrustGap, project_dir: &str) -> String {
     format!(
@@ -285,7 +387,7 @@ pub fn refusal_message(display_name: &str, gap: TrustGap, project_dir: &str) -> 
     )
 }
 
-/// The refusal of a trusted project hook whose script changed after the registry was built.
+/// The refusal of a trusted project hook whose file changed after the registry was built.
 pub fn changed_script_message(display_name: &str, script: &str, project_dir: &str) -> String {
     format!(
         "project hook \"{display_name}\" was not run: its script {script} changed since it was \
@@ -308,83 +410,507 @@ fn gap_text(gap: TrustGap) -> &'static str {
     match gap {
         TrustGap::New => "it is not trusted",
         TrustGap::ScriptChanged => "its script changed since it was trusted",
+        TrustGap::SettingsChanged => "its settings (env, ...) changed since it was trusted",
+        TrustGap::Uncovered => "what it runs cannot all be verified",
+    }
+}
+
+/// How a file a command runs is started; it decides how the runner can run it from the
+/// bytes it verified (see [`Entry`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum EntryKind {
+    /// Run by its path as a program: its `#!` line decides (a binary has none).
+    Program,
+    /// Given to a shell (`bash s.sh`, `. lib.sh`).
+    Shell,
+    /// Given to Python (`python3 g.py`).
+    Python,
+    /// Given to another interpreter (`node`, `ruby`, ...).
+    Other,
+}
+
+/// A project file a command runs: a program run by path or an interpreter's script.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Entry {
+    /// The absolute path.
+    pub path: PathBuf,
+    /// How it is started.
+    pub kind: EntryKind,
+    /// The byte range of its word in [`Coverage::expanded`], when the runner may replace the
+    /// word to run verified bytes instead: only on the hook's own line (not inside
+    /// `bash -c '...'` or a script) and not after `--`.
+    pub span: Option<(usize, usize)>,
+}
+
+/// Something a command runs that the fingerprint cannot cover.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Gap {
+    /// What it is, for the user: `a file sourced by .gemini/hooks/g.sh is computed at run time`.
+    pub text: String,
+    /// A file that, when it is covered anyway, closes the gap: the usual target of a computed
+    /// `source` (`source "$(dirname "$0")/lib.sh"` names `lib.sh` next to the script).
+    pub unless_covered: Option<PathBuf>,
+}
+
+/// What the fingerprint of one hook must cover, read from its command line and environment.
+///
+/// Paths are absolute and inside the project directory; everything outside it belongs to the
+/// user and is covered by the command line alone.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Coverage {
+    /// The command line after `$GEMINI_PROJECT_DIR`-style expansion, as the shell gets it.
+    pub expanded: String,
+    /// The files the command runs, in command order, each once.
+    pub entries: Vec<Entry>,
+    /// Other project paths the command or its environment names (`node -r ./pre.js`,
+    /// `BASH_ENV`, a `PATH` entry): a file is covered as it is, a directory as a tree.
+    pub paths: Vec<PathBuf>,
+    /// Directories whose every file is covered: where an interpreter imports from (the
+    /// directory of each script, the working directory for `python3 -m`).
+    pub trees: Vec<PathBuf>,
+    /// Directories where Node.js would look for `node_modules`: one that exists there cannot
+    /// be covered.
+    pub node_dirs: Vec<PathBuf>,
+    /// What cannot be covered.
+    pub gaps: Vec<Gap>,
+}
+
+impl Coverage {
+    fn add_entry(&mut self, path: PathBuf, kind: EntryKind, span: Option<(usize, usize)>) {
+        if !self.entries.iter().any(|entry| entry.path == path) {
+            self.entries.push(Entry { path, kind, span });
+        }
+    }
+
+    fn add_path(&mut self, path: PathBuf) {
+        if !self.paths.contains(&path) {
+            self.paths.push(path);
+        }
+    }
+
+    fn add_tree(&mut self, dir: PathBuf) {
+        if !self.trees.contains(&dir) {
+            self.trees.push(dir);
+        }
+    }
+
+    fn add_gap(&mut self, text: String, unless_covered: Option<PathBuf>) {
+        let gap = Gap {
+            text,
+            unless_covered,
+        };
+        if !self.gaps.contains(&gap) {
+            self.gaps.push(gap);
+        }
     }
 }
 
 /// The script files under `project_dir` that `command` runs, as absolute paths, in command
 /// order, each once (see the module documentation for the rules).
 pub fn script_paths(command: &str, project_dir: &Path) -> Vec<PathBuf> {
+    let project_text = normalize(project_dir).to_string_lossy().into_owned();
+    let vars = CommandVars {
+        project_dir: &project_text,
+        plans_dir: "",
+        session_id: "",
+    };
+    coverage(command, &[], &vars)
+        .entries
+        .into_iter()
+        .map(|entry| entry.path)
+        .collect()
+}
+
+/// What the fingerprint of a hook running `command` with `env` must cover, with the command
+/// expanded for `vars` (whose `project_dir` is the project directory).
+pub fn coverage(command: &str, env: &[(String, String)], vars: &CommandVars<'_>) -> Coverage {
+    let project = normalize(Path::new(vars.project_dir));
+    let project_text = project.to_string_lossy().into_owned();
+    let expanded = expand_command(command, vars);
+    let mut cov = Coverage::default();
+    let context = Context {
+        project: &project,
+        project_text: &project_text,
+        rewritable: true,
+        script: None,
+    };
+    analyze_line(&expanded, &context, &mut cov, 0);
+    for (name, value) in env {
+        env_paths(name, value, &context, &mut cov);
+    }
+    cov.expanded = expanded;
+    cov
+}
+
+/// What a script file itself runs when a shell reads it: the files it sources (`.`,
+/// `source`) and the project programs and scripts its commands start, as for a hook's line.
+/// `script` is the script's absolute path; the shell's working directory is the project.
+pub fn script_coverage(text: &str, script: &Path, project_dir: &Path) -> Coverage {
     let project = normalize(project_dir);
     let project_text = project.to_string_lossy().into_owned();
-    // Expanded exactly as the runner will expand it; the plans dir and session id do not
-    // matter for finding files.
-    let expanded = expand_command(
-        command,
-        &CommandVars {
-            project_dir: &project_text,
-            plans_dir: "",
-            session_id: "",
-        },
-    );
-    let mut paths: Vec<PathBuf> = Vec::new();
-    for words in simple_commands(&expanded, &project_text) {
-        let Some(word) = script_word(&words) else {
-            continue;
-        };
-        let path = normalize(&project.join(&word));
-        if path != project && path.starts_with(&project) && !paths.contains(&path) {
-            paths.push(path);
-        }
-    }
-    paths
-}
-
-/// `path` relative to `project_dir` with `/` separators; `None` when it is not under it.
-pub fn relative_path(path: &Path, project_dir: &Path) -> Option<String> {
-    let relative = path.strip_prefix(normalize(project_dir)).ok()?;
-    let parts: Vec<String> = relative
-        .components()
-        .map(|component| component.as_os_str().to_string_lossy().into_owned())
-        .collect();
-    (!parts.is_empty()).then(|| parts.join("/"))
-}
-
-/// `path` with `.` and `..` components resolved lexically (symlinks are not followed).
-fn normalize(path: &Path) -> PathBuf {
-    let mut normalized = PathBuf::new();
-    for component in path.components() {
-        match component {
-            Component::CurDir => {}
-            Component::ParentDir => {
-                normalized.pop();
-            }
-            other => normalized.push(other.as_os_str()),
-        }
-    }
-    normalized
-}
-
-/// A word of a command line: its text after quote removal, or `None` when the shell would
-/// expand it in a way that cannot be known here.
-type Word = Option<String>;
-
-/// Cuts a command line into simple commands (lists of words), dropping redirections, with the
-/// project directory variables expanded ([`crate::command::split_commands`]).
-fn simple_commands(line: &str, project_dir: &str) -> Vec<Vec<Word>> {
-    let mut dollar = |chars: &mut std::iter::Peekable<std::str::Chars<'_>>,
-                      word: &mut Option<String>,
-                      unknown: &mut bool| {
-        expand_dollar(chars, word, unknown, project_dir);
+    let mut cov = Coverage::default();
+    let context = Context {
+        project: &project,
+        project_text: &project_text,
+        rewritable: false,
+        script: Some(script),
     };
-    crate::command::split_commands(line, &mut dollar)
-        .into_iter()
-        .map(|words| {
-            words
-                .into_iter()
-                .map(|word| (!word.unknown).then_some(word.text))
-                .collect()
-        })
-        .collect()
+    analyze_line(text, &context, &mut cov, 1);
+    cov
+}
+
+/// The interpreter a `#!` line names: `Shell`, `Python`, `Other`, or `None` without one.
+pub fn shebang_kind(first_line: &[u8]) -> Option<(EntryKind, Vec<String>)> {
+    let line = first_line.strip_prefix(b"#!")?;
+    let line = String::from_utf8_lossy(line);
+    let words: Vec<String> = line.split_whitespace().map(str::to_owned).collect();
+    let (program, args) = words.split_first()?;
+    let name = program.rsplit('/').next().unwrap_or(program);
+    let interpreter_name = if name == "env" {
+        args.iter()
+            .find(|arg| !arg.starts_with('-'))
+            .map(|arg| arg.as_str())?
+    } else {
+        name
+    };
+    let kind = match interpreter(interpreter_name) {
+        Some(found) if std::ptr::eq(found, &SHELL) => EntryKind::Shell,
+        Some(found) if std::ptr::eq(found, &PYTHON) => EntryKind::Python,
+        _ => EntryKind::Other,
+    };
+    Some((kind, words))
+}
+
+/// Where the analysis is: the project, and whether word spans may be rewritten.
+struct Context<'a> {
+    project: &'a Path,
+    project_text: &'a str,
+    rewritable: bool,
+    /// The script being read, when reading one (for messages and `$0`-relative sources).
+    script: Option<&'a Path>,
+}
+
+impl Context<'_> {
+    /// `word` as a path inside the project (relative words are relative to the project,
+    /// the hook's working directory); `None` when it is the project itself or outside it.
+    fn project_path(&self, word: &str) -> Option<PathBuf> {
+        let path = normalize(&self.project.join(word));
+        (path != self.project && path.starts_with(self.project)).then_some(path)
+    }
+
+    fn where_(&self) -> String {
+        match self.script {
+            Some(script) => format!(
+                "{} ",
+                relative_path(script, self.project).unwrap_or_else(|| script.display().to_string())
+            ),
+            None => String::new(),
+        }
+    }
+}
+
+/// How deep `bash -c '...'` and sourced scripts are followed.
+const MAX_DEPTH: usize = 3;
+
+fn analyze_line(line: &str, context: &Context<'_>, cov: &mut Coverage, depth: usize) {
+    let mut dollar = |chars: &mut LineChars<'_>, word: &mut Option<String>, unknown: &mut bool| {
+        expand_dollar(chars, word, unknown, context.project_text);
+    };
+    for words in crate::command::split_commands(line, &mut dollar) {
+        analyze_command(&words, context, cov, depth);
+    }
+}
+
+/// Whether a known word looks like a path: it has a `/`, or a script's extension.
+fn looks_like_path(word: &str) -> bool {
+    const EXTENSIONS: [&str; 16] = [
+        ".sh", ".bash", ".py", ".js", ".mjs", ".cjs", ".ts", ".mts", ".cts", ".rb", ".pl", ".php",
+        ".lua", ".jq", ".so", ".zsh",
+    ];
+    let word = word.split_once('=').map_or(word, |(_, value)| value);
+    word.contains('/') || EXTENSIONS.iter().any(|ext| word.ends_with(ext))
+}
+
+/// Wrappers that run the rest of their words as a command, with their options that take a
+/// separate value and how many positional words they take first (`timeout 5`).
+const WRAPPERS: [(&str, &[&str], usize); 9] = [
+    ("timeout", &["-s", "--signal", "-k", "--kill-after"], 1),
+    ("nice", &["-n", "--adjustment"], 0),
+    ("nohup", &[], 0),
+    ("setsid", &[], 0),
+    ("stdbuf", &["-i", "-o", "-e"], 0),
+    ("ionice", &["-c", "-n", "-p", "-P", "-u"], 0),
+    ("time", &["-f", "-o"], 0),
+    ("chronic", &[], 0),
+    (
+        "xargs",
+        &["-a", "-d", "-E", "-I", "-L", "-n", "-P", "-s"],
+        0,
+    ),
+];
+
+fn analyze_command(words: &[ShellWord], context: &Context<'_>, cov: &mut Coverage, depth: usize) {
+    // Every project path named anywhere on the line is covered, whatever reads it.
+    for word in words.iter().filter(|word| !word.unknown) {
+        if looks_like_path(&word.text) {
+            let text = word
+                .text
+                .split_once('=')
+                .map_or(word.text.as_str(), |(_, v)| v);
+            if let Some(path) = context.project_path(text) {
+                cov.add_path(path);
+            }
+        }
+    }
+    let mut rest = words;
+    // Assignments, prefix words, `env` and wrappers in front of the program.
+    loop {
+        let Some((first, tail)) = rest.split_first() else {
+            return;
+        };
+        if first.unknown {
+            break;
+        }
+        let text = first.text.as_str();
+        let name = text.rsplit('/').next().unwrap_or(text);
+        let is_assignment = text
+            .split_once('=')
+            .is_some_and(|(name, _)| is_identifier(name));
+        if is_assignment || PREFIX_WORDS.contains(&text) {
+            rest = tail;
+        } else if name == "env" {
+            rest = skip_options(tail, &["-u", "--unset", "-C", "--chdir", "-S"], 0);
+        } else if let Some((_, with_value, positional)) =
+            WRAPPERS.iter().find(|(wrapper, _, _)| *wrapper == name)
+        {
+            rest = skip_options(tail, with_value, *positional);
+        } else {
+            break;
+        }
+    }
+    let Some((program, args)) = rest.split_first() else {
+        return;
+    };
+    if program.unknown {
+        cov.add_gap(
+            format!("{}runs a program named at run time", context.where_()),
+            None,
+        );
+        return;
+    }
+    let mut program_text = program.text.as_str();
+    let mut args = args;
+    if program_text == "." || program_text == "source" {
+        match args.first() {
+            Some(word) if !word.unknown => {
+                if let Some(path) = context.project_path(&word.text) {
+                    cov.add_entry(path, EntryKind::Shell, None);
+                }
+            }
+            Some(word) => {
+                let hint = context
+                    .script
+                    .and_then(Path::parent)
+                    .zip(word.text.rsplit('/').next().filter(|name| !name.is_empty()))
+                    .map(|(dir, name)| dir.join(name));
+                cov.add_gap(
+                    format!("{}sources a file named at run time", context.where_()),
+                    hint,
+                );
+            }
+            None => {}
+        }
+        return;
+    }
+    let name = program_text.rsplit('/').next().unwrap_or(program_text);
+    if RUNNERS.contains(&name) {
+        // `npx [options] <program> ...`: the program must be an interpreter, anything else
+        // is a package, not a project file.
+        let after = skip_options(args, &[], 0);
+        let Some((runner_program, runner_args)) = after.split_first() else {
+            return;
+        };
+        if runner_program.unknown || interpreter(&runner_program.text).is_none() {
+            return;
+        }
+        program_text = runner_program.text.as_str();
+        args = runner_args;
+    }
+    let span = |word: &ShellWord| context.rewritable.then_some(word.span);
+    let Some(found) = interpreter(program_text) else {
+        // The shell looks a word without a slash up in PATH, never in the project.
+        if program_text.contains('/')
+            && let Some(path) = context.project_path(program_text)
+        {
+            if let Some(dir) = path.parent() {
+                cov.add_tree(dir.to_owned());
+            }
+            cov.add_entry(path, EntryKind::Program, span(program));
+        }
+        return;
+    };
+    let call = interpreter_call(found, args);
+    for preload in &call.preloads {
+        match preload {
+            Some(text) if looks_like_path(text) => {
+                if let Some(path) = context.project_path(text) {
+                    cov.add_path(path);
+                }
+            }
+            // A package name: resolved from `node_modules` (see `node_dirs`).
+            Some(_) => {}
+            None => cov.add_gap(
+                format!("{}preloads a file named at run time", context.where_()),
+                None,
+            ),
+        }
+    }
+    let kind = if std::ptr::eq(found, &SHELL) {
+        EntryKind::Shell
+    } else if std::ptr::eq(found, &PYTHON) {
+        EntryKind::Python
+    } else {
+        EntryKind::Other
+    };
+    let is_node = std::ptr::eq(found, &NODE) || std::ptr::eq(found, &BUN);
+    match call.invocation {
+        Invocation::Script(index) => {
+            let word = &args[index];
+            if word.unknown {
+                cov.add_gap(
+                    format!("{}runs a script named at run time", context.where_()),
+                    None,
+                );
+                return;
+            }
+            let Some(path) = context.project_path(&word.text) else {
+                return;
+            };
+            let dir = path.parent().map(Path::to_owned);
+            if let Some(dir) = dir.clone()
+                && !call.isolated
+            {
+                cov.add_tree(dir);
+            }
+            if is_node && let Some(dir) = dir {
+                node_lookup(&dir, context.project, cov);
+            }
+            let span = if call.after_dashes { None } else { span(word) };
+            cov.add_entry(path, kind, span);
+        }
+        Invocation::Inline(Some(index)) if kind == EntryKind::Shell => {
+            let word = &args[index];
+            if word.unknown {
+                cov.add_gap(
+                    format!("{}runs shell code made at run time", context.where_()),
+                    None,
+                );
+            } else if depth < MAX_DEPTH {
+                let inner = Context {
+                    rewritable: false,
+                    ..*context
+                };
+                analyze_line(&word.text, &inner, cov, depth + 1);
+            } else {
+                cov.add_gap(
+                    format!("{}nests `sh -c` too deeply to follow", context.where_()),
+                    None,
+                );
+            }
+        }
+        Invocation::Inline(_) | Invocation::Module => {
+            // Inline code is on the command line; what it imports comes from the working
+            // directory (Python puts it first on `sys.path` for `-c` and `-m`, Node.js
+            // resolves `require` and packages from it).
+            if kind == EntryKind::Python && !call.isolated {
+                cov.add_tree(context.project.to_owned());
+            }
+            if is_node {
+                node_lookup(context.project, context.project, cov);
+            }
+        }
+        Invocation::Nothing => {}
+    }
+}
+
+/// Notes every directory from `dir` up to the project where Node.js looks for packages.
+fn node_lookup(dir: &Path, project: &Path, cov: &mut Coverage) {
+    let mut dir = Some(dir);
+    while let Some(current) = dir {
+        if !current.starts_with(project) {
+            break;
+        }
+        if !cov.node_dirs.iter().any(|known| known == current) {
+            cov.node_dirs.push(current.to_owned());
+        }
+        dir = current.parent();
+    }
+}
+
+/// The project paths an environment variable of the hook names: any part of its value
+/// (split at `:`, `;`, `,`, `=` and whitespace) that looks like a path, and the whole value
+/// of the variables that name one file (`BASH_ENV`, `ENV`, `PYTHONSTARTUP`, `LD_PRELOAD`).
+fn env_paths(name: &str, value: &str, context: &Context<'_>, cov: &mut Coverage) {
+    // The shell expands `BASH_ENV`, and hookd puts the project directory variables in the
+    // environment, so they are read as the project here.
+    let mut text = value.to_owned();
+    for var in PROJECT_DIR_VARS {
+        text = text
+            .replace(&format!("${{{var}}}"), context.project_text)
+            .replace(&format!("${var}"), context.project_text);
+    }
+    let single_file = matches!(name, "BASH_ENV" | "ENV" | "PYTHONSTARTUP" | "LD_PRELOAD");
+    let is_search_path = matches!(
+        name,
+        "PATH" | "PYTHONPATH" | "NODE_PATH" | "PERL5LIB" | "RUBYLIB" | "LD_LIBRARY_PATH"
+    );
+    for part in text.split([':', ';', ',', '=', ' ', '\t', '\n']) {
+        if part.is_empty() {
+            continue;
+        }
+        if part.contains('$') || part.contains('`') {
+            if single_file || is_search_path {
+                cov.add_gap(
+                    format!("its environment variable {name} names a path made at run time"),
+                    None,
+                );
+            }
+            continue;
+        }
+        if (single_file || is_search_path || looks_like_path(part) || part == ".")
+            && let Some(path) = context
+                .project_path(part)
+                .or_else(|| (part == "." || part == "./").then(|| context.project.to_owned()))
+        {
+            cov.add_path(path);
+        }
+    }
+}
+
+/// The words after a wrapper's options and `positional` leading words.
+fn skip_options<'w>(
+    mut rest: &'w [ShellWord],
+    with_value: &[&str],
+    positional: usize,
+) -> &'w [ShellWord] {
+    while let Some((option, tail)) = rest.split_first() {
+        if option.unknown || !option.text.starts_with('-') || option.text == "-" {
+            break;
+        }
+        rest = tail;
+        if option.text == "--" {
+            break;
+        }
+        if with_value.contains(&option.text.as_str()) && !rest.is_empty() {
+            rest = &rest[1..];
+        }
+    }
+    let mut positional = positional;
+    while positional > 0 && !rest.is_empty() {
+        rest = &rest[1..];
+        positional -= 1;
+    }
+    rest
 }
 
 fn push(word: &mut Option<String>, c: char) {
@@ -397,22 +923,22 @@ const PROJECT_DIR_VARS: [&str; 3] = ["GEMINI_PROJECT_DIR", "CLAUDE_PROJECT_DIR",
 /// Expands a `$` in a word: the project directory variables become the directory; anything
 /// else makes the word unknowable.
 fn expand_dollar(
-    chars: &mut std::iter::Peekable<std::str::Chars<'_>>,
+    chars: &mut LineChars<'_>,
     word: &mut Option<String>,
     unknown: &mut bool,
     project_dir: &str,
 ) {
     let mut name = String::new();
-    if chars.peek() == Some(&'{') {
+    if chars.peek().is_some_and(|(_, c)| *c == '{') {
         chars.next();
-        for next in chars.by_ref() {
+        for (_, next) in chars.by_ref() {
             if next == '}' {
                 break;
             }
             name.push(next);
         }
     } else {
-        while let Some(next) = chars.peek().copied() {
+        while let Some((_, next)) = chars.peek().copied() {
             if next.is_ascii_alphanumeric() || next == '_' {
                 name.push(next);
                 chars.next();
@@ -421,7 +947,10 @@ fn expand_dollar(
             }
         }
         if name.is_empty() {
-            // A lone `$` is literal, as in the shell.
+            // `$(`: a command substitution; a lone `$` is literal, as in the shell.
+            if chars.peek().is_some_and(|(_, c)| *c == '(') {
+                *unknown = true;
+            }
             push(word, '$');
             return;
         }
@@ -435,16 +964,24 @@ fn expand_dollar(
 }
 
 /// Reserved words and prefixes that may start a simple command without being its program.
-const PREFIX_WORDS: [&str; 13] = [
-    "!", "{", "}", "if", "then", "else", "elif", "do", "while", "until", "exec", "command", "nohup",
+const PREFIX_WORDS: [&str; 15] = [
+    "!", "{", "}", "if", "then", "else", "elif", "do", "while", "until", "exec", "command",
+    "nohup", "builtin", "time",
 ];
 
 /// How one interpreter takes its script.
 struct Interpreter {
     /// Options that take inline code: with one of them there is no script file.
     inline: &'static [&'static str],
+    /// Options that name a module to run instead of a script (`python3 -m`).
+    module: &'static [&'static str],
+    /// Options whose value is a file or package loaded before the script (`node -r`).
+    preload: &'static [&'static str],
     /// Options followed by a separate value word.
     with_value: &'static [&'static str],
+    /// Option letters that keep the script's directory and the working directory off the
+    /// import path (`python3 -I`, `-P`).
+    isolating: &'static [char],
     /// A subcommand that comes before the script (`deno run`, `bun run`).
     subcommand: Option<&'static str>,
     /// Whether short options may be bundled (`bash -ec`): an inline option letter anywhere
@@ -454,65 +991,87 @@ struct Interpreter {
 
 const SHELL: Interpreter = Interpreter {
     inline: &["-c"],
-    with_value: &["-o", "+o", "-O", "+O", "--rcfile", "--init-file"],
+    module: &[],
+    preload: &["--rcfile", "--init-file"],
+    with_value: &["-o", "+o", "-O", "+O"],
+    isolating: &[],
     subcommand: None,
     bundled: true,
 };
 
 const NODE: Interpreter = Interpreter {
     inline: &["-e", "--eval", "-p", "--print"],
-    with_value: &[
+    module: &[],
+    preload: &[
         "-r",
         "--require",
         "--import",
         "--loader",
         "--experimental-loader",
         "--env-file",
-        "--conditions",
-        "-C",
     ],
+    with_value: &["--conditions", "-C"],
+    isolating: &[],
     subcommand: None,
     bundled: false,
 };
 
 const PYTHON: Interpreter = Interpreter {
-    inline: &["-c", "-m"],
+    inline: &["-c"],
+    module: &["-m"],
+    preload: &[],
     with_value: &["-W", "-X", "--check-hash-based-pycs"],
+    isolating: &['I', 'P'],
     subcommand: None,
     bundled: true,
 };
 
 const RUBY_PERL: Interpreter = Interpreter {
     inline: &["-e", "-E"],
-    with_value: &["-I", "-r"],
+    module: &[],
+    preload: &["-r", "-I"],
+    with_value: &[],
+    isolating: &[],
     subcommand: None,
     bundled: false,
 };
 
 const PHP: Interpreter = Interpreter {
     inline: &["-r"],
-    with_value: &["-c", "-d"],
+    module: &[],
+    preload: &["-c"],
+    with_value: &["-d"],
+    isolating: &[],
     subcommand: None,
     bundled: false,
 };
 
 const LUA: Interpreter = Interpreter {
     inline: &["-e"],
-    with_value: &["-l"],
+    module: &[],
+    preload: &["-l"],
+    with_value: &[],
+    isolating: &[],
     subcommand: None,
     bundled: false,
 };
 
 const DENO: Interpreter = Interpreter {
     inline: &["eval"],
-    with_value: &["--config", "-c", "--import-map"],
+    module: &[],
+    preload: &["--config", "-c", "--import-map", "--preload"],
+    with_value: &[],
+    isolating: &[],
     subcommand: Some("run"),
     bundled: false,
 };
 
 const BUN: Interpreter = Interpreter {
     inline: &["-e", "--eval", "-p", "--print"],
-    with_value: &["-r", "--preload", "--cwd"],
+    module: &[],
+    preload: &["-r", "--preload"],
+    with_value: &["--cwd"],
+    isolating: &[],
     subcommand: Some("run"),
     bundled: false,
 };
@@ -540,91 +1099,130 @@ fn interpreter(program: &str) -> Option<&'static Interpreter> {
 /// Package runners whose next word is the program to run (`npx tsx hook.ts`).
 const RUNNERS: [&str; 3] = ["npx", "bunx", "pnpx"];
 
-/// The word of a simple command that names its script file, if any.
-fn script_word(words: &[Word]) -> Option<String> {
-    let mut rest = words;
-    // Assignments, `env` with its options and assignments, and prefix words.
-    loop {
-        let (first, tail) = rest.split_first()?;
-        let first = first.as_deref()?;
-        let is_assignment = first
-            .split_once('=')
-            .is_some_and(|(name, _)| is_identifier(name));
-        if is_assignment || PREFIX_WORDS.contains(&first) {
-            rest = tail;
-        } else if first == "env" || first.ends_with("/env") {
-            rest = tail;
-            while let Some((Some(option), tail)) = rest.split_first() {
-                if !option.starts_with('-') {
-                    break;
-                }
-                rest = tail;
-            }
-        } else {
-            break;
-        }
-    }
-    let (program, mut args) = rest.split_first()?;
-    let mut program = program.as_deref()?;
-    let name = program.rsplit('/').next().unwrap_or(program);
-    if RUNNERS.contains(&name) {
-        // `npx [options] <program> ...`: the program must be an interpreter, anything else
-        // is a package, not a project file.
-        while let Some((Some(option), tail)) = args.split_first() {
-            if !option.starts_with('-') {
-                break;
-            }
-            args = tail;
-        }
-        let (runner_program, runner_args) = args.split_first()?;
-        program = runner_program.as_deref()?;
-        interpreter(program)?;
-        args = runner_args;
-    }
-    match interpreter(program) {
-        Some(interpreter) => interpreter_script(interpreter, args),
-        // The shell looks a word without a slash up in PATH, never in the project.
-        None => program.contains('/').then(|| program.to_owned()),
-    }
+/// What an interpreter is asked to run.
+enum Invocation {
+    /// The script at this index of its arguments.
+    Script(usize),
+    /// Inline code, at this index when it is a separate word.
+    Inline(Option<usize>),
+    /// A module found on its import path.
+    Module,
+    /// Nothing that names a file (`node` alone reads stdin).
+    Nothing,
 }
 
-/// The script argument of an interpreter's arguments, owned.
-fn interpreter_script(interpreter: &Interpreter, args: &[Word]) -> Option<String> {
-    let mut args = args.iter();
+/// How an interpreter is called: what it runs and what it loads first.
+struct InterpreterCall {
+    invocation: Invocation,
+    /// The values of preload options; `None` for one named at run time.
+    preloads: Vec<Option<String>>,
+    /// Whether the import path leaves out the script's and the working directory.
+    isolated: bool,
+    /// Whether the script came after `--`.
+    after_dashes: bool,
+}
+
+/// Reads an interpreter's arguments.
+fn interpreter_call(interpreter: &Interpreter, args: &[ShellWord]) -> InterpreterCall {
+    let mut call = InterpreterCall {
+        invocation: Invocation::Nothing,
+        preloads: Vec::new(),
+        isolated: false,
+        after_dashes: false,
+    };
     let mut subcommand_seen = interpreter.subcommand.is_none();
-    while let Some(word) = args.next() {
-        let word = word.as_deref()?;
-        if interpreter.inline.contains(&word) {
-            return None;
+    let mut index = 0;
+    while index < args.len() {
+        let word = &args[index];
+        if word.unknown {
+            // An option or script named at run time: nothing certain can be said.
+            call.invocation = Invocation::Script(index);
+            return call;
         }
-        if word == "--" {
-            return args.next()?.clone();
+        let text = word.text.as_str();
+        if interpreter.inline.contains(&text) {
+            call.invocation = Invocation::Inline((index + 1 < args.len()).then_some(index + 1));
+            return call;
         }
-        if word.starts_with('-') || word.starts_with('+') {
-            let option = word.split_once('=').map_or(word, |(option, _)| option);
-            if interpreter.bundled
-                && word.len() > 2
-                && !word.starts_with("--")
-                && interpreter
+        if interpreter.module.contains(&text) {
+            call.invocation = Invocation::Module;
+            return call;
+        }
+        if text == "--" {
+            if index + 1 < args.len() {
+                call.invocation = Invocation::Script(index + 1);
+                call.after_dashes = true;
+            }
+            return call;
+        }
+        if text.starts_with('-') || text.starts_with('+') {
+            let (option, inline_value) = match text.split_once('=') {
+                Some((option, value)) => (option, Some(value)),
+                None => (text, None),
+            };
+            if interpreter.bundled && !text.starts_with("--") && text.len() > 2 {
+                let letters = &text[1..];
+                if letters.chars().any(|c| interpreter.isolating.contains(&c)) {
+                    call.isolated = true;
+                }
+                let bundled_inline = interpreter
                     .inline
                     .iter()
+                    .chain(interpreter.module)
                     .filter_map(|inline| inline.strip_prefix('-'))
-                    .any(|letter| word[1..].contains(letter))
+                    .any(|letter| letters.contains(letter));
+                if bundled_inline {
+                    call.invocation =
+                        if interpreter.module.iter().any(|m| letters.contains(&m[1..])) {
+                            Invocation::Module
+                        } else {
+                            Invocation::Inline((index + 1 < args.len()).then_some(index + 1))
+                        };
+                    return call;
+                }
+            } else if text.len() == 2
+                && text
+                    .chars()
+                    .nth(1)
+                    .is_some_and(|c| interpreter.isolating.contains(&c))
             {
-                return None;
+                call.isolated = true;
             }
-            if interpreter.with_value.contains(&option) && !word.contains('=') {
-                args.next();
+            if interpreter.preload.contains(&option) {
+                match inline_value {
+                    Some(value) => call.preloads.push(Some(value.to_owned())),
+                    None => {
+                        index += 1;
+                        if let Some(value) = args.get(index) {
+                            call.preloads
+                                .push((!value.unknown).then(|| value.text.clone()));
+                        }
+                    }
+                }
+            } else if let Some(attached) = interpreter
+                .preload
+                .iter()
+                .filter(|preload| preload.len() == 2)
+                .find_map(|preload| text.strip_prefix(preload))
+                .filter(|value| !value.is_empty() && inline_value.is_none())
+            {
+                // `-r./pre.js`, `-Ilib`.
+                call.preloads.push(Some(attached.to_owned()));
+            } else if interpreter.with_value.contains(&option) && inline_value.is_none() {
+                index += 1;
             }
+            index += 1;
             continue;
         }
-        if !subcommand_seen && Some(word) == interpreter.subcommand {
+        if !subcommand_seen && Some(text) == interpreter.subcommand {
             subcommand_seen = true;
+            index += 1;
             continue;
         }
-        return Some(word.to_owned());
+        call.invocation = Invocation::Script(index);
+        return call;
     }
-    None
+    call
 }
 
 fn is_identifier(name: &str) -> bool {
@@ -633,6 +1231,85 @@ fn is_identifier(name: &str) -> bool {
         .next()
         .is_some_and(|b| b.is_ascii_alphabetic() || b == b'_')
         && bytes.all(|b| b.is_ascii_alphanumeric() || b == b'_')
+}
+
+/// `path` relative to `project_dir` with `/` separators; `None` when it is not under it.
+pub fn relative_path(path: &Path, project_dir: &Path) -> Option<String> {
+    let relative = path.strip_prefix(normalize(project_dir)).ok()?;
+    let parts: Vec<String> = relative
+        .components()
+        .map(|component| component.as_os_str().to_string_lossy().into_owned())
+        .collect();
+    (!parts.is_empty()).then(|| parts.join("/"))
+}
+
+/// `path` with `.` and `..` components resolved lexically (symlinks are not followed).
+pub fn normalize(path: &Path) -> PathBuf {
+    let mut normalized = PathBuf::new();
+    for component in path.components() {
+        match component {
+            Component::CurDir => {}
+            Component::ParentDir => {
+                normalized.pop();
+            }
+            other => normalized.push(other.as_os_str()),
+        }
+    }
+    normalized
+}
+
+/// The keys of a hook that do not change what runs, and so are left out of its trust key:
+/// its name and command (which the key holds on their own), its type, and what only shapes
+/// how long it may run and how its answer is read.
+const NOT_RUN_KEYS: [&str; 6] = [
+    "name",
+    "command",
+    "type",
+    "description",
+    "timeout",
+    "on_failure",
+];
+
+/// Every other key of the hook (`env`, and any key a later version reads, such as `mode` or
+/// `drop_fields`) as canonical JSON (object keys sorted at every level), or `""` when it has
+/// none: a change to any of them needs the user's trust again.
+pub fn covered_settings(config: &HookConfig) -> String {
+    let covered: Map<String, Value> = config
+        .raw
+        .iter()
+        .filter(|(key, _)| !NOT_RUN_KEYS.contains(&key.as_str()))
+        .map(|(key, value)| (key.clone(), value.clone()))
+        .collect();
+    settings_text(&covered)
+}
+
+/// A key's settings object as [`TrustKey::settings`] holds it: canonical JSON, `""` when
+/// empty.
+pub fn settings_text(settings: &Map<String, Value>) -> String {
+    if settings.is_empty() {
+        return String::new();
+    }
+    canonical_json(&Value::Object(settings.clone()))
+}
+
+/// `value` as compact JSON with object keys sorted at every level.
+fn canonical_json(value: &Value) -> String {
+    fn sorted(value: &Value) -> Value {
+        match value {
+            Value::Object(map) => {
+                let mut keys: Vec<&String> = map.keys().collect();
+                keys.sort();
+                Value::Object(
+                    keys.into_iter()
+                        .filter_map(|key| Some((key.clone(), sorted(map.get(key)?))))
+                        .collect(),
+                )
+            }
+            Value::Array(items) => Value::Array(items.iter().map(sorted).collect()),
+            other => other.clone(),
+        }
+    }
+    sorted(value).to_string()
 }
 
 /// The trust store: the keys trusted per project directory.
@@ -823,8 +1500,16 @@ mod tests {
             ("./a.sh 2>/dev/null >> log.txt < in.txt", &["/srv/p/a.sh"]),
             ("(./a.sh) & ./b.sh", &["/srv/p/a.sh", "/srv/p/b.sh"]),
             ("./a.sh # ./b.sh", &["/srv/p/a.sh"]),
+            // Wrappers are looked through; inline shell code is read as a command line.
+            ("timeout 5 ./s.sh", &["/srv/p/s.sh"]),
+            ("timeout -k 1 5s nice -n 5 ./s.sh", &["/srv/p/s.sh"]),
+            ("nohup setsid stdbuf -o L ./s.sh", &["/srv/p/s.sh"]),
+            ("env -u X Y=1 ./s.sh", &["/srv/p/s.sh"]),
+            ("bash -c './a.sh'", &["/srv/p/a.sh"]),
+            ("sh -ec 'bash x.sh'", &["/srv/p/x.sh"]),
+            (". ./lib.sh && ./a.sh", &["/srv/p/lib.sh", "/srv/p/a.sh"]),
+            ("source lib.sh", &["/srv/p/lib.sh"]),
             // Inline code, PATH lookups and files outside the project name no script.
-            ("bash -c './a.sh'", &[]),
             ("bash -ec 'echo hi'", &[]),
             ("python3 -c 'print(1)'", &[]),
             ("python3 -m tool", &[]),
@@ -848,6 +1533,272 @@ mod tests {
         for (command, expected) in cases {
             check_scripts(command, expected);
         }
+    }
+
+    /// What [`coverage`] finds, relative to the project: entries, other paths, trees, node
+    /// directories and how many gaps.
+    type Expected<'a> = (
+        &'a [&'a str],
+        &'a [&'a str],
+        &'a [&'a str],
+        &'a [&'a str],
+        usize,
+    );
+
+    fn check_coverage(command: &str, env: &[(&str, &str)], expected: Expected<'_>) {
+        let vars = CommandVars {
+            project_dir: PROJECT,
+            plans_dir: "",
+            session_id: "",
+        };
+        let env: Vec<(String, String)> = env
+            .iter()
+            .map(|(k, v)| ((*k).to_owned(), (*v).to_owned()))
+            .collect();
+        let cov = coverage(command, &env, &vars);
+        let rel = |paths: Vec<&PathBuf>| -> Vec<String> {
+            paths
+                .into_iter()
+                .map(|path| relative_path(path, Path::new(PROJECT)).unwrap_or_else(|| ".".into()))
+                .collect()
+        };
+        let got = (
+            rel(cov.entries.iter().map(|entry| &entry.path).collect()),
+            rel(cov.paths.iter().collect()),
+            rel(cov.trees.iter().collect()),
+            rel(cov.node_dirs.iter().collect()),
+            cov.gaps.len(),
+        );
+        let (entries, paths, trees, node_dirs, gaps) = expected;
+        let want = (
+            entries.iter().map(|s| (*s).to_owned()).collect::<Vec<_>>(),
+            paths.iter().map(|s| (*s).to_owned()).collect::<Vec<_>>(),
+            trees.iter().map(|s| (*s).to_owned()).collect::<Vec<_>>(),
+            node_dirs
+                .iter()
+                .map(|s| (*s).to_owned())
+                .collect::<Vec<_>>(),
+            gaps,
+        );
+        assert_eq!(got, want, "{command} {env:?}: {:?}", cov.gaps);
+    }
+
+    #[test]
+    fn coverage_follows_what_the_command_loads() {
+        let cases: &[(&str, &[(&str, &str)], Expected<'_>)] = &[
+            // A script: itself, named on the line, and its directory's tree.
+            ("./s.sh", &[], (&["s.sh"], &["s.sh"], &["."], &[], 0)),
+            (
+                "bash .gemini/hooks/g.sh",
+                &[],
+                (
+                    &[".gemini/hooks/g.sh"],
+                    &[".gemini/hooks/g.sh"],
+                    &[".gemini/hooks"],
+                    &[],
+                    0,
+                ),
+            ),
+            (
+                "timeout 5 ./h/s.sh",
+                &[],
+                (&["h/s.sh"], &["h/s.sh"], &["h"], &[], 0),
+            ),
+            // Python imports from the script's directory, or the working directory for -m
+            // and -c; -I keeps both off the path.
+            (
+                "python3 h/g.py",
+                &[],
+                (&["h/g.py"], &["h/g.py"], &["h"], &[], 0),
+            ),
+            (
+                "python3 -I h/g.py",
+                &[],
+                (&["h/g.py"], &["h/g.py"], &[], &[], 0),
+            ),
+            ("python3 -m mod", &[], (&[], &[], &["."], &[], 0)),
+            ("python3 -c 'import x'", &[], (&[], &[], &["."], &[], 0)),
+            ("python3 -Im mod", &[], (&[], &[], &[], &[], 0)),
+            // Node.js: preloads named on the line, packages from node_modules.
+            (
+                "node -r ./pre.js h/x.js",
+                &[],
+                (&["h/x.js"], &["pre.js", "h/x.js"], &["h"], &["h", "."], 0),
+            ),
+            (
+                "node --import=./pre.mjs h/x.js",
+                &[],
+                (&["h/x.js"], &["pre.mjs", "h/x.js"], &["h"], &["h", "."], 0),
+            ),
+            // Any path on the line is covered, whatever reads it.
+            (
+                "jq -f .gemini/f.jq",
+                &[],
+                (&[], &[".gemini/f.jq"], &[], &[], 0),
+            ),
+            // The hook's environment: files and search paths inside the project.
+            (
+                "echo hi",
+                &[("BASH_ENV", "$GEMINI_PROJECT_DIR/x.sh")],
+                (&[], &["x.sh"], &[], &[], 0),
+            ),
+            (
+                "echo hi",
+                &[("BASH_ENV", "x.sh")],
+                (&[], &["x.sh"], &[], &[], 0),
+            ),
+            (
+                "guard",
+                &[("PATH", "/srv/p/bin:/usr/bin")],
+                (&[], &["bin"], &[], &[], 0),
+            ),
+            (
+                "node x.js",
+                &[("NODE_OPTIONS", "-r ./pre.js")],
+                (&["x.js"], &["x.js", "pre.js"], &["."], &["."], 0),
+            ),
+            (
+                "echo hi",
+                &[("PYTHONPATH", ".")],
+                (&[], &["."], &[], &[], 0),
+            ),
+            ("echo hi", &[("LANG", "C.UTF-8")], (&[], &[], &[], &[], 0)),
+            (
+                "echo hi",
+                &[("BASH_ENV", "$HOME/x")],
+                (&[], &[], &[], &[], 1),
+            ),
+            // What cannot be known is a gap.
+            ("$X", &[], (&[], &[], &[], &[], 1)),
+            ("bash $SCRIPT", &[], (&[], &[], &[], &[], 1)),
+            ("sh -c \"$CODE\"", &[], (&[], &[], &[], &[], 1)),
+            ("source \"$LIB\"", &[], (&[], &[], &[], &[], 1)),
+            (
+                "node -r \"$PRE\" x.js",
+                &[],
+                (&["x.js"], &["x.js"], &["."], &["."], 1),
+            ),
+            // Programs from PATH and files outside the project are the user's.
+            ("jq -r .tool_name", &[], (&[], &[], &[], &[], 0)),
+            ("/usr/bin/guard --x", &[], (&[], &[], &[], &[], 0)),
+        ];
+        for (command, env, expected) in cases {
+            check_coverage(command, env, *expected);
+        }
+    }
+
+    #[test]
+    fn spans_name_the_word_the_runner_may_replace() {
+        let vars = CommandVars {
+            project_dir: PROJECT,
+            plans_dir: "",
+            session_id: "",
+        };
+        let cases: &[(&str, Option<&str>)] = &[
+            ("./s.sh a", Some("./s.sh")),
+            ("timeout 5 './s.sh' a", Some("'./s.sh'")),
+            (
+                "cd x && bash -e \"$GEMINI_PROJECT_DIR/g.sh\"",
+                Some("\"/srv/p/g.sh\""),
+            ),
+            ("bash -- g.sh", None),
+            ("bash -c './s.sh'", None),
+        ];
+        for (command, expected) in cases {
+            let cov = coverage(command, &[], &vars);
+            let got = cov
+                .entries
+                .first()
+                .and_then(|entry| entry.span)
+                .map(|(start, end)| &cov.expanded[start..end]);
+            assert_eq!(got, *expected, "{command}");
+        }
+    }
+
+    #[test]
+    fn scripts_are_read_for_what_they_source_and_run() {
+        let script = Path::new("/srv/p/h/g.sh");
+        let text =
+            "#!/bin/bash\n. ./lib.sh\nsource \"$(dirname \"$0\")/util.sh\"\npython3 h/x.py\n";
+        let cov = script_coverage(text, script, Path::new(PROJECT));
+        let entries: Vec<&Path> = cov.entries.iter().map(|e| e.path.as_path()).collect();
+        assert_eq!(
+            entries,
+            [Path::new("/srv/p/lib.sh"), Path::new("/srv/p/h/x.py")]
+        );
+        assert_eq!(cov.gaps.len(), 1, "{:?}", cov.gaps);
+        assert_eq!(
+            cov.gaps[0].unless_covered.as_deref(),
+            Some(Path::new("/srv/p/h/util.sh"))
+        );
+        assert!(cov.entries.iter().all(|entry| entry.span.is_none()));
+    }
+
+    #[test]
+    fn shebangs_name_their_interpreter() {
+        let cases: &[(&[u8], Option<EntryKind>)] = &[
+            (b"#!/bin/bash -e", Some(EntryKind::Shell)),
+            (b"#!/usr/bin/env bash", Some(EntryKind::Shell)),
+            (b"#!/usr/bin/env -S python3 -u", Some(EntryKind::Python)),
+            (b"#!/usr/bin/python3", Some(EntryKind::Python)),
+            (b"#!/usr/bin/env node", Some(EntryKind::Other)),
+            (b"\x7fELF", None),
+        ];
+        for (line, expected) in cases {
+            assert_eq!(shebang_kind(line).map(|(kind, _)| kind), *expected);
+        }
+    }
+
+    #[test]
+    fn settings_that_change_what_runs_are_in_the_key() {
+        let mut with_env = hook(Some("guard"), "./g.sh");
+        let cases: &[(&str, Value, &str)] = &[
+            ("timeout", Value::from(5000), ""),
+            ("description", Value::from("d"), ""),
+            ("on_failure", Value::from("deny"), ""),
+            (
+                "env",
+                serde_json::json!({"PATH": "/p", "BASH_ENV": "/x"}),
+                r#"{"env":{"BASH_ENV":"/x","PATH":"/p"}}"#,
+            ),
+            (
+                "args",
+                serde_json::json!(["-x"]),
+                r#"{"args":["-x"],"env":{"BASH_ENV":"/x","PATH":"/p"}}"#,
+            ),
+        ];
+        for (key, value, expected) in cases {
+            with_env.raw.insert((*key).to_owned(), value.clone());
+            assert_eq!(covered_settings(&with_env), *expected, "{key}");
+        }
+        // Another settings value is another key, and says why it is untrusted.
+        let trusted = TrustKey {
+            name: "guard".into(),
+            command: "./g.sh".into(),
+            ..TrustKey::default()
+        };
+        let input = HookTrustInput {
+            trusted: vec![trusted.clone()],
+            ..HookTrustInput::default()
+        };
+        let plain = hook(Some("guard"), "./g.sh");
+        assert_eq!(
+            input.trust_for(&plain, Path::new(PROJECT)),
+            HookTrust::Trusted { key: trusted }
+        );
+        match input.trust_for(&with_env, Path::new(PROJECT)) {
+            HookTrust::Untrusted { gap, .. } => assert_eq!(gap, TrustGap::SettingsChanged),
+            other => panic!("{other:?}"),
+        }
+        // Keys round-trip through the store's JSON, settings and gaps included.
+        let key = TrustKey {
+            name: "n".into(),
+            command: "c".into(),
+            settings: covered_settings(&with_env),
+            scripts: Vec::new(),
+            uncovered: vec!["runs a program named at run time".into()],
+        };
+        assert_eq!(TrustKey::from_json(&key.to_json()), Some(key));
     }
 
     #[test]
@@ -899,6 +1850,7 @@ mod tests {
                     sha256: sha256_hex(sha256.as_bytes()),
                 })
                 .collect(),
+            ..TrustKey::default()
         }
     }
 
@@ -910,6 +1862,7 @@ mod tests {
                 path: PathBuf::from("/srv/p/g.sh"),
                 sha256: contents.map(|c| sha256_hex(c.as_bytes())),
             }],
+            hooks: Vec::new(),
         };
         let project = Path::new(PROJECT);
         let guard = hook(Some("guard"), "./g.sh");

@@ -128,6 +128,7 @@ fn check_registry(project: &str, user: &str, extension: &str, trusted: bool) {
             hooks_text: Some(extension.to_owned()),
             settings: Vec::new(),
             setting_values: vec![("API_KEY".to_owned(), "k".to_owned())],
+            workspace_setting_values: Vec::new(),
             active: true,
         }],
         workspace_path: PathBuf::from("/home/fuzz/project"),

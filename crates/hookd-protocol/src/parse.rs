@@ -36,8 +36,8 @@ enum Kind {
     /// A string that is not empty.
     NonEmptyString,
     /// An array of trusted-hook keys: objects with string `name` and `command`, an optional
-    /// string `event`, and an optional array `scripts` of objects with string `path` and
-    /// `sha256`.
+    /// string `event`, an optional object `settings`, an optional array `scripts` of objects
+    /// with string `path` and `sha256`, and an optional array `uncovered` of strings.
     TrustedHooks,
 }
 
@@ -126,6 +126,7 @@ const TRUST: &[Field] = &[
     required("id", Kind::Id),
     required("cwd", Kind::AbsolutePath),
     required("hooks", Kind::TrustedHooks),
+    optional("anyway", Kind::Bool),
 ];
 
 const TRUST_LIST: &[Field] = &[
@@ -465,6 +466,25 @@ fn check_trusted_hooks(value: &Value) -> Result<(), String> {
                         describe_kind(other)
                     ));
                 }
+            }
+        }
+        match hook.get("settings") {
+            None | Some(Value::Null) | Some(Value::Object(_)) => {}
+            Some(other) => {
+                return Err(format!(
+                    "item {index}: `settings` must be an object, not {}",
+                    describe_kind(other)
+                ));
+            }
+        }
+        match hook.get("uncovered") {
+            None => {}
+            Some(Value::Array(items)) if items.iter().all(Value::is_string) => {}
+            Some(other) => {
+                return Err(format!(
+                    "item {index}: `uncovered` must be an array of strings, not {}",
+                    describe_kind(other)
+                ));
             }
         }
         let scripts = match hook.get("scripts") {

@@ -377,6 +377,10 @@ pub struct TrustRequest {
     /// (same name, command and script contents) are trusted; the answer says how many were
     /// not.
     pub hooks: Vec<crate::response::TrustedHook>,
+    /// Also trust hooks whose run-time files cannot all be verified (their `uncovered` is not
+    /// empty); without it they are skipped.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub anyway: bool,
 }
 
 /// Forget every trusted hook of a project.
@@ -608,10 +612,12 @@ mod tests {
             event: None,
             name: "guard".to_owned(),
             command: "./g.sh".to_owned(),
+            settings: None,
             scripts: vec![crate::response::TrustedScript {
                 path: "g.sh".to_owned(),
                 sha256: "0".repeat(64),
             }],
+            uncovered: Vec::new(),
         };
         let zeros = "0".repeat(64);
         check(
@@ -626,6 +632,7 @@ mod tests {
                 id: 2.into(),
                 cwd: "/p".to_owned(),
                 hooks: vec![hook],
+                anyway: false,
             }),
             &format!(
                 r#"{{"type":"trust","id":2,"cwd":"/p","hooks":[{{"name":"guard","command":"./g.sh","scripts":[{{"path":"g.sh","sha256":"{zeros}"}}]}}]}}"#

@@ -579,9 +579,16 @@ pub struct TrustedHook {
     pub name: String,
     /// The hook's command line.
     pub command: String,
-    /// The project files the command runs, each with its contents' SHA-256.
+    /// The hook's other keys that change what runs (its `env`, ...), when it has any.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub settings: Option<serde_json::Value>,
+    /// The project files the command runs or may load, each with its contents' SHA-256.
     #[serde(default)]
     pub scripts: Vec<TrustedScript>,
+    /// What the command may run that cannot be verified; such a hook is only trusted with
+    /// `anyway`.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub uncovered: Vec<String>,
 }
 
 /// What `trust` would trust for a project.
@@ -749,10 +756,12 @@ mod tests {
             event: Some("BeforeTool".to_owned()),
             name: "guard".to_owned(),
             command: "./g.sh".to_owned(),
+            settings: None,
             scripts: vec![TrustedScript {
                 path: "g.sh".to_owned(),
                 sha256: "ab".repeat(32),
             }],
+            uncovered: Vec::new(),
         };
         let sha = "ab".repeat(32);
         check(

@@ -44,7 +44,7 @@
 
 use std::borrow::Cow;
 use std::collections::{HashMap, HashSet};
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::sync::{Arc, Mutex, PoisonError};
 use std::time::Duration;
 
@@ -66,8 +66,8 @@ use hookd_core::policy::{FailurePolicy, apply_failure_policy};
 use hookd_core::result::{HookOutcome, HookResult, HookRun};
 use hookd_core::sanitize::EnvRedaction;
 use hookd_core::trust::{
-    HookTrust, ProjectHookPolicy, TrustKey, changed_script_message, refusal_message, sha256_hex,
-    warning_message,
+    HookTrust, ProjectHookPolicy, TrustGap, TrustKey, changed_script_message, refusal_message,
+    uncovered_message, warning_message,
 };
 use serde_json::{Map, Value};
 use tokio::sync::Semaphore;
@@ -77,6 +77,7 @@ use crate::prewarm::{PrewarmRequest, Prewarmer};
 use crate::process::{ProcessLimits, ProcessSpec, run_process};
 use crate::slots::SlotSource;
 use crate::spawn::HookEnv;
+use crate::verify;
 use crate::worker::{ProcessKey, WorkerPools, WorkerRequest};
 
 /// The default number of hook processes that may run at once across the whole daemon.
@@ -519,11 +520,11 @@ impl Firing<'_> {
             (stdin, None)
         };
         let (run, warning) = match self.trust_verdict(entry).await {
-            TrustVerdict::Run { warning } => {
+            TrustVerdict::Run { warning, verified } => {
                 let run = if entry.config.hook_type == HookType::Builtin {
                     run_builtin(entry, input)
                 } else {
-                    self.run_entry(entry, stdin).await
+                    self.run_entry(entry, stdin, verified.as_deref()).await
                 };
                 (run, warning)
             }
@@ -547,10 +548,17 @@ impl Firing<'_> {
         let project_dir = &self.request.project_dir;
         let name = entry.config.display_name();
         match (&entry.trust, self.config.project_hooks) {
-            (HookTrust::NotRequired, _) => TrustVerdict::Run { warning: None },
-            (HookTrust::Untrusted { gap, .. }, ProjectHookPolicy::Require) => {
+            (HookTrust::NotRequired, _) => TrustVerdict::Run {
+                warning: None,
+                verified: None,
+            },
+            (HookTrust::Untrusted { key, gap }, ProjectHookPolicy::Require) => {
                 TrustVerdict::Refuse {
-                    message: refusal_message(name, *gap, project_dir),
+                    message: if *gap == TrustGap::Uncovered {
+                        uncovered_message(name, key, project_dir)
+                    } else {
+                        refusal_message(name, *gap, project_dir)
+                    },
                 }
             }
             (HookTrust::Untrusted { key, gap }, ProjectHookPolicy::Warn) => {
@@ -562,33 +570,65 @@ impl Firing<'_> {
                 if let Some(warning) = &warning {
                     tracing::warn!("{warning}");
                 }
-                TrustVerdict::Run { warning }
-            }
-            (HookTrust::Trusted { .. }, ProjectHookPolicy::Warn) => {
-                TrustVerdict::Run { warning: None }
-            }
-            (HookTrust::Trusted { key }, ProjectHookPolicy::Require) => {
-                // The registry hashed the scripts when it was built; a write since then that
-                // the watcher has not turned into a rebuild yet must not slip through.
-                for script in &key.scripts {
-                    let path = Path::new(project_dir).join(&script.path);
-                    let now = tokio::fs::read(&path)
-                        .await
-                        .ok()
-                        .map(|bytes| sha256_hex(&bytes));
-                    if now.as_deref() != Some(script.sha256.as_str()) {
-                        return TrustVerdict::Refuse {
-                            message: changed_script_message(name, &script.path, project_dir),
-                        };
-                    }
+                TrustVerdict::Run {
+                    warning,
+                    verified: None,
                 }
-                TrustVerdict::Run { warning: None }
+            }
+            (HookTrust::Trusted { .. }, ProjectHookPolicy::Warn) => TrustVerdict::Run {
+                warning: None,
+                verified: None,
+            },
+            (HookTrust::Trusted { key }, ProjectHookPolicy::Require) => {
+                // The registry hashed the files when it was built; a write since then that
+                // the watcher has not turned into a rebuild yet must not slip through. The
+                // scripts' bytes read here are the ones the hook will run (`run_entry`).
+                let command = entry.config.command.clone().unwrap_or_default();
+                let env = entry.config.env.clone();
+                let project = project_dir.clone();
+                let (plans_dir, session_id) = (
+                    self.vars.plans_dir.to_owned(),
+                    self.vars.session_id.to_owned(),
+                );
+                let collected = tokio::task::spawn_blocking(move || {
+                    verify::collect(
+                        &command,
+                        &env,
+                        &CommandVars {
+                            project_dir: &project,
+                            plans_dir: &plans_dir,
+                            session_id: &session_id,
+                        },
+                    )
+                })
+                .await;
+                let Ok(collected) = collected else {
+                    return TrustVerdict::Refuse {
+                        message: changed_script_message(name, "(unreadable)", project_dir),
+                    };
+                };
+                if collected.digests != key.scripts || collected.uncovered != key.uncovered {
+                    let changed = first_difference(&key.scripts, &collected.digests);
+                    return TrustVerdict::Refuse {
+                        message: changed_script_message(name, &changed, project_dir),
+                    };
+                }
+                TrustVerdict::Run {
+                    warning: None,
+                    verified: Some(Box::new(collected)),
+                }
             }
         }
     }
 
-    /// What running one hook's process produced, or why it never ran.
-    async fn run_entry(&self, entry: &Arc<HookEntry>, stdin: Bytes) -> HookRun {
+    /// What running one hook's process produced, or why it never ran. `verified` is what
+    /// the trust check read under `require`: a one-shot hook then runs those bytes.
+    async fn run_entry(
+        &self,
+        entry: &Arc<HookEntry>,
+        stdin: Bytes,
+        verified: Option<&verify::Collected>,
+    ) -> HookRun {
         let command = match runnable_command(entry) {
             Ok(command) => command,
             Err(message) => {
@@ -613,7 +653,23 @@ impl Firing<'_> {
                 let Some(permit) = slots.acquire(self.cancel).await else {
                     return not_run(HookOutcome::Cancelled);
                 };
-                let spec = self.spec(entry, command, stdin, timeout);
+                let mut spec = self.spec(entry, command, stdin, timeout);
+                // The memory files must stay open until the hook has exited: a shell reads
+                // a sourced file as it goes.
+                let mut _memfds = Vec::new();
+                if let Some(collected) = verified {
+                    match verify::exec_line(collected) {
+                        Ok(line) => {
+                            spec.args = vec!["-c".to_owned(), line.line];
+                            _memfds = line.memfds;
+                        }
+                        Err(err) => {
+                            return not_run(HookOutcome::Refused {
+                                message: err.to_string(),
+                            });
+                        }
+                    }
+                }
                 let run = run_process(spec, &self.config.limits, self.cancel).await;
                 drop(permit);
                 run
@@ -683,10 +739,30 @@ impl Firing<'_> {
     }
 }
 
+/// The first file (relative path) whose digest differs between a trusted key and what is on
+/// disk now.
+fn first_difference(
+    trusted: &[hookd_core::trust::ScriptDigest],
+    now: &[hookd_core::trust::ScriptDigest],
+) -> String {
+    let changed = trusted
+        .iter()
+        .find(|script| !now.contains(script))
+        .or_else(|| now.iter().find(|script| !trusted.contains(script)));
+    match changed {
+        Some(script) => script.path.clone(),
+        None => "(what it runs)".to_owned(),
+    }
+}
+
 /// What the trust policy says about one hook.
 enum TrustVerdict {
-    /// Spawn it; its record carries the warning, if any.
-    Run { warning: Option<String> },
+    /// Spawn it; its record carries the warning, if any. Under `require` a trusted hook
+    /// carries what was verified, for the run to use.
+    Run {
+        warning: Option<String>,
+        verified: Option<Box<verify::Collected>>,
+    },
     /// Do not spawn it, for this reason.
     Refuse { message: String },
 }
@@ -768,6 +844,7 @@ fn not_run(outcome: HookOutcome) -> HookRun {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use hookd_core::trust::sha256_hex;
 
     use std::path::Path;
     use std::time::Instant;
@@ -1212,6 +1289,7 @@ mod tests {
                 path: "g.sh".to_owned(),
                 sha256: sha256_hex(contents.as_bytes()),
             }],
+            ..TrustKey::default()
         };
         let untrusted = HookTrust::Untrusted {
             key: key("echo ran\n"),

@@ -7,7 +7,9 @@
 //! answer one JSON line per event; [`prewarm`] keeps one-shot hooks' next process started
 //! ahead of their event; [`fire`] runs a whole plan for one firing, in parallel or
 //! sequentially with chaining, under a daemon-wide cap on concurrently running hook processes
-//! (which idle workers and spares count against, and give back under pressure: `slots`).
+//! (which idle workers and spares count against, and give back under pressure: `slots`);
+//! [`verify`] reads and hashes what a project hook's trust key covers and runs the verified
+//! bytes of its scripts.
 
 pub mod configfile;
 pub mod fire;
@@ -16,4 +18,5 @@ pub mod prewarm;
 pub mod process;
 mod slots;
 pub mod spawn;
+pub mod verify;
 pub mod worker;

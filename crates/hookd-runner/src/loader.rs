@@ -97,12 +97,15 @@ use std::io;
 use std::path::{Path, PathBuf};
 
 use hookd_core::Source;
+use hookd_core::command::CommandVars;
 use hookd_core::dialect;
 use hookd_core::extension::{ExtensionInput, ExtensionSetting, extension_enabled_for_path};
 use hookd_core::jsonc;
 use hookd_core::registry::{LayerText, RegistryInput};
 use hookd_core::settings::{self, Diagnostic};
-use hookd_core::trust::{self, HookTrustInput, ScriptFile, TrustStore};
+use hookd_core::trust::{CoveredFiles, HookTrustInput, ScriptFile, TrustStore};
+
+use crate::verify;
 use serde_json::Value;
 
 use crate::configfile::{ConfigReadError, read_config_file};
@@ -677,49 +680,53 @@ pub fn read_hook_trust(shared: &SharedLayers, project: &ProjectLayer) -> HookTru
         return HookTrustInput::default();
     }
     let lookup = |name: &str| shared.env.vars.get(name).cloned();
-    let mut paths: Vec<PathBuf> = Vec::new();
+    let project_text = project.project_dir.to_string_lossy().into_owned();
+    let vars = CommandVars {
+        project_dir: &project_text,
+        plans_dir: "",
+        session_id: "",
+    };
+    let mut scripts: Vec<ScriptFile> = Vec::new();
+    let mut hooks: Vec<CoveredFiles> = Vec::new();
     for layer in layers {
         let parsed = settings::parse_settings(layer.source, &layer.path, &layer.text, &lookup);
-        let commands = parsed
+        let configs = parsed
             .layer
             .iter()
             .flat_map(|layer| &layer.hooks)
             .flat_map(|event| &event.definitions)
             .flat_map(|definition| &definition.hooks)
-            .filter(|config| config.runs_command())
-            .filter_map(|config| config.command.as_deref());
-        for command in commands {
-            for path in trust::script_paths(command, &project.project_dir) {
-                if !paths.contains(&path) {
-                    paths.push(path);
+            .filter(|config| config.runs_command());
+        for config in configs {
+            let command = config.command.clone().unwrap_or_default();
+            if hooks
+                .iter()
+                .any(|hook| hook.command == command && hook.env == config.env)
+            {
+                continue;
+            }
+            let collected = verify::collect(&command, &config.env, &vars);
+            for file in collected.files {
+                if !scripts.iter().any(|known| known.path == file.path) {
+                    scripts.push(file);
                 }
             }
+            hooks.push(CoveredFiles {
+                command,
+                env: config.env.clone(),
+                scripts: collected.digests,
+                uncovered: collected.uncovered,
+            });
         }
     }
-    let scripts = paths
-        .into_iter()
-        .map(|path| {
-            let sha256 = read_script(&path).map(|bytes| trust::sha256_hex(&bytes));
-            ScriptFile { path, sha256 }
-        })
-        .collect();
     HookTrustInput {
         trusted: shared
             .trusted_hooks
             .keys(&project.project_dir.to_string_lossy())
             .to_vec(),
         scripts,
+        hooks,
     }
-}
-
-/// The contents of a script file; `None` when it is not a regular file that can be read.
-fn read_script(path: &Path) -> Option<Vec<u8>> {
-    // `metadata` follows symlinks, as running the script would.
-    let metadata = fs::metadata(path).ok()?;
-    if !metadata.is_file() {
-        return None;
-    }
-    fs::read(path).ok()
 }
 
 /// Reads the installed extensions.
@@ -1186,10 +1193,12 @@ pub fn assemble(shared: &SharedLayers, project: &ProjectLayer) -> LoadedWorkspac
                 .get(&extension.name)
                 .map(Vec::as_slice)
                 .unwrap_or(&[]);
-            let mut setting_values = extension.user_env.clone();
-            if trusted {
-                setting_values.extend(project.workspace_env.iter().cloned());
-            }
+            let setting_values = extension.user_env.clone();
+            let workspace_setting_values = if trusted {
+                project.workspace_env.clone()
+            } else {
+                Vec::new()
+            };
             ExtensionInput {
                 name: extension.name.clone(),
                 path: extension.path.clone(),
@@ -1197,6 +1206,7 @@ pub fn assemble(shared: &SharedLayers, project: &ProjectLayer) -> LoadedWorkspac
                 hooks_text: extension.hooks_text.clone(),
                 settings: extension.settings.clone(),
                 setting_values,
+                workspace_setting_values,
                 active: extension_enabled_for_path(rules, &project_path),
             }
         })
@@ -2031,7 +2041,7 @@ mod tests {
             input.scripts,
             [ScriptFile {
                 path: fx.path("project/hooks/g.sh"),
-                sha256: Some(trust::sha256_hex(b"echo v1\n")),
+                sha256: Some(hookd_core::trust::sha256_hex(b"echo v1\n")),
             }]
         );
         let registry = Registry::build(&assemble(&shared, &project).input);

@@ -606,8 +606,11 @@ fn changed_files(old: &RegistryInput, new: &RegistryInput) -> (Vec<String>, Vec<
             })
             .chain(input.extensions.iter().map(|extension| {
                 let text = format!(
-                    "{:?}{:?}{:?}",
-                    extension.hooks_text, extension.active, extension.setting_values
+                    "{:?}{:?}{:?}{:?}",
+                    extension.hooks_text,
+                    extension.active,
+                    extension.setting_values,
+                    extension.workspace_setting_values
                 );
                 (extension.hooks_file.clone(), ("extension", text))
             }))

@@ -56,6 +56,8 @@ fn wire_key(key: &TrustKey, event: Option<&str>) -> wire::TrustedHook {
         event: event.map(str::to_owned),
         name: key.name.clone(),
         command: key.command.clone(),
+        settings: (!key.settings.is_empty()).then(|| key.settings_json()),
+        uncovered: key.uncovered.clone(),
         scripts: key
             .scripts
             .iter()
@@ -69,9 +71,16 @@ fn wire_key(key: &TrustKey, event: Option<&str>) -> wire::TrustedHook {
 
 /// The wire's key as the core knows it.
 fn core_key(hook: &wire::TrustedHook) -> TrustKey {
+    // The same canonical text the core keys with.
+    let settings = match &hook.settings {
+        Some(serde_json::Value::Object(map)) => hookd_core::trust::settings_text(map),
+        _ => String::new(),
+    };
     TrustKey {
         name: hook.name.clone(),
         command: hook.command.clone(),
+        settings,
+        uncovered: hook.uncovered.clone(),
         scripts: hook
             .scripts
             .iter()
@@ -188,7 +197,12 @@ async fn trust(
     let current: HashSet<&TrustKey> = untrusted.iter().map(|(key, _)| key).collect();
     let mut keys: Vec<TrustKey> = Vec::new();
     let mut stale = 0usize;
+    let mut unverifiable = 0usize;
     for key in request.hooks.iter().map(core_key) {
+        if !key.uncovered.is_empty() && !request.anyway {
+            unverifiable += 1;
+            continue;
+        }
         if current.contains(&key) {
             if !keys.contains(&key) {
                 keys.push(key);
@@ -217,6 +231,13 @@ async fn trust(
         message.push_str(&format!(
             " {stale} hook(s) are not the project's current untrusted hooks (changed since the \
              preview, or trusted already) and were not trusted; preview again."
+        ));
+    }
+    if unverifiable > 0 {
+        message.push_str(&format!(
+            " {unverifiable} hook(s) run files that cannot all be verified and were not \
+             trusted; review them, then trust them anyway (`{}`).",
+            hookd_core::trust::trust_anyway_command(&project)
         ));
     }
     let generation = refresh(shared, &snapshot, !files.is_empty()).await;
