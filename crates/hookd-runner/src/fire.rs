@@ -273,7 +273,8 @@ pub struct FireRequest {
     pub input: Map<String, Value>,
     /// The base fields of the payload; `base.cwd` is also every hook's working directory.
     pub base: BaseFields,
-    /// What `$GEMINI_PROJECT_DIR` and friends expand to (the session's working directory).
+    /// What `$GEMINI_PROJECT_DIR` and friends expand to: the host's project root (the
+    /// request's `project_dir`), else the session's working directory.
     pub project_dir: String,
     /// What `$GEMINI_PLANS_DIR` expands to.
     pub plans_dir: String,

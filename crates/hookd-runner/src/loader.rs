@@ -96,7 +96,7 @@ use std::fs;
 use std::io;
 use std::path::{Path, PathBuf};
 
-use hookd_core::Source;
+use hookd_core::{LayerFile, Source};
 use hookd_core::dialect;
 use hookd_core::extension::{ExtensionInput, ExtensionSetting, extension_enabled_for_path};
 use hookd_core::jsonc;
@@ -297,6 +297,7 @@ pub fn read_layer(source: Source, path: &Path) -> Result<Option<LayerText>, Diag
     match read_optional(path) {
         Ok(text) => Ok(text.map(|text| LayerText {
             source,
+            file: LayerFile::Gemini,
             path: path.to_owned(),
             text,
         })),
@@ -305,6 +306,11 @@ pub fn read_layer(source: Source, path: &Path) -> Result<Option<LayerText>, Diag
         ))
         .with_path(path)),
     }
+}
+
+/// `layer`, marked as a file of `file`'s (`read_layer` reads every file as Gemini CLI's).
+fn of_file(layer: LayerText, file: LayerFile) -> LayerText {
+    LayerText { file, ..layer }
 }
 
 /// One installed extension, as read from disk (project-independent).
@@ -504,21 +510,21 @@ impl SharedLayers {
         let paths = LayerPaths::resolve(&env);
         let mut diagnostics = Vec::new();
         let mut layers = Vec::new();
-        for (source, path) in [
-            (Source::User, &paths.user),
-            (Source::User, &paths.hookd_user),
-            (Source::System, &paths.system),
-            (Source::SystemDefaults, &paths.system_defaults),
+        for (source, file, path) in [
+            (Source::User, LayerFile::Gemini, &paths.user),
+            (Source::User, LayerFile::Hookd, &paths.hookd_user),
+            (Source::System, LayerFile::Gemini, &paths.system),
+            (Source::SystemDefaults, LayerFile::Gemini, &paths.system_defaults),
         ] {
             match read_layer(source, path) {
-                Ok(layer) => layers.extend(layer),
+                Ok(layer) => layers.extend(layer.map(|layer| of_file(layer, file))),
                 Err(diagnostic) => diagnostics.push(diagnostic),
             }
         }
         let mut claude_layers = Vec::new();
         if env.claude_settings {
             match read_layer(Source::User, &paths.claude_user) {
-                Ok(layer) => claude_layers.extend(layer),
+                Ok(layer) => claude_layers.extend(layer.map(|layer| of_file(layer, LayerFile::Claude))),
                 Err(diagnostic) => diagnostics.push(diagnostic),
             }
         }
@@ -1079,7 +1085,8 @@ impl ProjectLayer {
                 None
             }
         };
-        let hookd_layer = read_project_layer(&LayerPaths::hookd_project(project_dir));
+        let hookd_layer = read_project_layer(&LayerPaths::hookd_project(project_dir))
+            .map(|layer| of_file(layer, LayerFile::Hookd));
         let mut claude_layers = Vec::new();
         if shared.env.claude_settings {
             for path in LayerPaths::claude_project(project_dir) {
@@ -1087,7 +1094,9 @@ impl ProjectLayer {
                 if real_path(&path) == real_path(&shared.paths.claude_user) {
                     continue;
                 }
-                claude_layers.extend(read_project_layer(&path));
+                claude_layers.extend(
+                    read_project_layer(&path).map(|layer| of_file(layer, LayerFile::Claude)),
+                );
             }
         }
         let mut workspace_env = Vec::new();
@@ -1222,6 +1231,7 @@ pub fn convert_claude_layers(raw: &[LayerText]) -> (Vec<LayerText>, Vec<Diagnost
         converted.insert("hooks".to_owned(), Value::Object(conversion.hooks));
         layers.push(LayerText {
             source: layer.source,
+            file: LayerFile::Claude,
             path: layer.path.clone(),
             text: Value::Object(converted).to_string(),
         });

@@ -26,6 +26,7 @@ use futures_util::FutureExt;
 use hookd_core::matcher::MatchContext;
 use hookd_core::payload::{BaseFields, format_timestamp};
 use hookd_core::sanitize::EnvRedaction;
+use hookd_core::relayed::RelayHost;
 use hookd_core::{HookEventName, MatcherKind};
 use hookd_protocol::fast::{ScannedEvent, ScannedRequest};
 use hookd_protocol::{
@@ -698,10 +699,20 @@ impl Connection {
             Ok(event) => event,
             Err(error) => return send(&self.sink, &error.to_server_message()).await,
         };
-        // `parse_client_message` has already refused a `cwd` that is not absolute.
-        let snapshot = self.shared.registries.get(Path::new(&request.cwd)).await;
+        let relayed_by = match parse_relayed_by(&request.id, request.relayed_by.as_deref()) {
+            Ok(host) => host,
+            Err(error) => return send(&self.sink, &error.to_server_message()).await,
+        };
+        // `parse_client_message` has already refused a `cwd` or `project_dir` that is not
+        // absolute. The host's project root, when it sent one, names the project: a shell
+        // tool's `cd` moves `cwd`, never the project.
+        let project_dir = request.project_dir.as_deref().unwrap_or(&request.cwd);
+        let snapshot = self.shared.registries.get(Path::new(project_dir)).await;
         Stats::add(&self.shared.stats.events_served, 1);
-        let Some(plan) = snapshot.registry.plan_for_input(event, &request.input) else {
+        let Some(plan) = snapshot
+            .registry
+            .plan_relayed(event, &request.input, relayed_by)
+        else {
             let message = convert::empty_result(request.id, snapshot.generation);
             send(&self.sink, &message).await;
             return;
@@ -931,7 +942,10 @@ impl Run {
             )
         });
         // The request's fields move into the firing (the aggregate reads the input from it).
-        let project_dir = request.cwd.clone();
+        let project_dir = request
+            .project_dir
+            .take()
+            .unwrap_or_else(|| request.cwd.clone());
         let fire = FireRequest {
             event: self.event,
             input: std::mem::take(&mut request.input),
@@ -1086,6 +1100,24 @@ fn parse_event(id: &RequestId, name: &str) -> Result<HookEventName, ProtocolErro
                 "unknown event {name:?}; expected one of {}",
                 HookEventName::ALL.map(HookEventName::as_str).join(", ")
             ),
+        )
+        .with_id(Some(id.clone()))
+    })
+}
+
+/// The host that relayed an event (its `relayed_by`), or the `bad_request` error for a host
+/// hookd does not know.
+fn parse_relayed_by(
+    id: &RequestId,
+    relayed_by: Option<&str>,
+) -> Result<Option<RelayHost>, ProtocolError> {
+    let Some(name) = relayed_by else {
+        return Ok(None);
+    };
+    RelayHost::parse(name).map(Some).ok_or_else(|| {
+        ProtocolError::new(
+            ErrorCode::BadRequest,
+            format!("relayed_by must be \"gemini\" or \"claude\", not {name:?}"),
         )
         .with_id(Some(id.clone()))
     })

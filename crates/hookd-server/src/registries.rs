@@ -590,6 +590,7 @@ mod tests {
                 .iter()
                 .map(|(source, path, text)| LayerText {
                     source: *source,
+                    file: hookd_core::LayerFile::Gemini,
                     path: PathBuf::from(path),
                     text: (*text).to_owned(),
                 })
