@@ -15,4 +15,5 @@ pub mod prewarm;
 pub mod process;
 mod slots;
 pub mod spawn;
+pub mod sysfile;
 pub mod worker;

@@ -114,6 +114,10 @@ pub struct LoaderEnv {
     pub home_dir: PathBuf,
     /// Whether Claude Code's settings files are layers too (`hookd --claude-settings`).
     pub claude_settings: bool,
+    /// The uid the system settings files and their directories must belong to
+    /// ([`crate::sysfile`]): root (0), as Gemini CLI demands; another value only for tests
+    /// that cannot give files to root.
+    pub system_owner: u32,
 }
 
 impl LoaderEnv {
@@ -123,7 +127,15 @@ impl LoaderEnv {
             vars,
             home_dir: home_dir.into(),
             claude_settings: false,
+            system_owner: 0,
         }
+    }
+
+    /// The same environment, demanding that the system settings files belong to `uid`
+    /// rather than root (for tests running as an ordinary user).
+    pub fn with_system_owner(mut self, uid: u32) -> LoaderEnv {
+        self.system_owner = uid;
+        self
     }
 
     /// The same environment, reading Claude Code's settings files as layers or not.
@@ -306,6 +318,23 @@ pub fn read_layer(source: Source, path: &Path) -> Result<Option<LayerText>, Diag
         ))
         .with_path(path)),
     }
+}
+
+/// The warning for a system settings or system defaults file that Gemini CLI would refuse as
+/// insecure ([`crate::sysfile`]), which is then not loaded either; `None` for any other
+/// layer, and for a system file that passes.
+fn refused_system_file(source: Source, path: &Path, owner: u32) -> Option<Diagnostic> {
+    if !matches!(source, Source::System | Source::SystemDefaults) {
+        return None;
+    }
+    let reason = crate::sysfile::check_system_file(path, owner).err()?;
+    tracing::warn!(file = %path.display(), %reason, "{source} settings file refused as insecure");
+    Some(
+        Diagnostic::warning(format!(
+            "{source} settings file not loaded, as Gemini CLI does not load it: {reason}"
+        ))
+        .with_path(path),
+    )
 }
 
 /// `layer`, marked as a file of `file`'s (`read_layer` reads every file as Gemini CLI's).
@@ -516,6 +545,10 @@ impl SharedLayers {
             (Source::System, LayerFile::Gemini, &paths.system),
             (Source::SystemDefaults, LayerFile::Gemini, &paths.system_defaults),
         ] {
+            if let Some(diagnostic) = refused_system_file(source, path, env.system_owner) {
+                diagnostics.push(diagnostic);
+                continue;
+            }
             match read_layer(source, path) {
                 Ok(layer) => layers.extend(layer.map(|layer| of_file(layer, file))),
                 Err(diagnostic) => diagnostics.push(diagnostic),
@@ -1254,6 +1287,7 @@ mod tests {
     use hookd_core::registry::Registry;
     use hookd_core::settings::Severity;
 
+    /// The environment of a test, whose system files belong to whoever runs it.
     fn env(vars: &[(&str, &str)], home: &str) -> LoaderEnv {
         LoaderEnv::new(
             vars.iter()
@@ -1261,6 +1295,7 @@ mod tests {
                 .collect(),
             home,
         )
+        .with_system_owner(nix::unistd::geteuid().as_raw())
     }
 
     /// Checks user, system, system-defaults, trusted-folders and extensions paths.
@@ -1663,6 +1698,54 @@ mod tests {
                 "user BeforeTool claude-user home/.claude/settings.json claude",
             ]
         );
+    }
+
+    #[test]
+    fn system_files_gemini_cli_refuses_are_not_loaded() {
+        use std::os::unix::fs::PermissionsExt;
+        let fx = Fixture::new();
+        fx.write("etc/settings.json", &hook("system"));
+        fx.write("etc/system-defaults.json", &hook("defaults"));
+        fx.write("home/.gemini/settings.json", &hook("user"));
+        let chmod = |relative: &str, mode: u32| {
+            fs::set_permissions(fx.path(relative), fs::Permissions::from_mode(mode))
+                .expect("chmod");
+        };
+        chmod("etc", 0o755);
+        // (etc mode, settings mode, defaults mode, hooks loaded, files refused)
+        let cases: [(u32, u32, u32, &[&str], &[&str]); 4] = [
+            (0o755, 0o644, 0o644, &["user", "system", "defaults"], &[]),
+            (0o755, 0o664, 0o644, &["user", "defaults"], &["settings.json"]),
+            (0o755, 0o644, 0o646, &["user", "system"], &["system-defaults.json"]),
+            (
+                0o777,
+                0o644,
+                0o644,
+                &["user"],
+                &["settings.json", "system-defaults.json"],
+            ),
+        ];
+        for (etc, settings, defaults, loaded, refused) in cases {
+            chmod("etc", etc);
+            chmod("etc/settings.json", settings);
+            chmod("etc/system-defaults.json", defaults);
+            let (workspace, registry) = fx.load(&[]);
+            let names: Vec<&str> = registry
+                .entries()
+                .map(|entry| entry.config.display_name())
+                .collect();
+            assert_eq!(names, loaded, "{etc:o} {settings:o} {defaults:o}");
+            let warned: Vec<String> = workspace
+                .diagnostics
+                .iter()
+                .filter(|d| d.severity == Severity::Warning && d.message.contains("not loaded"))
+                .filter_map(|d| d.path.as_ref())
+                .filter_map(|path| path.file_name())
+                .map(|name| name.to_string_lossy().into_owned())
+                .collect();
+            assert_eq!(warned, refused, "{etc:o} {settings:o} {defaults:o}");
+        }
+        chmod("etc", 0o755);
     }
 
     #[test]

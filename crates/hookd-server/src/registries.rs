@@ -170,7 +170,8 @@ impl Registries {
     /// An empty cache for the daemon's environment.
     pub(crate) fn new(config: &ServerConfig) -> Registries {
         let env = LoaderEnv::new(config.env.clone(), config.home.clone())
-            .with_claude_settings(config.claude_settings);
+            .with_claude_settings(config.claude_settings)
+            .with_system_owner(config.system_owner);
         Registries {
             paths: LayerPaths::resolve(&env),
             env,
