@@ -156,3 +156,62 @@ async fn a_hosts_relay_skips_the_hooks_of_files_that_host_runs_itself() {
     assert_eq!(ran(&answer), ["hookd-file"], "{answer}");
     daemon.stop().await;
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_stopping_daemon_answers_what_was_sent_before_the_stop() {
+    let slow = command_hook(
+        "slow",
+        "touch started; while [ ! -e release ]; do sleep 0.01; done; \
+         echo '{\"decision\":\"deny\",\"reason\":\"first\"}'",
+    );
+    let project = settings(&[("BeforeTool", None, vec![slow])]);
+    let options = DaemonOptions {
+        // The second event waits, received but unread, behind the first.
+        configure: Box::new(|config| config.max_inflight_per_connection = 1),
+        ..DaemonOptions::default()
+    };
+    let daemon = Daemon::start_with(project, options).await;
+    let cwd = daemon.cwd();
+    let socket = daemon.socket.clone();
+    let started = daemon.project.join("started");
+    let release = daemon.project.join("release");
+
+    let mut conn = RawConn::connect_hello(&socket).await;
+    let event = |id: u64| {
+        json!({"type": "event", "id": id, "event": "BeforeTool", "cwd": cwd,
+               "relayed_by": "claude",
+               "input": {"tool_name": "run_shell_command", "tool_input": {"command": "ls"}}})
+    };
+    let mut bytes = Vec::new();
+    for id in [1, 2] {
+        let body = serde_json::to_vec(&event(id)).expect("json");
+        bytes.extend_from_slice(&u32::try_from(body.len()).expect("len").to_be_bytes());
+        bytes.extend_from_slice(&body);
+    }
+    conn.send_bytes(&bytes).await;
+    hookd_e2e::wait_until("the first hook to start", std::time::Duration::from_secs(20), || {
+        started.exists()
+    })
+    .await;
+
+    let stopped = tokio::spawn(daemon.stop());
+    // The listener closes at once, while the first hook still runs.
+    hookd_e2e::within("new connections refused", std::time::Duration::from_secs(20), async {
+        while tokio::net::UnixStream::connect(&socket).await.is_ok() {
+            tokio::task::yield_now().await;
+        }
+    })
+    .await;
+    std::fs::write(&release, "").expect("release");
+
+    // Both were sent before the stop: both get their real answers, in order.
+    for id in [1, 2] {
+        let answer = conn.recv().await.expect("an answer");
+        assert_eq!(answer["type"], "result", "{answer}");
+        assert_eq!(answer["id"], id, "{answer}");
+        assert_eq!(answer["final_output"]["reason"], "first", "{answer}");
+    }
+    hookd_e2e::within("the daemon to stop", std::time::Duration::from_secs(20), stopped)
+        .await
+        .expect("daemon task");
+}

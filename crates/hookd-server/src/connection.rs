@@ -99,7 +99,15 @@ pub(crate) async fn serve(stream: UnixStream, shared: Arc<Shared>) {
 /// connection closes, as `docs/protocol.md` says.
 async fn handshake(reader: &mut FrameReader, sink: &Sink, shared: &Shared) -> Option<Env> {
     let frame = tokio::select! {
-        _ = shared.shutdown.cancelled() => return None,
+        // Accepted before the stop: a client that has sent its hello already (a relay sends
+        // it with its event, in one write) is served; one that has not is closed.
+        _ = shared.shutdown.cancelled() => {
+            reader.take_received(shared.config.max_hello_frame_bytes.saturating_add(4));
+            match reader.next_received() {
+                Some(frame) => Ok(Some(frame)),
+                None => return None,
+            }
+        }
         frame = tokio::time::timeout(shared.config.handshake_timeout, reader.next()) => frame,
     };
     let error = match frame {
@@ -245,9 +253,17 @@ impl Connection {
             self.runs.wait().await;
             return;
         }
-        // The daemon is stopping: in-flight runs finish and send their results; anything new
-        // the client asks meanwhile is refused with `shutting_down`. Open streams answer the
-        // chunks they have and end with `stream_closed`.
+        // The daemon is stopping. What the client sent before the stop (the frames the
+        // socket has received) is answered as usual; in-flight runs finish and send their
+        // results; anything the client sends from now on is refused with `shutting_down`.
+        // Open streams answer the chunks they have and end with `stream_closed`.
+        if !self.serve_received(reader).await {
+            self.cancel.cancel();
+            drop(self.streams.drain());
+            self.runs.close();
+            self.runs.wait().await;
+            return;
+        }
         if let Err(err) = self.sink.flush().await {
             tracing::debug!(%err, "cannot write to client");
         }
@@ -282,6 +298,36 @@ impl Connection {
                 },
             }
         }
+    }
+
+    /// Answers, as usual, the frames the client sent before the daemon began to stop: those
+    /// already buffered and those the socket has received (at most a frame limit's worth
+    /// more). Returns `false` when the connection must close.
+    async fn serve_received(&self, reader: &mut FrameReader) -> bool {
+        reader.take_received(self.shared.config.max_frame_bytes.saturating_add(4));
+        while let Some(frame) = reader.next_received() {
+            match frame {
+                Err(err) => {
+                    tracing::debug!(%err, "connection closed");
+                    return false;
+                }
+                Ok(Frame::TooLarge { declared_len }) => {
+                    let error = ProtocolError::frame_too_large(
+                        declared_len,
+                        self.shared.config.max_frame_bytes,
+                    );
+                    send(&self.sink, &error.to_server_message()).await;
+                }
+                Ok(Frame::Data(body)) => {
+                    // The in-flight cap still holds: runs are finishing, so slots come free.
+                    self.limit.ready().await;
+                    if !self.handle_frame(body).await {
+                        return false;
+                    }
+                }
+            }
+        }
+        true
     }
 
     /// Answers one frame. Returns `false` when the connection must close.
