@@ -37,7 +37,9 @@
 //! [`Registry::plan`] then follows §3: the enabled hooks of the event in registry order, kept
 //! when their matcher matches, de-duplicated by `name:command` keeping the first (highest
 //! precedence) copy, and run sequentially when any remaining definition says
-//! `sequential: true`. Matchers are compiled once here, never per firing.
+//! `sequential: true`. Matchers are compiled once here, never per firing. An AfterModel plan
+//! puts its builtin filters first (in registry order among themselves): they act on the text
+//! before any other hook sees it.
 
 use std::collections::{HashMap, HashSet};
 use std::path::PathBuf;
@@ -459,6 +461,11 @@ impl Registry {
         }
         if hooks.is_empty() {
             return None;
+        }
+        if event == HookEventName::AfterModel {
+            // Builtin filters act before the text goes any further: they come first, so every
+            // other hook sees (and the aggregate starts from) the filtered text.
+            hooks.sort_by_key(|entry| entry.config.hook_type != crate::model::HookType::Builtin);
         }
         Some(Plan {
             event,
@@ -1331,6 +1338,39 @@ mod tests {
                 registry.diagnostics()
             );
         }
+    }
+
+    #[test]
+    fn after_model_plans_put_builtin_filters_first() {
+        let after_model = |hooks: Value| json!({"hooks": {"AfterModel": [{"hooks": hooks}]}});
+        let project = after_model(json!([
+            {"name": "logger", "type": "command", "command": "log"},
+            {"name": "project-redact", "type": "builtin", "builtin": "redact"}
+        ]));
+        let user = after_model(json!([
+            {"name": "checker", "type": "command", "command": "check"},
+            {"name": "user-redact", "type": "builtin", "builtin": "redact"}
+        ]));
+        let registry = Registry::build(&input(
+            vec![
+                layer(Source::Project, &project.to_string()),
+                layer(Source::User, &user.to_string()),
+            ],
+            vec![],
+        ));
+        let planned = planned(&registry, HookEventName::AfterModel, &MatchContext::default());
+        assert_eq!(
+            planned,
+            Some((
+                vec![
+                    "project project-redact".to_owned(),
+                    "user user-redact".to_owned(),
+                    "project logger".to_owned(),
+                    "user checker".to_owned(),
+                ],
+                false
+            ))
+        );
     }
 
     #[test]
