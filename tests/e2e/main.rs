@@ -21,6 +21,7 @@ mod parsing;
 mod payload;
 mod policy;
 mod relay;
+mod relay_path;
 mod reload;
 mod reload_load;
 mod robustness;

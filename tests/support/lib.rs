@@ -89,6 +89,8 @@ impl Daemon {
         let mut config = ServerConfig::new(env);
         config.kill_grace = Duration::from_millis(500);
         config.shutdown_grace = Duration::from_secs(5);
+        // The test's system files are its own, not root's.
+        config.system_owner = nix::unistd::geteuid().as_raw();
         (options.configure)(&mut config);
 
         let listener = hookd_server::bind_socket(&socket).await.expect("bind");

@@ -18,8 +18,9 @@
 /// The values the command variables expand to.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct CommandVars<'a> {
-    /// The session's working directory; `$GEMINI_PROJECT_DIR`, `$GEMINI_CWD` and
-    /// `$CLAUDE_PROJECT_DIR` all expand to it.
+    /// The project directory: the host's project root when the request named one, else the
+    /// session's working directory (Gemini CLI's, which never moves); `$GEMINI_PROJECT_DIR`,
+    /// `$GEMINI_CWD` and `$CLAUDE_PROJECT_DIR` all expand to it.
     pub project_dir: &'a str,
     /// The plans directory (`$GEMINI_PLANS_DIR`).
     pub plans_dir: &'a str,

@@ -40,12 +40,25 @@ pub enum Dialect {
     Claude,
 }
 
+/// Claude Code's default hook timeout in milliseconds (600 s).
+pub const CLAUDE_DEFAULT_TIMEOUT_MS: u64 = 600_000;
+
 impl Dialect {
     /// The spelling in settings and on the wire.
     pub fn as_str(self) -> &'static str {
         match self {
             Dialect::Gemini => "gemini",
             Dialect::Claude => "claude",
+        }
+    }
+
+    /// The timeout of a hook of this dialect that sets none, in milliseconds: the host's own
+    /// default (Gemini CLI's 60 s, Claude Code's 600 s), so a hook written for a host is given
+    /// the time that host would give it.
+    pub fn default_timeout_ms(self) -> u64 {
+        match self {
+            Dialect::Gemini => crate::model::DEFAULT_TIMEOUT_MS,
+            Dialect::Claude => CLAUDE_DEFAULT_TIMEOUT_MS,
         }
     }
 

@@ -31,12 +31,13 @@ pub mod plan;
 pub mod policy;
 pub mod redact;
 pub mod registry;
+pub mod relayed;
 pub mod result;
 pub mod sanitize;
 pub mod settings;
 pub mod trust;
 
 pub use event::{HookEventName, MatcherKind, MergeStrategy};
-pub use model::{DEFAULT_TIMEOUT_MS, HookConfig, HookEntry, HookType, Origin, Source};
+pub use model::{DEFAULT_TIMEOUT_MS, HookConfig, HookEntry, HookType, LayerFile, Origin, Source};
 pub use plan::Plan;
 pub use result::{HookOutcome, HookResult, HookRun, OutputFormat, StreamName};

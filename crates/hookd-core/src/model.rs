@@ -47,6 +47,31 @@ impl fmt::Display for Source {
     }
 }
 
+/// Whose settings file a layer is, which decides which host CLI also reads it and runs its
+/// hooks itself (`crate::relayed`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default)]
+pub enum LayerFile {
+    /// Gemini CLI's settings files and extensions (the layers of `Source`).
+    #[default]
+    Gemini,
+    /// hookd's own hooks files (`~/.config/hookd/hooks.json`, `<project>/.hookd/hooks.json`),
+    /// which no host reads.
+    Hookd,
+    /// Claude Code's settings files, read with `hookd --claude-settings`.
+    Claude,
+}
+
+impl LayerFile {
+    /// The label used in messages.
+    pub fn label(self) -> &'static str {
+        match self {
+            LayerFile::Gemini => "gemini",
+            LayerFile::Hookd => "hookd",
+            LayerFile::Claude => "claude",
+        }
+    }
+}
+
 /// The `type` of a hook config entry (spec §1.4).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum HookType {
@@ -84,7 +109,8 @@ impl HookType {
     }
 }
 
-/// The default hook timeout in milliseconds (spec §4.5).
+/// The default hook timeout in milliseconds (spec §4.5); a Claude-dialect hook's is
+/// [`crate::exec::CLAUDE_DEFAULT_TIMEOUT_MS`].
 pub const DEFAULT_TIMEOUT_MS: u64 = 60_000;
 
 /// One validated hook config entry (the inner `hooks[]` element of a definition).
@@ -147,9 +173,11 @@ impl HookConfig {
         format!("{name}:{command}")
     }
 
-    /// The effective timeout in milliseconds.
+    /// The effective timeout in milliseconds: the entry's own, else its dialect's default
+    /// (60 s for Gemini CLI's, 600 s for Claude Code's; `Dialect::default_timeout_ms`).
     pub fn timeout_ms(&self) -> u64 {
-        self.timeout_ms.unwrap_or(DEFAULT_TIMEOUT_MS)
+        self.timeout_ms
+            .unwrap_or_else(|| self.dialect().default_timeout_ms())
     }
 
     /// Whether this hook runs a command (`command` and `plugin` types).
@@ -199,6 +227,8 @@ pub struct Origin {
     pub path: Option<PathBuf>,
     /// The extension's name, for extension hooks.
     pub extension: Option<String>,
+    /// Whose file it is.
+    pub file: LayerFile,
 }
 
 /// One hook as the registry holds it: the config plus everything about its definition.
@@ -278,6 +308,28 @@ mod tests {
     }
 
     #[test]
+    fn timeouts_default_to_the_dialects_host() {
+        // (dialect key, timeout set, effective)
+        let cases = [
+            (None, None, 60_000),
+            (Some("gemini"), None, 60_000),
+            (Some("claude"), None, 600_000),
+            (Some("claude"), Some(5_000), 5_000),
+            (None, Some(5_000), 5_000),
+            // An invalid dialect is Gemini's (settings parsing warns about it).
+            (Some("Claude"), None, 60_000),
+        ];
+        for (dialect, timeout, expected) in cases {
+            let mut hook = config(HookType::Command, None, Some("c"));
+            hook.timeout_ms = timeout;
+            if let Some(dialect) = dialect {
+                hook.raw.insert("dialect".to_owned(), Value::from(dialect));
+            }
+            assert_eq!(hook.timeout_ms(), expected, "{dialect:?} {timeout:?}");
+        }
+    }
+
+    #[test]
     fn identities_follow_spec_1_6() {
         // (type, name, command, display, panel, dedup)
         let cases = [
@@ -325,6 +377,7 @@ mod tests {
             origin: Origin {
                 path: Some(PathBuf::from(path)),
                 extension: None,
+                file: LayerFile::Gemini,
             },
             matcher: None,
             sequential: false,

@@ -44,7 +44,9 @@
 //! [`Registry::plan`] then follows §3: the enabled hooks of the event in registry order, kept
 //! when their matcher matches, de-duplicated by `name:command` keeping the first (highest
 //! precedence) copy, and run sequentially when any remaining definition says
-//! `sequential: true`. Matchers are compiled once here, never per firing.
+//! `sequential: true`. Matchers are compiled once here, never per firing. An AfterModel plan
+//! puts its builtin filters first (in registry order among themselves): they act on the text
+//! before any other hook sees it.
 
 use std::collections::{HashMap, HashSet};
 use std::path::PathBuf;
@@ -56,17 +58,25 @@ use crate::dialect::is_relay_command;
 use crate::event::HookEventName;
 use crate::extension::{self, ExtensionInput};
 use crate::matcher::{MatchContext, Matcher};
-use crate::model::{HookEntry, Origin, Source};
+use crate::model::{HookEntry, LayerFile, Origin, Source};
+use crate::relayed::{RelayHost, runs_in_hookd};
 use crate::plan::Plan;
 use crate::sanitize::EnvRedaction;
 use crate::settings::{self, Diagnostic, EventHooks, SettingsLayer};
 use crate::trust::{HookTrust, HookTrustInput, ProjectHookPolicy};
+
+/// The name `hookctl install` gives the relay entries it writes: a command hook of this name
+/// is relay wiring whatever its command line says (a wrapper script, a variable), never a
+/// hook.
+pub const RELAY_ENTRY_NAME: &str = "hookd-relay";
 
 /// The text of one settings file.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct LayerText {
     /// The layer the file belongs to (any source but [`Source::Extension`]).
     pub source: Source,
+    /// Whose file it is (Gemini CLI's, hookd's or Claude Code's; see [`crate::relayed`]).
+    pub file: LayerFile,
     /// The file, for messages and origins.
     pub path: PathBuf,
     /// Its contents.
@@ -166,6 +176,8 @@ impl Registry {
         let lookup = |name: &str| input.env.get(name).cloned();
 
         let mut layers: Vec<SettingsLayer> = Vec::new();
+        // Whose file each parsed layer is, by position in `layers`.
+        let mut files: Vec<LayerFile> = Vec::new();
         for layer in &input.layers {
             if layer.source == Source::Extension {
                 registry.diagnostics.push(
@@ -176,7 +188,10 @@ impl Registry {
             }
             let parsed = settings::parse_settings(layer.source, &layer.path, &layer.text, &lookup);
             registry.diagnostics.extend(parsed.diagnostics);
-            layers.extend(parsed.layer);
+            if let Some(parsed) = parsed.layer {
+                layers.push(parsed);
+                files.push(layer.file);
+            }
         }
 
         // The merged view excludes an untrusted workspace's file entirely.
@@ -243,13 +258,15 @@ impl Registry {
         }
 
         // Settings-file hooks, in precedence order (D1); the sort is stable.
-        let mut by_precedence: Vec<&SettingsLayer> = layers.iter().collect();
-        by_precedence.sort_by_key(|layer| layer.source);
+        let mut by_precedence: Vec<(&SettingsLayer, LayerFile)> =
+            layers.iter().zip(files.iter().copied()).collect();
+        by_precedence.sort_by_key(|(layer, _)| layer.source);
         if input.folder_trusted {
-            for layer in by_precedence {
+            for (layer, file) in by_precedence {
                 let origin = Origin {
                     path: Some(layer.path.clone()),
                     extension: None,
+                    file,
                 };
                 let trust = (layer.source == Source::Project)
                     .then_some((&input.hook_trust, input.workspace_path.as_path()));
@@ -297,6 +314,7 @@ impl Registry {
             let origin = Origin {
                 path: Some(extension.hooks_file.clone()),
                 extension: Some(extension.name.clone()),
+                file: LayerFile::Gemini,
             };
             registry.ingest(&events, Source::Extension, &origin, None);
         }
@@ -360,11 +378,11 @@ impl Registry {
                 }
                 for config in &definition.hooks {
                     // The relay's own wiring would call the daemon that runs it: never a hook.
-                    if let Some(command) = config
-                        .command
-                        .as_deref()
-                        .filter(|command| config.runs_command() && is_relay_command(command))
-                    {
+                    if let Some(command) = config.command.as_deref().filter(|command| {
+                        config.runs_command()
+                            && (is_relay_command(command)
+                                || config.name.as_deref() == Some(RELAY_ENTRY_NAME))
+                    }) {
                         let mut diagnostic = Diagnostic::info(format!(
                             "relay entry {command:?} ({event}) is handled by hookd, not run as a \
                              hook"
@@ -485,6 +503,18 @@ impl Registry {
         context: &MatchContext,
         takes_part: impl Fn(&HookEntry) -> bool,
     ) -> Option<Plan> {
+        self.plan_with(event, context, takes_part, |_| true)
+    }
+
+    /// [`Registry::plan_where`] where a hook for which `runs_here` is false claims its
+    /// de-duplication key (it runs elsewhere) but is left out of the plan.
+    fn plan_with(
+        &self,
+        event: HookEventName,
+        context: &MatchContext,
+        takes_part: impl Fn(&HookEntry) -> bool,
+        runs_here: impl Fn(&HookEntry) -> bool,
+    ) -> Option<Plan> {
         let mut seen: HashSet<&str> = HashSet::new();
         // Under `require`, untrusted project hooks are planned (and refused) without claiming
         // their key, so a later copy from another layer still runs; among themselves they are
@@ -514,6 +544,9 @@ impl Registry {
             } else {
                 seen.insert(&hook.dedup_key);
             }
+            if !runs_here(entry) {
+                continue;
+            }
             // A refused project definition does not make the others run in sequence.
             if !will_be_refused {
                 sequential |= entry.sequential;
@@ -522,6 +555,11 @@ impl Registry {
         }
         if hooks.is_empty() {
             return None;
+        }
+        if event == HookEventName::AfterModel {
+            // Builtin filters act before the text goes any further: they come first, so every
+            // other hook sees (and the aggregate starts from) the filtered text.
+            hooks.sort_by_key(|entry| entry.config.hook_type != crate::model::HookType::Builtin);
         }
         Some(Plan {
             event,
@@ -538,10 +576,29 @@ impl Registry {
     /// ([`crate::dialect::claude_hook_applies`]), so a `SubagentStop` hook does not run
     /// when the main agent stops.
     pub fn plan_for_input(&self, event: HookEventName, input: &Map<String, Value>) -> Option<Plan> {
-        self.plan_where(event, &MatchContext::from_input(event, input), |entry| {
-            entry.config.dialect() != crate::exec::Dialect::Claude
-                || crate::dialect::claude_hook_applies(&entry.config, event, input)
-        })
+        self.plan_relayed(event, input, None)
+    }
+
+    /// [`Registry::plan_for_input`] for an event relayed by `relayed_by` (`None`: not
+    /// relayed). The hooks of files that host runs itself ([`crate::relayed::runs_in_hookd`])
+    /// are left out of the plan, but still claim their `name:command` in de-duplication: the
+    /// host runs them, so a copy in one of hookd's files does not run a second time.
+    pub fn plan_relayed(
+        &self,
+        event: HookEventName,
+        input: &Map<String, Value>,
+        relayed_by: Option<RelayHost>,
+    ) -> Option<Plan> {
+        let context = MatchContext::from_input(event, input);
+        self.plan_with(
+            event,
+            &context,
+            |entry| {
+                entry.config.dialect() != crate::exec::Dialect::Claude
+                    || crate::dialect::claude_hook_applies(&entry.config, event, input)
+            },
+            |entry| runs_in_hookd(entry.source, entry.origin.file, relayed_by),
+        )
     }
 }
 
@@ -555,6 +612,7 @@ mod tests {
     fn layer(source: Source, text: &str) -> LayerText {
         LayerText {
             source,
+            file: LayerFile::Gemini,
             path: PathBuf::from(format!("/{}.json", source.label())),
             text: text.to_owned(),
         }
@@ -1410,25 +1468,31 @@ mod tests {
 
     #[test]
     fn relay_entries_are_never_registered() {
-        // (command, registered as a hook)
+        // (name, command, registered as a hook)
         let cases = [
-            ("hookctl relay BeforeTool", false),
+            ("", "hookctl relay BeforeTool", false),
             (
+                "",
                 "/usr/local/bin/hookctl relay BeforeTool --dialect claude",
                 false,
             ),
-            ("FOO=1 exec hookctl relay BeforeTool", false),
-            ("\"hookctl\" relay BeforeTool", false),
-            ("hookctl list", true),
-            ("echo hookctl relay", true),
-            ("myhookctl relay BeforeTool", true),
+            ("", "FOO=1 exec hookctl relay BeforeTool", false),
+            ("", "\"hookctl\" relay BeforeTool", false),
+            ("", "hookctl list", true),
+            ("", "echo hookctl relay", true),
+            ("", "myhookctl relay BeforeTool", true),
+            // `hookctl install`'s name marks relay wiring whatever runs it.
+            ("hookd-relay", "\"$HOOKCTL\" relay BeforeTool", false),
+            ("hookd-relay", "/opt/bin/relay-wrapper BeforeTool", false),
+            ("my-relay", "/opt/bin/relay-wrapper BeforeTool", true),
         ];
-        for (command, registered) in cases {
-            let text = before_tool(&[("", command), ("guard", "./guard.sh")]);
+        for (name, command, registered) in cases {
+            let text = before_tool(&[(name, command), ("guard", "./guard.sh")]);
             let registry = Registry::build(&input(vec![layer(Source::User, &text)], vec![]));
             let mut expected = Vec::new();
             if registered {
-                expected.push(format!("BeforeTool user {command}"));
+                let shown = if name.is_empty() { command } else { name };
+                expected.push(format!("BeforeTool user {shown}"));
             }
             expected.push("BeforeTool user guard".to_owned());
             assert_eq!(entries(&registry), expected, "{command}");
@@ -1443,6 +1507,112 @@ mod tests {
                 "{command}: {:?}",
                 registry.diagnostics()
             );
+        }
+    }
+
+    #[test]
+    fn after_model_plans_put_builtin_filters_first() {
+        let after_model = |hooks: Value| json!({"hooks": {"AfterModel": [{"hooks": hooks}]}});
+        let project = after_model(json!([
+            {"name": "logger", "type": "command", "command": "log"},
+            {"name": "project-redact", "type": "builtin", "builtin": "redact"}
+        ]));
+        let user = after_model(json!([
+            {"name": "checker", "type": "command", "command": "check"},
+            {"name": "user-redact", "type": "builtin", "builtin": "redact"}
+        ]));
+        let registry = Registry::build(&input(
+            vec![
+                layer(Source::Project, &project.to_string()),
+                layer(Source::User, &user.to_string()),
+            ],
+            vec![],
+        ));
+        let planned = planned(&registry, HookEventName::AfterModel, &MatchContext::default());
+        assert_eq!(
+            planned,
+            Some((
+                vec![
+                    "project project-redact".to_owned(),
+                    "user user-redact".to_owned(),
+                    "project logger".to_owned(),
+                    "user checker".to_owned(),
+                ],
+                false
+            ))
+        );
+    }
+
+    #[test]
+    fn relayed_events_skip_the_hooks_their_host_runs() {
+        let file = |source, file, hooks: &[(&str, &str)]| LayerText {
+            source,
+            file,
+            path: PathBuf::from(format!("/{}-{}.json", source.label(), file.label())),
+            text: before_tool(hooks),
+        };
+        let layers = vec![
+            file(Source::System, LayerFile::Gemini, &[("system", "s")]),
+            file(Source::User, LayerFile::Gemini, &[("user", "u"), ("both", "b")]),
+            file(Source::User, LayerFile::Hookd, &[("hookd-user", "hu"), ("both", "b")]),
+            file(Source::Project, LayerFile::Gemini, &[("project", "p")]),
+            file(Source::Project, LayerFile::Hookd, &[("hookd-project", "hp")]),
+            file(Source::Project, LayerFile::Claude, &[("claude", "c")]),
+        ];
+        let extension = ext(
+            "e",
+            &json!({"hooks": {"BeforeTool": [{"hooks": [
+                {"name": "extension", "type": "command", "command": "x"}
+            ]}]}})
+            .to_string(),
+        );
+        let registry = Registry::build(&input(layers, vec![extension]));
+        let tool_input = json!({"tool_name": "t"});
+        let tool_input = tool_input.as_object().cloned().unwrap_or_default();
+        // (relayed by, planned hooks)
+        let cases: [(Option<RelayHost>, &[&str]); 3] = [
+            (
+                None,
+                &[
+                    "project project",
+                    "project hookd-project",
+                    "project claude",
+                    "user user",
+                    "user both",
+                    "user hookd-user",
+                    "system system",
+                    "extension extension",
+                ],
+            ),
+            // Gemini CLI runs its own "both"; hookd's copy is not run a second time.
+            (
+                Some(RelayHost::Gemini),
+                &["project hookd-project", "project claude", "user hookd-user"],
+            ),
+            (
+                Some(RelayHost::Claude),
+                &[
+                    "project project",
+                    "project hookd-project",
+                    "user user",
+                    "user both",
+                    "user hookd-user",
+                    "system system",
+                    "extension extension",
+                ],
+            ),
+        ];
+        for (host, expected) in cases {
+            let planned: Vec<String> = registry
+                .plan_relayed(HookEventName::BeforeTool, &tool_input, host)
+                .map(|plan| {
+                    plan.hooks
+                        .iter()
+                        .map(|e| format!("{} {}", e.source, e.config.display_name()))
+                        .collect()
+                })
+                .unwrap_or_default();
+            assert_eq!(planned, expected, "{host:?}");
         }
     }
 

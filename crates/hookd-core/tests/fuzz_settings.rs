@@ -112,11 +112,13 @@ fn check_registry(project: &str, user: &str, extension: &str, trusted: bool) {
         layers: vec![
             LayerText {
                 source: Source::Project,
+                file: hookd_core::LayerFile::Gemini,
                 path: PathBuf::from(PATH),
                 text: project.to_owned(),
             },
             LayerText {
                 source: Source::User,
+                file: hookd_core::LayerFile::Gemini,
                 path: PathBuf::from("/home/fuzz/.gemini/settings.json"),
                 text: user.to_owned(),
             },

@@ -240,7 +240,11 @@ fn parse_fast(body: &[u8]) -> Option<ClientMessage> {
     match tag.kind.as_deref()? {
         "event" => {
             let request: crate::request::EventRequest = serde_json::from_str(text).ok()?;
-            let absolute = request.cwd.starts_with('/');
+            let absolute = request.cwd.starts_with('/')
+                && request
+                    .project_dir
+                    .as_deref()
+                    .is_none_or(|dir| dir.starts_with('/'));
             absolute.then_some(ClientMessage::Event(request))
         }
         "ping" => serde_json::from_str(text).ok().map(ClientMessage::Ping),
@@ -838,6 +842,12 @@ pub(crate) mod tests {
             BadRequest,
             number(3),
             "`cwd` of `event` message must be an absolute path, not \"rel/dir\"",
+        );
+        check(
+            r#"{"type":"event","id":3,"event":"BeforeTool","cwd":"/p/sub","project_dir":"p"}"#,
+            BadRequest,
+            number(3),
+            "`project_dir` of `event` message must be an absolute path, not \"p\"",
         );
         check(
             r#"{"type":"event","id":3,"event":"BeforeTool","cwd":""}"#,

@@ -37,7 +37,9 @@
 //! A builtin filter (`"type": "builtin"`, `hookd_core::redact`) on a plain AfterModel firing
 //! runs in the firing's task with no process and no hook slot: its record is a success whose
 //! output replaces the chunk's text (`{"content": ...}`, decision D6) when the filter changed
-//! it. (Streamed AfterModel chunks run their filters in the server, with state across chunks.)
+//! it. The filters run before the plan's other hooks, which get the filtered text as
+//! `content` and in `llm_response` ([`set_chunk_text`]). (Streamed AfterModel chunks run their
+//! filters in the server, with state across chunks.)
 //!
 //! All hooks of a firing are driven by the caller's task: no task is spawned per hook
 //! (workers and spares have a task each, owned by their pools).
@@ -274,7 +276,8 @@ pub struct FireRequest {
     pub input: Map<String, Value>,
     /// The base fields of the payload; `base.cwd` is also every hook's working directory.
     pub base: BaseFields,
-    /// What `$GEMINI_PROJECT_DIR` and friends expand to (the session's working directory).
+    /// What `$GEMINI_PROJECT_DIR` and friends expand to: the host's project root (the
+    /// request's `project_dir`), else the session's working directory.
     pub project_dir: String,
     /// What `$GEMINI_PLANS_DIR` expands to.
     pub plans_dir: String,
@@ -347,6 +350,9 @@ impl std::fmt::Debug for ProcessKeys {
 
 /// Runs every hook of `plan` for one firing and returns their results in plan order.
 ///
+/// An AfterModel plan's builtin filters (which the planner puts first) run before the other
+/// hooks, whose input then carries the filtered text.
+///
 /// `on_result(index, result)` is called once per hook, as each completes, with its index in
 /// the plan. After `cancel` fires, running hooks are stopped and hooks not yet started are
 /// reported as cancelled without being spawned; every hook still gets a result.
@@ -357,22 +363,71 @@ pub async fn run_plan(
     cancel: &CancellationToken,
     on_result: &mut (dyn FnMut(usize, &HookResult) + Send),
 ) -> Vec<HookResult> {
-    let firing = Firing {
-        request,
-        config,
-        cancel,
-        vars: CommandVars {
-            project_dir: &request.project_dir,
-            plans_dir: &request.plans_dir,
-            session_id: &request.base.session_id,
-        },
-    };
-    // With a single hook both ways are the same, and the sequential one has less machinery.
-    if plan.sequential || plan.hooks.len() <= 1 {
-        firing.run_sequential(&plan.hooks, on_result).await
-    } else {
-        firing.run_parallel(&plan.hooks, on_result).await
+    let filters = leading_filters(plan);
+    if filters > 0 && filters < plan.hooks.len() {
+        return run_filters_first(plan, filters, request, config, cancel, on_result).await;
     }
+    let firing = Firing::new(request, config, cancel);
+    firing.run_hooks(&plan.hooks, plan.sequential, on_result).await
+}
+
+/// How many builtin filters an AfterModel plan starts with (the planner puts them first);
+/// 0 for any other event.
+fn leading_filters(plan: &Plan) -> usize {
+    if plan.event != HookEventName::AfterModel {
+        return 0;
+    }
+    plan.hooks
+        .iter()
+        .take_while(|entry| entry.config.hook_type == HookType::Builtin)
+        .count()
+}
+
+/// Runs an AfterModel plan's builtin filters, one after the other, and then the rest of the
+/// plan on the text as they left it: no other hook sees what a filter removed. The input's
+/// `content` and the text of its `llm_response` become the filtered text.
+async fn run_filters_first(
+    plan: &Plan,
+    filters: usize,
+    request: &FireRequest,
+    config: &RunnerConfig,
+    cancel: &CancellationToken,
+    on_result: &mut (dyn FnMut(usize, &HookResult) + Send),
+) -> Vec<HookResult> {
+    let (filter_hooks, rest) = plan.hooks.split_at(filters);
+    let mut filtered = request.clone();
+    let mut results = Vec::with_capacity(plan.hooks.len());
+    for (index, entry) in filter_hooks.iter().enumerate() {
+        let result = {
+            let firing = Firing::new(&filtered, config, cancel);
+            firing
+                .run_hook(entry, &filtered.input, Bytes::new())
+                .await
+        };
+        on_result(index, &result);
+        let content = result
+            .output
+            .as_ref()
+            .and_then(|output| output.get("content"))
+            .and_then(Value::as_str);
+        if let Some(content) = content {
+            set_chunk_text(&mut filtered.input, content);
+        }
+        results.push(result);
+    }
+    let firing = Firing::new(&filtered, config, cancel);
+    let mut offset = |index: usize, result: &HookResult| on_result(filters + index, result);
+    results.extend(firing.run_hooks(rest, plan.sequential, &mut offset).await);
+    results
+}
+
+/// Puts `text` in an AfterModel input as the chunk's text: its `content`, and the text of its
+/// `llm_response` (`hookd_core::aggregate::replace_response_text`).
+pub fn set_chunk_text(input: &mut Map<String, Value>, text: &str) {
+    if let Some(Value::Object(response)) = input.get_mut("llm_response") {
+        hookd_core::aggregate::replace_response_text(response, text);
+    }
+    input.insert("content".to_owned(), Value::String(text.to_owned()));
 }
 
 /// Everything the hooks of one firing share.
@@ -383,7 +438,39 @@ struct Firing<'a> {
     vars: CommandVars<'a>,
 }
 
-impl Firing<'_> {
+impl<'a> Firing<'a> {
+    fn new(
+        request: &'a FireRequest,
+        config: &'a RunnerConfig,
+        cancel: &'a CancellationToken,
+    ) -> Firing<'a> {
+        Firing {
+            request,
+            config,
+            cancel,
+            vars: CommandVars {
+                project_dir: &request.project_dir,
+                plans_dir: &request.plans_dir,
+                session_id: &request.base.session_id,
+            },
+        }
+    }
+
+    /// Runs `hooks` one after the other (chaining) or all at once.
+    async fn run_hooks(
+        &self,
+        hooks: &[Arc<HookEntry>],
+        sequential: bool,
+        on_result: &mut (dyn FnMut(usize, &HookResult) + Send),
+    ) -> Vec<HookResult> {
+        // With a single hook both ways are the same, and the sequential one has less machinery.
+        if sequential || hooks.len() <= 1 {
+            self.run_sequential(hooks, on_result).await
+        } else {
+            self.run_parallel(hooks, on_result).await
+        }
+    }
+
     async fn run_parallel(
         &self,
         hooks: &[Arc<HookEntry>],
@@ -1589,6 +1676,53 @@ mod tests {
         tokio::time::timeout(Duration::from_secs(10), config.shutdown())
             .await
             .expect("shutdown is bounded");
+    }
+
+    #[tokio::test]
+    async fn other_after_model_hooks_see_the_filtered_text() {
+        use hookd_core::redact::Redactor;
+        let dir = tempfile::tempdir().expect("tempdir");
+        let raw = json!({"builtin": "redact"});
+        let raw = raw.as_object().cloned().unwrap_or_default();
+        let mut filter = (*entry(HookType::Builtin, None)).clone();
+        filter.event = HookEventName::AfterModel;
+        filter.builtin = Some(Arc::new(Redactor::from_raw(&raw).expect("the default filter")));
+        filter.config.raw = raw;
+        // The hook writes its whole stdin where the test can read it.
+        let mut seen = (*command("cat > seen.json")).clone();
+        seen.event = HookEventName::AfterModel;
+        let key = "AKIAABCDEFGHIJKLMNOP";
+        for sequential in [false, true] {
+            let mut request = request(dir.path());
+            request.event = HookEventName::AfterModel;
+            let input = json!({"llm_request": {"model": "m"}, "llm_response":
+                {"candidates": [{"content": {"role": "model", "parts": [format!("key {key}")]}}]}});
+            request.input = input.as_object().cloned().unwrap_or_default();
+            let plan = Plan {
+                event: HookEventName::AfterModel,
+                hooks: vec![Arc::new(filter.clone()), Arc::new(seen.clone())],
+                sequential,
+            };
+            let mut order = Vec::new();
+            let results = run_plan(
+                &plan,
+                &request,
+                &config(4),
+                &CancellationToken::new(),
+                &mut |index, _| order.push(index),
+            )
+            .await;
+            assert_eq!(order, [0, 1], "sequential {sequential}");
+            assert!(results.iter().all(|result| result.success), "{results:?}");
+            let stdin: Value = serde_json::from_str(
+                &std::fs::read_to_string(dir.path().join("seen.json")).expect("the hook ran"),
+            )
+            .expect("json");
+            let redacted = "key [REDACTED:aws-access-key-id]";
+            assert_eq!(stdin["content"], redacted, "{stdin}");
+            assert_eq!(chunk_text(&stdin["llm_response"]), redacted, "{stdin}");
+            assert!(!stdin.to_string().contains(key), "{stdin}");
+        }
     }
 
     #[tokio::test]

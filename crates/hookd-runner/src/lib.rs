@@ -18,5 +18,6 @@ pub mod prewarm;
 pub mod process;
 mod slots;
 pub mod spawn;
+pub mod sysfile;
 pub mod verify;
 pub mod worker;

@@ -96,8 +96,8 @@ use std::fs;
 use std::io;
 use std::path::{Path, PathBuf};
 
-use hookd_core::Source;
 use hookd_core::command::CommandVars;
+use hookd_core::{LayerFile, Source};
 use hookd_core::dialect;
 use hookd_core::extension::{ExtensionInput, ExtensionSetting, extension_enabled_for_path};
 use hookd_core::jsonc;
@@ -119,6 +119,10 @@ pub struct LoaderEnv {
     pub home_dir: PathBuf,
     /// Whether Claude Code's settings files are layers too (`hookd --claude-settings`).
     pub claude_settings: bool,
+    /// The uid the system settings files and their directories must belong to
+    /// ([`crate::sysfile`]): root (0), as Gemini CLI demands; another value only for tests
+    /// that cannot give files to root.
+    pub system_owner: u32,
 }
 
 impl LoaderEnv {
@@ -128,7 +132,15 @@ impl LoaderEnv {
             vars,
             home_dir: home_dir.into(),
             claude_settings: false,
+            system_owner: 0,
         }
+    }
+
+    /// The same environment, demanding that the system settings files belong to `uid`
+    /// rather than root (for tests running as an ordinary user).
+    pub fn with_system_owner(mut self, uid: u32) -> LoaderEnv {
+        self.system_owner = uid;
+        self
     }
 
     /// The same environment, reading Claude Code's settings files as layers or not.
@@ -297,6 +309,7 @@ fn read_layer_noting(source: Source, path: &Path) -> Result<Option<LayerText>, U
     match read_optional(path) {
         Ok(text) => Ok(text.map(|text| LayerText {
             source,
+            file: LayerFile::Gemini,
             path: path.to_owned(),
             text,
         })),
@@ -329,6 +342,28 @@ impl UnreadableFile {
         ))
         .with_path(&self.path)
     }
+}
+
+/// The warning for a system settings or system defaults file that Gemini CLI would refuse as
+/// insecure ([`crate::sysfile`]), which is then not loaded either; `None` for any other
+/// layer, and for a system file that passes.
+fn refused_system_file(source: Source, path: &Path, owner: u32) -> Option<Diagnostic> {
+    if !matches!(source, Source::System | Source::SystemDefaults) {
+        return None;
+    }
+    let reason = crate::sysfile::check_system_file(path, owner).err()?;
+    tracing::warn!(file = %path.display(), %reason, "{source} settings file refused as insecure");
+    Some(
+        Diagnostic::warning(format!(
+            "{source} settings file not loaded, as Gemini CLI does not load it: {reason}"
+        ))
+        .with_path(path),
+    )
+}
+
+/// `layer`, marked as a file of `file`'s (`read_layer` reads every file as Gemini CLI's).
+fn of_file(layer: LayerText, file: LayerFile) -> LayerText {
+    LayerText { file, ..layer }
 }
 
 /// One installed extension, as read from disk (project-independent).
@@ -531,14 +566,18 @@ impl SharedLayers {
         let mut diagnostics = Vec::new();
         let mut unreadable = Vec::new();
         let mut layers = Vec::new();
-        for (source, path) in [
-            (Source::User, &paths.user),
-            (Source::User, &paths.hookd_user),
-            (Source::System, &paths.system),
-            (Source::SystemDefaults, &paths.system_defaults),
+        for (source, file, path) in [
+            (Source::User, LayerFile::Gemini, &paths.user),
+            (Source::User, LayerFile::Hookd, &paths.hookd_user),
+            (Source::System, LayerFile::Gemini, &paths.system),
+            (Source::SystemDefaults, LayerFile::Gemini, &paths.system_defaults),
         ] {
+            if let Some(diagnostic) = refused_system_file(source, path, env.system_owner) {
+                diagnostics.push(diagnostic);
+                continue;
+            }
             match read_layer_noting(source, path) {
-                Ok(layer) => layers.extend(layer),
+                Ok(layer) => layers.extend(layer.map(|layer| of_file(layer, file))),
                 Err(file) => {
                     diagnostics.push(file.diagnostic());
                     unreadable.push(file);
@@ -548,7 +587,9 @@ impl SharedLayers {
         let mut claude_layers = Vec::new();
         if env.claude_settings {
             match read_layer_noting(Source::User, &paths.claude_user) {
-                Ok(layer) => claude_layers.extend(layer),
+                Ok(layer) => {
+                    claude_layers.extend(layer.map(|layer| of_file(layer, LayerFile::Claude)))
+                }
                 Err(file) => {
                     diagnostics.push(file.diagnostic());
                     unreadable.push(file);
@@ -1122,7 +1163,8 @@ impl ProjectLayer {
                 None
             }
         };
-        let hookd_layer = read_project_layer(&LayerPaths::hookd_project(project_dir));
+        let hookd_layer = read_project_layer(&LayerPaths::hookd_project(project_dir))
+            .map(|layer| of_file(layer, LayerFile::Hookd));
         let mut claude_layers = Vec::new();
         if shared.env.claude_settings {
             for path in LayerPaths::claude_project(project_dir) {
@@ -1130,7 +1172,9 @@ impl ProjectLayer {
                 if real_path(&path) == real_path(&shared.paths.claude_user) {
                     continue;
                 }
-                claude_layers.extend(read_project_layer(&path));
+                claude_layers.extend(
+                    read_project_layer(&path).map(|layer| of_file(layer, LayerFile::Claude)),
+                );
             }
         }
         let mut workspace_env = Vec::new();
@@ -1269,6 +1313,7 @@ pub fn convert_claude_layers(raw: &[LayerText]) -> (Vec<LayerText>, Vec<Diagnost
         converted.insert("hooks".to_owned(), Value::Object(conversion.hooks));
         layers.push(LayerText {
             source: layer.source,
+            file: LayerFile::Claude,
             path: layer.path.clone(),
             text: Value::Object(converted).to_string(),
         });
@@ -1291,6 +1336,7 @@ mod tests {
     use hookd_core::registry::Registry;
     use hookd_core::settings::Severity;
 
+    /// The environment of a test, whose system files belong to whoever runs it.
     fn env(vars: &[(&str, &str)], home: &str) -> LoaderEnv {
         LoaderEnv::new(
             vars.iter()
@@ -1298,6 +1344,7 @@ mod tests {
                 .collect(),
             home,
         )
+        .with_system_owner(nix::unistd::geteuid().as_raw())
     }
 
     /// Checks user, system, system-defaults, trusted-folders and extensions paths.
@@ -1700,6 +1747,54 @@ mod tests {
                 "user BeforeTool claude-user home/.claude/settings.json claude",
             ]
         );
+    }
+
+    #[test]
+    fn system_files_gemini_cli_refuses_are_not_loaded() {
+        use std::os::unix::fs::PermissionsExt;
+        let fx = Fixture::new();
+        fx.write("etc/settings.json", &hook("system"));
+        fx.write("etc/system-defaults.json", &hook("defaults"));
+        fx.write("home/.gemini/settings.json", &hook("user"));
+        let chmod = |relative: &str, mode: u32| {
+            fs::set_permissions(fx.path(relative), fs::Permissions::from_mode(mode))
+                .expect("chmod");
+        };
+        chmod("etc", 0o755);
+        // (etc mode, settings mode, defaults mode, hooks loaded, files refused)
+        let cases: [(u32, u32, u32, &[&str], &[&str]); 4] = [
+            (0o755, 0o644, 0o644, &["user", "system", "defaults"], &[]),
+            (0o755, 0o664, 0o644, &["user", "defaults"], &["settings.json"]),
+            (0o755, 0o644, 0o646, &["user", "system"], &["system-defaults.json"]),
+            (
+                0o777,
+                0o644,
+                0o644,
+                &["user"],
+                &["settings.json", "system-defaults.json"],
+            ),
+        ];
+        for (etc, settings, defaults, loaded, refused) in cases {
+            chmod("etc", etc);
+            chmod("etc/settings.json", settings);
+            chmod("etc/system-defaults.json", defaults);
+            let (workspace, registry) = fx.load(&[]);
+            let names: Vec<&str> = registry
+                .entries()
+                .map(|entry| entry.config.display_name())
+                .collect();
+            assert_eq!(names, loaded, "{etc:o} {settings:o} {defaults:o}");
+            let warned: Vec<String> = workspace
+                .diagnostics
+                .iter()
+                .filter(|d| d.severity == Severity::Warning && d.message.contains("not loaded"))
+                .filter_map(|d| d.path.as_ref())
+                .filter_map(|path| path.file_name())
+                .map(|name| name.to_string_lossy().into_owned())
+                .collect();
+            assert_eq!(warned, refused, "{etc:o} {settings:o} {defaults:o}");
+        }
+        chmod("etc", 0o755);
     }
 
     #[test]

@@ -60,6 +60,10 @@ pub struct ServerConfig {
     /// `<project>/.claude/settings.json` and `settings.local.json`) are read, converted, as
     /// settings layers; off unless `hookd --claude-settings`.
     pub claude_settings: bool,
+    /// The uid the system settings files and their directories must belong to, or they are
+    /// not loaded (Gemini CLI's rule: root, 0). Tests running as an ordinary user set their
+    /// own uid.
+    pub system_owner: u32,
     /// Where reload requests come from (SIGHUP in the `hookd` binary).
     pub control: Control,
     /// Who hears about readiness, reloads, shutdown and watchdog ticks (systemd's notify
@@ -133,6 +137,7 @@ impl std::fmt::Debug for ServerConfig {
             .field("project_hooks", &self.project_hooks)
             .field("home", &self.home)
             .field("claude_settings", &self.claude_settings)
+            .field("system_owner", &self.system_owner)
             .field("lifecycle", &self.lifecycle.is_some())
             .field("audit", &self.audit)
             .finish_non_exhaustive()
@@ -164,6 +169,7 @@ impl ServerConfig {
             env,
             home,
             claude_settings: false,
+            system_owner: 0,
             control: Control::new(),
             lifecycle: None,
             audit: None,

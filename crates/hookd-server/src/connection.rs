@@ -26,6 +26,7 @@ use futures_util::FutureExt;
 use hookd_core::matcher::MatchContext;
 use hookd_core::payload::{BaseFields, format_timestamp};
 use hookd_core::sanitize::EnvRedaction;
+use hookd_core::relayed::RelayHost;
 use hookd_core::{HookEventName, MatcherKind};
 use hookd_protocol::fast::{ScannedEvent, ScannedRequest};
 use hookd_protocol::{
@@ -116,7 +117,15 @@ fn frame_budget_spent(declared: u64, shared: &Shared) -> ProtocolError {
 
 async fn handshake(reader: &mut FrameReader, sink: &Sink, shared: &Shared) -> Option<Env> {
     let frame = tokio::select! {
-        _ = shared.shutdown.cancelled() => return None,
+        // Accepted before the stop: a client that has sent its hello already (a relay sends
+        // it with its event, in one write) is served; one that has not is closed.
+        _ = shared.shutdown.cancelled() => {
+            reader.take_received(shared.config.max_hello_frame_bytes.saturating_add(4));
+            match reader.next_received() {
+                Some(frame) => Ok(Some(frame)),
+                None => return None,
+            }
+        }
         frame = tokio::time::timeout(shared.config.handshake_timeout, reader.next()) => frame,
     };
     let error = match frame {
@@ -268,9 +277,17 @@ impl Connection {
             self.runs.wait().await;
             return;
         }
-        // The daemon is stopping: in-flight runs finish and send their results; anything new
-        // the client asks meanwhile is refused with `shutting_down`. Open streams answer the
-        // chunks they have and end with `stream_closed`.
+        // The daemon is stopping. What the client sent before the stop (the frames the
+        // socket has received) is answered as usual; in-flight runs finish and send their
+        // results; anything the client sends from now on is refused with `shutting_down`.
+        // Open streams answer the chunks they have and end with `stream_closed`.
+        if !self.serve_received(reader).await {
+            self.cancel.cancel();
+            drop(self.streams.drain());
+            self.runs.close();
+            self.runs.wait().await;
+            return;
+        }
         if let Err(err) = self.sink.flush().await {
             tracing::debug!(%err, "cannot write to client");
         }
@@ -305,6 +322,36 @@ impl Connection {
                 },
             }
         }
+    }
+
+    /// Answers, as usual, the frames the client sent before the daemon began to stop: those
+    /// already buffered and those the socket has received (at most a frame limit's worth
+    /// more). Returns `false` when the connection must close.
+    async fn serve_received(&self, reader: &mut FrameReader) -> bool {
+        reader.take_received(self.shared.config.max_frame_bytes.saturating_add(4));
+        while let Some(frame) = reader.next_received() {
+            match frame {
+                Err(err) => {
+                    tracing::debug!(%err, "connection closed");
+                    return false;
+                }
+                Ok(Frame::TooLarge { declared_len }) => {
+                    let error = ProtocolError::frame_too_large(
+                        declared_len,
+                        self.shared.config.max_frame_bytes,
+                    );
+                    send(&self.sink, &error.to_server_message()).await;
+                }
+                Ok(Frame::Data(body)) => {
+                    // The in-flight cap still holds: runs are finishing, so slots come free.
+                    self.limit.ready().await;
+                    if !self.handle_frame(body).await {
+                        return false;
+                    }
+                }
+            }
+        }
+        true
     }
 
     /// Answers one frame. Returns `false` when the connection must close.
@@ -722,10 +769,20 @@ impl Connection {
             Ok(event) => event,
             Err(error) => return send(&self.sink, &error.to_server_message()).await,
         };
-        // `parse_client_message` has already refused a `cwd` that is not absolute.
-        let snapshot = self.shared.registries.get(Path::new(&request.cwd)).await;
+        let relayed_by = match parse_relayed_by(&request.id, request.relayed_by.as_deref()) {
+            Ok(host) => host,
+            Err(error) => return send(&self.sink, &error.to_server_message()).await,
+        };
+        // `parse_client_message` has already refused a `cwd` or `project_dir` that is not
+        // absolute. The host's project root, when it sent one, names the project: a shell
+        // tool's `cd` moves `cwd`, never the project.
+        let project_dir = request.project_dir.as_deref().unwrap_or(&request.cwd);
+        let snapshot = self.shared.registries.get(Path::new(project_dir)).await;
         Stats::add(&self.shared.stats.events_served, 1);
-        let Some(plan) = snapshot.registry.plan_for_input(event, &request.input) else {
+        let Some(plan) = snapshot
+            .registry
+            .plan_relayed(event, &request.input, relayed_by)
+        else {
             let message = convert::empty_result(request.id, snapshot.generation);
             send(&self.sink, &message).await;
             return;
@@ -955,7 +1012,10 @@ impl Run {
             )
         });
         // The request's fields move into the firing (the aggregate reads the input from it).
-        let project_dir = request.cwd.clone();
+        let project_dir = request
+            .project_dir
+            .take()
+            .unwrap_or_else(|| request.cwd.clone());
         let fire = FireRequest {
             event: self.event,
             input: std::mem::take(&mut request.input),
@@ -1110,6 +1170,24 @@ fn parse_event(id: &RequestId, name: &str) -> Result<HookEventName, ProtocolErro
                 "unknown event {name:?}; expected one of {}",
                 HookEventName::ALL.map(HookEventName::as_str).join(", ")
             ),
+        )
+        .with_id(Some(id.clone()))
+    })
+}
+
+/// The host that relayed an event (its `relayed_by`), or the `bad_request` error for a host
+/// hookd does not know.
+fn parse_relayed_by(
+    id: &RequestId,
+    relayed_by: Option<&str>,
+) -> Result<Option<RelayHost>, ProtocolError> {
+    let Some(name) = relayed_by else {
+        return Ok(None);
+    };
+    RelayHost::parse(name).map(Some).ok_or_else(|| {
+        ProtocolError::new(
+            ErrorCode::BadRequest,
+            format!("relayed_by must be \"gemini\" or \"claude\", not {name:?}"),
         )
         .with_id(Some(id.clone()))
     })

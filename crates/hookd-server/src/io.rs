@@ -234,6 +234,41 @@ impl FrameReader {
         }
     }
 
+    /// Appends to the buffer, without waiting, what the socket has already received, up to
+    /// `limit` buffered bytes in all: what the client sent before the daemon began to stop.
+    /// A closed or failed stream is remembered as such for [`FrameReader::next_received`].
+    pub(crate) fn take_received(&mut self, limit: usize) {
+        while self.state == ReadState::Open && self.buffer.len() < limit {
+            if self.buffer.capacity() - self.buffer.len() < MIN_READ_ROOM {
+                self.buffer.reserve(INITIAL_READ_CAPACITY);
+            }
+            match self.half.try_read_buf(&mut self.buffer) {
+                Ok(0) => self.state = ReadState::Eof,
+                Ok(_) => {}
+                Err(err) if err.kind() == io::ErrorKind::WouldBlock => break,
+                Err(err) if err.kind() == io::ErrorKind::Interrupted => {}
+                Err(_) => self.state = ReadState::Done,
+            }
+        }
+    }
+
+    /// The next frame among the bytes already buffered, never reading the socket; `None`
+    /// when no whole frame is buffered.
+    pub(crate) fn next_received(&mut self) -> Option<Result<Frame, CodecError>> {
+        let decoded = match self.state {
+            ReadState::Done => return None,
+            ReadState::Eof => self.codec.decode_eof(&mut self.buffer),
+            ReadState::Open => self.codec.decode(&mut self.buffer),
+        };
+        match decoded {
+            Ok(frame) => frame.map(Ok),
+            Err(err) => {
+                self.state = ReadState::Done;
+                Some(Err(err))
+            }
+        }
+    }
+
     /// Waits until the socket is readable and appends what it holds to the buffer; returns
     /// how many bytes came, 0 at end of stream.
     async fn fill(&mut self) -> io::Result<usize> {

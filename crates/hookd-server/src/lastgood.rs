@@ -270,6 +270,7 @@ mod tests {
         for (text, expected_text, expected_error) in versions {
             let mut layer = LayerText {
                 source: Source::User,
+                file: hookd_core::LayerFile::Gemini,
                 path: PathBuf::from("/h/.gemini/settings.json"),
                 text: (*text).to_owned(),
             };

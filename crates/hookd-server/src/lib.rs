@@ -65,9 +65,11 @@ pub enum ServerError {
 
 /// Serves clients on `listener` until `cancel` fires, then stops gracefully.
 ///
-/// A graceful stop stops accepting, lets every in-flight run finish for up to
-/// [`ServerConfig::shutdown_grace`], then kills the hooks still running (their whole process
-/// groups) and returns `Ok(())`.
+/// A graceful stop closes the listener at once, answers what connections had sent before
+/// the stop (requests already received, a pending hello included), lets every in-flight run
+/// finish for up to [`ServerConfig::shutdown_grace`], then kills the hooks still running
+/// (their whole process groups) and returns `Ok(())`. Requests sent after the stop began are
+/// refused with `shutting_down` (nothing of theirs ran: a client may retry them).
 pub async fn run(
     listener: UnixListener,
     config: ServerConfig,
@@ -156,6 +158,10 @@ pub async fn run(
         });
     }
 
+    // No new connection from here on: closed at once, so a client that retries reaches the
+    // next daemon (under systemd the socket stays open in systemd and queues connections
+    // for it). Connections accepted already are served what they have sent.
+    drop(listener);
     if let Some(lifecycle) = &lifecycle {
         lifecycle.stopping();
     }
@@ -163,7 +169,6 @@ pub async fn run(
     if let Err(err) = watcher.await {
         tracing::error!(%err, "the settings watcher failed");
     }
-    drop(listener);
     connections.close();
     tracing::info!(
         grace_ms = shared.config.shutdown_grace.as_millis() as u64,

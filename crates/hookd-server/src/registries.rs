@@ -178,7 +178,8 @@ impl Registries {
     /// An empty cache for the daemon's environment.
     pub(crate) fn new(config: &ServerConfig) -> Registries {
         let env = LoaderEnv::new(config.env.clone(), config.home.clone())
-            .with_claude_settings(config.claude_settings);
+            .with_claude_settings(config.claude_settings)
+            .with_system_owner(config.system_owner);
         Registries {
             paths: LayerPaths::resolve(&env),
             env,
@@ -661,6 +662,7 @@ mod tests {
                 .iter()
                 .map(|(source, path, text)| LayerText {
                     source: *source,
+                    file: hookd_core::LayerFile::Gemini,
                     path: PathBuf::from(path),
                     text: (*text).to_owned(),
                 })

@@ -1,0 +1,127 @@
+//! Which hooks hookd runs for an event a host CLI relayed to it (`hookctl relay`).
+//!
+//! A host CLI that relays an event to hookd has already run, itself, the hooks of every file
+//! it reads. If hookd ran them too, each would run twice. So for a relayed event hookd runs
+//! only the hooks of files that host does not read:
+//!
+//! | file | relayed by Gemini CLI | relayed by Claude Code | not relayed |
+//! |---|---|---|---|
+//! | Gemini CLI's settings (system defaults, system, user, project) | skipped | run | run |
+//! | Gemini CLI's extensions | skipped | run | run |
+//! | hookd's own hooks files (user, project) | run | run | run |
+//! | Claude Code's settings (read with `hookd --claude-settings`) | run | skipped | run |
+//!
+//! A skipped hook still takes part in de-duplication: it runs, only in the host, so a copy
+//! of the same `name:command` in one of hookd's files is not run a second time.
+
+use std::fmt;
+
+use crate::model::{LayerFile, Source};
+
+/// The host CLI that relayed an event (the request's `relayed_by`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum RelayHost {
+    /// Gemini CLI.
+    Gemini,
+    /// Claude Code.
+    Claude,
+}
+
+impl RelayHost {
+    /// Parses the wire spelling, `"gemini"` or `"claude"`; anything else is `None`.
+    pub fn parse(text: &str) -> Option<RelayHost> {
+        match text {
+            "gemini" => Some(RelayHost::Gemini),
+            "claude" => Some(RelayHost::Claude),
+            _ => None,
+        }
+    }
+
+    /// The wire spelling.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            RelayHost::Gemini => "gemini",
+            RelayHost::Claude => "claude",
+        }
+    }
+}
+
+impl fmt::Display for RelayHost {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+/// Whether hookd runs a hook of layer `source`, defined in a file of kind `file`, for an
+/// event relayed by `relayed_by` (`None`: a client that is no host's relay, which gets every
+/// hook). See the module documentation for the table.
+pub fn runs_in_hookd(source: Source, file: LayerFile, relayed_by: Option<RelayHost>) -> bool {
+    match relayed_by {
+        None => true,
+        Some(RelayHost::Gemini) => source != Source::Extension && file != LayerFile::Gemini,
+        Some(RelayHost::Claude) => file != LayerFile::Claude,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn each_host_skips_the_files_it_runs_itself() {
+        use LayerFile::{Claude, Gemini, Hookd};
+        use Source::{Extension, Project, System, SystemDefaults, User};
+        let gemini = Some(RelayHost::Gemini);
+        let claude = Some(RelayHost::Claude);
+        // (source, file, relayed by, runs in hookd)
+        let cases = [
+            (SystemDefaults, Gemini, gemini, false),
+            (System, Gemini, gemini, false),
+            (User, Gemini, gemini, false),
+            (Project, Gemini, gemini, false),
+            (Extension, Gemini, gemini, false),
+            (User, Hookd, gemini, true),
+            (Project, Hookd, gemini, true),
+            (User, Claude, gemini, true),
+            (Project, Claude, gemini, true),
+            (SystemDefaults, Gemini, claude, true),
+            (System, Gemini, claude, true),
+            (User, Gemini, claude, true),
+            (Project, Gemini, claude, true),
+            (Extension, Gemini, claude, true),
+            (User, Hookd, claude, true),
+            (Project, Hookd, claude, true),
+            (User, Claude, claude, false),
+            (Project, Claude, claude, false),
+            (System, Gemini, None, true),
+            (Project, Gemini, None, true),
+            (Extension, Gemini, None, true),
+            (Project, Hookd, None, true),
+            (User, Claude, None, true),
+        ];
+        for (source, file, host, expected) in cases {
+            assert_eq!(
+                runs_in_hookd(source, file, host),
+                expected,
+                "{source:?} {file:?} {host:?}"
+            );
+        }
+    }
+
+    #[test]
+    fn hosts_parse_their_wire_spelling_only() {
+        let cases = [
+            ("gemini", Some(RelayHost::Gemini)),
+            ("claude", Some(RelayHost::Claude)),
+            ("Gemini", None),
+            ("codex", None),
+            ("", None),
+        ];
+        for (text, expected) in cases {
+            assert_eq!(RelayHost::parse(text), expected, "{text:?}");
+            if let Some(host) = expected {
+                assert_eq!(host.as_str(), text);
+            }
+        }
+    }
+}

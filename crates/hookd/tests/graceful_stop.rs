@@ -1,0 +1,148 @@
+//! SIGTERM while a relayed call is in flight (what `systemctl restart` does): the call gets
+//! its real answer, and the stopping daemon accepts no new connection, so a retrying client
+//! reaches the next daemon instead of one that is going away.
+
+use std::io::{Read, Write};
+use std::os::unix::net::UnixStream;
+use std::path::Path;
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+use serde_json::{Value, json};
+
+const PATIENCE: Duration = Duration::from_secs(30);
+
+struct KillOnDrop(Child);
+
+impl Drop for KillOnDrop {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
+
+fn frame(message: &Value) -> Vec<u8> {
+    let body = serde_json::to_vec(message).expect("json");
+    let len = u32::try_from(body.len()).expect("small frame");
+    let mut frame = len.to_be_bytes().to_vec();
+    frame.extend_from_slice(&body);
+    frame
+}
+
+fn receive(stream: &mut UnixStream) -> Value {
+    let mut len = [0u8; 4];
+    stream.read_exact(&mut len).expect("read");
+    let mut body = vec![0u8; u32::from_be_bytes(len) as usize];
+    stream.read_exact(&mut body).expect("read");
+    serde_json::from_slice(&body).expect("json")
+}
+
+fn connect(socket: &Path) -> UnixStream {
+    let started = Instant::now();
+    loop {
+        match UnixStream::connect(socket) {
+            Ok(stream) => {
+                stream.set_read_timeout(Some(PATIENCE)).expect("timeout");
+                return stream;
+            }
+            Err(_) if started.elapsed() < PATIENCE => {
+                std::thread::sleep(Duration::from_millis(20));
+            }
+            Err(error) => panic!("hookd never listened on {}: {error}", socket.display()),
+        }
+    }
+}
+
+fn wait_until(what: &str, mut condition: impl FnMut() -> bool) {
+    let started = Instant::now();
+    while !condition() {
+        assert!(started.elapsed() < PATIENCE, "timed out waiting for {what}");
+        std::thread::sleep(Duration::from_millis(10));
+    }
+}
+
+#[test]
+fn sigterm_answers_the_call_in_flight_and_refuses_new_connections() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let home = dir.path().join("home");
+    let project = dir.path().join("project");
+    std::fs::create_dir_all(home.join(".gemini")).expect("mkdir");
+    std::fs::create_dir_all(&project).expect("mkdir");
+    let started = project.join("started");
+    let release = project.join("release");
+    // The hook runs until the test lets it go, so the signal surely lands mid-run.
+    let command = format!(
+        "touch {started:?}; while [ ! -e {release:?} ]; do sleep 0.01; done; \
+         echo '{{\"decision\":\"deny\",\"reason\":\"the real answer\"}}'"
+    );
+    let settings = json!({"hooks": {"BeforeTool": [{"hooks": [
+        {"name": "slow-guard", "type": "command", "command": command}]}]}});
+    std::fs::write(home.join(".gemini/settings.json"), settings.to_string()).expect("write");
+    let socket = dir.path().join("hookd.sock");
+    let mut daemon = KillOnDrop(
+        Command::new(env!("CARGO_BIN_EXE_hookd"))
+            .arg("--socket")
+            .arg(&socket)
+            .env_clear()
+            .env("PATH", std::env::var_os("PATH").unwrap_or_default())
+            .env("HOME", &home)
+            .env(
+                "GEMINI_CLI_SYSTEM_SETTINGS_PATH",
+                dir.path().join("etc/settings.json"),
+            )
+            .env(
+                "GEMINI_CLI_SYSTEM_DEFAULTS_PATH",
+                dir.path().join("etc/system-defaults.json"),
+            )
+            .stdin(Stdio::null())
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .expect("start hookd"),
+    );
+
+    // As `hookctl relay` does: hello and event in one write.
+    let mut relay = connect(&socket);
+    let mut bytes = frame(&json!({"type": "hello", "protocol": 1, "client": "relay-test"}));
+    bytes.extend(frame(&json!({
+        "type": "event", "id": 1, "event": "BeforeTool",
+        "cwd": project.display().to_string(),
+        "relayed_by": "claude",
+        "input": {"tool_name": "run_shell_command", "tool_input": {"command": "rm -rf ."}}
+    })));
+    relay.write_all(&bytes).expect("write");
+    assert_eq!(receive(&mut relay)["type"], "hello");
+    wait_until("the hook to start", || started.exists());
+
+    nix::sys::signal::kill(
+        nix::unistd::Pid::from_raw(i32::try_from(daemon.0.id()).expect("pid")),
+        nix::sys::signal::Signal::SIGTERM,
+    )
+    .expect("SIGTERM");
+    // The stopping daemon takes no new connection, though it is still running its hook.
+    wait_until("new connections to be refused", || {
+        UnixStream::connect(&socket).is_err()
+    });
+    assert!(
+        daemon.0.try_wait().expect("status").is_none(),
+        "hookd exited before answering the call in flight"
+    );
+
+    std::fs::write(&release, "").expect("release the hook");
+    let answer = receive(&mut relay);
+    assert_eq!(answer["type"], "result", "{answer}");
+    assert_eq!(answer["id"], 1, "{answer}");
+    assert_eq!(answer["final_output"]["decision"], "deny", "{answer}");
+    assert_eq!(answer["final_output"]["reason"], "the real answer", "{answer}");
+    drop(relay);
+
+    let started_wait = Instant::now();
+    let status = loop {
+        if let Some(status) = daemon.0.try_wait().expect("status") {
+            break status;
+        }
+        assert!(started_wait.elapsed() < PATIENCE, "hookd did not exit");
+        std::thread::sleep(Duration::from_millis(10));
+    };
+    assert!(status.success(), "hookd exited with {status}");
+}

@@ -1,0 +1,217 @@
+//! Events as `hookctl relay` sends them: the host's project root (`project_dir`) names the
+//! project whatever directory the agent's shell moved to, hooks see that root as
+//! `$CLAUDE_PROJECT_DIR`/`$GEMINI_PROJECT_DIR`, and a host's relay (`relayed_by`) gets only the
+//! hooks that host does not run itself.
+
+use std::os::unix::fs::PermissionsExt;
+
+use hookd_e2e::{Daemon, DaemonOptions, RawConn, command_hook, settings, write};
+use serde_json::{Value, json};
+
+/// A BeforeTool hook named `name` that denies with the reason `name`.
+fn denying(name: &str) -> Value {
+    command_hook(
+        name,
+        &format!("echo '{{\"decision\":\"deny\",\"reason\":\"{name}\"}}'"),
+    )
+}
+
+/// Sends one BeforeTool event for a shell command with the given extra fields and returns
+/// the daemon's answer frame.
+async fn before_tool(conn: &mut RawConn, id: u64, cwd: &str, extra: Value) -> Value {
+    let mut request = json!({
+        "type": "event",
+        "id": id,
+        "event": "BeforeTool",
+        "cwd": cwd,
+        "session_id": "s1",
+        "input": {"tool_name": "run_shell_command", "tool_input": {"command": "rm -rf ."}},
+    });
+    if let (Some(request), Some(extra)) = (request.as_object_mut(), extra.as_object()) {
+        request.extend(extra.clone());
+    }
+    conn.send(&request).await;
+    let answer = conn.recv().await.expect("an answer");
+    assert_eq!(answer["id"], id, "{answer}");
+    answer
+}
+
+/// The names of the hooks that ran, from a result frame.
+fn ran(answer: &Value) -> Vec<String> {
+    assert_eq!(answer["type"], "result", "{answer}");
+    answer["hooks"]
+        .as_array()
+        .map(|hooks| {
+            hooks
+                .iter()
+                .filter_map(|hook| hook["name"].as_str().map(str::to_owned))
+                .collect()
+        })
+        .unwrap_or_default()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_hosts_project_root_names_the_project_and_reaches_the_hooks() {
+    // hookd's project file runs a project script by a path relative to the project root, as
+    // Claude Code's documentation shows it; the script records what it saw and denies.
+    let guard = json!({"hooks": {"BeforeTool": [{"matcher": "run_shell_command", "hooks": [
+        {"name": "guard", "type": "command",
+         "command": "\"$CLAUDE_PROJECT_DIR\"/scripts/guard.sh"}
+    ]}]}});
+    let options = DaemonOptions {
+        files: vec![(
+            "project/.hookd/hooks.json".into(),
+            guard.to_string(),
+        )],
+        ..DaemonOptions::default()
+    };
+    let daemon = Daemon::start_with(json!({}), options).await;
+    let script = daemon.project.join("scripts/guard.sh");
+    write(
+        &script,
+        "#!/usr/bin/env bash\n\
+         input=$(cat)\n\
+         printf '%s\\n%s\\n%s\\n%s\\n' \"$CLAUDE_PROJECT_DIR\" \"$GEMINI_PROJECT_DIR\" \"$PWD\" \
+         \"$input\" > \"$CLAUDE_PROJECT_DIR/seen\"\n\
+         echo '{\"decision\":\"deny\",\"reason\":\"guarded\"}'\n",
+    );
+    std::fs::set_permissions(&script, std::fs::Permissions::from_mode(0o755)).expect("chmod");
+    let sub = daemon.project.join("sub");
+    std::fs::create_dir_all(&sub).expect("sub");
+    let project = daemon.cwd();
+    let sub = sub.display().to_string();
+
+    let mut conn = RawConn::connect_hello(&daemon.socket).await;
+    // The shell tool moved to `sub`: with the host's root the project's guard applies.
+    for (id, relayed_by) in [(1, json!("claude")), (2, Value::Null)] {
+        let mut extra = json!({"project_dir": project});
+        if !relayed_by.is_null() {
+            extra["relayed_by"] = relayed_by.clone();
+        }
+        let answer = before_tool(&mut conn, id, &sub, extra).await;
+        assert_eq!(ran(&answer), ["guard"], "{relayed_by}: {answer}");
+        assert_eq!(answer["final_output"]["decision"], "deny", "{answer}");
+        assert_eq!(answer["final_output"]["reason"], "guarded", "{answer}");
+        assert_eq!(answer["hooks"][0]["exit_code"], 0, "{answer}");
+
+        let seen = std::fs::read_to_string(daemon.project.join("seen")).expect("the hook ran");
+        let lines: Vec<&str> = seen.lines().collect();
+        assert_eq!(lines.first(), Some(&project.as_str()), "CLAUDE_PROJECT_DIR");
+        assert_eq!(lines.get(1), Some(&project.as_str()), "GEMINI_PROJECT_DIR");
+        // The hook runs where the session is, and its payload says so.
+        assert_eq!(lines.get(2), Some(&sub.as_str()), "working directory");
+        let payload: Value = serde_json::from_str(lines.get(3).unwrap_or(&"")).expect("payload");
+        assert_eq!(payload["cwd"], sub.as_str(), "{payload}");
+        std::fs::remove_file(daemon.project.join("seen")).expect("reset");
+    }
+    // Without it `sub` is a project of its own, with no hooks: what the root prevents.
+    let answer = before_tool(&mut conn, 3, &sub, json!({})).await;
+    assert_eq!(ran(&answer), Vec::<String>::new(), "{answer}");
+
+    // A relative root is refused like a relative cwd.
+    let answer = before_tool(&mut conn, 4, &sub, json!({"project_dir": "proj"})).await;
+    assert_eq!(answer["type"], "error", "{answer}");
+    daemon.stop().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_hosts_relay_skips_the_hooks_of_files_that_host_runs_itself() {
+    let gemini_file = settings(&[("BeforeTool", None, vec![denying("gemini-file")])]);
+    let hookd_file = settings(&[("BeforeTool", None, vec![denying("hookd-file")])]);
+    let user_file = settings(&[("BeforeTool", None, vec![denying("gemini-user")])]);
+    let options = DaemonOptions {
+        files: vec![
+            ("project/.hookd/hooks.json".into(), hookd_file.to_string()),
+            ("home/.gemini/settings.json".into(), user_file.to_string()),
+        ],
+        ..DaemonOptions::default()
+    };
+    let daemon = Daemon::start_with(gemini_file, options).await;
+    let cwd = daemon.cwd();
+    let mut conn = RawConn::connect_hello(&daemon.socket).await;
+
+    // (relayed_by, hooks that run)
+    let cases: [(Value, &[&str]); 3] = [
+        (Value::Null, &["gemini-file", "hookd-file", "gemini-user"]),
+        (json!("claude"), &["gemini-file", "hookd-file", "gemini-user"]),
+        // Gemini CLI has run its own files' hooks already.
+        (json!("gemini"), &["hookd-file"]),
+    ];
+    for (id, (relayed_by, expected)) in (1..).zip(cases) {
+        let extra = if relayed_by.is_null() {
+            json!({})
+        } else {
+            json!({"relayed_by": relayed_by})
+        };
+        let answer = before_tool(&mut conn, id, &cwd, extra).await;
+        assert_eq!(ran(&answer), expected, "{relayed_by}: {answer}");
+        assert_eq!(answer["final_output"]["decision"], "deny", "{answer}");
+    }
+
+    // An unknown host is a bad request, and the connection goes on.
+    let answer = before_tool(&mut conn, 10, &cwd, json!({"relayed_by": "codex"})).await;
+    assert_eq!(answer["type"], "error", "{answer}");
+    assert_eq!(answer["code"], "bad_request", "{answer}");
+    let answer = before_tool(&mut conn, 11, &cwd, json!({"relayed_by": "gemini"})).await;
+    assert_eq!(ran(&answer), ["hookd-file"], "{answer}");
+    daemon.stop().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_stopping_daemon_answers_what_was_sent_before_the_stop() {
+    let slow = command_hook(
+        "slow",
+        "touch started; while [ ! -e release ]; do sleep 0.01; done; \
+         echo '{\"decision\":\"deny\",\"reason\":\"first\"}'",
+    );
+    let project = settings(&[("BeforeTool", None, vec![slow])]);
+    let options = DaemonOptions {
+        // The second event waits, received but unread, behind the first.
+        configure: Box::new(|config| config.max_inflight_per_connection = 1),
+        ..DaemonOptions::default()
+    };
+    let daemon = Daemon::start_with(project, options).await;
+    let cwd = daemon.cwd();
+    let socket = daemon.socket.clone();
+    let started = daemon.project.join("started");
+    let release = daemon.project.join("release");
+
+    let mut conn = RawConn::connect_hello(&socket).await;
+    let event = |id: u64| {
+        json!({"type": "event", "id": id, "event": "BeforeTool", "cwd": cwd,
+               "relayed_by": "claude",
+               "input": {"tool_name": "run_shell_command", "tool_input": {"command": "ls"}}})
+    };
+    let mut bytes = Vec::new();
+    for id in [1, 2] {
+        let body = serde_json::to_vec(&event(id)).expect("json");
+        bytes.extend_from_slice(&u32::try_from(body.len()).expect("len").to_be_bytes());
+        bytes.extend_from_slice(&body);
+    }
+    conn.send_bytes(&bytes).await;
+    hookd_e2e::wait_until("the first hook to start", std::time::Duration::from_secs(20), || {
+        started.exists()
+    })
+    .await;
+
+    let stopped = tokio::spawn(daemon.stop());
+    // The listener closes at once, while the first hook still runs.
+    hookd_e2e::within("new connections refused", std::time::Duration::from_secs(20), async {
+        while tokio::net::UnixStream::connect(&socket).await.is_ok() {
+            tokio::task::yield_now().await;
+        }
+    })
+    .await;
+    std::fs::write(&release, "").expect("release");
+
+    // Both were sent before the stop: both get their real answers, in order.
+    for id in [1, 2] {
+        let answer = conn.recv().await.expect("an answer");
+        assert_eq!(answer["type"], "result", "{answer}");
+        assert_eq!(answer["id"], id, "{answer}");
+        assert_eq!(answer["final_output"]["reason"], "first", "{answer}");
+    }
+    hookd_e2e::within("the daemon to stop", std::time::Duration::from_secs(20), stopped)
+        .await
+        .expect("daemon task");
+}
