@@ -1,4 +1,5 @@
-//! `hookctl install` and `hookctl uninstall`: hand an agent CLI's hooks to hookd, and back.
+//! `hookctl install`, `hookctl uninstall` and `hookctl sync`: hand an agent CLI's hooks to
+//! hookd, keep the CLI's relay entries in step with hookd's hooks, and give everything back.
 //!
 //! `install --host gemini|claude --scope user|project`:
 //!
@@ -8,43 +9,57 @@
 //! 2. moves its hooks into hookd's own hooks file of the same scope
 //!    (`$XDG_CONFIG_HOME/hookd/hooks.json` or `<project>/.hookd/hooks.json`), appending each
 //!    event's definitions to what is there (Claude Code's hooks are converted first, and keep
-//!    Claude's language with `"dialect": "claude"`);
-//! 3. replaces the host's `hooks` with one `hookctl relay` entry per event of that host, which
-//!    matches every firing and waits long enough for the slowest hooks it relays.
+//!    Claude's language with `"dialect": "claude"`), and records each moved definition, with
+//!    the host it came from, in the install manifest;
+//! 3. replaces the host's `hooks` with relay entries ([`wiring`]): one `hookctl relay` entry
+//!    for each event hookd has hooks for (in hookd's files as they are after the move), with a
+//!    matcher covering those hooks' matchers on tool events, and a timeout covering the
+//!    slowest run of them under each hook's own default (Claude Code's hooks wait 600 s, Gemini
+//!    CLI's 60 s).
 //!
 //! Every changed file is shown as a unified diff first; `--dry-run` stops there, and without a
 //! terminal `--yes` is needed to go on. Files are written atomically (temporary file, fsync,
 //! rename), and the host file's text outside its `hooks` member is kept as it was, comments
-//! included.
+//! included. Installing again is how hooks added to the host file since are moved, and how the
+//! relay entries catch up with hookd's hooks; once everything is in place it changes nothing.
+//! `sync` redoes step 3 for every recorded install, without moving anything.
 //!
-//! Before anything is written, the original bytes of every file about to change are saved
-//! under `$XDG_STATE_HOME/hookd/install/` (else `~/.local/state/hookd/install/`), with a
-//! manifest holding each file's SHA-256 after the install. `uninstall` restores the last
-//! install's files byte for byte (a file that did not exist is removed again), and refuses,
-//! naming the file, when one was changed since, unless `--force`. Installing again changes
-//! nothing once everything is in place; if hooks were added to the host file since, it moves
-//! them as a new install, which `uninstall` undoes first.
+//! The manifest (`$XDG_STATE_HOME/hookd/install/<host>-<scope>[-<project digest>]/`, else under
+//! `~/.local/state`) keeps each changed file's bytes from before the first install and the
+//! SHA-256 of what hookctl last wrote. `uninstall` gives back exactly what this host's
+//! installs moved: when nothing was touched since, every file is restored byte for byte;
+//! otherwise it edits: every relay entry leaves the host file, the recorded definitions go back
+//! to it and leave hookd's file, and everything else (hooks added to either file since, the
+//! other host's hooks in a shared hookd file) stays where it is. A moved Claude Code hook that
+//! was edited in hookd's file since cannot be converted back: uninstall refuses and names the
+//! command that finishes it (`--force` leaves the edited hook in hookd's file).
 
+use std::collections::BTreeSet;
 use std::fmt::Write as _;
 use std::io::{IsTerminal, Write};
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
 use anyhow::{Context, bail};
-use hookd_core::HookEventName;
 use hookd_core::dialect;
 use hookd_core::jsonc;
+use hookd_core::settings::SettingsLayer;
+use hookd_core::{HookEventName, Source};
 use hookd_runner::loader::{LayerPaths, LoaderEnv};
 use serde_json::{Map, Value, json};
 
 /// The name every relay entry carries (Gemini CLI shows and disables hooks by name).
 pub const RELAY_NAME: &str = "hookd-relay";
 
-/// The host's default hook timeout, in milliseconds (60 s for both hosts).
-const HOST_DEFAULT_TIMEOUT_MS: u64 = 60_000;
+/// What a hook waits when it sets no `timeout`, under Gemini CLI's rules (60 s).
+const GEMINI_DEFAULT_TIMEOUT_MS: u64 = hookd_core::DEFAULT_TIMEOUT_MS;
 
-/// What a relay entry waits on top of the hooks' own timeouts: connecting, spawning and
-/// answering.
+/// What a hook waits when it sets no `timeout`, under Claude Code's rules (600 s): the
+/// daemon gives Claude-dialect hooks the same default.
+const CLAUDE_DEFAULT_TIMEOUT_MS: u64 = 600_000;
+
+/// What a relay entry waits on top of its hooks' timeouts: the relay's retries while the
+/// daemon restarts, connecting, spawning and answering.
 const RELAY_MARGIN_MS: u64 = 10_000;
 
 /// The agent CLI whose hooks are handed over.
@@ -57,10 +72,19 @@ pub enum Host {
 }
 
 impl Host {
-    fn as_str(self) -> &'static str {
+    /// The spelling on the command line and in manifests.
+    pub fn as_str(self) -> &'static str {
         match self {
             Host::Gemini => "gemini",
             Host::Claude => "claude",
+        }
+    }
+
+    fn parse(text: &str) -> Option<Host> {
+        match text {
+            "gemini" => Some(Host::Gemini),
+            "claude" => Some(Host::Claude),
+            _ => None,
         }
     }
 }
@@ -79,6 +103,14 @@ impl InstallScope {
         match self {
             InstallScope::User => "user",
             InstallScope::Project => "project",
+        }
+    }
+
+    fn parse(text: &str) -> Option<InstallScope> {
+        match text {
+            "user" => Some(InstallScope::User),
+            "project" => Some(InstallScope::Project),
+            _ => None,
         }
     }
 }
@@ -118,15 +150,25 @@ pub struct UninstallArgs {
     /// Show what would be restored and stop.
     #[arg(long)]
     pub dry_run: bool,
-    /// Restore even files that changed since the install (those changes are lost).
+    /// Finish even where a moved Claude Code hook was edited in hookd's file since: the
+    /// edited hook stays in hookd's file.
     #[arg(long)]
     pub force: bool,
 }
 
+/// Arguments of `hookctl sync`.
+#[derive(Debug, Clone, clap::Args)]
+pub struct SyncArgs {
+    /// Show the changes and stop.
+    #[arg(long)]
+    pub dry_run: bool,
+}
+
 /// Runs `hookctl install` and prints its report.
-pub fn run_install(args: &InstallArgs) -> ExitCode {
+pub fn run_install(args: &InstallArgs, socket: Option<&Path>) -> ExitCode {
     finish(install(
         args,
+        socket,
         &Locations::from_process(),
         &mut Prompt::Terminal,
     ))
@@ -135,6 +177,11 @@ pub fn run_install(args: &InstallArgs) -> ExitCode {
 /// Runs `hookctl uninstall` and prints its report.
 pub fn run_uninstall(args: &UninstallArgs) -> ExitCode {
     finish(uninstall(args, &Locations::from_process()))
+}
+
+/// Runs `hookctl sync` and prints its report.
+pub fn run_sync(args: &SyncArgs) -> ExitCode {
+    finish(sync(args, &Locations::from_process()))
 }
 
 fn finish(result: anyhow::Result<String>) -> ExitCode {
@@ -157,7 +204,7 @@ pub struct Locations {
     paths: LayerPaths,
     state_dir: PathBuf,
     current_dir: Option<PathBuf>,
-    relay_program: String,
+    exe: String,
 }
 
 impl Locations {
@@ -165,15 +212,15 @@ impl Locations {
     /// executable.
     pub fn from_process() -> Locations {
         let env = LoaderEnv::from_process().unwrap_or_default();
-        let program = std::env::current_exe()
+        let exe = std::env::current_exe()
             .ok()
             .and_then(|exe| std::fs::canonicalize(&exe).ok().or(Some(exe)))
             .map_or_else(|| "hookctl".to_owned(), |exe| exe.display().to_string());
-        Locations::new(env, std::env::current_dir().ok(), program)
+        Locations::new(env, std::env::current_dir().ok(), exe)
     }
 
-    /// Locations for an explicit environment, current directory and relay program.
-    pub fn new(env: LoaderEnv, current_dir: Option<PathBuf>, relay_program: String) -> Locations {
+    /// Locations for an explicit environment, current directory and `hookctl` executable.
+    pub fn new(env: LoaderEnv, current_dir: Option<PathBuf>, exe: String) -> Locations {
         let state_home = env
             .var("XDG_STATE_HOME")
             .map(PathBuf::from)
@@ -184,7 +231,7 @@ impl Locations {
             state_dir: state_home.join("hookd").join("install"),
             env,
             current_dir,
-            relay_program,
+            exe,
         }
     }
 
@@ -207,6 +254,10 @@ impl Locations {
             InstallScope::User => None,
             InstallScope::Project => Some(self.project_dir(cwd)?),
         };
+        Ok(self.target(host, project))
+    }
+
+    fn target(&self, host: Host, project: Option<PathBuf>) -> Target {
         let (host_file, hookd_file) = match (&project, host) {
             (None, Host::Gemini) => (self.paths.user.clone(), self.paths.hookd_user.clone()),
             (None, Host::Claude) => (
@@ -222,25 +273,87 @@ impl Locations {
                 (settings, LayerPaths::hookd_project(dir))
             }
         };
+        let scope = if project.is_some() {
+            InstallScope::Project
+        } else {
+            InstallScope::User
+        };
         let mut key = format!("{}-{}", host.as_str(), scope.as_str());
         if let Some(dir) = &project {
             let digest = hookd_core::trust::sha256_hex(dir.display().to_string().as_bytes());
             key.push('-');
             key.push_str(&digest[..16]);
         }
-        Ok(Target {
+        Target {
             host,
             scope,
             project,
             host_file,
             hookd_file,
             backup_dir: self.state_dir.join(key),
-        })
+        }
     }
 
     /// The environment the paths were resolved with.
     pub fn env(&self) -> &LoaderEnv {
         &self.env
+    }
+
+    /// Whether a `hookctl` is found on `PATH`.
+    fn hookctl_on_path(&self) -> bool {
+        use std::os::unix::fs::PermissionsExt;
+        self.env.var("PATH").is_some_and(|path| {
+            std::env::split_paths(path).any(|dir| {
+                std::fs::metadata(dir.join("hookctl")).is_ok_and(|metadata| {
+                    metadata.is_file() && metadata.permissions().mode() & 0o111 != 0
+                })
+            })
+        })
+    }
+
+    /// The program relay entries run: `hookctl` from `PATH` when one is there (the same
+    /// command in user and project files, so a host that reads both runs it once) and always
+    /// in project files (they are shared with people whose `hookctl` lives elsewhere), else
+    /// this executable's absolute path.
+    fn relay_program(&self, scope: InstallScope) -> String {
+        if scope == InstallScope::Project || self.hookctl_on_path() {
+            "hookctl".to_owned()
+        } else {
+            hookd_core::command::shell_quote(&self.exe)
+        }
+    }
+
+    /// Every recorded install: the targets of the manifests in the state directory.
+    fn installed(&self) -> anyhow::Result<Vec<(Target, Manifest)>> {
+        let mut found = Vec::new();
+        let entries = match std::fs::read_dir(&self.state_dir) {
+            Ok(entries) => entries,
+            Err(err) if err.kind() == std::io::ErrorKind::NotFound => return Ok(found),
+            Err(err) => {
+                return Err(err)
+                    .with_context(|| format!("cannot read {}", self.state_dir.display()));
+            }
+        };
+        let mut dirs: Vec<PathBuf> = entries
+            .filter_map(Result::ok)
+            .map(|entry| entry.path())
+            .collect();
+        dirs.sort();
+        for dir in dirs {
+            if !dir.join(MANIFEST).exists() {
+                continue;
+            }
+            let manifest = Manifest::load(&dir)?;
+            let (Some(host), Some(_)) = (
+                Host::parse(&manifest.host),
+                InstallScope::parse(&manifest.scope),
+            ) else {
+                continue;
+            };
+            let target = self.target(host, manifest.project.as_ref().map(PathBuf::from));
+            found.push((target, manifest));
+        }
+        Ok(found)
     }
 }
 
@@ -266,12 +379,38 @@ impl Target {
             None => format!("{} user hooks", host_label(self.host)),
         }
     }
+
+    /// The command that runs `verb` (install, uninstall) for this target again.
+    fn command(&self, verb: &str) -> String {
+        let mut command = format!("hookctl {verb} --host {}", self.host.as_str());
+        if let Some(dir) = &self.project {
+            let _ = write!(
+                command,
+                " --scope project --cwd {}",
+                hookd_core::command::shell_quote(&dir.display().to_string())
+            );
+        }
+        command
+    }
 }
 
 fn host_label(host: Host) -> &'static str {
     match host {
         Host::Gemini => "Gemini CLI",
         Host::Claude => "Claude Code",
+    }
+}
+
+/// What each host needs to see changed relay entries.
+fn pickup_note(host: Host) -> &'static str {
+    match host {
+        Host::Gemini => {
+            "Gemini CLI reads its hooks when a session starts: restart running sessions."
+        }
+        Host::Claude => {
+            "Claude Code takes a snapshot of its hooks when a session starts: restart running \
+             sessions (or review the change in /hooks)."
+        }
     }
 }
 
@@ -288,15 +427,36 @@ struct Change {
     path: PathBuf,
     before: Option<Vec<u8>>,
     after: Vec<u8>,
+    /// The file goes (uninstall: it did not exist before the install).
+    remove: bool,
+}
+
+/// Adds the change of `path` from `before` to `after` unless they are the same (an absent
+/// file that would stay empty is no change).
+fn push_change(changes: &mut Vec<Change>, path: &Path, before: Option<Vec<u8>>, after: String) {
+    let unchanged = match &before {
+        Some(bytes) => *bytes == after.as_bytes(),
+        None => after.is_empty(),
+    };
+    if !unchanged {
+        changes.push(Change {
+            path: path.to_owned(),
+            before,
+            after: after.into_bytes(),
+            remove: false,
+        });
+    }
 }
 
 /// `hookctl install`: returns the report to print.
 pub fn install(
     args: &InstallArgs,
+    socket: Option<&Path>,
     locations: &Locations,
     prompt: &mut Prompt<'_>,
 ) -> anyhow::Result<String> {
     let target = locations.files(args.host, args.scope, args.cwd.as_deref())?;
+    let mut manifest = Manifest::load(&target.backup_dir)?;
     let host_before = read_file(&target.host_file)?;
     let hookd_before = read_file(&target.hookd_file)?;
     let host_text = text_of(&target.host_file, host_before.as_deref())?;
@@ -309,62 +469,70 @@ pub fn install(
     for problem in &split.problems {
         let _ = writeln!(report, "warning: {}: {problem}", target.host_file.display());
     }
-    let moved = &split.moved;
     let mut merged_hooks = hookd_root
         .get("hooks")
         .and_then(Value::as_object)
         .cloned()
         .unwrap_or_default();
-    let moved_count = append_hooks(&mut merged_hooks, moved);
-    let relay_timeout_ms = relay_timeout_ms(&merged_hooks);
-    let mut relay_hooks = relay_entries(args.host, &locations.relay_program, relay_timeout_ms);
-    let kept_count = keep_in_host(&mut relay_hooks, split.kept);
-    if kept_count > 0 {
-        let _ = writeln!(
-            report,
-            "note: {kept_count} hook definition(s) hookd cannot run stay in {}, run by {} itself.",
-            target.host_file.display(),
-            host_label(args.host)
-        );
+    let mut moved_records = Vec::new();
+    for mut record in split.moved {
+        let added = append_hooks(&mut merged_hooks, &record.hookd);
+        // Definitions hookd's file already had stay there when this one goes back.
+        record.added = added;
+        moved_records.push(record);
     }
-
-    let new_hookd_text = if moved_count == 0 {
+    let moved_count = moved_records.len();
+    let new_hookd_text = if moved_records.iter().all(|record| record.added.is_empty()) {
         hookd_text.clone()
     } else {
         set_member(&hookd_text, "hooks", &Value::Object(merged_hooks))
             .with_context(|| format!("cannot edit {}", target.hookd_file.display()))?
     };
-    let new_host_text = if host_root.get("hooks") == Some(&relay_hooks) {
-        host_text.clone()
-    } else {
-        set_member(&host_text, "hooks", &relay_hooks)
-            .with_context(|| format!("cannot edit {}", target.host_file.display()))?
-    };
+
+    let socket = socket
+        .map(|socket| socket.display().to_string())
+        .or_else(|| manifest.socket.clone());
+    let (new_host_text, wiring) = rewire(
+        &target,
+        locations,
+        &host_text,
+        &host_root,
+        split.kept,
+        &new_hookd_text,
+        socket.as_deref(),
+        &mut report,
+    )?;
 
     let mut changes = Vec::new();
-    for (path, before, after) in [
-        (&target.hookd_file, hookd_before, new_hookd_text),
-        (&target.host_file, host_before, new_host_text),
-    ] {
-        // An absent file that would stay empty is not a change.
-        let unchanged = match &before {
-            Some(bytes) => *bytes == after.as_bytes(),
-            None => after.is_empty(),
-        };
-        if !unchanged {
-            changes.push(Change {
-                path: path.clone(),
-                before,
-                after: after.into_bytes(),
-            });
-        }
+    push_change(
+        &mut changes,
+        &target.hookd_file,
+        hookd_before,
+        new_hookd_text,
+    );
+    push_change(&mut changes, &target.host_file, host_before, new_host_text);
+    let trust = trust_moved(&target, locations, &changes, &moved_records, &mut report)?;
+    if let Some((path, before, after)) = trust {
+        push_change(&mut changes, &path, before, after);
     }
     if changes.is_empty() {
-        let _ = writeln!(
-            report,
-            "hookd already runs the {}: nothing to change.",
-            target.describe()
-        );
+        if manifest.is_recorded() {
+            let _ = writeln!(
+                report,
+                "hookd already runs the {}: nothing to change.",
+                target.describe()
+            );
+        } else {
+            let _ = writeln!(
+                report,
+                "Nothing to install: {} has no hooks to move and hookd has none for {} to \
+                 relay. Add hooks to {}, then run `{}` again.",
+                target.host_file.display(),
+                host_label(target.host),
+                target.hookd_file.display(),
+                target.command("install")
+            );
+        }
         return Ok(report);
     }
 
@@ -377,15 +545,10 @@ pub fn install(
     }
     let _ = writeln!(
         report,
-        "{moved_count} hook definition(s) move to {}; {} relays {} event(s) to hookd \
-         (timeout {}).",
+        "{moved_count} hook definition(s) move to {}; {} relays {} to hookd.",
         target.hookd_file.display(),
         target.host_file.display(),
-        relay_event_names(args.host).len(),
-        match args.host {
-            Host::Gemini => format!("{relay_timeout_ms} ms"),
-            Host::Claude => format!("{} s", relay_timeout_ms.div_ceil(1000)),
-        }
+        describe_wiring(args.host, &wiring),
     );
     if args.dry_run {
         report.push_str("Dry run: nothing was written.\n");
@@ -408,35 +571,20 @@ pub fn install(
         report.clear();
     }
 
-    let mut manifest = Manifest::load(&target.backup_dir)?;
-    let mut record = InstallRecord::default();
-    if manifest.installs.is_empty() {
+    if !manifest.is_recorded() {
         manifest.created_dirs = missing_dirs(&target.backup_dir.join(MANIFEST));
     }
     std::fs::create_dir_all(&target.backup_dir)
         .with_context(|| format!("cannot create {}", target.backup_dir.display()))?;
-    for change in &changes {
-        let original = match &change.before {
-            Some(bytes) => {
-                let name = format!("{}-{}.orig", manifest.installs.len(), record.files.len());
-                write_atomic(&target.backup_dir.join(&name), bytes, Some(0o600))?;
-                Some(name)
-            }
-            None => None,
-        };
-        let mode = change.before.as_ref().and_then(|_| file_mode(&change.path));
-        record.files.push(BackedUpFile {
-            path: change.path.clone(),
-            original,
-            mode,
-            installed_sha256: hookd_core::trust::sha256_hex(&change.after),
-            created_dirs: missing_dirs(&change.path),
-        });
-    }
     manifest.host = target.host.as_str().to_owned();
     manifest.scope = target.scope.as_str().to_owned();
     manifest.project = target.project.as_ref().map(|dir| dir.display().to_string());
-    manifest.installs.push(record);
+    manifest.socket = socket;
+    if manifest.is_recorded() && moved_count > 0 {
+        manifest.later_moves = true;
+    }
+    manifest.record_changes(&target.backup_dir, &changes)?;
+    manifest.moved.extend(moved_records);
     manifest.save(&target.backup_dir)?;
 
     for change in &changes {
@@ -445,129 +593,1025 @@ pub fn install(
     }
     let _ = writeln!(
         report,
-        "Installed: hookd now runs the {} (originals saved in {}; `hookctl uninstall --host {} \
-         --scope {}` restores them).",
+        "Installed: hookd now runs the {} (`{}` gives them back). {}",
         target.describe(),
-        target.backup_dir.display(),
-        target.host.as_str(),
-        target.scope.as_str()
+        target.command("uninstall"),
+        pickup_note(target.host)
     );
     Ok(report)
+}
+
+/// The host file's text with fresh relay entries (for the hooks hookd's files have once
+/// `hookd_text` is this target's hookd file) followed by the `kept` definitions, and the
+/// wiring it holds.
+#[allow(clippy::too_many_arguments)]
+fn rewire(
+    target: &Target,
+    locations: &Locations,
+    host_text: &str,
+    host_root: &Map<String, Value>,
+    kept: Map<String, Value>,
+    hookd_text: &str,
+    socket: Option<&str>,
+    report: &mut String,
+) -> anyhow::Result<(String, Vec<WireEntry>)> {
+    let layers = relayed_layers(target, locations, hookd_text);
+    let wiring = wiring(target.host, &layers);
+    let program = locations.relay_program(target.scope);
+    if target.scope == InstallScope::Project && !locations.hookctl_on_path() {
+        let _ = writeln!(
+            report,
+            "warning: hookctl is not on PATH; the relay entries in {} run `hookctl` from PATH \
+             (they are shared with the project), so add {} to PATH.",
+            target.host_file.display(),
+            Path::new(&locations.exe).parent().map_or_else(
+                || "its directory".to_owned(),
+                |dir| dir.display().to_string()
+            )
+        );
+    }
+    let mut relay_hooks = relay_entries(target.host, &program, socket, &wiring);
+    let kept_count = keep_in_host(&mut relay_hooks, kept);
+    if kept_count > 0 {
+        let _ = writeln!(
+            report,
+            "note: {kept_count} hook definition(s) hookd cannot run stay in {}, run by {} itself.",
+            target.host_file.display(),
+            host_label(target.host)
+        );
+    }
+    let text = if host_root.get("hooks") == Some(&relay_hooks)
+        || (host_root.get("hooks").is_none() && relay_hooks == json!({}))
+    {
+        host_text.to_owned()
+    } else {
+        set_member(host_text, "hooks", &relay_hooks)
+            .with_context(|| format!("cannot edit {}", target.host_file.display()))?
+    };
+    Ok((text, wiring))
+}
+
+/// "N event(s) (BeforeTool on run_shell_command, timeout 70 s; ...)".
+fn describe_wiring(host: Host, wiring: &[WireEntry]) -> String {
+    if wiring.is_empty() {
+        return "no event (hookd has no hooks for it yet)".to_owned();
+    }
+    let parts: Vec<String> = wiring
+        .iter()
+        .map(|entry| {
+            let mut text = entry.event.clone();
+            if let Some(matcher) = &entry.matcher {
+                let _ = write!(text, " on {matcher}");
+            }
+            let _ = write!(text, ", timeout {} s", entry.timeout_ms.div_ceil(1000));
+            text
+        })
+        .collect();
+    let _ = host;
+    format!("{} event(s) ({})", wiring.len(), parts.join("; "))
+}
+
+/// Under `--project-hooks require`, moved project hooks would stop running until trusted:
+/// moving them is the user's own action, so install trusts exactly what it moved (their name,
+/// command and the scripts they run as they are now). Returns the trust store's change.
+fn trust_moved(
+    target: &Target,
+    locations: &Locations,
+    changes: &[Change],
+    moved: &[MovedDefinition],
+    report: &mut String,
+) -> anyhow::Result<Option<(PathBuf, Option<Vec<u8>>, String)>> {
+    let Some(project) = &target.project else {
+        return Ok(None);
+    };
+    let hookd_text = match changes
+        .iter()
+        .find(|change| change.path == target.hookd_file)
+    {
+        Some(change) => String::from_utf8_lossy(&change.after).into_owned(),
+        None => return Ok(None),
+    };
+    let moved_keys: BTreeSet<String> = moved
+        .iter()
+        .flat_map(|record| &record.added)
+        .filter_map(|(_, definition)| definition.get("hooks")?.as_array())
+        .flatten()
+        .map(hook_identity)
+        .collect();
+    if moved_keys.is_empty() {
+        return Ok(None);
+    }
+    let layer = parse_layer(Source::Project, &target.hookd_file, &hookd_text, locations);
+    let mut keys = Vec::new();
+    for config in layer
+        .iter()
+        .flat_map(|layer| &layer.hooks)
+        .flat_map(|event| &event.definitions)
+        .flat_map(|definition| &definition.hooks)
+        .filter(|config| config.runs_command())
+    {
+        if !moved_keys.contains(&config_identity(config)) {
+            continue;
+        }
+        let command = config.command.clone().unwrap_or_default();
+        let scripts = hookd_core::trust::script_paths(&command, project)
+            .into_iter()
+            .map(|path| hookd_core::trust::ScriptFile {
+                sha256: std::fs::read(&path)
+                    .ok()
+                    .map(|bytes| hookd_core::trust::sha256_hex(&bytes)),
+                path,
+            })
+            .collect();
+        let input = hookd_core::trust::HookTrustInput {
+            trusted: Vec::new(),
+            scripts,
+        };
+        let key = input.key_for(config, project);
+        if !keys.contains(&key) {
+            keys.push(key);
+        }
+    }
+    let path = locations.paths.trusted_hooks.clone();
+    let before = read_file(&path)?;
+    let text = text_of(&path, before.as_deref())?;
+    let mut store = match hookd_core::trust::TrustStore::parse(&text) {
+        Ok(store) => store,
+        Err(err) => {
+            let _ = writeln!(
+                report,
+                "warning: {} is damaged ({err}); the moved project hooks are not trusted. \
+                 Fix it, then run `hookctl trust --cwd {}`.",
+                path.display(),
+                hookd_core::command::shell_quote(&project.display().to_string())
+            );
+            return Ok(None);
+        }
+    };
+    if store.trust(&project.display().to_string(), &keys) == 0 {
+        return Ok(None);
+    }
+    let _ = writeln!(
+        report,
+        "note: the {} moved project hook(s) are trusted for `--project-hooks require` (you \
+         moved them yourself); `hookctl untrust --cwd {}` takes that back.",
+        keys.len(),
+        hookd_core::command::shell_quote(&project.display().to_string())
+    );
+    Ok(Some((path, before, store.to_text())))
+}
+
+/// A hook object's identity for matching it across files: its name and command.
+fn hook_identity(hook: &Value) -> String {
+    let text = |key: &str| hook.get(key).and_then(Value::as_str).unwrap_or("");
+    format!("{}:{}", text("name"), text("command"))
+}
+
+/// What a hook can be recognised by after an edit: its name, else its command.
+fn hook_handles(hook: &Value) -> Vec<String> {
+    let text = |key: &str| hook.get(key).and_then(Value::as_str).unwrap_or("");
+    let mut handles = Vec::new();
+    if !text("name").is_empty() {
+        handles.push(format!("name:{}", text("name")));
+    }
+    if !text("command").is_empty() {
+        handles.push(format!("command:{}", text("command")));
+    }
+    handles
+}
+
+/// [`hook_identity`] of a parsed hook.
+fn config_identity(config: &hookd_core::HookConfig) -> String {
+    format!(
+        "{}:{}",
+        config.name.as_deref().unwrap_or(""),
+        config.command.as_deref().unwrap_or("")
+    )
+}
+
+/// Parses a settings text as the daemon does; `None` when it does not parse.
+fn parse_layer(
+    source: Source,
+    path: &Path,
+    text: &str,
+    locations: &Locations,
+) -> Option<SettingsLayer> {
+    if jsonc::strip_comments(text).trim().is_empty() {
+        return None;
+    }
+    let env = |name: &str| locations.env.var(name).map(str::to_owned);
+    hookd_core::settings::parse_settings(source, path, text, &env).layer
+}
+
+/// The settings layers whose hooks the daemon runs for events this target's host relays:
+/// hookd's own files (user, and the project's for a project install; `hookd_text` stands in
+/// for the target's own hookd file), and for Claude Code also Gemini CLI's files, which the
+/// daemon reads and Claude Code does not.
+fn relayed_layers(target: &Target, locations: &Locations, hookd_text: &str) -> Vec<SettingsLayer> {
+    let mut files: Vec<(Source, PathBuf)> =
+        vec![(Source::User, locations.paths.hookd_user.clone())];
+    if let Some(project) = &target.project {
+        files.push((Source::Project, LayerPaths::hookd_project(project)));
+    }
+    if target.host == Host::Claude {
+        files.push((
+            Source::SystemDefaults,
+            locations.paths.system_defaults.clone(),
+        ));
+        files.push((Source::System, locations.paths.system.clone()));
+        files.push((Source::User, locations.paths.user.clone()));
+        if let Some(project) = &target.project {
+            files.push((Source::Project, LayerPaths::project_settings(project)));
+        }
+    }
+    files
+        .into_iter()
+        .filter_map(|(source, path)| {
+            let text = if path == target.hookd_file {
+                hookd_text.to_owned()
+            } else {
+                std::fs::read_to_string(&path).ok()?
+            };
+            parse_layer(source, &path, &text, locations)
+        })
+        .collect()
+}
+
+/// One relay entry: the host's event, its matcher (tool events) and timeout.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct WireEntry {
+    /// The event as the host names it.
+    pub event: String,
+    /// The matcher, in the host's terms; `None`: every firing.
+    pub matcher: Option<String>,
+    /// How long the host lets the relay run, in milliseconds.
+    pub timeout_ms: u64,
+}
+
+/// The relay entries a host needs for the hooks of `layers`: one per host event whose Gemini
+/// event has a hook (relay entries in those files are not hooks), in the host's event order.
+/// On tool events the matcher covers every hook's matcher (Gemini CLI: their alternation;
+/// Claude Code: the Claude names of the tools they name), or matches everything when one hook
+/// does or a matcher cannot be expressed. The timeout is the sum of the event's hook
+/// timeouts (they may run one after another), each hook without `timeout` counting its own
+/// host's default (Claude-dialect hooks 600 s, others 60 s), plus a margin.
+pub fn wiring(host: Host, layers: &[SettingsLayer]) -> Vec<WireEntry> {
+    let mut per_event: Vec<(HookEventName, Vec<Option<String>>, u64)> = Vec::new();
+    for event_hooks in layers.iter().flat_map(|layer| &layer.hooks) {
+        for definition in &event_hooks.definitions {
+            for config in &definition.hooks {
+                if config
+                    .command
+                    .as_deref()
+                    .is_some_and(dialect::is_relay_command)
+                {
+                    continue;
+                }
+                let timeout = config.timeout_ms.unwrap_or(match config.dialect() {
+                    hookd_core::exec::Dialect::Claude => CLAUDE_DEFAULT_TIMEOUT_MS,
+                    hookd_core::exec::Dialect::Gemini => GEMINI_DEFAULT_TIMEOUT_MS,
+                });
+                let slot = match per_event
+                    .iter()
+                    .position(|(event, _, _)| *event == event_hooks.event)
+                {
+                    Some(index) => &mut per_event[index],
+                    None => {
+                        per_event.push((event_hooks.event, Vec::new(), 0));
+                        let last = per_event.len() - 1;
+                        &mut per_event[last]
+                    }
+                };
+                let matcher = definition
+                    .matcher
+                    .as_deref()
+                    .map(str::trim)
+                    .filter(|matcher| !matcher.is_empty() && *matcher != "*")
+                    .map(str::to_owned);
+                if !slot.1.contains(&matcher) {
+                    slot.1.push(matcher);
+                }
+                slot.2 = slot.2.saturating_add(timeout);
+            }
+        }
+    }
+    let mut entries = Vec::new();
+    for event in relay_event_names(host) {
+        let gemini = match host {
+            Host::Gemini => event.parse::<HookEventName>().ok(),
+            Host::Claude => dialect::claude_event_to_gemini(event),
+        };
+        let Some((gemini, matchers, total)) =
+            gemini.and_then(|gemini| per_event.iter().find(|(event, _, _)| *event == gemini))
+        else {
+            continue;
+        };
+        let matcher = if matches!(gemini, HookEventName::BeforeTool | HookEventName::AfterTool) {
+            match host {
+                Host::Gemini => gemini_matcher(matchers),
+                Host::Claude => claude_matcher(matchers),
+            }
+        } else {
+            None
+        };
+        entries.push(WireEntry {
+            event: event.to_owned(),
+            matcher,
+            timeout_ms: total.saturating_add(RELAY_MARGIN_MS),
+        });
+    }
+    entries
+}
+
+/// One Gemini CLI matcher covering all of `matchers` (`None` in them: a hook that matches
+/// every tool): the one matcher, else their alternation. A matcher Gemini CLI would not
+/// compile as a regular expression (it then compares it as a plain name) cannot be put in an
+/// alternation: the entry matches every tool.
+fn gemini_matcher(matchers: &[Option<String>]) -> Option<String> {
+    let mut patterns = Vec::new();
+    for matcher in matchers {
+        let pattern = matcher.as_deref()?;
+        let compiled = hookd_core::matcher::Matcher::compile(
+            Some(pattern),
+            hookd_core::event::MatcherKind::ToolName,
+        );
+        if compiled.is_exact_fallback() || compiled.matches_everything() {
+            return None;
+        }
+        patterns.push(pattern);
+    }
+    match patterns.as_slice() {
+        [] => None,
+        [one] => Some((*one).to_owned()),
+        many => Some(
+            many.iter()
+                .map(|pattern| format!("(?:{pattern})"))
+                .collect::<Vec<_>>()
+                .join("|"),
+        ),
+    }
+}
+
+/// One Claude Code matcher covering all of `matchers`, which are Gemini CLI matchers: the
+/// Claude names of the tools they name, as an exact list (`Bash|Edit|MultiEdit`), when every
+/// one of them is a list of names (`run_shell_command`, `write_file|replace`,
+/// `^(?:replace|write_file)$`); else `*`.
+fn claude_matcher(matchers: &[Option<String>]) -> Option<String> {
+    let mut names: Vec<String> = Vec::new();
+    for matcher in matchers {
+        let Some(listed) = matcher.as_deref().and_then(tool_names) else {
+            return Some("*".to_owned());
+        };
+        for gemini in listed {
+            for claude in dialect::claude_tools_for_gemini(&gemini) {
+                if !names.contains(&claude) {
+                    names.push(claude);
+                }
+            }
+        }
+    }
+    if names.is_empty() {
+        Some("*".to_owned())
+    } else {
+        Some(names.join("|"))
+    }
+}
+
+/// The tool names of a Gemini matcher that is a plain list of them: `a`, `a|b`, `^a$`,
+/// `^(?:a|b)$` or `^(a|b)$`; `None` for anything else.
+fn tool_names(matcher: &str) -> Option<Vec<String>> {
+    let inner = match matcher
+        .strip_prefix('^')
+        .and_then(|rest| rest.strip_suffix('$'))
+    {
+        Some(anchored) => anchored
+            .strip_prefix("(?:")
+            .or_else(|| anchored.strip_prefix('('))
+            .and_then(|rest| rest.strip_suffix(')'))
+            .unwrap_or(anchored),
+        None => matcher,
+    };
+    let names: Vec<String> = inner.split('|').map(str::to_owned).collect();
+    let plain = |name: &String| {
+        !name.is_empty() && name.chars().all(|c| c.is_ascii_alphanumeric() || c == '_')
+    };
+    names.iter().all(plain).then_some(names)
+}
+
+/// `hookctl sync`: rewrites the relay entries of every recorded install to match hookd's
+/// hooks as they are now (nothing is moved); returns the report.
+pub fn sync(args: &SyncArgs, locations: &Locations) -> anyhow::Result<String> {
+    let installed = locations.installed()?;
+    let mut report = String::new();
+    if installed.is_empty() {
+        report.push_str("Nothing is installed: nothing to sync.\n");
+        return Ok(report);
+    }
+    for (target, mut manifest) in installed {
+        let host_before = read_file(&target.host_file)?;
+        let host_text = text_of(&target.host_file, host_before.as_deref())?;
+        let host_root = parse_object(&target.host_file, &host_text)?;
+        let hookd_text = std::fs::read_to_string(&target.hookd_file).unwrap_or_default();
+        let kept = split_hooks(target.host, &host_root).kept_and_unmoved();
+        let (new_text, wiring) = rewire(
+            &target,
+            locations,
+            &host_text,
+            &host_root,
+            kept,
+            &hookd_text,
+            manifest.socket.as_deref(),
+            &mut report,
+        )?;
+        let mut changes = Vec::new();
+        push_change(&mut changes, &target.host_file, host_before, new_text);
+        let Some(change) = changes.first() else {
+            let _ = writeln!(report, "{}: in step.", target.describe());
+            continue;
+        };
+        report.push_str(&unified_diff(
+            &change.path,
+            change.before.as_deref(),
+            &change.after,
+        ));
+        let _ = writeln!(
+            report,
+            "{}: {} now relays {}.",
+            target.describe(),
+            target.host_file.display(),
+            describe_wiring(target.host, &wiring)
+        );
+        if args.dry_run {
+            continue;
+        }
+        manifest.record_changes(&target.backup_dir, &changes)?;
+        manifest.save(&target.backup_dir)?;
+        write_atomic(&change.path, &change.after, file_mode(&change.path))?;
+        let _ = writeln!(report, "{}", pickup_note(target.host));
+    }
+    if args.dry_run {
+        report.push_str("Dry run: nothing was written.\n");
+    }
+    Ok(report)
+}
+
+/// How a host's wiring compares with hookd's hooks, for `hookctl list`: one line per recorded
+/// install that applies to `project` (user installs, and project installs of `project`) whose
+/// relay entries are not what hookd's hooks need, with the command that fixes it.
+pub fn stale_wiring(locations: &Locations, project: &Path) -> Vec<String> {
+    let Ok(installed) = locations.installed() else {
+        return Vec::new();
+    };
+    let project = std::fs::canonicalize(project).unwrap_or_else(|_| project.to_owned());
+    let mut lines = Vec::new();
+    for (target, _) in installed {
+        if target.project.as_ref().is_some_and(|dir| *dir != project) {
+            continue;
+        }
+        let host_text = std::fs::read_to_string(&target.host_file).unwrap_or_default();
+        let Ok(host_root) = parse_object(&target.host_file, &host_text) else {
+            continue;
+        };
+        let hookd_text = std::fs::read_to_string(&target.hookd_file).unwrap_or_default();
+        let needed: Vec<WireEntry> = wiring(
+            target.host,
+            &relayed_layers(&target, locations, &hookd_text),
+        );
+        let present = relayed_events(&host_root);
+        let missing: Vec<&str> = needed
+            .iter()
+            .map(|entry| entry.event.as_str())
+            .filter(|event| !present.iter().any(|(present, _)| present == event))
+            .collect();
+        let idle: Vec<&str> = present
+            .iter()
+            .map(|(event, _)| event.as_str())
+            .filter(|event| !needed.iter().any(|entry| entry.event == *event))
+            .collect();
+        let differs = needed.iter().any(|entry| {
+            present.iter().any(|(event, matcher)| {
+                *event == entry.event && *matcher != entry.matcher.clone().filter(|m| m != "*")
+            })
+        });
+        if missing.is_empty() && idle.is_empty() && !differs {
+            // A user install does not relay a project's own hooks: say so when this project's
+            // hookd file has hooks on events the user entries do not relay.
+            if target.project.is_none() {
+                let project_target = locations.target(target.host, Some(project.clone()));
+                let project_text =
+                    std::fs::read_to_string(&project_target.hookd_file).unwrap_or_default();
+                let project_needs = wiring(
+                    target.host,
+                    &relayed_layers(&project_target, locations, &project_text),
+                );
+                let unrelayed: Vec<&str> = project_needs
+                    .iter()
+                    .map(|entry| entry.event.as_str())
+                    .filter(|event| !present.iter().any(|(present, _)| present == event))
+                    .collect();
+                if !unrelayed.is_empty() {
+                    lines.push(format!(
+                        "{}: this project's hooks on {} are not relayed; run `{}`",
+                        target.describe(),
+                        unrelayed.join(", "),
+                        project_target.command("install")
+                    ));
+                }
+            }
+            continue;
+        }
+        let mut problems = Vec::new();
+        if !missing.is_empty() {
+            problems.push(format!(
+                "hooks but no relay entry on {}",
+                missing.join(", ")
+            ));
+        }
+        if !idle.is_empty() {
+            problems.push(format!("relay entries with no hook on {}", idle.join(", ")));
+        }
+        if differs {
+            problems.push("relay matchers that do not match the hooks'".to_owned());
+        }
+        lines.push(format!(
+            "{} are stale ({}): run `hookctl sync`, then restart the CLI's sessions",
+            target.describe(),
+            problems.join("; ")
+        ));
+    }
+    lines
+}
+
+/// The host events that have a relay entry in a settings object, with the entry's matcher
+/// (`None` for none or `*`).
+fn relayed_events(root: &Map<String, Value>) -> Vec<(String, Option<String>)> {
+    let mut found = Vec::new();
+    let Some(hooks) = root.get("hooks").and_then(Value::as_object) else {
+        return found;
+    };
+    for (event, definitions) in hooks {
+        for definition in definitions.as_array().into_iter().flatten() {
+            let relays = definition
+                .get("hooks")
+                .and_then(Value::as_array)
+                .into_iter()
+                .flatten()
+                .any(|hook| {
+                    hook.get("command")
+                        .and_then(Value::as_str)
+                        .is_some_and(dialect::is_relay_command)
+                });
+            if relays {
+                let matcher = definition
+                    .get("matcher")
+                    .and_then(Value::as_str)
+                    .filter(|matcher| !matcher.is_empty() && *matcher != "*")
+                    .map(str::to_owned);
+                found.push((event.clone(), matcher));
+            }
+        }
+    }
+    found
 }
 
 /// `hookctl uninstall`: returns the report to print.
 pub fn uninstall(args: &UninstallArgs, locations: &Locations) -> anyhow::Result<String> {
     let target = locations.files(args.host, args.scope, args.cwd.as_deref())?;
-    let mut manifest = Manifest::load(&target.backup_dir)?;
-    let Some(record) = manifest.installs.last().cloned() else {
+    let manifest = Manifest::load(&target.backup_dir)?;
+    let host_before = read_file(&target.host_file)?;
+    let hookd_before = read_file(&target.hookd_file)?;
+    let host_text = text_of(&target.host_file, host_before.as_deref())?;
+    let hookd_text = text_of(&target.hookd_file, hookd_before.as_deref())?;
+    let host_root = parse_object(&target.host_file, &host_text)?;
+    let hookd_root = parse_object(&target.hookd_file, &hookd_text)?;
+    if !manifest.is_recorded() && relayed_events(&host_root).is_empty() {
         return Ok(format!(
             "hookd is not installed for the {}: nothing to undo.\n",
             target.describe()
         ));
-    };
-    let mut changed = Vec::new();
-    let mut current = Vec::new();
-    for file in &record.files {
-        let bytes = read_file(&file.path)?;
-        let matches = bytes
-            .as_deref()
-            .is_some_and(|bytes| hookd_core::trust::sha256_hex(bytes) == file.installed_sha256);
-        if !matches {
-            changed.push(file.path.display().to_string());
-        }
-        current.push(bytes);
-    }
-    if !changed.is_empty() && !args.force {
-        bail!(
-            "{} changed since `hookctl install`; uninstall would lose those changes. Restore \
-             anyway with --force",
-            changed.join(" and ")
-        );
     }
     let mut report = String::new();
-    let mut originals = Vec::new();
-    for (file, bytes) in record.files.iter().zip(&current) {
-        let original = match &file.original {
-            Some(name) => {
-                let path = target.backup_dir.join(name);
-                Some(std::fs::read(&path).with_context(|| {
-                    format!("cannot read the saved original {}", path.display())
-                })?)
-            }
-            None => None,
+
+    // Nothing touched since hookctl last wrote: the originals, byte for byte.
+    let untouched = manifest.is_recorded()
+        && !manifest.later_moves
+        && manifest.files.iter().all(|file| {
+            read_file(&file.path)
+                .ok()
+                .flatten()
+                .as_deref()
+                .map(hookd_core::trust::sha256_hex)
+                == Some(file.written_sha256.clone())
+        });
+    let mut changes: Vec<Change> = Vec::new();
+    if untouched {
+        for file in &manifest.files {
+            let before = read_file(&file.path)?;
+            let original = match &file.original {
+                Some(name) => Some(std::fs::read(target.backup_dir.join(name)).with_context(
+                    || {
+                        format!(
+                            "cannot read the saved original {}",
+                            target.backup_dir.join(name).display()
+                        )
+                    },
+                )?),
+                None => None,
+            };
+            changes.push(Change {
+                path: file.path.clone(),
+                before,
+                remove: original.is_none(),
+                after: original.unwrap_or_default(),
+            });
+        }
+    } else {
+        let plan = give_back(&target, &manifest, &host_root, &hookd_root);
+        if !plan.edited_claude.is_empty() && !args.force {
+            bail!(
+                "{} moved Claude Code hook(s) were edited in {} since the install ({}); hookctl \
+                 cannot turn an edited hook back into Claude Code's form. Either undo the edit, \
+                 or move it back by hand and delete it there, or keep it in hookd's file: `{} \
+                 --force`",
+                plan.edited_claude.len(),
+                target.hookd_file.display(),
+                plan.edited_claude.join(", "),
+                target.command("uninstall")
+            );
+        }
+        for name in &plan.edited_claude {
+            let _ = writeln!(
+                report,
+                "note: {name} was edited in {} since the install and stays there.",
+                target.hookd_file.display()
+            );
+        }
+        for name in &plan.gone {
+            let _ = writeln!(
+                report,
+                "note: {name} is no longer in {}, so it is not put back.",
+                target.hookd_file.display()
+            );
+        }
+        let new_host = if plan.host_hooks.is_empty() && !host_root.contains_key("hooks") {
+            host_text.clone()
+        } else {
+            set_member(&host_text, "hooks", &Value::Object(plan.host_hooks.clone()))
+                .with_context(|| format!("cannot edit {}", target.host_file.display()))?
         };
-        match &original {
-            Some(after) => report.push_str(&unified_diff(&file.path, bytes.as_deref(), after)),
-            None => {
-                let _ = writeln!(report, "remove {}", file.path.display());
+        let new_hookd = set_member(
+            &hookd_text,
+            "hooks",
+            &Value::Object(plan.hookd_hooks.clone()),
+        )
+        .with_context(|| format!("cannot edit {}", target.hookd_file.display()))?;
+        for (path, before, after) in [
+            (&target.host_file, host_before, new_host),
+            (&target.hookd_file, hookd_before, new_hookd),
+        ] {
+            // A file the install created that holds nothing else any more goes again.
+            let created = manifest
+                .files
+                .iter()
+                .any(|file| file.path == *path && file.original.is_none());
+            let remove = created && holds_nothing(&after);
+            let unchanged = match &before {
+                Some(bytes) => *bytes == after.as_bytes() && !remove,
+                None => remove || after.is_empty(),
+            };
+            if !unchanged {
+                changes.push(Change {
+                    path: path.clone(),
+                    before,
+                    after: after.into_bytes(),
+                    remove,
+                });
             }
         }
-        originals.push(original);
+    }
+    for change in &changes {
+        if change.remove {
+            let _ = writeln!(report, "remove {}", change.path.display());
+        } else {
+            report.push_str(&unified_diff(
+                &change.path,
+                change.before.as_deref(),
+                &change.after,
+            ));
+        }
     }
     if args.dry_run {
         report.push_str("Dry run: nothing was restored.\n");
         return Ok(report);
     }
-    for (file, original) in record.files.iter().zip(&originals) {
-        match original {
-            Some(bytes) => write_atomic(&file.path, bytes, file.mode)?,
-            None => match std::fs::remove_file(&file.path) {
+    for change in &changes {
+        let recorded = manifest.files.iter().find(|file| file.path == change.path);
+        if change.remove {
+            match std::fs::remove_file(&change.path) {
                 Ok(()) => {}
                 Err(err) if err.kind() == std::io::ErrorKind::NotFound => {}
                 Err(err) => {
                     return Err(err)
-                        .with_context(|| format!("cannot remove {}", file.path.display()));
+                        .with_context(|| format!("cannot remove {}", change.path.display()));
                 }
-            },
-        }
-        // Directories the install created go again when nothing else lives in them.
-        for dir in &file.created_dirs {
-            let _ = std::fs::remove_dir(dir);
+            }
+            // Directories the install created go again when nothing else lives in them.
+            for dir in recorded.into_iter().flat_map(|file| &file.created_dirs) {
+                let _ = std::fs::remove_dir(dir);
+            }
+        } else {
+            let mode = recorded
+                .and_then(|file| file.mode)
+                .or_else(|| file_mode(&change.path));
+            write_atomic(&change.path, &change.after, mode)?;
         }
     }
-    manifest.installs.pop();
-    for file in &record.files {
+    for file in &manifest.files {
         if let Some(name) = &file.original {
             let _ = std::fs::remove_file(target.backup_dir.join(name));
         }
     }
-    if manifest.installs.is_empty() {
-        let _ = std::fs::remove_file(target.backup_dir.join(MANIFEST));
-        let _ = std::fs::remove_dir(&target.backup_dir);
-        for dir in &manifest.created_dirs {
-            let _ = std::fs::remove_dir(dir);
-        }
-    } else {
-        manifest.save(&target.backup_dir)?;
+    let _ = std::fs::remove_file(target.backup_dir.join(MANIFEST));
+    let _ = std::fs::remove_dir(&target.backup_dir);
+    for dir in &manifest.created_dirs {
+        let _ = std::fs::remove_dir(dir);
     }
     let _ = writeln!(
         report,
-        "Uninstalled: the {} are back as they were before `hookctl install`.",
-        target.describe()
+        "Uninstalled: {} has no relay entry left and runs its own hooks again{}. {}",
+        target.host_file.display(),
+        if untouched {
+            " (every file is back as it was before `hookctl install`)"
+        } else {
+            ""
+        },
+        pickup_note(target.host)
     );
-    if !manifest.installs.is_empty() {
-        let _ = writeln!(
-            report,
-            "An earlier install is still recorded; run uninstall again to undo it too."
-        );
-    }
     Ok(report)
 }
 
-/// How the host's hooks divide: what hookd takes over (a Gemini `hooks` object), what stays
-/// in the host file because hookd cannot run it (host event → definitions), and the
+/// Whether a settings text is empty, or an object with nothing but an empty `hooks`.
+fn holds_nothing(text: &str) -> bool {
+    match jsonc::parse(text) {
+        Ok(Value::Object(root)) => root
+            .iter()
+            .all(|(key, value)| key == "hooks" && value.as_object().is_some_and(Map::is_empty)),
+        _ => jsonc::strip_comments(text).trim().is_empty(),
+    }
+}
+
+/// What uninstall gives back, worked out from the manifest and the files as they are now.
+#[derive(Debug, Default)]
+struct GiveBack {
+    /// The host file's new `hooks`: what is there minus every relay entry, plus the moved
+    /// definitions.
+    host_hooks: Map<String, Value>,
+    /// hookd's file's new `hooks`: what is there minus what this host's installs added.
+    hookd_hooks: Map<String, Value>,
+    /// Moved Claude Code hooks edited in hookd's file since (they stay there).
+    edited_claude: Vec<String>,
+    /// Moved hooks no longer in hookd's file (removed by the user: not put back).
+    gone: Vec<String>,
+}
+
+fn give_back(
+    target: &Target,
+    manifest: &Manifest,
+    host_root: &Map<String, Value>,
+    hookd_root: &Map<String, Value>,
+) -> GiveBack {
+    let mut plan = GiveBack {
+        host_hooks: without_relay_entries(host_root.get("hooks")),
+        hookd_hooks: hookd_root
+            .get("hooks")
+            .and_then(Value::as_object)
+            .cloned()
+            .unwrap_or_default(),
+        ..GiveBack::default()
+    };
+    for record in &manifest.moved {
+        // The definitions this install added to hookd's file, as they are there now.
+        let mut present = 0usize;
+        let mut edited: Vec<(String, Value)> = Vec::new();
+        for (event, definition) in &record.added {
+            if take_definition(&mut plan.hookd_hooks, event, |found| found == definition) {
+                present += 1;
+                continue;
+            }
+            // Edited: a definition of the same event with one of its hooks (the same name,
+            // or the same command).
+            let identities: BTreeSet<String> = definition
+                .get("hooks")
+                .and_then(Value::as_array)
+                .into_iter()
+                .flatten()
+                .flat_map(hook_handles)
+                .collect();
+            let same_hook = |found: &Value| {
+                found
+                    .get("hooks")
+                    .and_then(Value::as_array)
+                    .into_iter()
+                    .flatten()
+                    .flat_map(hook_handles)
+                    .any(|handle| identities.contains(&handle))
+            };
+            // Failing that (an unnamed hook whose command was edited), one with the same
+            // matcher and as many hooks.
+            let hook_count =
+                |value: &Value| value.get("hooks").and_then(Value::as_array).map(Vec::len);
+            let same_shape = |found: &Value| {
+                definition.get("matcher").is_some()
+                    && found.get("matcher") == definition.get("matcher")
+                    && hook_count(found) == hook_count(definition)
+            };
+            let mut taken = None;
+            let position = match plan.hookd_hooks.get(event) {
+                Some(Value::Array(list)) => list
+                    .iter()
+                    .position(same_hook)
+                    .or_else(|| list.iter().position(same_shape)),
+                _ => None,
+            };
+            if let (Some(index), Some(Value::Array(list))) =
+                (position, plan.hookd_hooks.get_mut(event))
+            {
+                taken = Some(list[index].clone());
+                if target.host == Host::Gemini {
+                    list.remove(index);
+                }
+            }
+            match taken {
+                Some(found) => edited.push((event.clone(), found)),
+                None => plan.gone.push(describe_definition(event, definition)),
+            }
+        }
+        if edited.is_empty() {
+            // Back as it was in the host file, unless the user removed all of it from
+            // hookd's file (an identical definition hookd's file already had counts as
+            // present: it stays there and the host gets its own back).
+            if present > 0 || record.added.is_empty() {
+                push_definition(
+                    &mut plan.host_hooks,
+                    &record.host_event,
+                    record.host_definition.clone(),
+                );
+            }
+            continue;
+        }
+        match target.host {
+            // Gemini CLI reads hookd's format: the edited version goes back as it is now.
+            Host::Gemini => {
+                for (event, definition) in edited {
+                    push_definition(&mut plan.host_hooks, &event, definition);
+                }
+            }
+            // The edited version stays in hookd's file (with --force), and Claude Code gets
+            // its own definition back.
+            Host::Claude => {
+                for (event, definition) in &edited {
+                    plan.edited_claude
+                        .push(describe_definition(event, definition));
+                }
+                push_definition(
+                    &mut plan.host_hooks,
+                    &record.host_event,
+                    record.host_definition.clone(),
+                );
+            }
+        }
+    }
+    prune_empty(&mut plan.hookd_hooks);
+    prune_empty(&mut plan.host_hooks);
+    plan
+}
+
+/// "BeforeTool hook guard" for messages.
+fn describe_definition(event: &str, definition: &Value) -> String {
+    let names: Vec<String> = definition
+        .get("hooks")
+        .and_then(Value::as_array)
+        .into_iter()
+        .flatten()
+        .map(|hook| {
+            let text = |key: &str| hook.get(key).and_then(Value::as_str).unwrap_or("");
+            if text("name").is_empty() {
+                text("command").to_owned()
+            } else {
+                text("name").to_owned()
+            }
+        })
+        .collect();
+    format!("{event} hook {:?}", names.join(", "))
+}
+
+/// Removes the first definition of `event` that `matches`; whether there was one.
+fn take_definition(
+    hooks: &mut Map<String, Value>,
+    event: &str,
+    matches: impl Fn(&Value) -> bool,
+) -> bool {
+    let Some(Value::Array(list)) = hooks.get_mut(event) else {
+        return false;
+    };
+    match list.iter().position(matches) {
+        Some(index) => {
+            list.remove(index);
+            true
+        }
+        None => false,
+    }
+}
+
+/// Appends a definition to `event`'s list (unless an identical one is there).
+fn push_definition(hooks: &mut Map<String, Value>, event: &str, definition: Value) {
+    let slot = hooks
+        .entry(event.to_owned())
+        .or_insert_with(|| Value::Array(Vec::new()));
+    if !slot.is_array() {
+        *slot = Value::Array(Vec::new());
+    }
+    if let Value::Array(list) = slot
+        && !list.contains(&definition)
+    {
+        list.push(definition);
+    }
+}
+
+/// Drops events whose list became empty.
+fn prune_empty(hooks: &mut Map<String, Value>) {
+    hooks.retain(|_, definitions| definitions.as_array().is_none_or(|list| !list.is_empty()));
+}
+
+/// A `hooks` object without relay entries (definitions left with no hook are dropped).
+fn without_relay_entries(hooks: Option<&Value>) -> Map<String, Value> {
+    let mut out = Map::new();
+    let Some(hooks) = hooks.and_then(Value::as_object) else {
+        return out;
+    };
+    for (event, definitions) in hooks {
+        let Value::Array(definitions) = definitions else {
+            out.insert(event.clone(), definitions.clone());
+            continue;
+        };
+        let mut kept = Vec::new();
+        for definition in definitions {
+            let Some(Value::Array(list)) = definition.get("hooks") else {
+                kept.push(definition.clone());
+                continue;
+            };
+            let remaining: Vec<Value> = list
+                .iter()
+                .filter(|hook| {
+                    !hook
+                        .get("command")
+                        .and_then(Value::as_str)
+                        .is_some_and(dialect::is_relay_command)
+                })
+                .cloned()
+                .collect();
+            if remaining.len() == list.len() {
+                kept.push(definition.clone());
+            } else if !remaining.is_empty() {
+                let mut definition = definition.clone();
+                definition["hooks"] = Value::Array(remaining);
+                kept.push(definition);
+            }
+        }
+        if !kept.is_empty() {
+            out.insert(event.clone(), Value::Array(kept));
+        }
+    }
+    out
+}
+
+/// How the host's hooks divide: what hookd takes over (one record per host definition), what
+/// stays in the host file because hookd cannot run it (host event → definitions), and the
 /// conversion's problems.
 #[derive(Debug, Default)]
 struct Split {
-    moved: Map<String, Value>,
+    moved: Vec<MovedDefinition>,
     kept: Map<String, Value>,
     problems: Vec<String>,
+}
+
+impl Split {
+    /// What stays in the host file when nothing is moved (for `sync`): the kept definitions
+    /// and the movable ones, as they are.
+    fn kept_and_unmoved(self) -> Map<String, Value> {
+        let mut kept = self.kept;
+        for record in self.moved {
+            push_definition(&mut kept, &record.host_event, record.host_definition);
+        }
+        kept
+    }
 }
 
 /// Divides the host file's hooks (relay entries are neither moved nor kept: install writes
 /// them anew). Claude Code hooks that are not `command` hooks (`prompt`, `agent`, ...) and
 /// hooks of Claude events Gemini CLI has no counterpart for stay where they are, run by
-/// Claude Code itself; the rest are converted.
+/// Claude Code itself; the rest are converted, one definition at a time, so each moved
+/// definition is recorded next to what it became.
 fn split_hooks(host: Host, root: &Map<String, Value>) -> Split {
     let hooks = root
         .get("hooks")
@@ -575,13 +1619,18 @@ fn split_hooks(host: Host, root: &Map<String, Value>) -> Split {
         .cloned()
         .unwrap_or_default();
     let mut split = Split::default();
-    let mut movable = Map::new();
     for (event, definitions) in hooks {
         let Value::Array(definitions) = definitions else {
-            if host == Host::Claude {
-                split.kept.insert(event, definitions);
-            } else {
-                movable.insert(event, definitions);
+            // Not a list: hookd reports it where Gemini CLI would; Claude's stays.
+            match host {
+                Host::Claude => {
+                    split.kept.insert(event, definitions);
+                }
+                Host::Gemini => split.moved.push(MovedDefinition::new(
+                    &event,
+                    definitions.clone(),
+                    vec![(event.clone(), definitions)],
+                )),
             }
             continue;
         };
@@ -589,33 +1638,43 @@ fn split_hooks(host: Host, root: &Map<String, Value>) -> Split {
             split.kept.insert(event, Value::Array(definitions));
             continue;
         }
-        let mut moving = Vec::new();
-        let mut staying = Vec::new();
         for definition in definitions {
             let (moves, stays) = divide_definition(host, definition);
-            moving.extend(moves);
-            staying.extend(stays);
-        }
-        if !moving.is_empty() {
-            movable.insert(event.clone(), Value::Array(moving));
-        }
-        if !staying.is_empty() {
-            split.kept.insert(event, Value::Array(staying));
-        }
-    }
-    match host {
-        Host::Gemini => split.moved = movable,
-        Host::Claude => {
-            let mut settings = Map::new();
-            settings.insert("hooks".to_owned(), Value::Object(movable));
-            let conversion =
-                dialect::convert_claude_settings(&Value::Object(settings), dialect::Purpose::Layer);
-            split.problems = conversion
-                .problems
-                .iter()
-                .map(ToString::to_string)
-                .collect();
-            split.moved = conversion.hooks;
+            if let Some(stays) = stays {
+                push_definition(&mut split.kept, &event, stays);
+            }
+            let Some(moves) = moves else {
+                continue;
+            };
+            match host {
+                Host::Gemini => split.moved.push(MovedDefinition::new(
+                    &event,
+                    moves.clone(),
+                    vec![(event.clone(), moves)],
+                )),
+                Host::Claude => {
+                    let settings = json!({"hooks": {event.clone(): [moves.clone()]}});
+                    let conversion =
+                        dialect::convert_claude_settings(&settings, dialect::Purpose::Layer);
+                    split
+                        .problems
+                        .extend(conversion.problems.iter().map(ToString::to_string));
+                    let mut converted = Vec::new();
+                    for (gemini_event, list) in conversion.hooks {
+                        for definition in list.as_array().into_iter().flatten() {
+                            converted.push((gemini_event.clone(), definition.clone()));
+                        }
+                    }
+                    if converted.is_empty() {
+                        // Nothing hookd can run came of it: it stays with Claude Code.
+                        push_definition(&mut split.kept, &event, moves);
+                    } else {
+                        split
+                            .moved
+                            .push(MovedDefinition::new(&event, moves, converted));
+                    }
+                }
+            }
         }
     }
     split
@@ -655,27 +1714,25 @@ fn divide_definition(host: Host, definition: Value) -> (Option<Value>, Option<Va
     (with_hooks(moving), with_hooks(staying))
 }
 
-/// Appends each event's definitions to `into` (an identical definition already there is not
-/// added twice); returns how many were added.
-fn append_hooks(into: &mut Map<String, Value>, moved: &Map<String, Value>) -> usize {
-    let mut added = 0;
-    for (event, definitions) in moved {
-        let Value::Array(definitions) = definitions else {
-            continue;
-        };
+/// Appends `definitions` (event, definition) to `into`; returns those added (an identical
+/// definition already there is not added twice).
+fn append_hooks(
+    into: &mut Map<String, Value>,
+    definitions: &[(String, Value)],
+) -> Vec<(String, Value)> {
+    let mut added = Vec::new();
+    for (event, definition) in definitions {
         let slot = into
             .entry(event.clone())
             .or_insert_with(|| Value::Array(Vec::new()));
         if !slot.is_array() {
             *slot = Value::Array(Vec::new());
         }
-        if let Value::Array(existing) = slot {
-            for definition in definitions {
-                if !existing.contains(definition) {
-                    existing.push(definition.clone());
-                    added += 1;
-                }
-            }
+        if let Value::Array(existing) = slot
+            && !existing.contains(definition)
+        {
+            existing.push(definition.clone());
+            added.push((event.clone(), definition.clone()));
         }
     }
     added
@@ -703,30 +1760,6 @@ fn keep_in_host(relay_hooks: &mut Value, kept: Map<String, Value>) -> usize {
     count
 }
 
-/// How long a relay entry lets the host wait, in milliseconds: the largest total of the hook
-/// timeouts of one event (its hooks may run one after another), at least the host's default,
-/// plus a margin.
-fn relay_timeout_ms(hooks: &Map<String, Value>) -> u64 {
-    let mut longest = HOST_DEFAULT_TIMEOUT_MS;
-    for definitions in hooks.values() {
-        let total: u64 = definitions
-            .as_array()
-            .into_iter()
-            .flatten()
-            .filter_map(|definition| definition.get("hooks")?.as_array())
-            .flatten()
-            .map(|hook| {
-                hook.get("timeout")
-                    .and_then(Value::as_f64)
-                    .filter(|ms| ms.is_finite() && *ms > 0.0)
-                    .map_or(hookd_core::DEFAULT_TIMEOUT_MS, |ms| ms.ceil() as u64)
-            })
-            .fold(0u64, u64::saturating_add);
-        longest = longest.max(total);
-    }
-    longest.saturating_add(RELAY_MARGIN_MS)
-}
-
 /// The host's event names, in its settings' order.
 fn relay_event_names(host: Host) -> Vec<&'static str> {
     match host {
@@ -738,35 +1771,49 @@ fn relay_event_names(host: Host) -> Vec<&'static str> {
     }
 }
 
-/// The host's new `hooks`: one relay entry per event.
-fn relay_entries(host: Host, program: &str, timeout_ms: u64) -> Value {
-    let program = hookd_core::command::shell_quote(program);
+/// The host's new `hooks`: one relay entry per wired event. `--socket` rides along in the
+/// command, so the relay asks the daemon the install was made for.
+fn relay_entries(host: Host, program: &str, socket: Option<&str>, wiring: &[WireEntry]) -> Value {
+    let socket = socket
+        .map(|socket| format!(" --socket {}", hookd_core::command::shell_quote(socket)))
+        .unwrap_or_default();
     let mut hooks = Map::new();
-    for event in relay_event_names(host) {
+    for entry in wiring {
+        let event = &entry.event;
         let definition = match host {
-            Host::Gemini => json!({"hooks": [{
-                "type": "command",
-                "name": RELAY_NAME,
-                "command": format!("{program} relay {event}"),
-                "timeout": timeout_ms,
-            }]}),
-            Host::Claude => {
+            Host::Gemini => {
                 let mut definition = Map::new();
-                if matches!(event, "PreToolUse" | "PostToolUse") {
-                    definition.insert("matcher".to_owned(), Value::from("*"));
+                if let Some(matcher) = &entry.matcher {
+                    definition.insert("matcher".to_owned(), Value::from(matcher.clone()));
                 }
                 definition.insert(
                     "hooks".to_owned(),
                     json!([{
                         "type": "command",
-                        "command": format!("{program} relay {event} --dialect claude"),
-                        "timeout": timeout_ms.div_ceil(1000),
+                        "name": RELAY_NAME,
+                        "command": format!("{program}{socket} relay {event}"),
+                        "timeout": entry.timeout_ms,
+                    }]),
+                );
+                Value::Object(definition)
+            }
+            Host::Claude => {
+                let mut definition = Map::new();
+                if let Some(matcher) = &entry.matcher {
+                    definition.insert("matcher".to_owned(), Value::from(matcher.clone()));
+                }
+                definition.insert(
+                    "hooks".to_owned(),
+                    json!([{
+                        "type": "command",
+                        "command": format!("{program}{socket} relay {event} --dialect claude"),
+                        "timeout": entry.timeout_ms.div_ceil(1000),
                     }]),
                 );
                 Value::Object(definition)
             }
         };
-        hooks.insert(event.to_owned(), Value::Array(vec![definition]));
+        hooks.insert(event.clone(), Value::Array(vec![definition]));
     }
     Value::Object(hooks)
 }
@@ -868,7 +1915,7 @@ fn write_atomic(path: &Path, bytes: &[u8], mode: Option<u32>) -> anyhow::Result<
 /// The manifest's file name in a backup directory.
 const MANIFEST: &str = "manifest.json";
 
-/// What installs of one host and scope changed, newest last.
+/// What the installs of one host and scope changed.
 #[derive(Debug, Clone, Default, serde::Serialize, serde::Deserialize)]
 struct Manifest {
     #[serde(default)]
@@ -877,21 +1924,30 @@ struct Manifest {
     scope: String,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     project: Option<String>,
+    /// The `--socket` the relay entries carry.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    socket: Option<String>,
+    /// Every file hookctl changed, with its bytes from before the first change.
     #[serde(default)]
-    installs: Vec<InstallRecord>,
+    files: Vec<BackedUpFile>,
+    /// Every host definition moved to hookd's file, oldest first.
+    #[serde(default)]
+    moved: Vec<MovedDefinition>,
     /// The state directories the first install created, deepest first: removed with the
-    /// last uninstall when nothing else is in them.
+    /// uninstall when nothing else is in them.
     #[serde(default)]
     created_dirs: Vec<PathBuf>,
+    /// Whether an install after the first moved hooks (hooks added to the host file since):
+    /// the saved originals then no longer hold every hook, so uninstall never restores them
+    /// byte for byte.
+    #[serde(default)]
+    later_moves: bool,
+    /// The layout of an older hookctl (one record per install); refused.
+    #[serde(default, skip_serializing)]
+    installs: Vec<Value>,
 }
 
-/// The files one install changed.
-#[derive(Debug, Clone, Default, serde::Serialize, serde::Deserialize)]
-struct InstallRecord {
-    files: Vec<BackedUpFile>,
-}
-
-/// One changed file: where its original bytes are and what the install wrote.
+/// One changed file: where its original bytes are and what hookctl last wrote.
 #[derive(Debug, Clone, serde::Serialize, serde::Deserialize)]
 struct BackedUpFile {
     path: PathBuf,
@@ -900,21 +1956,91 @@ struct BackedUpFile {
     /// The original's permission bits.
     #[serde(default)]
     mode: Option<u32>,
-    /// SHA-256 of the bytes the install wrote.
-    installed_sha256: String,
+    /// SHA-256 of the bytes hookctl last wrote.
+    written_sha256: String,
     /// Directories the install created for it, deepest first.
     #[serde(default)]
     created_dirs: Vec<PathBuf>,
 }
 
+/// One definition moved from the host's file: as it was there, and what it became in
+/// hookd's file.
+#[derive(Debug, Clone, serde::Serialize, serde::Deserialize)]
+struct MovedDefinition {
+    /// The host's event name.
+    host_event: String,
+    /// The definition as it was in the host file (its relay entries and the hooks hookd
+    /// cannot run left out).
+    host_definition: Value,
+    /// What it became: (Gemini event, definition) pairs.
+    hookd: Vec<(String, Value)>,
+    /// The pairs the install added to hookd's file (not those it already had).
+    #[serde(default)]
+    added: Vec<(String, Value)>,
+}
+
+impl MovedDefinition {
+    fn new(host_event: &str, host_definition: Value, hookd: Vec<(String, Value)>) -> Self {
+        MovedDefinition {
+            host_event: host_event.to_owned(),
+            host_definition,
+            hookd,
+            added: Vec::new(),
+        }
+    }
+}
+
 impl Manifest {
     fn load(dir: &Path) -> anyhow::Result<Manifest> {
         let path = dir.join(MANIFEST);
-        match read_file(&path)? {
-            None => Ok(Manifest::default()),
+        let manifest: Manifest = match read_file(&path)? {
+            None => return Ok(Manifest::default()),
             Some(bytes) => serde_json::from_slice(&bytes)
-                .with_context(|| format!("{} is damaged", path.display())),
+                .with_context(|| format!("{} is damaged", path.display()))?,
+        };
+        if !manifest.installs.is_empty() {
+            bail!(
+                "{} was written by an older hookctl; undo that install with the hookctl that \
+                 made it, or restore the files it names by hand and remove it",
+                path.display()
+            );
         }
+        Ok(manifest)
+    }
+
+    /// Whether an install is recorded.
+    fn is_recorded(&self) -> bool {
+        !self.files.is_empty() || !self.moved.is_empty()
+    }
+
+    /// Saves the original of each changed file the first time it changes, and what is
+    /// written now.
+    fn record_changes(&mut self, backup_dir: &Path, changes: &[Change]) -> anyhow::Result<()> {
+        std::fs::create_dir_all(backup_dir)
+            .with_context(|| format!("cannot create {}", backup_dir.display()))?;
+        for change in changes {
+            let written_sha256 = hookd_core::trust::sha256_hex(&change.after);
+            if let Some(file) = self.files.iter_mut().find(|file| file.path == change.path) {
+                file.written_sha256 = written_sha256;
+                continue;
+            }
+            let original = match &change.before {
+                Some(bytes) => {
+                    let name = format!("{}.orig", self.files.len());
+                    write_atomic(&backup_dir.join(&name), bytes, Some(0o600))?;
+                    Some(name)
+                }
+                None => None,
+            };
+            self.files.push(BackedUpFile {
+                path: change.path.clone(),
+                original,
+                mode: change.before.as_ref().and_then(|_| file_mode(&change.path)),
+                written_sha256,
+                created_dirs: missing_dirs(&change.path),
+            });
+        }
+        Ok(())
     }
 
     fn save(&self, dir: &Path) -> anyhow::Result<()> {
@@ -1083,122 +2209,4 @@ fn diff_lines<'a>(old: &[&'a str], new: &[&'a str]) -> Vec<Op<'a>> {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn diffs_are_unified() {
-        // (before, after, expected hunks)
-        let cases: [(Option<&str>, &str, &str); 4] = [
-            (
-                None,
-                "{\n}\n",
-                "--- /dev/null\n+++ /f\n@@ -0,0 +1,2 @@\n+{\n+}\n",
-            ),
-            (
-                Some("a\nb\nc\n"),
-                "a\nB\nc\n",
-                "--- /f\n+++ /f\n@@ -1,3 +1,3 @@\n a\n-b\n+B\n c\n",
-            ),
-            (
-                Some("1\n2\n3\n4\n5\n6\n7\n8\n9\n10\n"),
-                "1\n2\n3\n4\n5\n6\n7\n8\n9\nten\n",
-                "--- /f\n+++ /f\n@@ -7,4 +7,4 @@\n 7\n 8\n 9\n-10\n+ten\n",
-            ),
-            (
-                Some("x"),
-                "x\ny",
-                "--- /f\n+++ /f\n@@ -1,1 +1,2 @@\n-x\n\\ No newline at end of file\n+x\n+y\n\\ No newline at end of file\n",
-            ),
-        ];
-        for (before, after, expected) in cases {
-            let got = unified_diff(Path::new("/f"), before.map(str::as_bytes), after.as_bytes());
-            assert_eq!(got, expected, "{before:?} -> {after:?}");
-        }
-    }
-
-    #[test]
-    fn relay_timeouts_cover_the_slowest_event() {
-        let cases = [
-            (json!({}), 70_000),
-            (
-                json!({"BeforeTool": [{"hooks": [{"timeout": 5000}, {"timeout": 90_000}]}]}),
-                105_000,
-            ),
-            (
-                json!({"AfterTool": [{"hooks": [{}]}, {"hooks": [{"timeout": 1000}]}]}),
-                71_000,
-            ),
-        ];
-        for (hooks, expected) in cases {
-            let Value::Object(hooks) = hooks else {
-                unreachable!()
-            };
-            assert_eq!(relay_timeout_ms(&hooks), expected, "{hooks:?}");
-        }
-    }
-
-    #[test]
-    fn claude_hooks_hookd_cannot_run_stay_with_claude() {
-        let root = json!({"hooks": {
-            "PreToolUse": [{"matcher": "Bash", "hooks": [
-                {"type": "command", "command": "/opt/bin/hookctl relay PreToolUse --dialect claude"},
-                {"type": "command", "command": "guard.sh", "timeout": 5},
-                {"type": "prompt", "prompt": "Is this safe?"}
-            ]}],
-            "PermissionRequest": [{"hooks": [{"type": "command", "command": "perm.sh"}]}]
-        }});
-        let Value::Object(root) = root else {
-            unreachable!()
-        };
-        let split = split_hooks(Host::Claude, &root);
-        assert_eq!(
-            Value::Object(split.kept.clone()),
-            json!({
-                "PreToolUse": [{"matcher": "Bash", "hooks": [{"type": "prompt", "prompt": "Is this safe?"}]}],
-                "PermissionRequest": [{"hooks": [{"type": "command", "command": "perm.sh"}]}]
-            })
-        );
-        let moved = &split.moved["BeforeTool"][0];
-        assert_eq!(moved["matcher"], json!("^run_shell_command$"), "{moved}");
-        assert_eq!(moved["hooks"][0]["command"], json!("guard.sh"), "{moved}");
-        assert_eq!(moved["hooks"][0]["timeout"], json!(5000), "{moved}");
-        assert_eq!(moved["hooks"][0]["dialect"], json!("claude"), "{moved}");
-        assert_eq!(moved["hooks"].as_array().map(Vec::len), Some(1), "{moved}");
-
-        let mut relay = relay_entries(Host::Claude, "/opt/bin/hookctl", 70_000);
-        assert_eq!(keep_in_host(&mut relay, split.kept), 2);
-        let pre = &relay["PreToolUse"];
-        assert_eq!(pre.as_array().map(Vec::len), Some(2), "{pre}");
-        assert_eq!(
-            pre[0]["hooks"][0]["command"],
-            json!("/opt/bin/hookctl relay PreToolUse --dialect claude")
-        );
-        assert_eq!(pre[0]["hooks"][0]["timeout"], json!(70));
-        assert_eq!(relay["Stop"][0].get("matcher"), None);
-        assert!(relay.get("PermissionRequest").is_some());
-    }
-
-    #[test]
-    fn moving_leaves_relay_entries_behind_and_appends_once() {
-        let root = json!({"hooks": {
-            "BeforeTool": [
-                {"hooks": [{"type": "command", "command": "/usr/bin/hookctl relay BeforeTool", "name": "hookd-relay"}]},
-                {"matcher": "x", "hooks": [{"type": "command", "command": "guard.sh"}]}
-            ]
-        }});
-        let Value::Object(root) = root else {
-            unreachable!()
-        };
-        let split = split_hooks(Host::Gemini, &root);
-        assert!(split.problems.is_empty());
-        assert!(split.kept.is_empty());
-        let moved = split.moved;
-        assert_eq!(
-            Value::Object(moved.clone()),
-            json!({"BeforeTool": [{"matcher": "x", "hooks": [{"type": "command", "command": "guard.sh"}]}]})
-        );
-        let mut into = Map::new();
-        assert_eq!(append_hooks(&mut into, &moved), 1);
-        assert_eq!(append_hooks(&mut into, &moved), 0);
-        assert_eq!(into["BeforeTool"].as_array().map(Vec::len), Some(1));
-    }
 }

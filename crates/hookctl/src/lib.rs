@@ -84,8 +84,12 @@ pub enum Command {
     /// Hand an agent CLI's hooks to hookd: move them into hookd's hooks file and put one
     /// `hookctl relay` entry per event into the CLI's settings (shows the changes first).
     Install(install::InstallArgs),
-    /// Undo `hookctl install`: restore every file it changed, byte for byte.
+    /// Undo `hookctl install`: the moved hooks go back to the agent CLI's settings and every
+    /// relay entry leaves them (byte for byte when nothing was touched since).
     Uninstall(install::UninstallArgs),
+    /// Bring the relay entries of every installed agent CLI in step with hookd's hooks (after
+    /// hooks were added to or removed from hookd's hooks files).
+    Sync(install::SyncArgs),
 }
 
 /// Arguments of `hookctl emit`.
@@ -133,8 +137,9 @@ pub fn run(cli: Cli) -> ExitCode {
     // Neither needs a runtime; the relay must not pay for one.
     match &cli.command {
         Command::Relay(command) => return relay::run(&command.to_args(cli.socket.clone())),
-        Command::Install(args) => return install::run_install(args),
+        Command::Install(args) => return install::run_install(args, cli.socket.as_deref()),
         Command::Uninstall(args) => return install::run_uninstall(args),
+        Command::Sync(args) => return install::run_sync(args),
         _ => {}
     }
     let runtime = match tokio::runtime::Builder::new_current_thread()
@@ -183,7 +188,9 @@ pub async fn execute(cli: Cli) -> anyhow::Result<String> {
             if args.json {
                 Ok(to_json_line(&listing)?)
             } else {
-                Ok(render_list(&listing))
+                let mut text = render_list(&listing);
+                text.push_str(&render_wiring(&cwd));
+                Ok(text)
             }
         }
         Command::Status(args) => {
@@ -208,7 +215,7 @@ pub async fn execute(cli: Cli) -> anyhow::Result<String> {
         Command::Trust(args) => trust::trust(&connect(&socket, false).await?, args).await,
         Command::Untrust(args) => trust::untrust(&connect(&socket, false).await?, args).await,
         Command::Migrate(args) => migrate::run(args),
-        Command::Relay(_) | Command::Install(_) | Command::Uninstall(_) => {
+        Command::Relay(_) | Command::Install(_) | Command::Uninstall(_) | Command::Sync(_) => {
             bail!("this subcommand runs without the async runtime (hookctl::run)")
         }
         Command::Ping => {
@@ -377,6 +384,38 @@ pub fn render_list(listing: &ListResponse) -> String {
         for diagnostic in &listing.diagnostics {
             let _ = writeln!(out, "  {}", render_diagnostic(diagnostic));
         }
+    }
+    out
+}
+
+/// The installed agent CLIs' wiring that is out of step with hookd's hooks, and recent relay
+/// warnings (the relay never shows them to the CLI), for `hookctl list`.
+fn render_wiring(cwd: &Path) -> String {
+    use std::fmt::Write;
+    let mut out = String::new();
+    let locations = install::Locations::from_process();
+    let stale = install::stale_wiring(&locations, cwd);
+    if !stale.is_empty() {
+        out.push_str("Relay wiring:\n");
+        for line in stale {
+            let _ = writeln!(out, "  {line}");
+        }
+    }
+    if let Some(log) = relay::state_dir(|name| std::env::var_os(name))
+        .map(|dir| dir.join(relay::LOG_FILE))
+        .filter(|log| {
+            std::fs::metadata(log)
+                .and_then(|metadata| metadata.modified())
+                .ok()
+                .and_then(|modified| modified.elapsed().ok())
+                .is_some_and(|age| age < std::time::Duration::from_secs(24 * 3600))
+        })
+    {
+        let _ = writeln!(
+            out,
+            "The relay could not reach hookd (or was given a bad event) in the last day: see {}",
+            log.display()
+        );
     }
     out
 }

@@ -2,31 +2,50 @@
 //!
 //! An agent CLI (Gemini CLI, or Claude Code with `--dialect claude`) runs this command as one
 //! of its hooks. It reads the event's JSON payload from stdin, sends it to the daemon as an
-//! `event` request (the project directory from the payload's `cwd`, else this process's
-//! working directory; `session_id` and `transcript_path` from the payload; this process's
-//! environment as the hooks' environment), waits for the aggregate result and turns it into
-//! the host's own hook answer: stdout, stderr and exit code, written by
-//! [`hookd_core::dialect::answer_for_gemini`] or [`hookd_core::dialect::answer_for_claude`].
-//! For Claude Code the event and payload are first translated into Gemini's
-//! ([`hookd_core::dialect::claude_input_to_gemini`]).
+//! `event` request and turns the aggregate result into the host's own hook answer: stdout,
+//! stderr and exit code, written by [`hookd_core::dialect::answer_for_gemini`] or
+//! [`hookd_core::dialect::answer_for_claude`]. For Claude Code the event and payload are first
+//! translated into Gemini's ([`hookd_core::dialect::claude_input_to_gemini`]).
+//!
+//! The request carries `cwd` from the payload (else this process's working directory),
+//! `session_id` and `transcript_path` from the payload, this process's environment as the
+//! hooks' environment, `relayed_by` (the dialect: the daemon then skips hooks in files the
+//! host runs itself) and `project_dir` from the host ([`host_project_dir`]: Claude Code's
+//! `CLAUDE_PROJECT_DIR`, Gemini CLI's `GEMINI_PROJECT_DIR`), never from the payload's `cwd`,
+//! which a `cd` in the shell tool moves.
 //!
 //! It runs once per event, so it must start and finish fast: no async runtime, no clap on the
 //! hot path (the arguments are read by hand), one blocking Unix socket, and the `hello` and the
 //! `event` written together without waiting for the daemon's `hello` in between.
 //!
+//! # A daemon that is not there
+//!
+//! A refused connection, a missing socket, a connection closed before the result and a
+//! `shutting_down` refusal are tried again after a pause (5 ms, doubling up to 200 ms) until
+//! the retry budget is spent ([`RETRY_BUDGET`], `--retry-ms`, `HOOKD_RELAY_RETRY_MS`): a
+//! daemon restarted by hand leaves a short gap, and systemd keeps the listening socket across a
+//! restart. An event whose connection was lost after it was sent is sent again, so a hook may
+//! run twice when the daemon dies in the middle of a run (see [`exchange_with_retries`]). A
+//! relay that gives up leaves a mark in the state directory; for the next minute other relays
+//! try for at most [`DOWN_RETRY_BUDGET`], so a stopped daemon does not slow every event.
+//!
 //! # When hookd cannot answer
 //!
-//! No socket, a refused connection, no `hello` within [`HELLO_TIMEOUT`], a connection lost
-//! before the result, an `error` frame instead of a result, or a payload or event the relay
-//! cannot translate: the relay answers by its policy (`--unreachable`, else
-//! `HOOKD_RELAY_UNREACHABLE`, else `allow`), always within a bounded time:
+//! The daemon not there after the budget, no `hello` within [`HELLO_TIMEOUT`], an `error`
+//! frame instead of a result, or a payload or event the relay cannot translate: the relay
+//! answers by its policy (`--unreachable`, else `HOOKD_RELAY_UNREACHABLE`, else `allow`):
 //!
-//! - `allow`: exit 0, nothing on stdout, one line on stderr saying why; the host goes on as if
-//!   no hook were configured.
+//! - `allow`: exit 0 and nothing on stdout or stderr, exactly what a hook that has nothing to
+//!   say answers, so the host goes on as if it had no hooks (Gemini CLI would show any stderr
+//!   as a system message and turn it into a decision; for `BeforeToolSelection`, into a tool
+//!   configuration).
 //! - `deny`: the host's blocking answer with a reason naming hookd. For the events where
 //!   blocking would make the agent keep going rather than stop something (Gemini's
 //!   `AfterAgent`, Claude's `Stop` and `SubagentStop`), the answer stops the agent instead
 //!   (`continue: false`), so a stopped daemon cannot make it loop.
+//!
+//! Either way the reason is appended to `relay.log` in the state directory
+//! (`$XDG_STATE_HOME/hookd`, else `~/.local/state/hookd`), at most one line a minute.
 
 use std::ffi::{OsStr, OsString};
 use std::io::{self, Read, Write};
@@ -98,11 +117,16 @@ pub struct RelayArgs {
     pub socket: Option<PathBuf>,
     /// What was wrong with the arguments, if anything: the relay then answers by its policy.
     pub problem: Option<String>,
+    /// `--retry-ms`, when given: how long to keep trying a daemon that is not there.
+    pub retry: Option<Duration>,
+    /// Where the relay log and the "daemon down" mark live ([`state_dir`]); `None`: nowhere
+    /// (nothing is logged, no mark is kept). [`run`] fills it in from the environment.
+    pub state_dir: Option<PathBuf>,
 }
 
 /// The usage line, for messages.
 pub const USAGE: &str = "hookctl relay EVENT [--dialect gemini|claude] [--unreachable allow|deny] \
-                         [--socket PATH]";
+                         [--socket PATH] [--retry-ms MS]";
 
 impl RelayArgs {
     /// Reads the arguments after the program name when they are a `relay` invocation
@@ -177,6 +201,16 @@ impl RelayArgs {
                     }
                 }
                 "--socket" => relay.socket = value("--socket").map(PathBuf::from),
+                "--retry-ms" => {
+                    if let Some(text) = value("--retry-ms") {
+                        match text.trim().parse::<u64>() {
+                            Ok(ms) => relay.retry = Some(Duration::from_millis(ms)),
+                            Err(_) => {
+                                problems.push(format!("--retry-ms must be a number, not {text:?}"))
+                            }
+                        }
+                    }
+                }
                 _ if flag.starts_with('-') && flag.len() > 1 => {
                     problems.push(format!("unknown option {flag}"));
                 }
@@ -221,6 +255,10 @@ pub struct RelayCommand {
     /// $HOOKD_RELAY_UNREACHABLE, else allow].
     #[arg(long, value_name = "allow|deny", value_parser = ["allow", "deny"])]
     pub unreachable: Option<String>,
+    /// How long to keep trying a daemon that is not there (refused, no socket, connection
+    /// lost) before answering by the policy [default: $HOOKD_RELAY_RETRY_MS, else 3000].
+    #[arg(long, value_name = "MS")]
+    pub retry_ms: Option<u64>,
 }
 
 impl RelayCommand {
@@ -232,6 +270,8 @@ impl RelayCommand {
             unreachable: self.unreachable.as_deref().and_then(Unreachable::parse),
             socket,
             problem: None,
+            retry: self.retry_ms.map(Duration::from_millis),
+            state_dir: None,
         }
     }
 }
@@ -270,6 +310,11 @@ pub enum RelayError {
 
 /// Runs one relay invocation: reads stdin, asks the daemon, writes the host's answer.
 pub fn run(args: &RelayArgs) -> ExitCode {
+    let mut args = args.clone();
+    if args.state_dir.is_none() {
+        args.state_dir = state_dir(|name| std::env::var_os(name));
+    }
+    let args = &args;
     // Room for a typical payload up front: reading starts with large reads, not tiny ones.
     let mut stdin = Vec::with_capacity(64 * 1024);
     let read = io::stdin().lock().read_to_end(&mut stdin);
@@ -337,18 +382,46 @@ fn ask_daemon(
     request.session_id = text("session_id");
     request.transcript_path = text("transcript_path");
     request.env = Some(process_env());
+    request.project_dir = host_project_dir(args.dialect, |name| std::env::var_os(name));
+    request.relayed_by = Some(args.dialect.as_str().to_owned());
     let socket = args
         .socket
         .clone()
         .unwrap_or_else(hookd_protocol::default_socket_path);
-    let result = exchange(&socket, request).map_err(|err| match err {
-        Exchange::Lost(reason) => RelayError::Unreachable {
-            socket: socket.display().to_string(),
-            reason,
-        },
-        Exchange::Refused(message) => RelayError::Refused(message),
-    })?;
+    let known_down = args
+        .state_dir
+        .as_deref()
+        .is_some_and(|dir| modified_recently(&dir.join(DOWN_MARK)));
+    let budget = retry_budget(
+        args.retry,
+        std::env::var_os(RETRY_ENV_VAR).as_deref(),
+        known_down,
+    );
+    let result = exchange_with_retries(&socket, &request, budget, args.state_dir.as_deref())
+        .map_err(|err| match err {
+            Exchange::Gone(reason) | Exchange::Lost(reason) => RelayError::Unreachable {
+                socket: socket.display().to_string(),
+                reason,
+            },
+            Exchange::Refused(message) => RelayError::Refused(message),
+        })?;
     Ok((event, result))
+}
+
+/// The project root the host gives its hooks: Claude Code's `CLAUDE_PROJECT_DIR`, Gemini
+/// CLI's `GEMINI_PROJECT_DIR`, when it is an absolute path. Never the payload's `cwd`, which a
+/// `cd` in the shell tool moves; without it the daemon uses `cwd`.
+pub fn host_project_dir(
+    dialect: Dialect,
+    var: impl Fn(&str) -> Option<OsString>,
+) -> Option<String> {
+    let name = match dialect {
+        Dialect::Gemini => "GEMINI_PROJECT_DIR",
+        Dialect::Claude => "CLAUDE_PROJECT_DIR",
+    };
+    var(name)
+        .and_then(|value| value.into_string().ok())
+        .filter(|dir| Path::new(dir).is_absolute())
 }
 
 /// The payload as a JSON object.
@@ -433,7 +506,10 @@ fn answer(event: &Event, result: Option<&EventResult>) -> HostAnswer {
     }
 }
 
-/// The answer when hookd gave none, by policy.
+/// The answer when hookd gave none, by policy. The reason goes to the relay log
+/// ([`log_warning`]); with `allow` nothing else is said, so the host goes on exactly as with
+/// no hooks (Gemini CLI shows a hook's stderr as a system message, and for
+/// `BeforeToolSelection` any text at all becomes a tool configuration).
 fn fallback_answer(
     args: &RelayArgs,
     error: &RelayError,
@@ -441,13 +517,23 @@ fn fallback_answer(
     stop_hook_active: bool,
 ) -> HostAnswer {
     let event = known_event(args);
-    let allow = |note: &str| HostAnswer {
+    let note = match policy {
+        Unreachable::Allow => "allowing without hooks",
+        Unreachable::Deny => "denying (--unreachable deny)",
+    };
+    if let Some(dir) = &args.state_dir {
+        log_warning(
+            dir,
+            &format!("{} {}: {error}; {note}", args.dialect.as_str(), args.event),
+        );
+    }
+    let allow = || HostAnswer {
         stdout: String::new(),
-        stderr: format!("hookctl relay: {error}; {note}\n"),
+        stderr: String::new(),
         exit_code: 0,
     };
     if policy == Unreachable::Allow {
-        return allow("allowing without hooks");
+        return allow();
     }
     let Some(event) = event else {
         // No event to shape a blocking answer for: a non-zero exit that is not 2 is an error
@@ -463,7 +549,7 @@ fn fallback_answer(
     let keeps_going = matches!(event.gemini, HookEventName::AfterAgent);
     if keeps_going && stop_hook_active {
         // The agent is already continuing because of a stop hook: let it stop.
-        return allow("letting the agent stop");
+        return allow();
     }
     let decision = if keeps_going {
         json!({"continue": false, "stopReason": reason})
@@ -479,6 +565,98 @@ fn fallback_answer(
         hooks: Vec::new(),
     };
     answer(&event, Some(&result))
+}
+
+/// The directory of the relay's log and its "daemon down" mark:
+/// `$XDG_STATE_HOME/hookd` (else `~/.local/state/hookd`).
+pub fn state_dir(var: impl Fn(&str) -> Option<OsString>) -> Option<PathBuf> {
+    let absolute = |name: &str| var(name).map(PathBuf::from).filter(|dir| dir.is_absolute());
+    absolute("XDG_STATE_HOME")
+        .or_else(|| absolute("HOME").map(|home| home.join(".local/state")))
+        .map(|dir| dir.join("hookd"))
+}
+
+/// The relay log's file name in [`state_dir`].
+pub const LOG_FILE: &str = "relay.log";
+
+/// The "daemon down" mark's file name in [`state_dir`]: its modification time is when a
+/// relay last gave up on the daemon.
+const DOWN_MARK: &str = "relay.down";
+
+/// The size at which the relay log is moved to `relay.log.1` (the previous one is dropped).
+const LOG_MAX_BYTES: u64 = 1024 * 1024;
+
+/// Whether `path` was modified within [`DOWN_WINDOW`].
+fn modified_recently(path: &Path) -> bool {
+    std::fs::metadata(path)
+        .and_then(|metadata| metadata.modified())
+        .ok()
+        .and_then(|modified| modified.elapsed().ok())
+        .is_some_and(|age| age < DOWN_WINDOW)
+}
+
+/// Marks the daemon as down (best effort: a relay must answer even where it cannot write).
+fn note_unreachable(dir: &Path) {
+    let _ = std::fs::create_dir_all(dir);
+    let _ = std::fs::write(dir.join(DOWN_MARK), b"");
+}
+
+/// Appends one line to the relay log in `dir`, at most one a minute (while the log was
+/// written within [`DOWN_WINDOW`], the line is dropped), starting with the UTC time. The log
+/// is readable by its owner only. Best effort, like [`note_unreachable`].
+fn log_warning(dir: &Path, message: &str) {
+    use std::os::unix::fs::OpenOptionsExt;
+    let path = dir.join(LOG_FILE);
+    if modified_recently(&path) {
+        return;
+    }
+    let _ = std::fs::create_dir_all(dir);
+    if std::fs::metadata(&path).is_ok_and(|metadata| metadata.len() > LOG_MAX_BYTES) {
+        let _ = std::fs::rename(&path, dir.join(format!("{LOG_FILE}.1")));
+    }
+    let seconds = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |since| since.as_secs());
+    let line = format!(
+        "{} hookctl relay: {message} (further warnings within a minute are not logged)\n",
+        utc_timestamp(seconds)
+    );
+    let file = std::fs::OpenOptions::new()
+        .create(true)
+        .append(true)
+        .mode(0o600)
+        .open(&path);
+    if let Ok(mut file) = file {
+        let _ = file.write_all(line.as_bytes());
+    }
+}
+
+/// `YYYY-MM-DDTHH:MM:SSZ` for seconds since the Unix epoch (the proleptic Gregorian calendar,
+/// by counting 400-year eras of 146097 days).
+pub fn utc_timestamp(seconds: u64) -> String {
+    let days = seconds / 86_400;
+    let of_day = seconds % 86_400;
+    // Days since 0000-03-01, so that the leap day ends a year.
+    let shifted = days + 719_468;
+    let era = shifted / 146_097;
+    let day_of_era = shifted % 146_097;
+    let year_of_era =
+        (day_of_era - day_of_era / 1460 + day_of_era / 36_524 - day_of_era / 146_096) / 365;
+    let day_of_year = day_of_era - (365 * year_of_era + year_of_era / 4 - year_of_era / 100);
+    let month_index = (5 * day_of_year + 2) / 153;
+    let day = day_of_year - (153 * month_index + 2) / 5 + 1;
+    let month = if month_index < 10 {
+        month_index + 3
+    } else {
+        month_index - 9
+    };
+    let year = era * 400 + year_of_era + u64::from(month <= 2);
+    format!(
+        "{year:04}-{month:02}-{day:02}T{:02}:{:02}:{:02}Z",
+        of_day / 3600,
+        of_day % 3600 / 60,
+        of_day % 60
+    )
 }
 
 /// The event of the arguments, when it is one the dialect knows.
@@ -505,7 +683,10 @@ fn process_env() -> WireEnv {
 /// Why an exchange ended without a result.
 #[derive(Debug)]
 enum Exchange {
-    /// The daemon could not be reached, was too slow to say hello, or went away.
+    /// The daemon is not there right now: no socket, a refused connection, or the connection
+    /// closed before the result. Worth trying again within the budget (a daemon restarting).
+    Gone(String),
+    /// The daemon could not be reached in time, or sent something the relay cannot read.
     Lost(String),
     /// The daemon answered with an error frame.
     Refused(String),
@@ -513,12 +694,105 @@ enum Exchange {
 
 impl From<io::Error> for Exchange {
     fn from(err: io::Error) -> Exchange {
-        let reason = match err.kind() {
-            io::ErrorKind::WouldBlock | io::ErrorKind::TimedOut => "no answer in time".to_owned(),
-            io::ErrorKind::UnexpectedEof => "the connection closed".to_owned(),
-            _ => err.to_string(),
-        };
-        Exchange::Lost(reason)
+        match err.kind() {
+            io::ErrorKind::WouldBlock | io::ErrorKind::TimedOut => {
+                Exchange::Lost("no answer in time".to_owned())
+            }
+            io::ErrorKind::UnexpectedEof => Exchange::Gone("the connection closed".to_owned()),
+            io::ErrorKind::ConnectionReset
+            | io::ErrorKind::ConnectionAborted
+            | io::ErrorKind::BrokenPipe => Exchange::Gone(err.to_string()),
+            _ => Exchange::Lost(err.to_string()),
+        }
+    }
+}
+
+/// The environment variable that sets the retry budget in milliseconds.
+pub const RETRY_ENV_VAR: &str = "HOOKD_RELAY_RETRY_MS";
+
+/// How long the relay keeps trying a daemon that is not there (refused, no socket, connection
+/// lost before the result) before it answers by its policy: long enough for a restart by hand
+/// or by systemd.
+pub const RETRY_BUDGET: Duration = Duration::from_millis(3000);
+
+/// The budget while the daemon is known to be down (a relay gave up on it within
+/// [`DOWN_WINDOW`]): one quick second look, so a stopped daemon does not slow every event.
+pub const DOWN_RETRY_BUDGET: Duration = Duration::from_millis(250);
+
+/// How long a give-up counts as "the daemon is down", and the least time between two warnings
+/// in the relay log.
+pub const DOWN_WINDOW: Duration = Duration::from_secs(60);
+
+/// The first pause between two attempts; each next one doubles, up to [`MAX_BACKOFF`].
+const FIRST_BACKOFF: Duration = Duration::from_millis(5);
+
+/// The longest pause between two attempts.
+const MAX_BACKOFF: Duration = Duration::from_millis(200);
+
+/// The retry budget: `--retry-ms`, else `HOOKD_RELAY_RETRY_MS` when it is a number, else
+/// [`RETRY_BUDGET`]; at most [`DOWN_RETRY_BUDGET`] while the daemon is known to be down.
+pub fn retry_budget(
+    flag: Option<Duration>,
+    env_value: Option<&OsStr>,
+    known_down: bool,
+) -> Duration {
+    let budget = flag.unwrap_or_else(|| {
+        env_value
+            .and_then(OsStr::to_str)
+            .and_then(|text| text.trim().parse::<u64>().ok())
+            .map_or(RETRY_BUDGET, Duration::from_millis)
+    });
+    if known_down {
+        budget.min(DOWN_RETRY_BUDGET)
+    } else {
+        budget
+    }
+}
+
+/// The pauses between attempts within `budget`: 5, 10, 20, ... ms up to 200 ms each.
+pub fn backoff_schedule(budget: Duration) -> Vec<Duration> {
+    let mut pauses = Vec::new();
+    let mut total = Duration::ZERO;
+    let mut pause = FIRST_BACKOFF;
+    while total + pause <= budget {
+        pauses.push(pause);
+        total += pause;
+        pause = (pause * 2).min(MAX_BACKOFF);
+    }
+    if total < budget {
+        pauses.push(budget - total);
+    }
+    pauses
+}
+
+/// Runs the exchange, trying again after a pause while the daemon is not there, until the
+/// budget is spent.
+///
+/// An event whose connection was lost after it was sent is sent again: the daemon may have run
+/// some of its hooks before it went away, so a hook can run twice when the daemon dies in the
+/// middle of a run. A gate that is never asked is the worse failure (the call would go through
+/// unchecked); a daemon that stops gracefully finishes what it has read, so this happens only
+/// when it crashes or is killed.
+fn exchange_with_retries(
+    socket: &Path,
+    request: &EventRequest,
+    budget: Duration,
+    state_dir: Option<&Path>,
+) -> Result<EventResult, Exchange> {
+    let mut pauses = backoff_schedule(budget).into_iter();
+    loop {
+        match exchange(socket, request.clone()) {
+            Err(Exchange::Gone(reason)) => match pauses.next() {
+                Some(pause) => std::thread::sleep(pause),
+                None => {
+                    if let Some(dir) = state_dir {
+                        note_unreachable(dir);
+                    }
+                    return Err(Exchange::Lost(reason));
+                }
+            },
+            other => return other,
+        }
     }
 }
 
@@ -558,6 +832,10 @@ fn exchange(socket: &Path, request: EventRequest) -> Result<EventResult, Exchang
         match read_message(&mut stream)? {
             ServerMessage::Result(result) if result.id == id => return Ok(result.result),
             ServerMessage::Error(error) if error.id.as_ref().is_none_or(|got| *got == id) => {
+                // A daemon that is stopping refuses new work: the next one will take it.
+                if error.code == hookd_protocol::ErrorCode::ShuttingDown {
+                    return Err(Exchange::Gone(error.message));
+                }
                 return Err(Exchange::Refused(format!(
                     "{}: {}",
                     error.code.as_str(),
@@ -607,10 +885,10 @@ fn connect(socket: &Path, deadline: Instant) -> Result<UnixStream, Exchange> {
                 return Err(Exchange::Lost("the daemon is too busy to accept".into()));
             }
             Err(Errno::ENOENT) => {
-                return Err(Exchange::Lost("no socket there (is hookd running?)".into()));
+                return Err(Exchange::Gone("no socket there (is hookd running?)".into()));
             }
             Err(Errno::ECONNREFUSED) => {
-                return Err(Exchange::Lost(
+                return Err(Exchange::Gone(
                     "connection refused (is hookd running?)".into(),
                 ));
             }
@@ -810,28 +1088,119 @@ mod tests {
     }
 
     #[test]
-    fn an_unreachable_daemon_is_answered_by_policy_at_once() {
+    fn an_unreachable_daemon_is_answered_by_policy_and_logged_not_shown() {
         let dir = tempfile::tempdir().expect("tempdir");
+        let state = dir.path().join("state");
         let relay = RelayArgs {
-            event: "BeforeTool".to_owned(),
+            event: "BeforeToolSelection".to_owned(),
             socket: Some(dir.path().join("none.sock")),
+            retry: Some(Duration::from_millis(40)),
+            state_dir: Some(state.clone()),
             ..RelayArgs::default()
         };
         let started = Instant::now();
         let allowed = super::relay(&relay, b"{}", Unreachable::Allow);
-        assert_eq!(allowed.exit_code, 0);
-        assert_eq!(allowed.stdout, "");
-        assert!(
-            allowed.stderr.contains("not reachable"),
-            "{}",
-            allowed.stderr
+        // Exactly a hook that says nothing: Gemini CLI changes nothing for it.
+        assert_eq!(
+            allowed,
+            HostAnswer {
+                stdout: String::new(),
+                stderr: String::new(),
+                exit_code: 0
+            }
         );
-        assert_eq!(allowed.stderr.lines().count(), 1, "{}", allowed.stderr);
+        // The budget was spent retrying, then the daemon was marked down and the reason
+        // logged once.
+        assert!(started.elapsed() >= Duration::from_millis(40));
+        let log = std::fs::read_to_string(state.join(LOG_FILE)).expect("log");
+        assert!(log.contains("not reachable"), "{log}");
+        assert!(log.contains("allowing without hooks"), "{log}");
+        assert!(state.join(DOWN_MARK).exists());
         let denied = super::relay(&relay, b"{}", Unreachable::Deny);
         assert!(
             denied.exit_code == 2 || denied.stdout.contains("deny"),
             "{denied:?}"
         );
+        // Rate-limited: the second warning within a minute is not written.
+        let again = std::fs::read_to_string(state.join(LOG_FILE)).expect("log");
+        assert_eq!(again.lines().count(), 1, "{again}");
         assert!(started.elapsed() < Duration::from_secs(2));
+    }
+
+    #[test]
+    fn retries_back_off_within_the_budget() {
+        let ms = Duration::from_millis;
+        let cases: [(Duration, &[u64]); 4] = [
+            (ms(0), &[]),
+            (ms(12), &[5, 7]),
+            (ms(100), &[5, 10, 20, 40, 25]),
+            (ms(700), &[5, 10, 20, 40, 80, 160, 200, 185]),
+        ];
+        for (budget, expected) in cases {
+            let got: Vec<u64> = backoff_schedule(budget)
+                .iter()
+                .map(|pause| pause.as_millis() as u64)
+                .collect();
+            assert_eq!(got, expected, "{budget:?}");
+            assert!(got.iter().sum::<u64>() <= budget.as_millis() as u64);
+        }
+        // (flag, environment, known down, budget)
+        let budgets = [
+            (None, None, false, RETRY_BUDGET),
+            (None, Some("500"), false, ms(500)),
+            (None, Some("soon"), false, RETRY_BUDGET),
+            (Some(ms(10)), Some("500"), false, ms(10)),
+            (None, None, true, DOWN_RETRY_BUDGET),
+            (Some(ms(10)), None, true, ms(10)),
+        ];
+        for (flag, env, down, expected) in budgets {
+            assert_eq!(
+                retry_budget(flag, env.map(OsStr::new), down),
+                expected,
+                "{flag:?} {env:?} {down}"
+            );
+        }
+    }
+
+    #[test]
+    fn the_project_comes_from_the_host_never_from_cwd() {
+        let env = |pairs: &'static [(&'static str, &'static str)]| {
+            move |name: &str| {
+                pairs
+                    .iter()
+                    .find(|(key, _)| *key == name)
+                    .map(|(_, value)| OsString::from(value))
+            }
+        };
+        let both: &[(&str, &str)] = &[
+            ("CLAUDE_PROJECT_DIR", "/p/claude"),
+            ("GEMINI_PROJECT_DIR", "/p/gemini"),
+        ];
+        assert_eq!(
+            host_project_dir(Dialect::Claude, env(both)).as_deref(),
+            Some("/p/claude")
+        );
+        assert_eq!(
+            host_project_dir(Dialect::Gemini, env(both)).as_deref(),
+            Some("/p/gemini")
+        );
+        assert_eq!(host_project_dir(Dialect::Claude, env(&[])), None);
+        assert_eq!(
+            host_project_dir(Dialect::Gemini, env(&[("GEMINI_PROJECT_DIR", "rel")])),
+            None
+        );
+    }
+
+    #[test]
+    fn timestamps_are_utc_calendar_dates() {
+        let cases = [
+            (0, "1970-01-01T00:00:00Z"),
+            (951_782_400, "2000-02-29T00:00:00Z"),
+            (1_798_761_599, "2026-12-31T23:59:59Z"),
+            (4_107_542_400, "2100-03-01T00:00:00Z"),
+        ];
+        for (seconds, expected) in cases {
+            assert_eq!(utc_timestamp(seconds), expected, "{seconds}");
+        }
     }
 }

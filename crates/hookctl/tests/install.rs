@@ -1,8 +1,10 @@
-//! `hookctl install` and `uninstall` through the real binary, in a temp home: the host's hooks
-//! move into hookd's file and relay entries take their place; uninstall restores every file
-//! byte for byte (comments, absent files); a second install changes nothing; `--dry-run` and
-//! a refused confirmation write nothing; a file changed since the install is not overwritten
-//! without `--force`. The installed relay entries then run the moved hooks through a daemon.
+//! `hookctl install`, `sync` and `uninstall` through the real binary, in a temp home: the
+//! host's hooks move into hookd's file and relay entries take their place, only for the events
+//! and tools hookd has hooks for, with timeouts under each hook's own default; uninstall
+//! restores every file byte for byte when nothing changed, and otherwise gives back exactly
+//! what each host's installs moved, whatever was added or edited on either side since
+//! (table-driven sequences); `--dry-run` and a refused confirmation write nothing. The
+//! installed relay entries then run the moved hooks through a daemon.
 
 // Test fixtures may unwrap: a failure here is a failed test, not a daemon bug.
 #![allow(clippy::unwrap_used)]
@@ -54,8 +56,18 @@ impl Home {
 
     /// Runs hookctl in the project with this home and nothing else that moves its files.
     fn hookctl(&self, args: &[&str]) -> Run {
+        self.hookctl_with_path(args, &std::env::var("PATH").unwrap_or_default())
+    }
+
+    /// Runs hookctl with `PATH` set to `path`.
+    fn hookctl_with_path(&self, args: &[&str], path: &str) -> Run {
         let mut child = Command::new(env!("CARGO_BIN_EXE_hookctl"))
             .args(args)
+            .env("PATH", path)
+            .env(
+                "GEMINI_CLI_SYSTEM_SETTINGS_PATH",
+                self.root.join("etc/gemini-cli/settings.json"),
+            )
             .current_dir(&self.project)
             .env("HOME", &self.home)
             .env_remove("XDG_CONFIG_HOME")
@@ -122,19 +134,32 @@ const GEMINI_USER: &str = r#"// My Gemini CLI settings.
 }
 "#;
 
-const GEMINI_EVENTS: [&str; 11] = [
-    "BeforeTool",
-    "AfterTool",
-    "BeforeAgent",
-    "Notification",
-    "AfterAgent",
-    "SessionStart",
-    "SessionEnd",
-    "PreCompress",
-    "BeforeModel",
-    "AfterModel",
-    "BeforeToolSelection",
-];
+/// The absolute path of the hookctl under test, as install writes it into user files when
+/// `hookctl` is not on `PATH`.
+fn hookctl_exe() -> String {
+    std::fs::canonicalize(env!("CARGO_BIN_EXE_hookctl"))
+        .unwrap()
+        .display()
+        .to_string()
+}
+
+/// `PATH` with the hookctl under test first.
+fn path_with_hookctl() -> String {
+    let dir = Path::new(&hookctl_exe()).parent().unwrap().to_owned();
+    format!(
+        "{}:{}",
+        dir.display(),
+        std::env::var("PATH").unwrap_or_default()
+    )
+}
+
+/// The events of a host file's `hooks`.
+fn events(path: &Path) -> Vec<String> {
+    parse(path)["hooks"]
+        .as_object()
+        .map(|hooks| hooks.keys().cloned().collect())
+        .unwrap_or_default()
+}
 
 #[test]
 fn gemini_user_hooks_move_to_hookd_and_come_back_byte_for_byte() {
@@ -146,13 +171,11 @@ fn gemini_user_hooks_move_to_hookd_and_come_back_byte_for_byte() {
 
     let report = home.ok(&["install", "--host", "gemini", "--yes"]);
     assert!(report.contains("--- /dev/null"), "{report}");
-    assert!(
-        report.contains(&format!("+++ {}", settings.display())),
-        "{report}"
-    );
     assert!(report.contains("Installed"), "{report}");
+    assert!(report.contains("restart running sessions"), "{report}");
 
-    // The host keeps its other settings and comments; its hooks are one relay per event.
+    // The host keeps its other settings and comments; its hooks are one relay entry for each
+    // event hookd has hooks for, with the hooks' matcher, waiting for the slowest of them.
     let text = std::fs::read_to_string(&settings).unwrap();
     assert!(
         text.starts_with(
@@ -160,24 +183,17 @@ fn gemini_user_hooks_move_to_hookd_and_come_back_byte_for_byte() {
         ),
         "{text}"
     );
-    assert!(
-        text.ends_with("  \"hooksConfig\": {\"disabled\": [\"old\"]}\n}\n"),
-        "{text}"
+    let program = hookctl_exe();
+    assert_eq!(
+        parse(&settings)["hooks"],
+        json!({
+            "BeforeTool": [{"matcher": "run_shell_command", "hooks": [{"type": "command",
+                "name": "hookd-relay", "command": format!("{program} relay BeforeTool"),
+                "timeout": 100_000}]}],
+            "AfterAgent": [{"hooks": [{"type": "command", "name": "hookd-relay",
+                "command": format!("{program} relay AfterAgent"), "timeout": 70_000}]}]
+        })
     );
-    let host = parse(&settings);
-    let relays = host["hooks"].as_object().unwrap();
-    let events: Vec<&str> = relays.keys().map(String::as_str).collect();
-    assert_eq!(events, GEMINI_EVENTS);
-    let program = std::fs::canonicalize(env!("CARGO_BIN_EXE_hookctl")).unwrap();
-    for (event, definitions) in relays {
-        assert_eq!(
-            definitions,
-            &json!([{"hooks": [{"type": "command", "name": "hookd-relay",
-                "command": format!("{} relay {event}", program.display()), "timeout": 100000}]}]),
-            "{event}"
-        );
-    }
-    // hookd's file holds the moved hooks, as they were.
     assert_eq!(
         parse(&hooks_file),
         json!({"hooks": {
@@ -202,32 +218,11 @@ fn gemini_user_hooks_move_to_hookd_and_come_back_byte_for_byte() {
 }
 
 #[test]
-fn claude_project_without_settings_gets_a_file_that_uninstall_removes() {
+fn with_nothing_to_relay_install_writes_nothing() {
     let home = Home::new();
     let before = home.snapshot();
     let report = home.ok(&["install", "--host", "claude", "--scope", "project", "--yes"]);
-    assert!(report.contains("0 hook definition(s) move"), "{report}");
-    let settings = home.project.join(".claude/settings.json");
-    let host = parse(&settings);
-    let events: Vec<&str> = host["hooks"]
-        .as_object()
-        .unwrap()
-        .keys()
-        .map(String::as_str)
-        .collect();
-    assert_eq!(events, hookd_core::dialect::CLAUDE_EVENTS);
-    let program = std::fs::canonicalize(env!("CARGO_BIN_EXE_hookctl")).unwrap();
-    assert_eq!(
-        host["hooks"]["PreToolUse"],
-        json!([{"matcher": "*", "hooks": [{"type": "command",
-            "command": format!("{} relay PreToolUse --dialect claude", program.display()),
-            "timeout": 70}]}])
-    );
-    assert_eq!(host["hooks"]["Stop"][0].get("matcher"), None);
-    // Nothing moved, so hookd's project file was not created.
-    assert!(!home.project.join(".hookd").exists());
-
-    home.ok(&["uninstall", "--host", "claude", "--scope", "project"]);
+    assert!(report.contains("Nothing to install"), "{report}");
     assert_eq!(home.snapshot(), before);
 }
 
@@ -254,20 +249,12 @@ fn claude_user_hooks_are_converted_and_what_hookd_cannot_run_stays() {
     let settings = home.home.join(".claude/settings.json");
     home.write(&settings, CLAUDE_USER);
     let hooks_file = home.home.join(".config/hookd/hooks.json");
-    // hookd's file exists already: the moved hooks are appended.
-    home.write(
-        &hooks_file,
-        "{\"hooks\": {\"BeforeTool\": [{\"hooks\": [{\"type\": \"command\", \"command\": \"mine.sh\"}]}]}}\n",
-    );
     let before = home.snapshot();
 
     let report = home.ok(&["install", "--host", "claude", "--scope", "user", "--yes"]);
     assert!(report.contains("stay in"), "{report}");
     let moved = parse(&hooks_file);
-    let before_tool = moved["hooks"]["BeforeTool"].as_array().unwrap();
-    assert_eq!(before_tool.len(), 2, "{moved}");
-    assert_eq!(before_tool[0]["hooks"][0]["command"], json!("mine.sh"));
-    let converted = &before_tool[1];
+    let converted = &moved["hooks"]["BeforeTool"][0];
     assert_eq!(
         converted["hooks"][0]["dialect"],
         json!("claude"),
@@ -287,11 +274,17 @@ fn claude_user_hooks_are_converted_and_what_hookd_cannot_run_stays() {
     assert!(text.contains("// Claude Code settings"), "{text}");
     let host = parse(&settings);
     assert_eq!(host["model"], json!("opus"));
+    // Only the events with hooks: the tool entry names only Bash; Stop's hook has no timeout,
+    // so it may take Claude Code's default of 600 s.
+    assert_eq!(
+        events(&settings),
+        ["PreToolUse", "Stop", "SubagentStop"],
+        "{host}"
+    );
     let pre = host["hooks"]["PreToolUse"].as_array().unwrap();
-    assert_eq!(pre.len(), 2, "{pre:?}");
-    // BeforeTool's hooks may take 60 s (mine.sh, the default) and 120 s one after the other:
-    // the relay waits longer.
-    assert_eq!(pre[0]["hooks"][0]["timeout"], json!(190));
+    assert_eq!(pre[0]["matcher"], json!("Bash"), "{host}");
+    assert_eq!(pre[0]["hooks"][0]["timeout"], json!(130));
+    assert_eq!(host["hooks"]["Stop"][0]["hooks"][0]["timeout"], json!(610));
     assert_eq!(
         pre[1],
         json!({"matcher": "Bash", "hooks": [{"type": "prompt", "prompt": "Is this command safe?"}]})
@@ -334,82 +327,495 @@ fn dry_runs_and_unconfirmed_installs_write_nothing() {
 }
 
 #[test]
-fn uninstall_refuses_to_lose_later_edits_unless_forced() {
+fn relay_entries_carry_the_socket_and_project_files_use_hookctl_from_path() {
     let home = Home::new();
     let settings = home.project.join(".gemini/settings.json");
-    let hooks_file = home.project.join(".hookd/hooks.json");
     home.write(&settings, GEMINI_USER);
-    // An existing hookd file, in another project dir given by --cwd.
-    let before = home.snapshot();
-    let cwd = home.project.display().to_string();
-    home.ok(&[
-        "install", "--host", "gemini", "--scope", "project", "--cwd", &cwd, "--yes",
-    ]);
-    assert!(hooks_file.exists());
-
-    let edited = std::fs::read_to_string(&hooks_file)
-        .unwrap()
-        .replace("guard.sh", "guard2.sh");
-    std::fs::write(&hooks_file, &edited).unwrap();
-    let run = home.hookctl(&[
-        "uninstall",
-        "--host",
-        "gemini",
-        "--scope",
-        "project",
-        "--cwd",
-        &cwd,
-    ]);
-    assert!(!run.ok);
-    assert!(
-        run.stderr.contains(&hooks_file.display().to_string()) && run.stderr.contains("--force"),
-        "{}",
-        run.stderr
+    // hookctl not on PATH: the project file still says `hookctl` (it is shared), with a
+    // warning saying where it is.
+    let run = home.hookctl_with_path(
+        &[
+            "--socket",
+            "/run/my hookd.sock",
+            "install",
+            "--host",
+            "gemini",
+            "--scope",
+            "project",
+            "--yes",
+        ],
+        "/usr/bin:/bin",
     );
-    assert_eq!(std::fs::read_to_string(&hooks_file).unwrap(), edited);
+    assert!(run.ok, "{}{}", run.stdout, run.stderr);
+    assert!(
+        run.stdout.contains("hookctl is not on PATH"),
+        "{}",
+        run.stdout
+    );
+    assert_eq!(
+        parse(&settings)["hooks"]["BeforeTool"][0]["hooks"][0]["command"],
+        json!("hookctl --socket '/run/my hookd.sock' relay BeforeTool")
+    );
+    // With hookctl on PATH the user file says `hookctl` too, so a host reading both files
+    // runs one relay (same name and command); the socket of the earlier install is kept.
+    home.write(&home.home.join(".gemini/settings.json"), GEMINI_USER);
+    let run = home.hookctl_with_path(
+        &[
+            "--socket",
+            "/run/my hookd.sock",
+            "install",
+            "--host",
+            "gemini",
+            "--yes",
+        ],
+        &path_with_hookctl(),
+    );
+    assert!(run.ok, "{}{}", run.stdout, run.stderr);
+    assert!(!run.stdout.contains("not on PATH"), "{}", run.stdout);
+    assert_eq!(
+        parse(&home.home.join(".gemini/settings.json"))["hooks"]["BeforeTool"][0]["hooks"][0]["command"],
+        json!("hookctl --socket '/run/my hookd.sock' relay BeforeTool")
+    );
+}
 
-    home.ok(&[
-        "uninstall",
-        "--host",
-        "gemini",
-        "--scope",
-        "project",
-        "--cwd",
-        &cwd,
-        "--force",
-    ]);
+#[test]
+fn a_project_install_trusts_what_it_moved() {
+    let home = Home::new();
+    let settings = home.project.join(".gemini/settings.json");
+    home.write(&settings, GEMINI_USER);
+    home.write(&home.project.join("guard.sh"), "#!/bin/sh\nexit 0\n");
+    let before = home.snapshot();
+    let report = home.ok(&["install", "--host", "gemini", "--scope", "project", "--yes"]);
+    let _ = report;
+    let store = home.home.join(".config/hookd/trusted-hooks.json");
+    let text = std::fs::read_to_string(&store).unwrap();
+    let trusted = hookd_core::trust::TrustStore::parse(&text).unwrap();
+    let keys = trusted.keys(&home.project.display().to_string());
+    let mut commands: Vec<&str> = keys.iter().map(|key| key.command.as_str()).collect();
+    commands.sort_unstable();
+    assert_eq!(commands, ["guard.sh", "notify.sh"], "{text}");
+    // Nothing else changed since: uninstall takes the trust back too.
+    home.ok(&["uninstall", "--host", "gemini", "--scope", "project"]);
     assert_eq!(home.snapshot(), before);
 }
 
 #[test]
-fn a_later_install_is_undone_first() {
+fn sync_follows_hookds_hooks_and_list_sees_when_it_is_needed() {
     let home = Home::new();
     let settings = home.home.join(".gemini/settings.json");
+    let hooks_file = home.home.join(".config/hookd/hooks.json");
     home.write(&settings, GEMINI_USER);
-    let original = home.snapshot();
     home.ok(&["install", "--host", "gemini", "--yes"]);
-
-    // A hook added to the host file after the install is moved by the next one.
-    let mut host = parse(&settings);
-    host["hooks"]["SessionStart"]
-        .as_array_mut()
-        .unwrap()
-        .push(json!({"hooks": [{"type": "command", "command": "hello.sh"}]}));
-    std::fs::write(&settings, serde_json::to_string_pretty(&host).unwrap()).unwrap();
-    let edited = home.snapshot();
-    let report = home.ok(&["install", "--host", "gemini", "--yes"]);
-    assert!(report.contains("1 hook definition(s) move"), "{report}");
-    let moved = parse(&home.home.join(".config/hookd/hooks.json"));
+    let locations = hookctl::install::Locations::new(
+        hookd_runner::loader::LoaderEnv::new(
+            [(
+                "GEMINI_CLI_SYSTEM_SETTINGS_PATH".to_owned(),
+                home.root
+                    .join("etc/gemini-cli/settings.json")
+                    .display()
+                    .to_string(),
+            )]
+            .into_iter()
+            .collect(),
+            &home.home,
+        ),
+        Some(home.project.clone()),
+        hookctl_exe(),
+    );
     assert_eq!(
-        moved["hooks"]["SessionStart"][0]["hooks"][0]["command"],
-        json!("hello.sh")
+        hookctl::install::stale_wiring(&locations, &home.project),
+        Vec::<String>::new()
     );
 
-    let report = home.ok(&["uninstall", "--host", "gemini"]);
-    assert!(report.contains("run uninstall again"), "{report}");
-    assert_eq!(home.snapshot(), edited);
-    home.ok(&["uninstall", "--host", "gemini", "--force"]);
-    assert_eq!(home.snapshot(), original);
+    // A hook added to hookd's file on a new event, and the guard removed.
+    let mut hooks = parse(&hooks_file);
+    hooks["hooks"]["SessionStart"] = json!([{"hooks": [{"type": "command", "command": "hi.sh"}]}]);
+    hooks["hooks"].as_object_mut().unwrap().remove("BeforeTool");
+    std::fs::write(&hooks_file, hooks.to_string()).unwrap();
+    let stale = hookctl::install::stale_wiring(&locations, &home.project);
+    assert_eq!(stale.len(), 1, "{stale:?}");
+    assert!(
+        stale[0].contains("no relay entry on SessionStart")
+            && stale[0].contains("no hook on BeforeTool")
+            && stale[0].contains("hookctl sync"),
+        "{stale:?}"
+    );
+    let report = home.ok(&["sync"]);
+    assert!(report.contains("now relays 2 event(s)"), "{report}");
+    assert_eq!(events(&settings), ["AfterAgent", "SessionStart"]);
+    assert!(hookctl::install::stale_wiring(&locations, &home.project).is_empty());
+    assert!(home.ok(&["sync"]).contains("in step"));
+
+    // A project's own hookd hooks are not relayed by a user install: list says what to run.
+    home.write(
+        &home.project.join(".hookd/hooks.json"),
+        r#"{"hooks": {"BeforeModel": [{"hooks": [{"type": "command", "command": "m.sh"}]}]}}"#,
+    );
+    let stale = hookctl::install::stale_wiring(&locations, &home.project);
+    assert!(
+        stale.len() == 1
+            && stale[0].contains("BeforeModel")
+            && stale[0].contains("--scope project"),
+        "{stale:?}"
+    );
+}
+
+/// One step of an install sequence.
+#[derive(Debug, Clone, Copy)]
+enum Step {
+    Install(&'static str, &'static str),
+    Uninstall(&'static str, &'static str),
+    /// Uninstall that must be refused, naming the command that finishes it.
+    UninstallRefused(&'static str, &'static str),
+    UninstallForce(&'static str, &'static str),
+    /// A hook added to the host's file: (host, scope, command).
+    AddToHost(&'static str, &'static str, &'static str),
+    /// A hook added to hookd's file of the scope: (scope, command).
+    AddToHookd(&'static str, &'static str),
+    /// A moved hook edited in hookd's file: (scope, old command, new command).
+    EditInHookd(&'static str, &'static str, &'static str),
+    Sync,
+}
+
+impl Home {
+    fn host_file(&self, host: &str, scope: &str) -> PathBuf {
+        let base = if scope == "user" {
+            &self.home
+        } else {
+            &self.project
+        };
+        base.join(if host == "gemini" {
+            ".gemini/settings.json"
+        } else {
+            ".claude/settings.json"
+        })
+    }
+
+    fn hookd_file(&self, scope: &str) -> PathBuf {
+        if scope == "user" {
+            self.home.join(".config/hookd/hooks.json")
+        } else {
+            self.project.join(".hookd/hooks.json")
+        }
+    }
+
+    /// Edits a settings file's parsed value and writes it back.
+    fn edit(&self, path: &Path, change: impl FnOnce(&mut Value)) {
+        let mut value = if path.exists() {
+            parse(path)
+        } else {
+            json!({})
+        };
+        change(&mut value);
+        self.write(path, &serde_json::to_string_pretty(&value).unwrap());
+    }
+
+    fn step(&self, step: Step) {
+        let scope_args = |host: &str, scope: &str| -> Vec<String> {
+            ["--host", host, "--scope", scope]
+                .iter()
+                .map(|arg| (*arg).to_owned())
+                .collect()
+        };
+        let run = |verb: &str, host: &str, scope: &str, extra: &[&str]| {
+            let mut args = vec![verb.to_owned()];
+            args.extend(scope_args(host, scope));
+            args.extend(extra.iter().map(|arg| (*arg).to_owned()));
+            let args: Vec<&str> = args.iter().map(String::as_str).collect();
+            self.hookctl(&args)
+        };
+        match step {
+            Step::Install(host, scope) => {
+                let run = run("install", host, scope, &["--yes"]);
+                assert!(run.ok, "{step:?}: {}{}", run.stdout, run.stderr);
+            }
+            Step::Uninstall(host, scope) => {
+                let run = run("uninstall", host, scope, &[]);
+                assert!(run.ok, "{step:?}: {}{}", run.stdout, run.stderr);
+            }
+            Step::UninstallForce(host, scope) => {
+                let run = run("uninstall", host, scope, &["--force"]);
+                assert!(run.ok, "{step:?}: {}{}", run.stdout, run.stderr);
+            }
+            Step::UninstallRefused(host, scope) => {
+                let before = self.snapshot();
+                let run = run("uninstall", host, scope, &[]);
+                assert!(!run.ok, "{step:?}: {}", run.stdout);
+                assert!(
+                    run.stderr
+                        .contains(&format!("hookctl uninstall --host {host}"))
+                        && run.stderr.contains("--force"),
+                    "{step:?}: {}",
+                    run.stderr
+                );
+                assert_eq!(self.snapshot(), before, "{step:?}");
+            }
+            Step::AddToHost(host, scope, command) => {
+                let event = if host == "gemini" {
+                    "AfterTool"
+                } else {
+                    "PostToolUse"
+                };
+                self.edit(&self.host_file(host, scope), |value| {
+                    if !value["hooks"].is_object() {
+                        value["hooks"] = json!({});
+                    }
+                    let list = value["hooks"]
+                        .as_object_mut()
+                        .unwrap()
+                        .entry(event)
+                        .or_insert_with(|| json!([]));
+                    list.as_array_mut()
+                        .unwrap()
+                        .push(json!({"hooks": [{"type": "command", "command": command}]}));
+                });
+            }
+            Step::AddToHookd(scope, command) => {
+                self.edit(&self.hookd_file(scope), |value| {
+                    if !value["hooks"].is_object() {
+                        value["hooks"] = json!({});
+                    }
+                    let list = value["hooks"]
+                        .as_object_mut()
+                        .unwrap()
+                        .entry("SessionEnd")
+                        .or_insert_with(|| json!([]));
+                    list.as_array_mut()
+                        .unwrap()
+                        .push(json!({"hooks": [{"type": "command", "command": command}]}));
+                });
+            }
+            Step::EditInHookd(scope, old, new) => {
+                let path = self.hookd_file(scope);
+                let text = std::fs::read_to_string(&path).unwrap();
+                assert!(text.contains(old), "{step:?}: {text}");
+                std::fs::write(&path, text.replace(old, new)).unwrap();
+            }
+            Step::Sync => {
+                let run = self.hookctl(&["sync"]);
+                assert!(run.ok, "{step:?}: {}{}", run.stdout, run.stderr);
+            }
+        }
+    }
+
+    /// Every settings file this test can touch.
+    fn all_files(&self) -> Vec<PathBuf> {
+        let mut files = Vec::new();
+        for scope in ["user", "project"] {
+            files.push(self.host_file("gemini", scope));
+            files.push(self.host_file("claude", scope));
+            files.push(self.hookd_file(scope));
+        }
+        files
+    }
+}
+
+/// The commands of every hook in a settings file.
+fn commands(path: &Path) -> Vec<String> {
+    if !path.exists() {
+        return Vec::new();
+    }
+    let mut out = Vec::new();
+    let root = parse(path);
+    for definitions in root["hooks"]
+        .as_object()
+        .into_iter()
+        .flat_map(|hooks| hooks.values())
+    {
+        for definition in definitions.as_array().into_iter().flatten() {
+            for hook in definition["hooks"].as_array().into_iter().flatten() {
+                if let Some(command) = hook["command"].as_str() {
+                    out.push(command.to_owned());
+                }
+            }
+        }
+    }
+    out
+}
+
+const GEMINI_PROJECT: &str = r#"{"hooks": {"BeforeTool": [{"matcher": "write_file", "hooks": [
+  {"type": "command", "name": "lint", "command": "lint.sh"}]}]}}"#;
+
+const CLAUDE_PROJECT: &str = r#"{"hooks": {"PreToolUse": [{"matcher": "Edit|Write", "hooks": [
+  {"type": "command", "command": "fmt.sh", "timeout": 30}]}]}}"#;
+
+const HOOKD_USER: &str = r#"{"hooks": {"BeforeAgent": [{"hooks": [
+  {"type": "command", "command": "mine.sh"}]}]}}"#;
+
+#[test]
+fn any_sequence_of_installs_edits_and_uninstalls_gets_back() {
+    use Step::*;
+    // (steps, where each hook must end: (command, file key), whether every file must be
+    // back byte for byte). File keys: "gemini/user", "claude/project", "hookd/user", ...
+    type Case = (
+        &'static [Step],
+        &'static [(&'static str, &'static str)],
+        bool,
+    );
+    let cases: &[Case] = &[
+        (
+            &[Install("gemini", "user"), Uninstall("gemini", "user")],
+            &[],
+            true,
+        ),
+        // A hook added to the CLI's file after the install, then a second install: one
+        // uninstall gives back both and leaves no relay entry.
+        (
+            &[
+                Install("gemini", "user"),
+                AddToHost("gemini", "user", "late.sh"),
+                Install("gemini", "user"),
+                Uninstall("gemini", "user"),
+            ],
+            &[("late.sh", "gemini/user")],
+            false,
+        ),
+        // Added after the install and never moved: it stays where it is.
+        (
+            &[
+                Install("gemini", "user"),
+                AddToHost("gemini", "user", "late.sh"),
+                Uninstall("gemini", "user"),
+            ],
+            &[("late.sh", "gemini/user")],
+            false,
+        ),
+        // Both hosts share hookd's user file: each uninstall takes back only its own.
+        (
+            &[
+                Install("gemini", "user"),
+                Install("claude", "user"),
+                Uninstall("gemini", "user"),
+                Uninstall("claude", "user"),
+            ],
+            &[],
+            false,
+        ),
+        (
+            &[
+                Install("claude", "user"),
+                Install("gemini", "user"),
+                Uninstall("claude", "user"),
+                Uninstall("gemini", "user"),
+            ],
+            &[],
+            false,
+        ),
+        // A hook added to hookd's file is hookd's: it stays there.
+        (
+            &[
+                Install("gemini", "user"),
+                AddToHookd("user", "added.sh"),
+                Sync,
+                Uninstall("gemini", "user"),
+            ],
+            &[("added.sh", "hookd/user")],
+            false,
+        ),
+        // User and project installs of both hosts, undone in another order.
+        (
+            &[
+                Install("gemini", "project"),
+                Install("claude", "project"),
+                Install("gemini", "user"),
+                AddToHost("claude", "project", "late2.sh"),
+                Install("claude", "project"),
+                Uninstall("gemini", "user"),
+                Uninstall("claude", "project"),
+                Uninstall("gemini", "project"),
+            ],
+            &[("late2.sh", "claude/project")],
+            false,
+        ),
+        // A moved Gemini hook edited in hookd's file goes back as edited.
+        (
+            &[
+                Install("gemini", "user"),
+                EditInHookd("user", "guard.sh", "guard-v2.sh"),
+                Uninstall("gemini", "user"),
+            ],
+            &[("guard-v2.sh", "gemini/user")],
+            false,
+        ),
+        // A moved Claude hook edited in hookd's file cannot be converted back: refused with
+        // the command; with --force the edit stays in hookd's file and Claude gets its own.
+        (
+            &[
+                Install("claude", "project"),
+                EditInHookd("project", "fmt.sh", "fmt2.sh"),
+                UninstallRefused("claude", "project"),
+                UninstallForce("claude", "project"),
+            ],
+            &[("fmt2.sh", "hookd/project")],
+            false,
+        ),
+    ];
+    for (steps, ends, byte_for_byte) in cases {
+        let home = Home::new();
+        home.write(&home.host_file("gemini", "user"), GEMINI_USER);
+        home.write(&home.host_file("claude", "user"), CLAUDE_USER);
+        home.write(&home.host_file("gemini", "project"), GEMINI_PROJECT);
+        home.write(&home.host_file("claude", "project"), CLAUDE_PROJECT);
+        home.write(&home.hookd_file("user"), HOOKD_USER);
+        let before = home.snapshot();
+        // Where each original hook lives.
+        let mut expected: Vec<(String, PathBuf)> = Vec::new();
+        for (host, scope) in [
+            ("gemini", "user"),
+            ("claude", "user"),
+            ("gemini", "project"),
+            ("claude", "project"),
+        ] {
+            for command in commands(&home.host_file(host, scope)) {
+                expected.push((command, home.host_file(host, scope)));
+            }
+        }
+        expected.push(("mine.sh".to_owned(), home.hookd_file("user")));
+        for step in *steps {
+            home.step(*step);
+        }
+        for (command, key) in *ends {
+            let (kind, scope) = key.split_once('/').unwrap();
+            let file = if kind == "hookd" {
+                home.hookd_file(scope)
+            } else {
+                home.host_file(kind, scope)
+            };
+            // An edited hook replaces the original of its command.
+            // (A hook edited in hookd's file that goes back to the host replaces its
+            // original; one that stays in hookd's file leaves the host its original.)
+            if kind != "hookd" {
+                expected.retain(|(old, _)| {
+                    !(command.starts_with(old.trim_end_matches(".sh")) && old != command)
+                });
+            }
+            expected.push(((*command).to_owned(), file));
+        }
+        // Every hook exactly once, where the user put it; no relay entry anywhere.
+        for file in home.all_files() {
+            for command in commands(&file) {
+                assert!(
+                    !hookd_core::dialect::is_relay_command(&command),
+                    "{steps:?}: relay entry left in {}",
+                    file.display()
+                );
+                let home_file = expected.iter().find(|(c, _)| *c == command);
+                assert_eq!(
+                    home_file.map(|(_, file)| file),
+                    Some(&file),
+                    "{steps:?}: {command} is in {}",
+                    file.display()
+                );
+            }
+        }
+        for (command, file) in &expected {
+            let count = commands(file).iter().filter(|c| *c == command).count();
+            assert_eq!(count, 1, "{steps:?}: {command} in {}", file.display());
+        }
+        if *byte_for_byte {
+            assert_eq!(home.snapshot(), before, "{steps:?}");
+        }
+    }
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -461,6 +867,7 @@ async fn installed_relay_entries_run_the_moved_hooks_through_the_daemon() {
         let mut child = Command::new("bash")
             .arg("-c")
             .arg(&command)
+            .env("PATH", path_with_hookctl())
             .env("HOOKD_SOCKET", &socket)
             .stdin(Stdio::piped())
             .stdout(Stdio::piped())
@@ -528,6 +935,7 @@ async fn installed_claude_hooks_keep_claudes_rules_through_the_relay() {
         let mut child = Command::new("bash")
             .arg("-c")
             .arg(&command)
+            .env("PATH", path_with_hookctl())
             .env("HOOKD_SOCKET", &socket)
             .stdin(Stdio::piped())
             .stdout(Stdio::piped())

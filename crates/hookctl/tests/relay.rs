@@ -51,6 +51,11 @@ impl Host<'_> {
             .current_dir(self.cwd)
             .env_remove("HOOKD_SOCKET")
             .env_remove("HOOKD_RELAY_UNREACHABLE")
+            .env_remove("HOOKD_RELAY_RETRY_MS")
+            .env_remove("GEMINI_PROJECT_DIR")
+            .env_remove("CLAUDE_PROJECT_DIR")
+            // The relay log and its "daemon down" mark go next to the socket.
+            .env("XDG_STATE_HOME", state_dir(self.socket))
             // Run inside GitHub Actions, the host's environment would be redacted for its
             // hooks (strict mode), and the marks these tests pass would not reach them.
             .env_remove("GITHUB_SHA")
@@ -77,6 +82,16 @@ impl Host<'_> {
         .await
         .unwrap()
     }
+}
+
+/// Where the relays of a test keep their log: next to the socket.
+fn state_dir(socket: &Path) -> PathBuf {
+    socket.parent().unwrap().join("state")
+}
+
+/// The relay log written for `socket`'s relays ("" when there is none).
+fn relay_log(socket: &Path) -> String {
+    std::fs::read_to_string(state_dir(socket).join("hookd/relay.log")).unwrap_or_default()
 }
 
 /// Writes an executable bash script and returns its path.
@@ -488,20 +503,43 @@ async fn without_a_daemon_both_policies_answer_within_seconds() {
     let _listener = std::os::unix::net::UnixListener::bind(&silent).unwrap();
 
     for socket in [&missing, &silent] {
-        let host = |env: Vec<(&'static str, String)>| Host {
-            socket,
-            cwd: scratch.path(),
-            env,
+        // A short retry budget keeps the test fast; the retries have a test of their own.
+        let host = |mut env: Vec<(&'static str, String)>| {
+            env.push(("HOOKD_RELAY_RETRY_MS", "300".to_owned()));
+            Host {
+                socket,
+                cwd: scratch.path(),
+                env,
+            }
         };
         let payload = gemini_payload("BeforeTool", scratch.path());
         let claude = claude_payload("PreToolUse", scratch.path());
 
-        // allow (the default): exit 0, one warning line, no decision.
+        // allow (the default): exit 0 and nothing at all for the host, exactly a hook with
+        // nothing to say; the reason is in the relay log.
         let run = host(Vec::new()).relay(&["BeforeTool"], &payload).await;
-        assert_eq!((run.code, run.stdout.as_str()), (0, ""), "{socket:?}");
-        assert_eq!(run.stderr.lines().count(), 1, "{:?}", run.stderr);
-        assert!(run.stderr.contains("not reachable"), "{:?}", run.stderr);
+        assert_eq!(
+            (run.code, run.stdout.as_str(), run.stderr.as_str()),
+            (0, "", ""),
+            "{socket:?}"
+        );
+        assert!(
+            relay_log(socket).contains("not reachable"),
+            "{:?}",
+            relay_log(socket)
+        );
         assert!(run.elapsed < Duration::from_secs(5), "{:?}", run.elapsed);
+        let run = host(Vec::new())
+            .relay(
+                &["BeforeToolSelection"],
+                &gemini_payload("BeforeToolSelection", scratch.path()),
+            )
+            .await;
+        assert_eq!(
+            (run.code, run.stdout.as_str(), run.stderr.as_str()),
+            (0, "", ""),
+            "{socket:?}"
+        );
         let run = host(Vec::new())
             .relay(&["PreToolUse", "--dialect", "claude"], &claude)
             .await;
@@ -628,11 +666,15 @@ async fn bad_input_is_answered_by_policy() {
     ];
     for (args, stdin) in cases {
         let run = host.relay(args, &stdin).await;
-        assert_eq!((run.code, run.stdout.as_str()), (0, ""), "{args:?}");
+        assert_eq!(
+            (run.code, run.stdout.as_str(), run.stderr.as_str()),
+            (0, "", ""),
+            "{args:?}"
+        );
         assert!(
-            run.stderr.starts_with("hookctl relay: "),
+            relay_log(&fixture.socket).contains("hookctl relay: "),
             "{args:?}: {}",
-            run.stderr
+            relay_log(&fixture.socket)
         );
         let mut deny = args.to_vec();
         deny.push("--unreachable=deny");
@@ -645,4 +687,145 @@ async fn bad_input_is_answered_by_policy() {
             run.stderr
         );
     }
+}
+
+/// Reads one length-prefixed frame's JSON from `stream`; `None` at the end of the stream.
+fn read_frame(stream: &mut std::os::unix::net::UnixStream) -> Option<Value> {
+    use std::io::Read;
+    let mut prefix = [0u8; 4];
+    stream.read_exact(&mut prefix).ok()?;
+    let mut body = vec![0u8; u32::from_be_bytes(prefix) as usize];
+    stream.read_exact(&mut body).ok()?;
+    serde_json::from_slice(&body).ok()
+}
+
+/// Writes one length-prefixed frame.
+fn write_frame(stream: &mut std::os::unix::net::UnixStream, value: &Value) {
+    let body = value.to_string();
+    let mut frame = (body.len() as u32).to_be_bytes().to_vec();
+    frame.extend_from_slice(body.as_bytes());
+    stream.write_all(&frame).unwrap();
+}
+
+/// A stand-in daemon on `socket` for one connection: records the relay's `event` request
+/// and answers it with `final_output`.
+fn recording_fake_daemon(
+    socket: &Path,
+    final_output: Value,
+) -> std::thread::JoinHandle<Option<Value>> {
+    let listener = std::os::unix::net::UnixListener::bind(socket).unwrap();
+    std::thread::spawn(move || {
+        let (mut stream, _) = listener.accept().ok()?;
+        let hello = read_frame(&mut stream)?;
+        assert_eq!(hello["type"], json!("hello"), "{hello}");
+        let event = read_frame(&mut stream)?;
+        write_frame(
+            &mut stream,
+            &json!({"type": "hello", "protocol": 1, "server": "fake", "pid": 1,
+                    "max_frame_bytes": 16_777_216}),
+        );
+        write_frame(
+            &mut stream,
+            &json!({"type": "result", "id": event["id"], "success": true,
+                    "final_output": final_output, "all_outputs": [], "errors": [],
+                    "total_duration_ms": 0.0, "hooks": [], "generation": 1}),
+        );
+        Some(event)
+    })
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_request_names_the_relaying_host_and_the_hosts_project() {
+    let scratch = tempfile::tempdir().unwrap();
+    let project = scratch.path().join("proj");
+    let sub = project.join("sub");
+    std::fs::create_dir_all(&sub).unwrap();
+    let socket = scratch.path().join("fake.sock");
+    // (host's variables, arguments, payload, relayed_by, project_dir)
+    let cases: Vec<(Vec<(&str, String)>, Vec<&str>, Value, &str, Option<String>)> = vec![
+        // After `cd sub` in Claude's Bash tool, the payload's cwd moved; the project did not.
+        (
+            vec![("CLAUDE_PROJECT_DIR", project.display().to_string())],
+            vec!["PreToolUse", "--dialect", "claude"],
+            claude_payload("PreToolUse", &sub),
+            "claude",
+            Some(project.display().to_string()),
+        ),
+        (
+            vec![("GEMINI_PROJECT_DIR", project.display().to_string())],
+            vec!["BeforeTool"],
+            gemini_payload("BeforeTool", &project),
+            "gemini",
+            Some(project.display().to_string()),
+        ),
+        // No project from the host: the daemon falls back to cwd.
+        (
+            Vec::new(),
+            vec!["BeforeTool"],
+            gemini_payload("BeforeTool", &sub),
+            "gemini",
+            None,
+        ),
+    ];
+    for (env, args, payload, relayed_by, project_dir) in cases {
+        let _ = std::fs::remove_file(&socket);
+        let daemon = recording_fake_daemon(&socket, json!({"decision": "allow"}));
+        let host = Host {
+            socket: &socket,
+            cwd: &sub,
+            env,
+        };
+        let run = host.relay(&args, &payload).await;
+        assert_eq!(run.code, 0, "{args:?}: {}", run.stderr);
+        let event = daemon.join().unwrap().unwrap();
+        assert_eq!(event["relayed_by"], json!(relayed_by), "{event}");
+        assert_eq!(
+            event.get("project_dir").cloned(),
+            project_dir.map(Value::from),
+            "{event}"
+        );
+        assert_eq!(event["cwd"], payload["cwd"], "{event}");
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_daemon_restarting_by_hand_loses_no_call() {
+    let guard = settings(&[(
+        "BeforeTool",
+        Some("run_shell_command"),
+        "echo 'no rm here' >&2; exit 2".to_owned(),
+    )]);
+    let fixture = Fixture::prepare(&guard, None);
+    let socket = fixture.socket.clone();
+    let payload = gemini_payload("BeforeTool", &fixture.project);
+    let host = Host {
+        socket: &socket,
+        cwd: &fixture.project,
+        env: Vec::new(),
+    };
+    // The old daemon takes the connection and goes away without answering (EOF before the
+    // result), then for a while there is no socket at all (ENOENT), then the new daemon
+    // binds: the relay keeps trying and gets the new daemon's answer.
+    let listener = std::os::unix::net::UnixListener::bind(&socket).unwrap();
+    let old = std::thread::spawn(move || {
+        let (stream, _) = listener.accept().unwrap();
+        drop(stream);
+        drop(listener);
+    });
+    let relay = host.relay(&["BeforeTool"], &payload);
+    let restart = async {
+        tokio::task::spawn_blocking(move || old.join().unwrap())
+            .await
+            .unwrap();
+        std::fs::remove_file(&fixture.socket).unwrap();
+        // The gap a restart by hand leaves.
+        tokio::time::sleep(Duration::from_millis(300)).await;
+        fixture.serve().await;
+    };
+    let (run, ()) = tokio::join!(relay, restart);
+    assert_eq!(run.code, 0, "{}", run.stderr);
+    let answer = run.json();
+    assert_eq!(answer["decision"], json!("deny"), "{answer}");
+    assert_eq!(answer["reason"], json!("no rm here"), "{answer}");
+    assert_eq!(relay_log(&socket), "");
 }

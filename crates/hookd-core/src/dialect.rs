@@ -47,8 +47,9 @@ pub use convert::{
 pub use matchers::{claude_matcher_matches, claude_matcher_to_gemini, is_valid_claude_matcher};
 pub use names::{
     CLAUDE_EVENTS, claude_event_to_gemini, claude_notification_type_to_gemini,
-    claude_tool_input_to_gemini, claude_tool_to_gemini, gemini_event_to_claude,
-    gemini_notification_type_to_claude, gemini_tool_input_to_claude, gemini_tool_to_claude,
+    claude_tool_input_to_gemini, claude_tool_to_gemini, claude_tools_for_gemini,
+    gemini_event_to_claude, gemini_notification_type_to_claude, gemini_tool_input_to_claude,
+    gemini_tool_to_claude,
 };
 pub use payload::{
     DialectError, claude_hook_applies, claude_input_to_gemini, effective_claude_event,

@@ -28,6 +28,14 @@ impl Fixture {
     /// Starts a daemon whose project settings are `project_settings` and, when given, whose
     /// user settings are `user_settings`.
     pub async fn start(project_settings: &str, user_settings: Option<&str>) -> Fixture {
+        let fixture = Fixture::prepare(project_settings, user_settings);
+        fixture.serve().await;
+        fixture
+    }
+
+    /// The home, project and settings of [`Fixture::start`], with no daemon yet:
+    /// [`Fixture::serve`] starts it.
+    pub fn prepare(project_settings: &str, user_settings: Option<&str>) -> Fixture {
         let dir = tempfile::tempdir().unwrap();
         let home = dir.path().join("home");
         let project = dir.path().join("project");
@@ -37,28 +45,31 @@ impl Fixture {
             std::fs::write(home.join(".gemini/settings.json"), user).unwrap();
         }
         std::fs::write(project.join(".gemini/settings.json"), project_settings).unwrap();
-        let mut env = HashMap::new();
-        env.insert("HOME".to_owned(), home.display().to_string());
-        env.insert("PATH".to_owned(), std::env::var("PATH").unwrap_or_default());
-        env.insert(
-            "GEMINI_CLI_SYSTEM_SETTINGS_PATH".to_owned(),
-            dir.path().join("none.json").display().to_string(),
-        );
         let socket = dir.path().join("hookd.sock");
-        let listener = hookd_server::bind_socket(&socket).await.unwrap();
-        let cancel = CancellationToken::new();
-        tokio::spawn(hookd_server::run(
-            listener,
-            hookd_server::ServerConfig::new(env),
-            cancel.clone(),
-        ));
         Fixture {
             dir,
             socket,
             home,
             project,
-            cancel,
+            cancel: CancellationToken::new(),
         }
+    }
+
+    /// Binds the socket and starts the daemon on it.
+    pub async fn serve(&self) {
+        let mut env = HashMap::new();
+        env.insert("HOME".to_owned(), self.home.display().to_string());
+        env.insert("PATH".to_owned(), std::env::var("PATH").unwrap_or_default());
+        env.insert(
+            "GEMINI_CLI_SYSTEM_SETTINGS_PATH".to_owned(),
+            self.dir.path().join("none.json").display().to_string(),
+        );
+        let listener = hookd_server::bind_socket(&self.socket).await.unwrap();
+        tokio::spawn(hookd_server::run(
+            listener,
+            hookd_server::ServerConfig::new(env),
+            self.cancel.clone(),
+        ));
     }
 
     /// Runs hookctl with `args` in the project dir, feeding `stdin`, off the async runtime.

@@ -199,6 +199,21 @@ pub fn gemini_tool_to_claude(name: &str) -> Cow<'_, str> {
     }
 }
 
+/// Every Claude Code tool name that [`claude_tool_to_gemini`] turns into `gemini`: the
+/// built-in tools of the table (`replace` is both `Edit` and `MultiEdit`), else the one name
+/// [`gemini_tool_to_claude`] gives. For a relay entry's matcher that must cover a hook's.
+pub fn claude_tools_for_gemini(gemini: &str) -> Vec<String> {
+    let mut names: Vec<String> = TOOLS
+        .iter()
+        .filter(|tool| tool.gemini == gemini)
+        .map(|tool| tool.claude.to_owned())
+        .collect();
+    if names.is_empty() {
+        names.push(gemini_tool_to_claude(gemini).into_owned());
+    }
+    names
+}
+
 /// A Claude tool's `tool_input` with Gemini CLI's key names, for the tool Claude calls
 /// `claude_tool`. A key is renamed only when the new name is not already taken; order is kept.
 pub fn claude_tool_input_to_gemini(
