@@ -15,6 +15,9 @@ What the model answers comes from a script, a JSON file:
         {"text": ["first half ", "second half"]}    # final text, one stream chunk per item
     ]}
 
+A turn may also have `"touch": PATH`: the file is created just before the answer is sent, a
+cue the suite uses to act at that moment (restart the daemon while the CLI gets a tool call).
+
 The turn answered is chosen by the request itself, not by a counter: the number of model
 (assistant) messages already in the request's history. A retried request, or a second CLI
 run against the same server, gets the same answer. Requests that carry no tools (the CLIs'
@@ -213,6 +216,13 @@ def anthropic_events(turn, index, model):
     return events, whole
 
 
+def touch(turn):
+    """A turn may name a file to create as it is answered: a cue for the suite."""
+    path = turn.get("touch")
+    if path and not os.path.exists(path):
+        open(path, "w").close()
+
+
 SECRET_HEADERS = {"authorization", "x-api-key", "x-goog-api-key"}
 
 
@@ -321,6 +331,7 @@ class Handler(BaseHTTPRequestHandler):
             index = gemini_turn_index(body)
             turn = self.server.script.turn(index)
             self.record(body, kind="turn", turn=index, stream=stream)
+            touch(turn)
             chunks = gemini_chunks(turn, index)
         if stream:
             self.start_sse()
@@ -354,6 +365,7 @@ class Handler(BaseHTTPRequestHandler):
             index = anthropic_turn_index(body)
             turn = self.server.script.turn(index)
             self.record(body, kind="turn", turn=index, stream=stream)
+            touch(turn)
         events, whole = anthropic_events(turn, index, model)
         if not stream:
             self.send_json(200, whole)

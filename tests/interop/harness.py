@@ -379,7 +379,9 @@ class Supervisor:
         tool = shutil.which("systemd-socket-activate")
         self.held = None
         if tool:
-            argv = [tool, "-l", str(world.socket), "bash", "-c", SUPERVISOR, "supervisor", *daemon]
+            # systemd-socket-activate hands the program only the variables named with -E.
+            setenv = [arg for name in sorted(env) for arg in ("-E", name)]
+            argv = [tool, "-l", str(world.socket), *setenv, "bash", "-c", SUPERVISOR, "supervisor", *daemon]
             self.proc = subprocess.Popen(
                 argv, env=env, stdin=subprocess.DEVNULL, stdout=log_file, stderr=log_file, start_new_session=True
             )

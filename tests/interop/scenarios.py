@@ -278,29 +278,31 @@ def cd_user(ctx, host):
     return cd_scenario(ctx, host, "user")
 
 
-class SignalWatcher:
-    """Calls action() once when the guard creates the signal file (it then sleeps a while)."""
+class CueWatcher:
+    """Runs each action once, in order, when its cue file appears (created by the guard or by
+    the fake model as it answers a turn)."""
 
-    def __init__(self, path, action):
-        self.path = path
-        self.action = action
-        self.done = threading.Event()
-        self.error = None
+    def __init__(self, cues):
+        self.cues = list(cues)
+        self.done = 0
+        self.errors = []
         self.stopping = False
         self.thread = threading.Thread(target=self.loop, daemon=True)
         self.thread.start()
 
     def loop(self):
         deadline = time.monotonic() + 300
-        while not self.stopping and time.monotonic() < deadline:
-            if self.path.exists():
+        while self.cues and not self.stopping and time.monotonic() < deadline:
+            path, action = self.cues[0]
+            if path.exists():
                 try:
-                    self.action()
+                    action()
                 except Exception as e:  # reported as a fact, not raised in a thread
-                    self.error = repr(e)
-                self.done.set()
-                return
-            time.sleep(0.005)
+                    self.errors.append(repr(e))
+                self.done += 1
+                self.cues.pop(0)
+                continue
+            time.sleep(0.002)
 
     def stop(self):
         self.stopping = True
@@ -308,13 +310,19 @@ class SignalWatcher:
 
 
 def restart_scenario(ctx, host, activated):
+    """Three guarded `rm -rf` calls; hookd restarts twice: once while the guard runs (the
+    call is in flight), once just as the model hands the CLI the second call (its relay
+    connects during the restart)."""
     v = Verdict()
     facts = {}
     label = "restart-activated" if activated else "restart-plain"
     for mode in ("native", "hookd"):
         with Session(ctx, host, mode, label) as s:
             add_tool_hook(host, s.user_settings(), guard_entry(host, s.w))
-            signal_file = s.w.root / "restart-now"
+            in_flight = s.w.root / "cue-guard-running"
+            second_call = s.w.root / "cue-second-call"
+            turns = rm_turns(3)
+            turns[1]["touch"] = str(second_call)
             watcher = None
             if mode == "hookd":
                 s.install()
@@ -322,29 +330,33 @@ def restart_scenario(ctx, host, activated):
                     s.w.supervisor = Supervisor(s.w)
                     facts["how"] = s.w.supervisor.how
 
-                    def action():
+                    def restart():
                         old = s.w.supervisor.restart()
                         s.w.supervisor.wait_for_pid(not_pid=old)
 
                 else:
                     s.start_daemon()
 
-                    def action():
+                    def restart():
                         # Stop (the old daemon finishes or fails what it has), a short gap
                         # with no daemon at all, then a new one on the same path.
                         s.w.stop_daemon()
                         time.sleep(0.3)
                         s.w.start_daemon()
 
-                watcher = SignalWatcher(signal_file, action)
-            s.go(rm_turns(3), env_extra={"INTEROP_HOOK_SIGNAL": str(signal_file), "INTEROP_HOOK_SLEEP": "0.5"})
+                watcher = CueWatcher([(in_flight, restart), (second_call, restart)])
+            s.go(turns, env_extra={"INTEROP_HOOK_SIGNAL": str(in_flight), "INTEROP_HOOK_SLEEP": "0.5"})
             if watcher:
                 watcher.stop()
-                facts["restarted"] = watcher.done.is_set() and watcher.error is None
-                facts["restart_error"] = watcher.error
+                facts["restarts"] = watcher.done
+                facts["restart_errors"] = watcher.errors
             facts[mode] = s.facts()
     v.expect("native denies all three (reference sane)", facts["native"]["tool_ran"], [])
-    v.check("the daemon was restarted mid-session", facts.get("restarted"), str(facts.get("restart_error") or ""))
+    v.check(
+        "the daemon was restarted twice mid-session",
+        facts.get("restarts") == 2 and not facts.get("restart_errors"),
+        "restarts %s, errors %s" % (facts.get("restarts"), facts.get("restart_errors")),
+    )
     compare(v, facts["native"], facts["hookd"])
     return v
 
@@ -578,7 +590,7 @@ def uninstall_roundtrip(ctx, host):
                 s.install()
                 add_tool_hook(host, s.user_settings(), counter_entry(host, s.w, "late"))
                 s.install()
-                first = s.w.hookctl("uninstall", "--host", host.name, "--yes", check=False)
+                first = s.w.hookctl("uninstall", "--host", host.name, check=False)
                 facts["uninstall_exit"] = first.returncode
                 facts["uninstall_said"] = (first.stdout + first.stderr).strip()[-300:]
             else:
@@ -616,7 +628,7 @@ def uninstall_two_hosts(ctx, host):
                 s.start_daemon()
                 s.w.hookctl("install", "--host", "gemini", "--yes")
                 s.install()
-                out = s.w.hookctl("uninstall", "--host", "gemini", "--yes", check=False)
+                out = s.w.hookctl("uninstall", "--host", "gemini", check=False)
                 facts["uninstall_exit"] = out.returncode
                 facts["uninstall_said"] = (out.stdout + out.stderr).strip()[-300:]
                 facts["gemini_hooks_back"] = hook_names(gemini.user_settings_path(s.w))
