@@ -201,21 +201,24 @@ def stop_process(proc, timeout_s=10.0):
 class World:
     """One run's private directory tree and environment."""
 
-    def __init__(self, tools, label, keep=False):
+    def __init__(self, tools, label, keep=False, parent=None):
         self.tools = tools
-        self.root = Path(tempfile.mkdtemp(prefix="hookd-interop-%s-" % label))
+        if parent is not None:
+            Path(parent).mkdir(mode=0o755, parents=True, exist_ok=True)
+        self.root = Path(tempfile.mkdtemp(prefix="hookd-interop-%s-" % label, dir=parent))
         self.keep = keep
         self.home = self.root / "home"
         self.proj = self.root / "proj"
         self.config = self.root / "config"
         self.state = self.root / "state"
-        self.run_dir = self.root / "run"
+        # The socket's directory is always a short path: a Unix socket path has ~107 bytes.
+        self.run_dir = Path(tempfile.mkdtemp(prefix="hookd-interop-run-"))
         self.etc = self.root / "etc"
         self.hooks_dir = self.root / "hooks"
         self.logs = self.root / "logs"
         for d in (self.home, self.proj, self.config, self.state, self.etc, self.hooks_dir, self.logs):
             d.mkdir(parents=True)
-        self.run_dir.mkdir(mode=0o700)
+        self.run_dir.chmod(0o700)
         self.socket = self.run_dir / "hookd.sock"
         self.daemon = None
         self.model = None
@@ -337,6 +340,7 @@ class World:
         self.stop_daemon()
         if not self.keep:
             shutil.rmtree(self.root, ignore_errors=True)
+            shutil.rmtree(self.run_dir, ignore_errors=True)
 
 
 # --- a socket-activated, restartable daemon ---------------------------------------------------
@@ -664,7 +668,7 @@ class CliRun:
     def normalize(self, text):
         if text is None:
             return None
-        text = str(text).replace(str(self.world.root), "<world>")
+        text = str(text).replace(str(self.world.root), "<world>").replace(str(self.world.run_dir), "<run>")
         text = re.sub(r"[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}", "<uuid>", text)
         text = re.sub(r"\b\d+(\.\d+)?\s?ms\b", "<n>ms", text)
         text = re.sub(r"(PGID|PID|pid)([:= ]+)\d+", r"\1\2<n>", text)

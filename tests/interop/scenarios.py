@@ -20,6 +20,7 @@ from harness import (
     SuiteError,
     Supervisor,
     World,
+    cache_dir,
     read_json,
     read_lines,
     write_json,
@@ -46,9 +47,10 @@ class Verdict:
     def check(self, label, ok, detail=""):
         self.checks.append((label, bool(ok), detail))
 
-    def same(self, label, native, hookd):
+    def same(self, label, native, hookd, names=("native", "hookd")):
         ok = native == hookd
-        self.check(label, ok, "" if ok else "native=%s hookd=%s" % (short(native), short(hookd)))
+        detail = "%s=%s %s=%s" % (names[0], short(native), names[1], short(hookd))
+        self.check(label, ok, "" if ok else detail)
 
     def expect(self, label, value, wanted):
         ok = value == wanted
@@ -130,11 +132,11 @@ def hook_names(path):
 class Session:
     """One world, one mode: set up hooks, optionally move them to hookd, run the CLI once."""
 
-    def __init__(self, ctx, host, mode, label):
+    def __init__(self, ctx, host, mode, label, parent=None):
         self.ctx = ctx
         self.host = host
         self.mode = mode
-        self.w = World(ctx.tools, "%s-%s-%s" % (label, host.name, mode), keep=ctx.keep)
+        self.w = World(ctx.tools, "%s-%s-%s" % (label, host.name, mode), keep=ctx.keep, parent=parent)
         host.prepare(self.w)
         self.run = None
 
@@ -202,8 +204,8 @@ def deny(ctx, host):
         with Session(ctx, host, mode, "deny") as s:
             add_tool_hook(host, s.user_settings(), guard_entry(host, s.w))
             if mode == "hookd":
-                s.start_daemon()
                 s.install()
+                s.start_daemon()
             s.go(rm_turns())
             facts[mode] = s.facts()
             facts[mode]["guard_runs"] = len(hook_runs(s.w, "guard"))
@@ -222,8 +224,8 @@ def allow(ctx, host):
         with Session(ctx, host, mode, "allow") as s:
             add_tool_hook(host, s.user_settings(), guard_entry(host, s.w))
             if mode == "hookd":
-                s.start_daemon()
                 s.install()
+                s.start_daemon()
             s.go(turns)
             facts[mode] = s.facts()
             facts[mode]["guard_runs"] = len(hook_runs(s.w, "guard"))
@@ -253,8 +255,8 @@ def cd_scenario(ctx, host, scope):
             path = s.project_settings() if scope == "project" else s.user_settings()
             add_tool_hook(host, path, entry)
             if mode == "hookd":
-                s.start_daemon()
                 s.install(scope=scope)
+                s.start_daemon()
             s.go(turns)
             f = s.facts()
             runs = hook_runs(s.w, "guard")
@@ -380,8 +382,8 @@ def added_after_install(ctx, host):
         with Session(ctx, host, mode, "added") as s:
             add_tool_hook(host, s.user_settings(), guard_entry(host, s.w))
             if mode == "hookd":
-                s.start_daemon()
                 s.install()
+                s.start_daemon()
             add_tool_hook(host, s.user_settings(), counter_entry(host, s.w, "late"))
             s.go(turns)
             facts[mode] = s.facts()
@@ -402,8 +404,8 @@ def project_left(ctx, host):
             add_tool_hook(host, s.user_settings(), guard_entry(host, s.w))
             add_tool_hook(host, s.project_settings(), counter_entry(host, s.w, "proj"))
             if mode == "hookd":
-                s.start_daemon()
                 s.install(scope="user")
+                s.start_daemon()
             s.go(turns)
             facts[mode] = s.facts()
             facts[mode]["proj_runs"] = len(hook_runs(s.w, "proj"))
@@ -437,8 +439,8 @@ def split_secret(ctx, host):
                     counter_entry(host, s.w, "after-model"),
                 ],
             )
-            s.start_daemon()
             s.install()
+            s.start_daemon()
             s.go(turns)
             f = s.facts()
             seen = hook_runs(s.w, "after-model")
@@ -457,7 +459,7 @@ def split_secret(ctx, host):
     )
     v.expect("whole: secret not printed", facts["whole"]["printed_secret"], False)
     v.expect("split: secret not printed", facts["split"]["printed_secret"], False)
-    v.same("printed: whole vs split", facts["whole"]["printed"], facts["split"]["printed"])
+    v.same("printed: whole vs split", facts["whole"]["printed"], facts["split"]["printed"], names=("whole", "split"))
     v.expect("split: no part of it printed", SECRET[:12] in (facts["split"]["printed"] or ""), False)
     v.expect("whole: the AfterModel hook next to redact never sees it", facts["whole"]["hook_saw_secret"], False)
     v.expect("split: the AfterModel hook next to redact never sees it", facts["split"]["hook_saw_part"], False)
@@ -496,8 +498,8 @@ def claude_default_timeout(ctx, host):
     v = Verdict()
     with Session(ctx, host, "hookd", "timeout") as s:
         add_tool_hook(host, s.user_settings(), guard_entry(host, s.w, timeout=False))
-        s.start_daemon()
         s.install()
+        s.start_daemon()
         out = s.w.hookctl("list", "--json", "--cwd", str(s.w.proj))
         listing = json.loads(out.stdout)
         timeouts = []
@@ -543,8 +545,8 @@ def install_socket(ctx, host):
             add_tool_hook(host, s.user_settings(), guard_entry(host, s.w))
             env = {}
             if mode == "hookd":
-                s.start_daemon()
                 s.install(extra=("--socket", str(s.w.socket)))
+                s.start_daemon()
                 # The CLI knows nothing of the socket: no HOOKD_SOCKET, another runtime dir.
                 other = s.w.root / "other-runtime"
                 other.mkdir(mode=0o700)
@@ -561,18 +563,23 @@ def system_insecure(ctx, host):
     v = Verdict()
     facts = {}
     turns = [{"tool": "echo hi; touch marker-1"}, {"text": ["done"]}]
-    for mode in ("native", "hookd"):
-        with Session(ctx, host, mode, "sysfile") as s:
+    # "secure" is the reference's reference: the same system file, root's and not writable by
+    # others, so its hook is known to run when the file is accepted.
+    for mode, file_mode in (("secure", 0o644), ("native", 0o666), ("hookd", 0o666)):
+        # Not under /tmp: Gemini CLI refuses a system file below a directory others can write.
+        parent = cache_dir() / "worlds"
+        with Session(ctx, host, "hookd" if mode == "hookd" else "native", "sysfile-" + mode, parent=parent) as s:
             add_tool_hook(host, s.user_settings(), guard_entry(host, s.w))
             system = s.w.etc / "settings.json"
             add_tool_hook(host, system, counter_entry(host, s.w, "system"))
-            system.chmod(0o666)
+            system.chmod(file_mode)
             if mode == "hookd":
-                s.start_daemon()
                 s.install()
+                s.start_daemon()
             s.go(turns)
             facts[mode] = s.facts()
             facts[mode]["system_runs"] = len(hook_runs(s.w, "system"))
+    v.expect("a secure system file's hook runs natively (reference sane)", facts["secure"]["system_runs"], 1)
     v.same("system hook runs", facts["native"]["system_runs"], facts["hookd"]["system_runs"])
     compare(v, facts["native"], facts["hookd"], keys=("exit", "tool_ran", "sent_next", "printed"))
     return v
@@ -586,8 +593,8 @@ def uninstall_roundtrip(ctx, host):
         with Session(ctx, host, mode, "uninst") as s:
             add_tool_hook(host, s.user_settings(), guard_entry(host, s.w))
             if mode == "hookd":
-                s.start_daemon()
                 s.install()
+                s.start_daemon()
                 add_tool_hook(host, s.user_settings(), counter_entry(host, s.w, "late"))
                 s.install()
                 first = s.w.hookctl("uninstall", "--host", host.name, check=False)
@@ -625,9 +632,9 @@ def uninstall_two_hosts(ctx, host):
             add_tool_hook(gemini, gemini.user_settings_path(s.w), guard_entry(gemini, s.w, name="gemini-guard"))
             add_tool_hook(host, s.user_settings(), guard_entry(host, s.w))
             if mode == "hookd":
-                s.start_daemon()
                 s.w.hookctl("install", "--host", "gemini", "--yes")
                 s.install()
+                s.start_daemon()
                 out = s.w.hookctl("uninstall", "--host", "gemini", check=False)
                 facts["uninstall_exit"] = out.returncode
                 facts["uninstall_said"] = (out.stdout + out.stderr).strip()[-300:]
@@ -649,8 +656,8 @@ def project_require(ctx, host):
         with Session(ctx, host, mode, "require") as s:
             add_tool_hook(host, s.project_settings(), guard_entry(host, s.w))
             if mode == "hookd":
-                s.start_daemon("--project-hooks", "require")
                 s.install(scope="project")
+                s.start_daemon("--project-hooks", "require")
                 commands = [c for _, c in relay_entries(s.project_settings())]
                 facts["relay_commands"] = sorted({c.split()[0] for c in commands})
             s.go(rm_turns())
@@ -671,8 +678,8 @@ def relay_wiring(ctx, host):
     with Session(ctx, host, "hookd", "wiring") as s:
         add_tool_hook(host, s.user_settings(), guard_entry(host, s.w))
         native_events = sorted((read_json(s.user_settings(), {}).get("hooks") or {}).keys())
-        s.start_daemon()
         s.install()
+        s.start_daemon()
         relayed = sorted({e for e, _ in relay_entries(s.user_settings())})
     v.same("events the host spawns a hook process for", native_events, relayed)
     return v
