@@ -1,0 +1,147 @@
+"""`tests/interop/run --bench`: what hookd costs a real CLI session.
+
+For each host, one session is the CLI answering a prompt while the fake model asks for
+`--calls` shell tool calls (`echo step-N`) one after another, then ends with text. The wall
+time of the CLI process, spawn to exit, is measured under five configurations:
+
+- `none`: no hooks, nothing installed;
+- `install, no hooks`: `hookctl install` with no hooks to move, a daemon running: the cost of
+  the relay entries alone;
+- `guard in CLI`: one Python guard hook (the CLI's tool event, shell tool matcher) run by the
+  CLI itself;
+- `guard via hookd`: the same hook moved by `hookctl install`, run one-shot by hookd;
+- `guard via hookd worker`: the same, with `"mode": "persistent"` in hookd's hooks file.
+
+Each configuration has its own world (daemon and fake model kept running); the runs are
+interleaved, one session of each per round in a rotating order, so drift hits all alike.
+Medians of `--runs` sessions are printed with the ratios the issue's targets name, then
+`hookd-bench relay` (exec-to-exit of `hookctl relay` next to `bash -c true`) is run.
+"""
+
+import json
+import statistics
+import subprocess
+
+from harness import REPO, World, log, read_json, target_dir, write_json, write_script
+
+# Works one-shot (stdin is one line) and as a persistent worker (one line per event).
+BENCH_GUARD = r'''#!/usr/bin/env python3
+import json, sys
+for line in sys.stdin:
+    if not line.strip():
+        continue
+    event = json.loads(line)
+    command = (event.get("tool_input") or {}).get("command", "")
+    answer = {}
+    if "rm -rf" in command:
+        if event.get("hook_event_name") == "PreToolUse":
+            answer = {"hookSpecificOutput": {"hookEventName": "PreToolUse",
+                      "permissionDecision": "deny", "permissionDecisionReason": "no rm -rf"}}
+        else:
+            answer = {"decision": "deny", "reason": "no rm -rf"}
+    print(json.dumps(answer), flush=True)
+'''
+
+CONFIGS = ["none", "install, no hooks", "guard in CLI", "guard via hookd", "guard via hookd worker"]
+
+
+def setup(ctx, host, config, calls):
+    w = World(ctx.tools, "bench-%s-%s" % (host.name, config.replace(" ", "").replace(",", "")))
+    host.prepare(w)
+    script = write_script(w.hooks_dir / "guard.py", BENCH_GUARD)
+    entry = {"type": "command", "command": 'python3 "%s"' % script}
+    if host.name == "gemini":
+        entry.update({"name": "guard", "timeout": 10000})
+    else:
+        entry["timeout"] = 10
+    if config != "none" and config != "install, no hooks":
+        host.add_hooks(host.user_settings_path(w), host.tool_event, host.shell_tool, [entry])
+    env = {}
+    if config in ("install, no hooks", "guard via hookd", "guard via hookd worker"):
+        w.hookctl("install", "--host", host.name, "--yes")
+        if config == "guard via hookd worker":
+            path = w.config / "hookd" / "hooks.json"
+            hooks = read_json(path)
+            for groups in hooks["hooks"].values():
+                for group in groups:
+                    for hook in group["hooks"]:
+                        hook["mode"] = "persistent"
+            write_json(path, hooks)
+        w.start_daemon()
+        env["HOOKD_SOCKET"] = str(w.socket)
+    turns = [{"tool": "echo step-%d" % (i + 1)} for i in range(calls)] + [{"text": ["done"]}]
+    w.start_model(host.api, turns)
+    return w, env
+
+
+def session(host, w, env, calls):
+    run = host.run(w, "run the steps", env_extra=env)
+    done = len(run.tool_results())
+    if run.code != 0 or done < calls:
+        raise RuntimeError(
+            "%s session under %s: exit %s, %d of %d tool results (see %s)"
+            % (host.name, w.root.name, run.code, done, calls, w.logs)
+        )
+    return run.elapsed
+
+
+def bench_host(ctx, host, runs, calls):
+    worlds = {c: setup(ctx, host, c, calls) for c in CONFIGS}
+    times = {c: [] for c in CONFIGS}
+    try:
+        # One warm-up session each (page cache, Node's compile cache, the worker's start).
+        for c in CONFIGS:
+            session(host, *worlds[c], calls)
+        for r in range(runs):
+            order = CONFIGS[r % len(CONFIGS) :] + CONFIGS[: r % len(CONFIGS)]
+            for c in order:
+                times[c].append(session(host, *worlds[c], calls))
+            log("%s: round %d of %d done" % (host.name, r + 1, runs))
+    finally:
+        for w, _ in worlds.values():
+            w.close()
+    return {c: statistics.median(t) for c, t in times.items()}, times
+
+
+def report(host, medians, calls):
+    none = medians["none"]
+    lines = ["%s, %d tool calls per session, median wall time:" % (host, calls)]
+    for c in CONFIGS:
+        lines.append("  %-24s %7.2f s   %5.2fx no install" % (c, medians[c], medians[c] / none))
+    cli = (medians["guard in CLI"] - none) / calls * 1000
+    base = medians["install, no hooks"]
+    oneshot = (medians["guard via hookd"] - base) / calls * 1000
+    worker = (medians["guard via hookd worker"] - base) / calls * 1000
+    lines.append("  install with no hooks vs no install: %+.1f %% (target within 5 %%)" % ((base / none - 1) * 100))
+    lines.append("  hook overhead per call: CLI %.1f ms, hookd one-shot %.1f ms, hookd worker %.1f ms" % (cli, oneshot, worker))
+    lines.append(
+        "  CLI's per-call overhead / hookd worker's: %s (target >= 5x)"
+        % ("%.1fx" % (cli / worker) if worker > 0 else "worker adds nothing measurable")
+    )
+    lines.append(
+        "  session: hookd one-shot / guard in CLI: %.2fx (target <= 1.00x)"
+        % (medians["guard via hookd"] / medians["guard in CLI"])
+    )
+    return "\n".join(lines)
+
+
+def relay_bench():
+    binary = target_dir() / "release" / "hookd-bench"
+    out = subprocess.run([str(binary), "--iterations", "300", "relay"], cwd=REPO, capture_output=True, text=True)
+    if out.returncode != 0:
+        return "hookd-bench relay failed (%s): %s" % (out.returncode, out.stderr.strip()[-500:])
+    return out.stdout.rstrip()
+
+
+def main(ctx, hosts, runs, calls):
+    results = {}
+    for name in hosts:
+        medians, times = bench_host(ctx, ctx.hosts[name], runs, calls)
+        results[name] = {"medians_s": medians, "samples_s": times}
+        print(report(name, medians, calls), flush=True)
+    print("relay, exec to exit (hookd-bench relay, 300 samples each):", flush=True)
+    print(relay_bench(), flush=True)
+    out = target_dir() / "interop-bench.json"
+    out.write_text(json.dumps(results, indent=2))
+    print("samples: %s" % out)
+    return 0
