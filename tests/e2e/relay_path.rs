@@ -59,10 +59,7 @@ async fn the_hosts_project_root_names_the_project_and_reaches_the_hooks() {
          "command": "\"$CLAUDE_PROJECT_DIR\"/scripts/guard.sh"}
     ]}]}});
     let options = DaemonOptions {
-        files: vec![(
-            "project/.hookd/hooks.json".into(),
-            guard.to_string(),
-        )],
+        files: vec![("project/.hookd/hooks.json".into(), guard.to_string())],
         ..DaemonOptions::default()
     };
     let daemon = Daemon::start_with(json!({}), options).await;
@@ -133,7 +130,10 @@ async fn a_hosts_relay_skips_the_hooks_of_files_that_host_runs_itself() {
     // (relayed_by, hooks that run)
     let cases: [(Value, &[&str]); 3] = [
         (Value::Null, &["gemini-file", "hookd-file", "gemini-user"]),
-        (json!("claude"), &["gemini-file", "hookd-file", "gemini-user"]),
+        (
+            json!("claude"),
+            &["gemini-file", "hookd-file", "gemini-user"],
+        ),
         // Gemini CLI has run its own files' hooks already.
         (json!("gemini"), &["hookd-file"]),
     ];
@@ -189,18 +189,24 @@ async fn a_stopping_daemon_answers_what_was_sent_before_the_stop() {
         bytes.extend_from_slice(&body);
     }
     conn.send_bytes(&bytes).await;
-    hookd_e2e::wait_until("the first hook to start", std::time::Duration::from_secs(20), || {
-        started.exists()
-    })
+    hookd_e2e::wait_until(
+        "the first hook to start",
+        std::time::Duration::from_secs(20),
+        || started.exists(),
+    )
     .await;
 
     let stopped = tokio::spawn(daemon.stop());
     // The listener closes at once, while the first hook still runs.
-    hookd_e2e::within("new connections refused", std::time::Duration::from_secs(20), async {
-        while tokio::net::UnixStream::connect(&socket).await.is_ok() {
-            tokio::task::yield_now().await;
-        }
-    })
+    hookd_e2e::within(
+        "new connections refused",
+        std::time::Duration::from_secs(20),
+        async {
+            while tokio::net::UnixStream::connect(&socket).await.is_ok() {
+                tokio::task::yield_now().await;
+            }
+        },
+    )
     .await;
     std::fs::write(&release, "").expect("release");
 
@@ -211,7 +217,11 @@ async fn a_stopping_daemon_answers_what_was_sent_before_the_stop() {
         assert_eq!(answer["id"], id, "{answer}");
         assert_eq!(answer["final_output"]["reason"], "first", "{answer}");
     }
-    hookd_e2e::within("the daemon to stop", std::time::Duration::from_secs(20), stopped)
-        .await
-        .expect("daemon task");
+    hookd_e2e::within(
+        "the daemon to stop",
+        std::time::Duration::from_secs(20),
+        stopped,
+    )
+    .await
+    .expect("daemon task");
 }

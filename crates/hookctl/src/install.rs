@@ -713,19 +713,25 @@ fn trust_moved(
         if !moved_keys.contains(&config_identity(config)) {
             continue;
         }
+        // The key the daemon computes for this hook: its command, its settings and every
+        // file its fingerprint covers, read as the loader reads them.
         let command = config.command.clone().unwrap_or_default();
-        let scripts = hookd_core::trust::script_paths(&command, project)
-            .into_iter()
-            .map(|path| hookd_core::trust::ScriptFile {
-                sha256: std::fs::read(&path)
-                    .ok()
-                    .map(|bytes| hookd_core::trust::sha256_hex(&bytes)),
-                path,
-            })
-            .collect();
+        let project_text = project.display().to_string();
+        let vars = hookd_core::command::CommandVars {
+            project_dir: &project_text,
+            plans_dir: "",
+            session_id: "",
+        };
+        let collected = hookd_runner::verify::collect(&command, &config.env, &vars);
         let input = hookd_core::trust::HookTrustInput {
             trusted: Vec::new(),
-            scripts,
+            scripts: collected.files,
+            hooks: vec![hookd_core::trust::CoveredFiles {
+                command,
+                env: config.env.clone(),
+                scripts: collected.digests,
+                uncovered: collected.uncovered,
+            }],
         };
         let key = input.key_for(config, project);
         if !keys.contains(&key) {

@@ -1466,17 +1466,29 @@ mod measure_tmp {
     #[test]
     #[ignore]
     fn measure_redact() {
-        for (count, pattern) in [(50usize, r"\w{20}[a-z]{1,30}\d"), (200, r"\w{20}[a-z]{1,30}\d"), (32, r"\w{20}[a-z]{1,30}\d"), (50, r"(\w+\s?){10}x")] {
+        for (count, pattern) in [
+            (50usize, r"\w{20}[a-z]{1,30}\d"),
+            (200, r"\w{20}[a-z]{1,30}\d"),
+            (32, r"\w{20}[a-z]{1,30}\d"),
+            (50, r"(\w+\s?){10}x"),
+        ] {
             let patterns: Vec<Value> = (0..count).map(|i| serde_json::json!({"name": format!("p{i}"), "regex": format!("{pattern}{i}")})).collect();
             let raw = serde_json::json!({"builtin": "redact", "patterns": patterns});
             let start = std::time::Instant::now();
             let r = Redactor::from_raw(raw.as_object().unwrap());
             let built = start.elapsed();
-            let Ok(r) = r else { println!("{count} {pattern}: {:?} after {built:?}", r.err()); continue };
+            let Ok(r) = r else {
+                println!("{count} {pattern}: {:?} after {built:?}", r.err());
+                continue;
+            };
             let text = "héllo wörld 12345 abcdefghij ".repeat(1 << 15);
             let start = std::time::Instant::now();
             let out = r.redact_all(&text);
-            println!("{count} {pattern}: build {built:?}, 1 MiB {:?} ({} bytes)", start.elapsed(), out.len());
+            println!(
+                "{count} {pattern}: build {built:?}, 1 MiB {:?} ({} bytes)",
+                start.elapsed(),
+                out.len()
+            );
         }
     }
 }

@@ -97,13 +97,13 @@ use std::io;
 use std::path::{Path, PathBuf};
 
 use hookd_core::command::CommandVars;
-use hookd_core::{LayerFile, Source};
 use hookd_core::dialect;
 use hookd_core::extension::{ExtensionInput, ExtensionSetting, extension_enabled_for_path};
 use hookd_core::jsonc;
 use hookd_core::registry::{LayerText, RegistryInput};
 use hookd_core::settings::{self, Diagnostic};
 use hookd_core::trust::{CoveredFiles, HookTrustInput, ScriptFile, TrustStore};
+use hookd_core::{LayerFile, Source};
 
 use crate::verify;
 use serde_json::Value;
@@ -301,20 +301,25 @@ fn read_optional(path: &Path) -> Result<Option<String>, ConfigReadError> {
 /// Reads one settings file: `Ok(None)` when it does not exist, an error diagnostic when it
 /// cannot be read. Use it to re-read a single layer.
 pub fn read_layer(source: Source, path: &Path) -> Result<Option<LayerText>, Diagnostic> {
-    read_layer_noting(source, path).map_err(|unreadable| unreadable.diagnostic())
+    read_layer_noting(source, LayerFile::Gemini, path).map_err(|unreadable| unreadable.diagnostic())
 }
 
 /// [`read_layer`], saying why a file could not be read.
-fn read_layer_noting(source: Source, path: &Path) -> Result<Option<LayerText>, UnreadableFile> {
+fn read_layer_noting(
+    source: Source,
+    file: LayerFile,
+    path: &Path,
+) -> Result<Option<LayerText>, UnreadableFile> {
     match read_optional(path) {
         Ok(text) => Ok(text.map(|text| LayerText {
             source,
-            file: LayerFile::Gemini,
+            file,
             path: path.to_owned(),
             text,
         })),
         Err(err) => Err(UnreadableFile {
             source,
+            file,
             path: path.to_owned(),
             reason: err.to_string(),
         }),
@@ -327,6 +332,8 @@ fn read_layer_noting(source: Source, path: &Path) -> Result<Option<LayerText>, U
 pub struct UnreadableFile {
     /// The layer it would have been.
     pub source: Source,
+    /// Whose file it is (a kept version is restored as the same kind of layer).
+    pub file: LayerFile,
     /// The file.
     pub path: PathBuf,
     /// Why it was not read.
@@ -362,10 +369,6 @@ fn refused_system_file(source: Source, path: &Path, owner: u32) -> Option<Diagno
 }
 
 /// `layer`, marked as a file of `file`'s (`read_layer` reads every file as Gemini CLI's).
-fn of_file(layer: LayerText, file: LayerFile) -> LayerText {
-    LayerText { file, ..layer }
-}
-
 /// One installed extension, as read from disk (project-independent).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct InstalledExtension {
@@ -570,14 +573,18 @@ impl SharedLayers {
             (Source::User, LayerFile::Gemini, &paths.user),
             (Source::User, LayerFile::Hookd, &paths.hookd_user),
             (Source::System, LayerFile::Gemini, &paths.system),
-            (Source::SystemDefaults, LayerFile::Gemini, &paths.system_defaults),
+            (
+                Source::SystemDefaults,
+                LayerFile::Gemini,
+                &paths.system_defaults,
+            ),
         ] {
             if let Some(diagnostic) = refused_system_file(source, path, env.system_owner) {
                 diagnostics.push(diagnostic);
                 continue;
             }
-            match read_layer_noting(source, path) {
-                Ok(layer) => layers.extend(layer.map(|layer| of_file(layer, file))),
+            match read_layer_noting(source, file, path) {
+                Ok(layer) => layers.extend(layer),
                 Err(file) => {
                     diagnostics.push(file.diagnostic());
                     unreadable.push(file);
@@ -586,10 +593,8 @@ impl SharedLayers {
         }
         let mut claude_layers = Vec::new();
         if env.claude_settings {
-            match read_layer_noting(Source::User, &paths.claude_user) {
-                Ok(layer) => {
-                    claude_layers.extend(layer.map(|layer| of_file(layer, LayerFile::Claude)))
-                }
+            match read_layer_noting(Source::User, LayerFile::Claude, &paths.claude_user) {
+                Ok(layer) => claude_layers.extend(layer),
                 Err(file) => {
                     diagnostics.push(file.diagnostic());
                     unreadable.push(file);
@@ -1146,7 +1151,8 @@ impl ProjectLayer {
         let layer = if is_home {
             None
         } else {
-            match read_layer_noting(Source::Project, &LayerPaths::project_settings(project_dir)) {
+            let path = LayerPaths::project_settings(project_dir);
+            match read_layer_noting(Source::Project, LayerFile::Gemini, &path) {
                 Ok(layer) => layer,
                 Err(file) => {
                     diagnostics.push(file.diagnostic());
@@ -1155,16 +1161,17 @@ impl ProjectLayer {
                 }
             }
         };
-        let mut read_project_layer = |path: &Path| match read_layer_noting(Source::Project, path) {
-            Ok(layer) => layer,
-            Err(file) => {
-                diagnostics.push(file.diagnostic());
-                unreadable.push(file);
-                None
-            }
-        };
-        let hookd_layer = read_project_layer(&LayerPaths::hookd_project(project_dir))
-            .map(|layer| of_file(layer, LayerFile::Hookd));
+        let mut read_project_layer =
+            |file: LayerFile, path: &Path| match read_layer_noting(Source::Project, file, path) {
+                Ok(layer) => layer,
+                Err(file) => {
+                    diagnostics.push(file.diagnostic());
+                    unreadable.push(file);
+                    None
+                }
+            };
+        let hookd_layer =
+            read_project_layer(LayerFile::Hookd, &LayerPaths::hookd_project(project_dir));
         let mut claude_layers = Vec::new();
         if shared.env.claude_settings {
             for path in LayerPaths::claude_project(project_dir) {
@@ -1172,9 +1179,7 @@ impl ProjectLayer {
                 if real_path(&path) == real_path(&shared.paths.claude_user) {
                     continue;
                 }
-                claude_layers.extend(
-                    read_project_layer(&path).map(|layer| of_file(layer, LayerFile::Claude)),
-                );
+                claude_layers.extend(read_project_layer(LayerFile::Claude, &path));
             }
         }
         let mut workspace_env = Vec::new();
@@ -1764,8 +1769,20 @@ mod tests {
         // (etc mode, settings mode, defaults mode, hooks loaded, files refused)
         let cases: [(u32, u32, u32, &[&str], &[&str]); 4] = [
             (0o755, 0o644, 0o644, &["user", "system", "defaults"], &[]),
-            (0o755, 0o664, 0o644, &["user", "defaults"], &["settings.json"]),
-            (0o755, 0o644, 0o646, &["user", "system"], &["system-defaults.json"]),
+            (
+                0o755,
+                0o664,
+                0o644,
+                &["user", "defaults"],
+                &["settings.json"],
+            ),
+            (
+                0o755,
+                0o644,
+                0o646,
+                &["user", "system"],
+                &["system-defaults.json"],
+            ),
             (
                 0o777,
                 0o644,

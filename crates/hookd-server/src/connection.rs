@@ -25,8 +25,8 @@ use bytes::Bytes;
 use futures_util::FutureExt;
 use hookd_core::matcher::MatchContext;
 use hookd_core::payload::{BaseFields, format_timestamp};
-use hookd_core::sanitize::EnvRedaction;
 use hookd_core::relayed::RelayHost;
+use hookd_core::sanitize::EnvRedaction;
 use hookd_core::{HookEventName, MatcherKind};
 use hookd_protocol::fast::{ScannedEvent, ScannedRequest};
 use hookd_protocol::{

@@ -169,6 +169,7 @@ impl LastGood {
         );
         Some(LayerText {
             source: file.source,
+            file: file.file,
             path: file.path.clone(),
             text: kept.clone(),
         })
