@@ -64,6 +64,7 @@ use hookd_core::model::{HookEntry, HookType};
 use hookd_core::output::hook_result;
 use hookd_core::payload::{BaseFields, build_payload, chunk_text, write_payload};
 use hookd_core::plan::Plan;
+use hookd_core::redact::Redactor;
 use hookd_core::policy::{FailurePolicy, apply_failure_policy};
 use hookd_core::result::{HookOutcome, HookResult, HookRun};
 use hookd_core::sanitize::EnvRedaction;
@@ -609,7 +610,7 @@ impl<'a> Firing<'a> {
         let (run, warning) = match self.trust_verdict(entry).await {
             TrustVerdict::Run { warning, verified } => {
                 let run = if entry.config.hook_type == HookType::Builtin {
-                    run_builtin(entry, input)
+                    run_builtin_bounded(entry, input).await
                 } else {
                     self.run_entry(entry, stdin, verified.as_deref()).await
                 };
@@ -859,25 +860,67 @@ fn needs_payload(entry: &HookEntry) -> bool {
     entry.config.hook_type != HookType::Builtin
 }
 
-/// Runs a builtin filter (a `redact` hook) on a plain AfterModel firing, in this task: no
-/// process, no hook slot. The text is the input's `content` when it is a string (decision
-/// D6), else the text of its `llm_response` chunk. When the filter changes it, the run is a
-/// success whose stdout is `{"content": "<filtered text>"}`, which replaces the chunk's text
-/// in the aggregate; otherwise a success with no output. (Streams run their filters with
-/// state across chunks in the server, not here.)
-fn run_builtin(entry: &HookEntry, input: &Map<String, Value>) -> HookRun {
+/// Texts up to this size are filtered in the event's own task; larger ones on the blocking
+/// pool, so that a costly filter never holds the daemon's threads.
+const INLINE_FILTER_BYTES: usize = 64 * 1024;
+
+/// How many large texts are filtered on the blocking pool at once; others wait (within their
+/// hook's timeout) for a turn.
+static FILTER_PERMITS: Semaphore = Semaphore::const_new(2);
+
+/// Runs a builtin filter (a `redact` hook) on a plain AfterModel firing: in this task for a
+/// small text, else on the blocking pool within the hook's timeout. A filter that does not
+/// finish in time is a timed-out hook, so its failure policy decides the answer.
+async fn run_builtin_bounded(entry: &HookEntry, input: &Map<String, Value>) -> HookRun {
     let started = std::time::Instant::now();
+    let (redactor, text) = match builtin_text(entry, input) {
+        Ok(found) => found,
+        Err(refused) => return refused,
+    };
+    if text.len() <= INLINE_FILTER_BYTES {
+        return filter_text(&redactor, &text, started);
+    }
+    let timeout_ms = entry.config.timeout_ms();
+    let text = text.into_owned();
+    let filtered = tokio::time::timeout(Duration::from_millis(timeout_ms), async move {
+        let _permit = FILTER_PERMITS.acquire().await.ok()?;
+        tokio::task::spawn_blocking(move || filter_text(&redactor, &text, started))
+            .await
+            .ok()
+    })
+    .await;
+    match filtered {
+        Ok(Some(run)) => run,
+        Ok(None) => not_run(HookOutcome::Refused {
+            message: BUILTIN_WITHOUT_FILTER_ERROR.to_owned(),
+        }),
+        Err(_) => HookRun {
+            outcome: HookOutcome::TimedOut { timeout_ms },
+            stdout: String::new(),
+            stderr: String::new(),
+            duration: started.elapsed(),
+        },
+    }
+}
+
+/// The filter and the text a builtin hook filters: the input's `content` when it is a string
+/// (decision D6), else the text of its `llm_response` chunk. `Err` is the run of a hook that
+/// cannot filter.
+fn builtin_text<'i>(
+    entry: &HookEntry,
+    input: &'i Map<String, Value>,
+) -> Result<(Arc<Redactor>, Cow<'i, str>), HookRun> {
     let redactor = match (&entry.builtin, entry.event) {
-        (Some(redactor), HookEventName::AfterModel) => redactor,
+        (Some(redactor), HookEventName::AfterModel) => Arc::clone(redactor),
         (None, _) => {
-            return not_run(HookOutcome::Refused {
+            return Err(not_run(HookOutcome::Refused {
                 message: BUILTIN_WITHOUT_FILTER_ERROR.to_owned(),
-            });
+            }));
         }
         (Some(_), _) => {
-            return not_run(HookOutcome::Refused {
+            return Err(not_run(HookOutcome::Refused {
                 message: BUILTIN_EVENT_ERROR.to_owned(),
-            });
+            }));
         }
     };
     let text = match input.get("content") {
@@ -889,7 +932,15 @@ fn run_builtin(entry: &HookEntry, input: &Map<String, Value>) -> HookRun {
                 .unwrap_or_default(),
         ),
     };
-    let stdout = match redactor.redact_all(&text) {
+    Ok((redactor, text))
+}
+
+/// Filters one text: when the filter changes it, the run is a success whose stdout is
+/// `{"content": "<filtered text>"}`, which replaces the chunk's text in the aggregate;
+/// otherwise a success with no output. (Streams run their filters with state across chunks in
+/// the server, not here.)
+fn filter_text(redactor: &Redactor, text: &str, started: std::time::Instant) -> HookRun {
+    let stdout = match redactor.redact_all(text) {
         Cow::Owned(redacted) if redacted != *text => {
             serde_json::json!({ "content": redacted }).to_string()
         }
