@@ -552,3 +552,52 @@ async fn a_leaking_worker_is_bounded_and_fails_closed() {
     );
     daemon.stop().await;
 }
+
+/// Item 9, the fuzzing run's growth: persistent workers are kept per session, so a client
+/// inventing session ids starts a worker each. They hold a permit of the daemon-wide hook cap
+/// each, and an idle one is stopped when a new process needs its permit, so live workers
+/// (and the four descriptors each costs the daemon) never exceed `max_hooks`.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn workers_of_invented_sessions_stay_within_the_hook_cap() {
+    const WORKER: &str = "import json, os, sys\nopen(f\"worker.{os.getpid()}\", \"w\").close()\n\
+                          for line in sys.stdin:\n    print('{\"decision\": \"allow\"}', flush=True)\n";
+    let worker = json!({
+        "name": "per-session", "type": "command", "mode": "persistent",
+        "command": "cd $GEMINI_PROJECT_DIR/.gemini/hooks && python3 worker.py",
+    });
+    let daemon = Daemon::start_with(
+        gate_settings("sessions", worker),
+        DaemonOptions {
+            configure: Box::new(|config| config.max_hooks = 4),
+            ..DaemonOptions::default()
+        },
+    )
+    .await;
+    let hooks = daemon.project.join(".gemini/hooks");
+    hookd_e2e::write(&hooks.join("worker.py"), WORKER);
+    let client = daemon.client().await;
+    let mut most_alive = 0;
+    for session in 0..12 {
+        let mut request = hookd_client::EventRequest::new("BeforeTool", daemon.cwd());
+        request.input = hookd_e2e::input(json!({"tool_name": "sessions"}));
+        request.session_id = format!("invented-{session}");
+        let response = hookd_e2e::fire_request(&client, request).await;
+        assert_eq!(decision(&response.result), Some("allow"), "{response:?}");
+        let alive = std::fs::read_dir(&hooks)
+            .unwrap()
+            .filter_map(|entry| entry.ok()?.file_name().into_string().ok())
+            .filter_map(|name| name.strip_prefix("worker.")?.parse::<i32>().ok())
+            .filter(|pid| hookd_e2e::process_running(*pid))
+            .count();
+        most_alive = most_alive.max(alive);
+    }
+    // (The daemon's descriptors follow: four per live worker. They are not counted here,
+    // because the other tests of this process open and close their own meanwhile.)
+    assert!(most_alive <= 4, "{most_alive} workers alive at once");
+    assert!(
+        most_alive >= 2,
+        "the sessions did not get workers of their own"
+    );
+    bystander_is_served(&daemon, "twelve invented sessions").await;
+    daemon.stop().await;
+}

@@ -287,11 +287,11 @@ impl SpawnedProcess {
             }
         }
         // A pipe that cannot be watched (the runtime is out of resources) loses the hook's
-        // output, and with it any decision: the run is a failure then, under the hook's
-        // `on_failure`, never an empty allow.
-        let mut lost_output: Option<io::Error> = None;
-        let mut stdout = stdout_fd.and_then(|fd| register_output(fd, &mut lost_output));
-        let mut stderr = stderr_fd.and_then(|fd| register_output(fd, &mut lost_output));
+        // output, and with it any decision, or cuts its input: the run is a failure then,
+        // under the hook's `on_failure`, never an empty allow.
+        let mut lost_pipe: Option<io::Error> = None;
+        let mut stdout = stdout_fd.and_then(|fd| register_output(fd, &mut lost_pipe));
+        let mut stderr = stderr_fd.and_then(|fd| register_output(fd, &mut lost_pipe));
 
         let mut timer = pin!(sleep_until(deadline));
         let mut phase = Phase::Running;
@@ -309,7 +309,13 @@ impl SpawnedProcess {
                 timer.as_mut().reset(grace);
             }
             tokio::select! {
-                () = &mut stdin_task, if !stdin_done => stdin_done = true,
+                fed = &mut stdin_task, if !stdin_done => {
+                    stdin_done = true;
+                    // The hook would read a cut payload: as unsafe as a lost answer.
+                    if let Err(error) = fed {
+                        lost_pipe.get_or_insert(error);
+                    }
+                }
                 open = read_chunk(stdout.as_mut(), &mut out), if stdout.is_some() => {
                     if !open {
                         if let Some(reader) = stdout.take() {
@@ -379,10 +385,10 @@ impl SpawnedProcess {
             },
             Some(StopReason::Cancelled) => HookOutcome::Cancelled,
             None => match status {
-                Some(Ok(_)) if lost_output.is_some() => HookOutcome::SpawnFailed {
+                Some(Ok(_)) if lost_pipe.is_some() => HookOutcome::SpawnFailed {
                     message: format!(
-                        "Lost the hook's output: cannot watch its pipes ({})",
-                        lost_output
+                        "Lost the hook's input or output: cannot watch its pipes ({})",
+                        lost_pipe
                             .as_ref()
                             .map_or_else(String::new, ToString::to_string)
                     ),
@@ -609,15 +615,18 @@ fn write_stdin_now(stdin: Option<OwnedFd>, payload: &Bytes) -> Option<(OwnedFd, 
     }
 }
 
-/// Writes the rest of the payload, waiting for the hook to read, then closes stdin.
-async fn feed_stdin(stdin: Option<(OwnedFd, usize)>, payload: Bytes) {
+/// Writes the rest of the payload, waiting for the hook to read, then closes stdin. A write
+/// error (the hook closed its stdin) simply ends the writing; only a pipe that cannot be
+/// watched (the runtime is out of resources) is an error, since the hook would then see a cut
+/// payload as if it were whole.
+async fn feed_stdin(stdin: Option<(OwnedFd, usize)>, payload: Bytes) -> io::Result<()> {
     let Some((stdin, written)) = stdin else {
-        return;
+        return Ok(());
     };
-    if let Ok(mut pipe) = spawn::async_stdin(stdin) {
-        let _ = pipe.write_all(&payload[written..]).await;
-        // Dropping `pipe` here closes it so the hook sees end-of-file.
-    }
+    let mut pipe = spawn::async_stdin(stdin)?;
+    let _ = pipe.write_all(&payload[written..]).await;
+    // Dropping `pipe` here closes it so the hook sees end-of-file.
+    Ok(())
 }
 
 /// Sends `signal` to the hook's process group. A group that is already gone (`ESRCH`) is the

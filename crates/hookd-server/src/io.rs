@@ -397,7 +397,7 @@ mod tests {
             .write_all(&u32::try_from(big).unwrap().to_be_bytes())
             .await
             .unwrap();
-        second_peer.write_all(&vec![b' '; 10]).await.unwrap();
+        second_peer.write_all(&[b' '; 10]).await.unwrap();
         let refused = second_reader.next().await.unwrap().unwrap();
         assert_eq!(
             refused,
