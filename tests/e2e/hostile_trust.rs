@@ -226,7 +226,11 @@ async fn wait_for_command(client: &Client, cwd: &str, command: &str) {
     let deadline = tokio::time::Instant::now() + SEEN_WITHIN;
     loop {
         let listing = client.list(cwd.to_owned()).await.expect("list");
-        if listing.hooks.iter().any(|hook| hook.command.as_deref() == Some(command)) {
+        if listing
+            .hooks
+            .iter()
+            .any(|hook| hook.command.as_deref() == Some(command))
+        {
             return;
         }
         assert!(tokio::time::Instant::now() < deadline, "{listing:?}");
@@ -258,7 +262,8 @@ async fn the_script_behind_a_wrapper_is_covered() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_module_run_with_python_m_is_covered() {
-    let ran = "import os\nopen(os.environ['GEMINI_PROJECT_DIR'] + '/ran', 'w').close()\nprint('{}')\n";
+    let ran =
+        "import os\nopen(os.environ['GEMINI_PROJECT_DIR'] + '/ran', 'w').close()\nprint('{}')\n";
     let evil = "import os\nopen(os.environ['GEMINI_PROJECT_DIR'] + '/pwned', 'w').close()\n";
     check_attack(
         "python3 -m mod",
@@ -340,7 +345,10 @@ async fn a_project_env_cannot_redirect_an_extension_hook() {
                 "home/.gemini/extensions/ext/hooks/hooks.json".to_owned(),
                 extension_hooks.to_string(),
             ),
-            ("home/.gemini/extensions/ext/gate.sh".to_owned(), gate.to_owned()),
+            (
+                "home/.gemini/extensions/ext/gate.sh".to_owned(),
+                gate.to_owned(),
+            ),
             ("project/evil/gate.sh".to_owned(), EVIL.to_owned()),
             // Gemini CLI would run `bash evil/gate.sh` (relative to the project) and
             // `echo x;touch .../pwned`.
@@ -377,7 +385,7 @@ async fn a_project_env_cannot_redirect_an_extension_hook() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_script_swapped_while_events_run_never_runs_unverified() {
-    const EVENTS: usize = 60;
+    const EVENTS: usize = 300;
     let good = "echo good >> \"$GEMINI_PROJECT_DIR/log\"\necho '{\"decision\":\"allow\"}'\n";
     let evil = "echo evil >> \"$GEMINI_PROJECT_DIR/log\"\necho '{\"decision\":\"allow\"}'\n";
     let daemon = start(
@@ -393,7 +401,9 @@ async fn a_script_swapped_while_events_run_never_runs_unverified() {
     let script = daemon.project.join(".gemini/hooks/s.sh");
     let trusted = std::fs::read_to_string(&script).expect("read");
 
-    // A process of the repository swaps the script back and forth, by rename and in place.
+    // A process of the repository swaps the script for a moment and back, again and again,
+    // by rename and in place: the trusted version is on disk most of the time, so most
+    // events pass the check and the swap lands between check and start.
     let stop = Arc::new(AtomicBool::new(false));
     let swapper = std::thread::spawn({
         let stop = Arc::clone(&stop);
@@ -403,15 +413,16 @@ async fn a_script_swapped_while_events_run_never_runs_unverified() {
             let temp = script.with_file_name(".s.tmp");
             let mut round = 0u64;
             while !stop.load(Ordering::Relaxed) {
-                let text = if round % 2 == 0 { evil } else { trusted.as_str() };
-                if round % 4 < 2 {
-                    let _ = std::fs::write(&temp, text);
-                    let _ = std::fs::rename(&temp, &script);
-                } else {
-                    let _ = std::fs::write(&script, text);
+                for (text, pause) in [(evil, 300), (trusted.as_str(), 60_000)] {
+                    if round % 2 == 0 {
+                        let _ = std::fs::write(&temp, text);
+                        let _ = std::fs::rename(&temp, &script);
+                    } else {
+                        let _ = std::fs::write(&script, text);
+                    }
+                    std::thread::sleep(Duration::from_micros(pause));
                 }
                 round += 1;
-                std::thread::sleep(Duration::from_micros(300));
             }
         }
     });
@@ -427,7 +438,11 @@ async fn a_script_swapped_while_events_run_never_runs_unverified() {
     stop.store(true, Ordering::Relaxed);
     swapper.join().expect("swapper");
     let log = std::fs::read_to_string(daemon.project.join("log")).unwrap_or_default();
-    assert_eq!(log.matches("evil").count(), 0, "unverified content ran: {log}");
+    assert_eq!(
+        log.matches("evil").count(),
+        0,
+        "unverified content ran: {log}"
+    );
     assert_eq!(ran + refused, EVENTS);
     eprintln!("swap race: {ran} ran the verified script, {refused} refused, 0 unverified");
     daemon.stop().await;
@@ -441,10 +456,18 @@ async fn a_project_cannot_switch_off_the_users_gate_under_require() {
     );
     let user = settings(&[("BeforeTool", None, vec![user_gate])]).to_string();
     for (config, policy, user_runs) in [
-        (json!({"disabled": ["user-gate"]}), ProjectHookPolicy::Require, true),
+        (
+            json!({"disabled": ["user-gate"]}),
+            ProjectHookPolicy::Require,
+            true,
+        ),
         (json!({"enabled": false}), ProjectHookPolicy::Require, true),
         // Gemini CLI's behaviour stays under warn.
-        (json!({"disabled": ["user-gate"]}), ProjectHookPolicy::Warn, false),
+        (
+            json!({"disabled": ["user-gate"]}),
+            ProjectHookPolicy::Warn,
+            false,
+        ),
     ] {
         let project = json!({"hooksConfig": config});
         let daemon = Daemon::start_with(
@@ -459,7 +482,11 @@ async fn a_project_cannot_switch_off_the_users_gate_under_require() {
         let result = fire_tool(&client, &daemon.cwd()).await;
         let decision = result.final_output.as_ref().and_then(|o| o.get("decision"));
         if user_runs {
-            assert_eq!(decision, Some(&json!("deny")), "{config} {policy}: {result:?}");
+            assert_eq!(
+                decision,
+                Some(&json!("deny")),
+                "{config} {policy}: {result:?}"
+            );
             assert!(mark(&daemon, "ran-user"), "{config}");
         } else {
             assert_eq!(decision, None, "{config} {policy}: {result:?}");

@@ -241,7 +241,12 @@ struct Reader {
 
 impl Reader {
     /// Reads and hashes `path` (following symlinks, as running it would); returns its bytes.
+    /// A file is read once: a second look (a script found again in its own directory's
+    /// tree) keeps the first digest, which is the digest of the bytes the hook will run.
     fn read(&mut self, path: &Path) -> Option<Vec<u8>> {
+        if self.digests.contains_key(path) {
+            return None;
+        }
         if self.digests.len() >= MAX_FILES && !self.digests.contains_key(path) {
             self.overflow
                 .get_or_insert_with(|| format!("more than {MAX_FILES} files to verify"));
