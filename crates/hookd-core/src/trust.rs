@@ -1558,6 +1558,9 @@ mod tests {
         usize,
     );
 
+    /// A command line, the hook's env, and what its coverage is.
+    type CoverageCase<'a> = (&'a str, &'a [(&'a str, &'a str)], Expected<'a>);
+
     fn check_coverage(command: &str, env: &[(&str, &str)], expected: Expected<'_>) {
         let vars = CommandVars {
             project_dir: PROJECT,
@@ -1598,7 +1601,7 @@ mod tests {
 
     #[test]
     fn coverage_follows_what_the_command_loads() {
-        let cases: &[(&str, &[(&str, &str)], Expected<'_>)] = &[
+        let cases: &[CoverageCase<'_>] = &[
             // A script: itself, named on the line, and its directory's tree.
             ("./s.sh", &[], (&["s.sh"], &["s.sh"], &["."], &[], 0)),
             (

@@ -560,6 +560,9 @@ mod tests {
         collected.digests.iter().map(|d| d.path.as_str()).collect()
     }
 
+    /// A command line, the hook's env, the files covered and how many parts are uncovered.
+    type CollectCase<'a> = (&'a str, &'a [(&'a str, &'a str)], &'a [&'a str], usize);
+
     #[test]
     fn collects_what_each_command_loads() {
         let dir = project();
@@ -574,7 +577,7 @@ mod tests {
         write(dir, "pre.js", "");
         write(dir, "x.sh", "");
         // (command, env, covered files, uncovered count)
-        let cases: &[(&str, &[(&str, &str)], &[&str], usize)] = &[
+        let cases: &[CollectCase<'_>] = &[
             (
                 "python3 h/g.py",
                 &[],
@@ -678,9 +681,7 @@ mod tests {
             verified.line
         );
         assert!(
-            verified
-                .line
-                .ends_with(&format!("exec(_hc)\n' g.py && node n.js")),
+            verified.line.ends_with("exec(_hc)\n' g.py && node n.js"),
             "{}",
             verified.line
         );
