@@ -621,14 +621,22 @@ fn analyze_line(line: &str, context: &Context<'_>, cov: &mut Coverage, depth: us
     }
 }
 
-/// Whether a known word looks like a path: it has a `/`, or a script's extension.
-fn looks_like_path(word: &str) -> bool {
-    const EXTENSIONS: [&str; 16] = [
-        ".sh", ".bash", ".py", ".js", ".mjs", ".cjs", ".ts", ".mts", ".cts", ".rb", ".pl", ".php",
-        ".lua", ".jq", ".so", ".zsh",
+/// Whether a known word names code by its extension (a script, a module, a library, a
+/// `jq` program): such a word anywhere on a hook's line is covered, whatever reads it. Other
+/// paths (a log, a config file) are data and are not.
+fn names_code(word: &str) -> bool {
+    const EXTENSIONS: [&str; 22] = [
+        ".sh", ".bash", ".zsh", ".py", ".pyc", ".pth", ".js", ".mjs", ".cjs", ".ts", ".mts",
+        ".cts", ".tsx", ".jsx", ".node", ".rb", ".pl", ".pm", ".php", ".lua", ".jq", ".so",
     ];
     let word = word.split_once('=').map_or(word, |(_, value)| value);
-    word.contains('/') || EXTENSIONS.iter().any(|ext| word.ends_with(ext))
+    EXTENSIONS.iter().any(|ext| word.ends_with(ext))
+}
+
+/// Whether a known word looks like a path: it has a `/`, or names code.
+fn looks_like_path(word: &str) -> bool {
+    let word = word.split_once('=').map_or(word, |(_, value)| value);
+    word.contains('/') || names_code(word)
 }
 
 /// Wrappers that run the rest of their words as a command, with their options that take a
@@ -650,9 +658,14 @@ const WRAPPERS: [(&str, &[&str], usize); 9] = [
 ];
 
 fn analyze_command(words: &[ShellWord], context: &Context<'_>, cov: &mut Coverage, depth: usize) {
-    // Every project path named anywhere on the line is covered, whatever reads it.
-    for word in words.iter().filter(|word| !word.unknown) {
-        if looks_like_path(&word.text) {
+    // Every project file of code named anywhere on the hook's line is covered, whatever
+    // reads it. Inside a script, only what it sources and starts counts: the files it
+    // writes (logs, marks) must not change its key.
+    for word in words
+        .iter()
+        .filter(|word| !word.unknown && context.script.is_none())
+    {
+        if names_code(&word.text) {
             let text = word
                 .text
                 .split_once('=')
@@ -877,7 +890,7 @@ fn env_paths(name: &str, value: &str, context: &Context<'_>, cov: &mut Coverage)
             }
             continue;
         }
-        if (single_file || is_search_path || looks_like_path(part) || part == ".")
+        if (single_file || is_search_path || names_code(part) || part == ".")
             && let Some(path) = context
                 .project_path(part)
                 .or_else(|| (part == "." || part == "./").then(|| context.project.to_owned()))
@@ -1545,6 +1558,9 @@ mod tests {
         usize,
     );
 
+    /// A command line, the hook's env, and what its coverage is.
+    type CoverageCase<'a> = (&'a str, &'a [(&'a str, &'a str)], Expected<'a>);
+
     fn check_coverage(command: &str, env: &[(&str, &str)], expected: Expected<'_>) {
         let vars = CommandVars {
             project_dir: PROJECT,
@@ -1585,7 +1601,7 @@ mod tests {
 
     #[test]
     fn coverage_follows_what_the_command_loads() {
-        let cases: &[(&str, &[(&str, &str)], Expected<'_>)] = &[
+        let cases: &[CoverageCase<'_>] = &[
             // A script: itself, named on the line, and its directory's tree.
             ("./s.sh", &[], (&["s.sh"], &["s.sh"], &["."], &[], 0)),
             (
