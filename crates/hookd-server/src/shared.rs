@@ -39,6 +39,8 @@ pub(crate) struct Shared {
     pub(crate) hard_stop: CancellationToken,
     /// The audit log, when the configuration asks for one.
     pub(crate) audit: Option<AuditLog>,
+    /// The relayed AfterModel responses in progress (`crate::relayed`).
+    pub(crate) relayed: crate::relayed::RelayedSeries,
 }
 
 impl Shared {
@@ -80,6 +82,7 @@ impl Shared {
             shutdown,
             hard_stop: CancellationToken::new(),
             audit,
+            relayed: Default::default(),
             config,
         }
     }
