@@ -259,6 +259,81 @@ mod tests {
     use super::*;
     use serde_json::json;
 
+    fn filter_plan() -> Plan {
+        let raw = json!({"builtin": "redact", "holdback": 16});
+        let raw = raw.as_object().cloned().unwrap_or_default();
+        let redactor = hookd_core::redact::Redactor::from_raw(&raw).expect("the filter");
+        let entry = HookEntry {
+            event: hookd_core::HookEventName::AfterModel,
+            config: hookd_core::HookConfig {
+                hook_type: hookd_core::HookType::Builtin,
+                command: None,
+                name: Some("redact".to_owned()),
+                description: None,
+                timeout_ms: None,
+                env: Vec::new(),
+                raw,
+            },
+            source: hookd_core::Source::User,
+            origin: hookd_core::Origin::default(),
+            matcher: None,
+            sequential: false,
+            enabled: true,
+            trust: hookd_core::trust::HookTrust::NotRequired,
+            builtin: Some(Arc::new(redactor)),
+            identity: Default::default(),
+        };
+        Plan {
+            event: hookd_core::HookEventName::AfterModel,
+            hooks: vec![Arc::new(entry)],
+            sequential: false,
+        }
+    }
+
+    /// Runs `chunks` (text, last) through one series and returns, per chunk, the text the
+    /// filters left and the filter's warning.
+    fn run(series: &mut Series, generation: u64, chunks: &[(&str, bool)]) -> Vec<(String, bool)> {
+        let plan = filter_plan();
+        chunks
+            .iter()
+            .map(|(text, last)| {
+                let response = json!({"candidates": [{"content": {"parts": [text]}}]});
+                let mut input = Map::new();
+                input.insert("llm_response".to_owned(), response);
+                let filtered = series.filter_chunk(&plan, generation, &mut input, *last);
+                let warned = filtered.results.iter().any(|r| r.warning.is_some());
+                (filtered.text, warned)
+            })
+            .collect()
+    }
+
+    #[test]
+    fn held_back_text_comes_out_at_the_last_chunk_with_text() {
+        let key = "AKIAABCDEFGHIJKLMNOP";
+        let text = format!("a long enough line with {key} inside it, and then the rest");
+        let (first, second) = text.split_at(30);
+        let mut series = Series::default();
+        let out = run(&mut series, 1, &[(first, false), (second, true)]);
+        let joined: String = out.iter().map(|(text, _)| text.as_str()).collect();
+        assert_eq!(
+            joined,
+            "a long enough line with [REDACTED:aws-access-key-id] inside it, and then the rest"
+        );
+        assert!(out.iter().all(|(_, warned)| !warned));
+
+        // A last chunk without text stays as it is; what was held is dropped, with a warning.
+        let mut series = Series::default();
+        let out = run(&mut series, 1, &[("some text", false), ("", true)]);
+        assert_eq!(out, [(String::new(), false), (String::new(), true)]);
+
+        // A registry change mid-response: the old filters' held text goes first.
+        let mut series = Series::default();
+        let mut out = run(&mut series, 1, &[("held ", false)]);
+        out.extend(run(&mut series, 2, &[("back", true)]));
+        let joined: String = out.iter().map(|(text, _)| text.as_str()).collect();
+        assert_eq!(joined, "held back");
+    }
+
     #[test]
     fn the_last_chunk_is_the_one_with_a_finish_reason() {
         let cases = [
