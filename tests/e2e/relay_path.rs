@@ -59,10 +59,7 @@ async fn the_hosts_project_root_names_the_project_and_reaches_the_hooks() {
          "command": "\"$CLAUDE_PROJECT_DIR\"/scripts/guard.sh"}
     ]}]}});
     let options = DaemonOptions {
-        files: vec![(
-            "project/.hookd/hooks.json".into(),
-            guard.to_string(),
-        )],
+        files: vec![("project/.hookd/hooks.json".into(), guard.to_string())],
         ..DaemonOptions::default()
     };
     let daemon = Daemon::start_with(json!({}), options).await;
@@ -133,7 +130,10 @@ async fn a_hosts_relay_skips_the_hooks_of_files_that_host_runs_itself() {
     // (relayed_by, hooks that run)
     let cases: [(Value, &[&str]); 3] = [
         (Value::Null, &["gemini-file", "hookd-file", "gemini-user"]),
-        (json!("claude"), &["gemini-file", "hookd-file", "gemini-user"]),
+        (
+            json!("claude"),
+            &["gemini-file", "hookd-file", "gemini-user"],
+        ),
         // Gemini CLI has run its own files' hooks already.
         (json!("gemini"), &["hookd-file"]),
     ];
@@ -189,18 +189,24 @@ async fn a_stopping_daemon_answers_what_was_sent_before_the_stop() {
         bytes.extend_from_slice(&body);
     }
     conn.send_bytes(&bytes).await;
-    hookd_e2e::wait_until("the first hook to start", std::time::Duration::from_secs(20), || {
-        started.exists()
-    })
+    hookd_e2e::wait_until(
+        "the first hook to start",
+        std::time::Duration::from_secs(20),
+        || started.exists(),
+    )
     .await;
 
     let stopped = tokio::spawn(daemon.stop());
     // The listener closes at once, while the first hook still runs.
-    hookd_e2e::within("new connections refused", std::time::Duration::from_secs(20), async {
-        while tokio::net::UnixStream::connect(&socket).await.is_ok() {
-            tokio::task::yield_now().await;
-        }
-    })
+    hookd_e2e::within(
+        "new connections refused",
+        std::time::Duration::from_secs(20),
+        async {
+            while tokio::net::UnixStream::connect(&socket).await.is_ok() {
+                tokio::task::yield_now().await;
+            }
+        },
+    )
     .await;
     std::fs::write(&release, "").expect("release");
 
@@ -211,9 +217,13 @@ async fn a_stopping_daemon_answers_what_was_sent_before_the_stop() {
         assert_eq!(answer["id"], id, "{answer}");
         assert_eq!(answer["final_output"]["reason"], "first", "{answer}");
     }
-    hookd_e2e::within("the daemon to stop", std::time::Duration::from_secs(20), stopped)
-        .await
-        .expect("daemon task");
+    hookd_e2e::within(
+        "the daemon to stop",
+        std::time::Duration::from_secs(20),
+        stopped,
+    )
+    .await
+    .expect("daemon task");
 }
 
 /// The text a relayed AfterModel answer passes on: the replacement, else the chunk itself.
@@ -259,10 +269,12 @@ async fn relayed_model_chunks_are_one_stream_for_filters_and_hooks() {
         let chunk = json!({"text": text, "candidates": [candidate]});
         // Each chunk on a connection of its own, as the relay sends them.
         let mut conn = RawConn::connect_hello(&daemon.socket).await;
-        conn.send(&json!({"type": "event", "id": index, "event": "AfterModel", "cwd": cwd,
+        conn.send(
+            &json!({"type": "event", "id": index, "event": "AfterModel", "cwd": cwd,
             "session_id": "s1", "relayed_by": "gemini",
-            "input": {"llm_request": request, "llm_response": chunk}}))
-            .await;
+            "input": {"llm_request": request, "llm_response": chunk}}),
+        )
+        .await;
         let answer = conn.recv().await.expect("an answer");
         assert_eq!(answer["type"], "result", "{answer}");
         // Filters first: the log hook's record follows the filter's.
@@ -291,11 +303,47 @@ async fn relayed_model_chunks_are_one_stream_for_filters_and_hooks() {
     let mut conn = RawConn::connect_hello(&daemon.socket).await;
     let chunk = json!({"candidates": [{"content": {"role": "model", "parts": ["again"]},
         "finishReason": "STOP"}]});
-    conn.send(&json!({"type": "event", "id": 9, "event": "AfterModel", "cwd": cwd,
+    conn.send(
+        &json!({"type": "event", "id": 9, "event": "AfterModel", "cwd": cwd,
         "session_id": "s1", "relayed_by": "gemini",
-        "input": {"llm_request": request, "llm_response": chunk}}))
-        .await;
+        "input": {"llm_request": request, "llm_response": chunk}}),
+    )
+    .await;
     let answer = conn.recv().await.expect("an answer");
     assert_eq!(passed_on(&answer, &chunk), "again", "{answer}");
+    daemon.stop().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_system_file_gemini_cli_refuses_is_not_loaded_and_says_why() {
+    use std::os::unix::fs::PermissionsExt;
+    let system = settings(&[("BeforeTool", None, vec![denying("system-guard")])]);
+    let options = DaemonOptions {
+        files: vec![("etc/settings.json".into(), system.to_string())],
+        ..DaemonOptions::default()
+    };
+    let daemon = Daemon::start_with(json!({}), options).await;
+    let client = daemon.client().await;
+    let cwd = daemon.cwd();
+    let file = daemon.path("etc/settings.json");
+    let names = |listing: &hookd_protocol::ListResponse| -> Vec<String> {
+        listing.hooks.iter().map(|hook| hook.name.clone()).collect()
+    };
+    let listing = client.list(cwd.clone()).await.expect("list");
+    assert_eq!(names(&listing), ["system-guard"], "{listing:?}");
+
+    // Writable by others: Gemini CLI does not load it, nor does hookd after a reload.
+    std::fs::set_permissions(&file, std::fs::Permissions::from_mode(0o666)).expect("chmod");
+    client.reload().await.expect("reload");
+    let listing = client.list(cwd.clone()).await.expect("list");
+    assert_eq!(names(&listing), Vec::<String>::new(), "{listing:?}");
+    let path = file.display().to_string();
+    let said = listing.diagnostics.iter().any(|diagnostic| {
+        diagnostic.path.as_deref() == Some(path.as_str())
+            && diagnostic
+                .message
+                .contains("writable by its group or others")
+    });
+    assert!(said, "{:?}", listing.diagnostics);
     daemon.stop().await;
 }

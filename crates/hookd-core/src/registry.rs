@@ -52,8 +52,8 @@ use crate::event::HookEventName;
 use crate::extension::{self, ExtensionInput};
 use crate::matcher::{MatchContext, Matcher};
 use crate::model::{HookEntry, LayerFile, Origin, Source};
-use crate::relayed::{RelayHost, runs_in_hookd};
 use crate::plan::Plan;
+use crate::relayed::{RelayHost, runs_in_hookd};
 use crate::sanitize::EnvRedaction;
 use crate::settings::{self, Diagnostic, EventHooks, SettingsLayer};
 use crate::trust::{HookTrust, HookTrustInput, ProjectHookPolicy};
@@ -1358,7 +1358,11 @@ mod tests {
             ],
             vec![],
         ));
-        let planned = planned(&registry, HookEventName::AfterModel, &MatchContext::default());
+        let planned = planned(
+            &registry,
+            HookEventName::AfterModel,
+            &MatchContext::default(),
+        );
         assert_eq!(
             planned,
             Some((
@@ -1383,10 +1387,22 @@ mod tests {
         };
         let layers = vec![
             file(Source::System, LayerFile::Gemini, &[("system", "s")]),
-            file(Source::User, LayerFile::Gemini, &[("user", "u"), ("both", "b")]),
-            file(Source::User, LayerFile::Hookd, &[("hookd-user", "hu"), ("both", "b")]),
+            file(
+                Source::User,
+                LayerFile::Gemini,
+                &[("user", "u"), ("both", "b")],
+            ),
+            file(
+                Source::User,
+                LayerFile::Hookd,
+                &[("hookd-user", "hu"), ("both", "b")],
+            ),
             file(Source::Project, LayerFile::Gemini, &[("project", "p")]),
-            file(Source::Project, LayerFile::Hookd, &[("hookd-project", "hp")]),
+            file(
+                Source::Project,
+                LayerFile::Hookd,
+                &[("hookd-project", "hp")],
+            ),
             file(Source::Project, LayerFile::Claude, &[("claude", "c")]),
         ];
         let extension = ext(

@@ -367,7 +367,9 @@ pub async fn run_plan(
         return run_filters_first(plan, filters, request, config, cancel, on_result).await;
     }
     let firing = Firing::new(request, config, cancel);
-    firing.run_hooks(&plan.hooks, plan.sequential, on_result).await
+    firing
+        .run_hooks(&plan.hooks, plan.sequential, on_result)
+        .await
 }
 
 /// How many builtin filters an AfterModel plan starts with (the planner puts them first);
@@ -399,9 +401,7 @@ async fn run_filters_first(
     for (index, entry) in filter_hooks.iter().enumerate() {
         let result = {
             let firing = Firing::new(&filtered, config, cancel);
-            firing
-                .run_hook(entry, &filtered.input, Bytes::new())
-                .await
+            firing.run_hook(entry, &filtered.input, Bytes::new()).await
         };
         on_result(index, &result);
         let content = result
@@ -1607,7 +1607,9 @@ mod tests {
         let raw = raw.as_object().cloned().unwrap_or_default();
         let mut filter = (*entry(HookType::Builtin, None)).clone();
         filter.event = HookEventName::AfterModel;
-        filter.builtin = Some(Arc::new(Redactor::from_raw(&raw).expect("the default filter")));
+        filter.builtin = Some(Arc::new(
+            Redactor::from_raw(&raw).expect("the default filter"),
+        ));
         filter.config.raw = raw;
         // The hook writes its whole stdin where the test can read it.
         let mut seen = (*command("cat > seen.json")).clone();

@@ -96,13 +96,13 @@ use std::fs;
 use std::io;
 use std::path::{Path, PathBuf};
 
-use hookd_core::{LayerFile, Source};
 use hookd_core::dialect;
 use hookd_core::extension::{ExtensionInput, ExtensionSetting, extension_enabled_for_path};
 use hookd_core::jsonc;
 use hookd_core::registry::{LayerText, RegistryInput};
 use hookd_core::settings::{self, Diagnostic};
 use hookd_core::trust::{self, HookTrustInput, ScriptFile, TrustStore};
+use hookd_core::{LayerFile, Source};
 use serde_json::Value;
 
 /// The environment the loader resolves paths and expands settings with.
@@ -543,7 +543,11 @@ impl SharedLayers {
             (Source::User, LayerFile::Gemini, &paths.user),
             (Source::User, LayerFile::Hookd, &paths.hookd_user),
             (Source::System, LayerFile::Gemini, &paths.system),
-            (Source::SystemDefaults, LayerFile::Gemini, &paths.system_defaults),
+            (
+                Source::SystemDefaults,
+                LayerFile::Gemini,
+                &paths.system_defaults,
+            ),
         ] {
             if let Some(diagnostic) = refused_system_file(source, path, env.system_owner) {
                 diagnostics.push(diagnostic);
@@ -557,7 +561,9 @@ impl SharedLayers {
         let mut claude_layers = Vec::new();
         if env.claude_settings {
             match read_layer(Source::User, &paths.claude_user) {
-                Ok(layer) => claude_layers.extend(layer.map(|layer| of_file(layer, LayerFile::Claude))),
+                Ok(layer) => {
+                    claude_layers.extend(layer.map(|layer| of_file(layer, LayerFile::Claude)))
+                }
                 Err(diagnostic) => diagnostics.push(diagnostic),
             }
         }
@@ -1715,8 +1721,20 @@ mod tests {
         // (etc mode, settings mode, defaults mode, hooks loaded, files refused)
         let cases: [(u32, u32, u32, &[&str], &[&str]); 4] = [
             (0o755, 0o644, 0o644, &["user", "system", "defaults"], &[]),
-            (0o755, 0o664, 0o644, &["user", "defaults"], &["settings.json"]),
-            (0o755, 0o644, 0o646, &["user", "system"], &["system-defaults.json"]),
+            (
+                0o755,
+                0o664,
+                0o644,
+                &["user", "defaults"],
+                &["settings.json"],
+            ),
+            (
+                0o755,
+                0o644,
+                0o646,
+                &["user", "system"],
+                &["system-defaults.json"],
+            ),
             (
                 0o777,
                 0o644,

@@ -203,7 +203,10 @@ mod tests {
         // The target's directory is someone else's: refused, though the link's is fine.
         set(&elsewhere, OTHER, 0o755);
         let reason = check_system_file(&link, ROOT).expect_err("refused");
-        assert!(reason.starts_with(&elsewhere.display().to_string()), "{reason}");
+        assert!(
+            reason.starts_with(&elsewhere.display().to_string()),
+            "{reason}"
+        );
         set(&elsewhere, ROOT, 0o755);
 
         // The link's directory is world-writable: refused, though the target's is fine.
@@ -213,6 +216,9 @@ mod tests {
         set(&etc, ROOT, 0o755);
 
         assert_eq!(check_system_file(&etc.join("absent.json"), ROOT), Ok(()));
-        assert_eq!(check_system_file(&temp.path().join("no/dir.json"), ROOT), Ok(()));
+        assert_eq!(
+            check_system_file(&temp.path().join("no/dir.json"), ROOT),
+            Ok(())
+        );
     }
 }

@@ -21,14 +21,14 @@ use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex, PoisonError};
 use std::time::{SystemTime, UNIX_EPOCH};
 
+use crate::relayed::{Series, SeriesKey, is_last_chunk};
 use bytes::Bytes;
 use futures_util::FutureExt;
+use hookd_core::HookResult;
 use hookd_core::matcher::MatchContext;
 use hookd_core::payload::{BaseFields, format_timestamp};
-use hookd_core::sanitize::EnvRedaction;
 use hookd_core::relayed::RelayHost;
-use hookd_core::HookResult;
-use crate::relayed::{SeriesKey, Series, is_last_chunk};
+use hookd_core::sanitize::EnvRedaction;
 use hookd_core::{HookEventName, MatcherKind};
 use hookd_protocol::fast::{ScannedEvent, ScannedRequest};
 use hookd_protocol::{
@@ -1056,9 +1056,12 @@ impl Run {
             Some(chunk) => Some(Arc::clone(&chunk.series).lock_owned().await),
             None => None,
         };
-        let filtered = series.as_mut().zip(relayed.as_ref()).map(|(series, chunk)| {
-            series.filter_chunk(&plan, self.generation, &mut fire.input, chunk.last)
-        });
+        let filtered = series
+            .as_mut()
+            .zip(relayed.as_ref())
+            .map(|(series, chunk)| {
+                series.filter_chunk(&plan, self.generation, &mut fire.input, chunk.last)
+            });
         let commands = match &filtered {
             Some(filtered) => {
                 for (index, result) in filtered.results.iter().enumerate() {
@@ -1072,7 +1075,9 @@ impl Run {
             }
             None => Some(plan.clone()),
         };
-        let offset = filtered.as_ref().map_or(0, |filtered| filtered.results.len());
+        let offset = filtered
+            .as_ref()
+            .map_or(0, |filtered| filtered.results.len());
         let run = async {
             let mut results = filtered
                 .as_ref()

@@ -337,13 +337,22 @@ mod tests {
     #[test]
     fn the_last_chunk_is_the_one_with_a_finish_reason() {
         let cases = [
-            (json!({"candidates": [{"content": {"parts": ["a"]}}]}), false),
+            (
+                json!({"candidates": [{"content": {"parts": ["a"]}}]}),
+                false,
+            ),
             (
                 json!({"candidates": [{"content": {"parts": ["a"]}, "finishReason": "STOP"}]}),
                 true,
             ),
-            (json!({"candidates": [{"finishReason": "MAX_TOKENS"}]}), true),
-            (json!({"candidates": [{}, {"finishReason": "SAFETY"}]}), true),
+            (
+                json!({"candidates": [{"finishReason": "MAX_TOKENS"}]}),
+                true,
+            ),
+            (
+                json!({"candidates": [{}, {"finishReason": "SAFETY"}]}),
+                true,
+            ),
             (json!({"candidates": [{"finishReason": ""}]}), false),
             (json!({"candidates": [{"finishReason": null}]}), false),
             (json!({"text": "x"}), false),

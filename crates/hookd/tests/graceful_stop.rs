@@ -133,7 +133,10 @@ fn sigterm_answers_the_call_in_flight_and_refuses_new_connections() {
     assert_eq!(answer["type"], "result", "{answer}");
     assert_eq!(answer["id"], 1, "{answer}");
     assert_eq!(answer["final_output"]["decision"], "deny", "{answer}");
-    assert_eq!(answer["final_output"]["reason"], "the real answer", "{answer}");
+    assert_eq!(
+        answer["final_output"]["reason"], "the real answer",
+        "{answer}"
+    );
     drop(relay);
 
     let started_wait = Instant::now();
