@@ -254,7 +254,7 @@ async fn relayed_model_chunks_are_one_stream_for_filters_and_hooks() {
     let (head, tail) = key.split_at(9);
     let texts = [
         "Here is the key: ".to_owned(),
-        format!("{head}"),
+        head.to_owned(),
         format!("{tail} and more text"),
         " that ends here.".to_owned(),
     ];

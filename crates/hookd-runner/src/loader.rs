@@ -1718,8 +1718,15 @@ mod tests {
                 .expect("chmod");
         };
         chmod("etc", 0o755);
-        // (etc mode, settings mode, defaults mode, hooks loaded, files refused)
-        let cases: [(u32, u32, u32, &[&str], &[&str]); 4] = [
+        /// (etc mode, settings mode, defaults mode, hooks loaded, files refused)
+        type Case = (
+            u32,
+            u32,
+            u32,
+            &'static [&'static str],
+            &'static [&'static str],
+        );
+        let cases: [Case; 4] = [
             (0o755, 0o644, 0o644, &["user", "system", "defaults"], &[]),
             (
                 0o755,
