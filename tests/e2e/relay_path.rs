@@ -225,3 +225,125 @@ async fn a_stopping_daemon_answers_what_was_sent_before_the_stop() {
     .await
     .expect("daemon task");
 }
+
+/// The text a relayed AfterModel answer passes on: the replacement, else the chunk itself.
+fn passed_on(answer: &Value, chunk: &Value) -> String {
+    let response = &answer["final_output"]["hookSpecificOutput"]["llm_response"];
+    let response = if response.is_object() {
+        response
+    } else {
+        chunk
+    };
+    hookd_core::payload::chunk_text(response)
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn relayed_model_chunks_are_one_stream_for_filters_and_hooks() {
+    // A filter and a hook that keeps every payload it gets, one per line.
+    let hooks = json!({"hooks": {"AfterModel": [{"hooks": [
+        {"name": "log", "type": "command", "command": "{ cat; echo; } >> seen.jsonl"},
+        {"name": "redact", "type": "builtin", "builtin": "redact", "holdback": 16}
+    ]}]}});
+    let options = DaemonOptions {
+        files: vec![("project/.hookd/hooks.json".into(), hooks.to_string())],
+        ..DaemonOptions::default()
+    };
+    let daemon = Daemon::start_with(json!({}), options).await;
+    let cwd = daemon.cwd();
+    let key = "AKIAABCDEFGHIJKLMNOP";
+    let (head, tail) = key.split_at(9);
+    let texts = [
+        "Here is the key: ".to_owned(),
+        head.to_owned(),
+        format!("{tail} and more text"),
+        " that ends here.".to_owned(),
+    ];
+    let request = json!({"model": "m", "messages": [{"role": "user", "content": "key?"}]});
+    let mut passed = String::new();
+    for (index, text) in texts.iter().enumerate() {
+        let last = index + 1 == texts.len();
+        let mut candidate = json!({"content": {"role": "model", "parts": [text]}, "index": 0});
+        if last {
+            candidate["finishReason"] = json!("STOP");
+        }
+        let chunk = json!({"text": text, "candidates": [candidate]});
+        // Each chunk on a connection of its own, as the relay sends them.
+        let mut conn = RawConn::connect_hello(&daemon.socket).await;
+        conn.send(
+            &json!({"type": "event", "id": index, "event": "AfterModel", "cwd": cwd,
+            "session_id": "s1", "relayed_by": "gemini",
+            "input": {"llm_request": request, "llm_response": chunk}}),
+        )
+        .await;
+        let answer = conn.recv().await.expect("an answer");
+        assert_eq!(answer["type"], "result", "{answer}");
+        // Filters first: the log hook's record follows the filter's.
+        assert_eq!(ran(&answer), ["redact", "log"], "{answer}");
+        passed.push_str(&passed_on(&answer, &chunk));
+    }
+    let whole = "Here is the key: [REDACTED:aws-access-key-id] and more text that ends here.";
+    assert_eq!(passed, whole);
+
+    let seen = std::fs::read_to_string(daemon.project.join("seen.jsonl")).expect("the hook ran");
+    let payloads: Vec<Value> = seen
+        .lines()
+        .map(|line| serde_json::from_str(line).expect("a payload"))
+        .collect();
+    assert_eq!(payloads.len(), texts.len(), "{seen}");
+    assert!(!seen.contains(head), "the hook saw part of the key: {seen}");
+    // `full_content` is the response so far, as it was passed on.
+    let last = payloads.last().expect("payloads");
+    assert_eq!(last["full_content"], whole, "{last}");
+    for payload in &payloads {
+        let full = payload["full_content"].as_str().unwrap_or_default();
+        assert!(whole.starts_with(full), "{payload}");
+    }
+
+    // The response is over: the same request starts a new series.
+    let mut conn = RawConn::connect_hello(&daemon.socket).await;
+    let chunk = json!({"candidates": [{"content": {"role": "model", "parts": ["again"]},
+        "finishReason": "STOP"}]});
+    conn.send(
+        &json!({"type": "event", "id": 9, "event": "AfterModel", "cwd": cwd,
+        "session_id": "s1", "relayed_by": "gemini",
+        "input": {"llm_request": request, "llm_response": chunk}}),
+    )
+    .await;
+    let answer = conn.recv().await.expect("an answer");
+    assert_eq!(passed_on(&answer, &chunk), "again", "{answer}");
+    daemon.stop().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_system_file_gemini_cli_refuses_is_not_loaded_and_says_why() {
+    use std::os::unix::fs::PermissionsExt;
+    let system = settings(&[("BeforeTool", None, vec![denying("system-guard")])]);
+    let options = DaemonOptions {
+        files: vec![("etc/settings.json".into(), system.to_string())],
+        ..DaemonOptions::default()
+    };
+    let daemon = Daemon::start_with(json!({}), options).await;
+    let client = daemon.client().await;
+    let cwd = daemon.cwd();
+    let file = daemon.path("etc/settings.json");
+    let names = |listing: &hookd_protocol::ListResponse| -> Vec<String> {
+        listing.hooks.iter().map(|hook| hook.name.clone()).collect()
+    };
+    let listing = client.list(cwd.clone()).await.expect("list");
+    assert_eq!(names(&listing), ["system-guard"], "{listing:?}");
+
+    // Writable by others: Gemini CLI does not load it, nor does hookd after a reload.
+    std::fs::set_permissions(&file, std::fs::Permissions::from_mode(0o666)).expect("chmod");
+    client.reload().await.expect("reload");
+    let listing = client.list(cwd.clone()).await.expect("list");
+    assert_eq!(names(&listing), Vec::<String>::new(), "{listing:?}");
+    let path = file.display().to_string();
+    let said = listing.diagnostics.iter().any(|diagnostic| {
+        diagnostic.path.as_deref() == Some(path.as_str())
+            && diagnostic
+                .message
+                .contains("writable by its group or others")
+    });
+    assert!(said, "{:?}", listing.diagnostics);
+    daemon.stop().await;
+}

@@ -102,7 +102,7 @@ use hookd_core::extension::{ExtensionInput, ExtensionSetting, extension_enabled_
 use hookd_core::jsonc;
 use hookd_core::registry::{LayerText, RegistryInput};
 use hookd_core::settings::{self, Diagnostic};
-use hookd_core::trust::{CoveredFiles, HookTrustInput, ScriptFile, TrustStore};
+use hookd_core::trust::{self, CoveredFiles, HookTrustInput, ScriptFile, TrustStore};
 use hookd_core::{LayerFile, Source};
 
 use crate::verify;
@@ -1766,8 +1766,15 @@ mod tests {
                 .expect("chmod");
         };
         chmod("etc", 0o755);
-        // (etc mode, settings mode, defaults mode, hooks loaded, files refused)
-        let cases: [(u32, u32, u32, &[&str], &[&str]); 4] = [
+        /// (etc mode, settings mode, defaults mode, hooks loaded, files refused)
+        type Case = (
+            u32,
+            u32,
+            u32,
+            &'static [&'static str],
+            &'static [&'static str],
+        );
+        let cases: [Case; 4] = [
             (0o755, 0o644, 0o644, &["user", "system", "defaults"], &[]),
             (
                 0o755,

@@ -21,8 +21,10 @@ use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex, PoisonError};
 use std::time::{SystemTime, UNIX_EPOCH};
 
+use crate::relayed::{Series, SeriesKey, is_last_chunk};
 use bytes::Bytes;
 use futures_util::FutureExt;
+use hookd_core::HookResult;
 use hookd_core::matcher::MatchContext;
 use hookd_core::payload::{BaseFields, format_timestamp};
 use hookd_core::relayed::RelayHost;
@@ -806,12 +808,24 @@ impl Connection {
             Some(env) => wire_env(env.clone()),
             None => Arc::clone(&self.env),
         };
+        // A relayed AfterModel chunk continues its response's series (`crate::relayed`).
+        let series = (relayed_by.is_some() && event == HookEventName::AfterModel).then(|| {
+            let key = SeriesKey::new(
+                project_dir,
+                &request.session_id,
+                request.input.get("llm_request"),
+            );
+            let series = self.shared.relayed.series(&key, std::time::Instant::now());
+            let last = is_last_chunk(request.input.get("llm_response"));
+            RelayedChunk { key, series, last }
+        });
         let run = Run {
             shared: Arc::clone(&self.shared),
             sink: Arc::clone(&self.sink),
             inflight: Arc::clone(&self.inflight),
             token,
             event,
+            series,
             env,
             env_redaction: Arc::clone(snapshot.registry.env_redaction()),
             generation: snapshot.generation,
@@ -982,6 +996,14 @@ impl Connection {
     }
 }
 
+/// A relayed AfterModel chunk's place in its response (`crate::relayed`).
+struct RelayedChunk {
+    key: SeriesKey,
+    series: Arc<tokio::sync::Mutex<Series>>,
+    /// Whether it is the response's last chunk.
+    last: bool,
+}
+
 /// One event run with hooks to execute, owned by its task.
 struct Run {
     shared: Arc<Shared>,
@@ -989,6 +1011,8 @@ struct Run {
     inflight: Inflight,
     token: CancellationToken,
     event: HookEventName,
+    /// Set for a relayed AfterModel chunk.
+    series: Option<RelayedChunk>,
     env: Env,
     /// The project's redaction settings for `env`.
     env_redaction: Arc<EnvRedaction>,
@@ -1001,7 +1025,7 @@ struct Run {
 
 impl Run {
     /// Runs the plan, streams per-hook records when asked, and sends the aggregate.
-    async fn execute(self, mut request: EventRequest, plan: hookd_core::Plan) {
+    async fn execute(mut self, mut request: EventRequest, mut plan: hookd_core::Plan) {
         let hook_count = plan.hooks.len();
         Stats::add(&self.shared.stats.hooks_pending, hook_count as u64);
         let plans_dir = request.plans_dir.take().unwrap_or_else(|| {
@@ -1016,7 +1040,7 @@ impl Run {
             .project_dir
             .take()
             .unwrap_or_else(|| request.cwd.clone());
-        let fire = FireRequest {
+        let mut fire = FireRequest {
             event: self.event,
             input: std::mem::take(&mut request.input),
             base: BaseFields {
@@ -1043,21 +1067,60 @@ impl Run {
             (None, None)
         };
         let stats = Arc::clone(&self.shared);
-        let mut on_result = move |index: usize, result: &hookd_core::HookResult| {
+        let on_result = move |index: usize, result: &hookd_core::HookResult| {
             Stats::sub(&stats.stats.hooks_pending, 1);
             if let Some(records) = &records_tx {
                 let _ = records.try_send((index, convert::hook_record(result)));
             }
         };
+        // A relayed AfterModel chunk: the series' filters run first, with their state across
+        // the response's chunks; the rest of the plan runs on what they left.
+        let relayed = self.series.take();
+        let mut series = match &relayed {
+            Some(chunk) => Some(Arc::clone(&chunk.series).lock_owned().await),
+            None => None,
+        };
+        let filtered = series
+            .as_mut()
+            .zip(relayed.as_ref())
+            .map(|(series, chunk)| {
+                series.filter_chunk(&plan, self.generation, &mut fire.input, chunk.last)
+            });
+        let commands = match &filtered {
+            Some(filtered) => {
+                for (index, result) in filtered.results.iter().enumerate() {
+                    on_result(index, result);
+                }
+                // Recorded in the order they ran: the filters, then the rest.
+                let mut hooks = filtered.filters.clone();
+                hooks.extend(filtered.commands.iter().flat_map(|plan| plan.hooks.clone()));
+                plan.hooks = hooks;
+                filtered.commands.clone()
+            }
+            None => Some(plan.clone()),
+        };
+        let offset = filtered
+            .as_ref()
+            .map_or(0, |filtered| filtered.results.len());
         let run = async {
-            let results = run_plan(
-                &plan,
-                &fire,
-                &self.shared.runner,
-                &self.token,
-                &mut on_result,
-            )
-            .await;
+            let mut results = filtered
+                .as_ref()
+                .map(|filtered| filtered.results.clone())
+                .unwrap_or_default();
+            if let Some(commands) = &commands {
+                let mut shifted = |index: usize, result: &HookResult| {
+                    on_result(offset + index, result);
+                };
+                let ran = run_plan(
+                    commands,
+                    &fire,
+                    &self.shared.runner,
+                    &self.token,
+                    &mut shifted,
+                )
+                .await;
+                results.extend(ran);
+            }
             drop(on_result);
             results
         };
@@ -1077,6 +1140,13 @@ impl Run {
         let (results, ()) = tokio::join!(run, forward);
 
         let aggregate = hookd_core::aggregate::aggregate(self.event, &results, &fire.input);
+        if let (Some(series), Some(filtered), Some(chunk)) = (&mut series, &filtered, &relayed) {
+            series.emitted(filtered, &aggregate);
+            if chunk.last {
+                self.shared.relayed.end(&chunk.key);
+            }
+        }
+        drop(series);
         let max_frame_bytes = self.shared.config.max_frame_bytes;
         let body = results::result_body(
             &request.id,

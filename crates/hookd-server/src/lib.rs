@@ -27,6 +27,7 @@ mod lastrun;
 mod limits;
 mod manage;
 mod registries;
+mod relayed;
 mod results;
 mod shared;
 mod socket;

@@ -42,6 +42,8 @@ pub(crate) struct Shared {
     pub(crate) audit: Option<AuditLog>,
     /// The daemon-wide bound on partly received frames.
     pub(crate) frame_budget: Arc<FrameBudget>,
+    /// The relayed AfterModel responses in progress (`crate::relayed`).
+    pub(crate) relayed: crate::relayed::RelayedSeries,
 }
 
 impl Shared {
@@ -84,6 +86,7 @@ impl Shared {
             hard_stop: CancellationToken::new(),
             audit,
             frame_budget: Arc::new(FrameBudget::new(config.max_pending_frame_bytes)),
+            relayed: Default::default(),
             config,
         }
     }

@@ -301,19 +301,28 @@ pub(crate) struct StreamRun {
 }
 
 /// The state a stream keeps between chunks.
-struct StreamState {
+pub(crate) struct StreamState {
     filters: Vec<Filter>,
     /// The hooks that are not builtin filters, as a plan of their own.
-    commands: Option<Plan>,
-    /// The text emitted so far (at most [`MAX_FULL_CONTENT_BYTES`]), for `full_content`.
-    emitted: String,
+    pub(crate) commands: Option<Plan>,
+    /// The text emitted so far (at most `max_emitted` bytes), for `full_content`.
+    pub(crate) emitted: String,
+    /// The most text kept in `emitted`.
+    max_emitted: usize,
     /// `emitted` escaped as the contents of a JSON string, kept alongside it so that a
     /// chunk's `full_content` is not escaped again from its start for every chunk.
     emitted_json: String,
 }
 
 impl StreamState {
+    /// The state of a stream of `plan` that keeps up to [`MAX_FULL_CONTENT_BYTES`] of text.
     fn new(plan: &Plan) -> StreamState {
+        StreamState::with_max_emitted(plan, MAX_FULL_CONTENT_BYTES)
+    }
+
+    /// The state of a stream of `plan` that keeps up to `max_emitted` bytes of the text
+    /// emitted so far for `full_content`.
+    pub(crate) fn with_max_emitted(plan: &Plan, max_emitted: usize) -> StreamState {
         let mut filters = Vec::new();
         let mut commands = Vec::new();
         for entry in &plan.hooks {
@@ -335,19 +344,25 @@ impl StreamState {
             filters,
             commands,
             emitted: String::new(),
+            max_emitted,
             emitted_json: String::new(),
         }
     }
 
+    /// The builtin filters' hook entries, in the order they run.
+    pub(crate) fn filter_entries(&self) -> impl Iterator<Item = &Arc<HookEntry>> + '_ {
+        self.filters.iter().map(|filter| &filter.entry)
+    }
+
     /// Adds text to what was emitted, dropping the oldest beyond the bound.
-    fn push_emitted(&mut self, text: &str) {
+    pub(crate) fn push_emitted(&mut self, text: &str) {
         if self.commands.is_none() {
             // Only command hooks read `full_content`.
             return;
         }
         self.emitted.push_str(text);
-        if self.emitted.len() > MAX_FULL_CONTENT_BYTES {
-            let mut cut = self.emitted.len() - MAX_FULL_CONTENT_BYTES;
+        if self.emitted.len() > self.max_emitted {
+            let mut cut = self.emitted.len() - self.max_emitted;
             while !self.emitted.is_char_boundary(cut) {
                 cut += 1;
             }
@@ -372,7 +387,7 @@ impl StreamState {
     }
 
     /// Ends the filters: what each held back, through the filters after it.
-    fn flush(&mut self) -> String {
+    pub(crate) fn flush(&mut self) -> String {
         let mut carry = String::new();
         for filter in &mut self.filters {
             let mut out = filter.stream.push(&carry);
@@ -454,6 +469,7 @@ impl StreamRun {
             &mut self.fire.input,
             llm_response,
             self.plan.hooks.len(),
+            false,
         );
 
         let mut budget = None;
@@ -576,6 +592,7 @@ impl FilterStream {
             &mut self.fire.input,
             llm_response,
             self.hooks,
+            false,
         );
         let aggregate = chunk_result(
             shared,
@@ -609,20 +626,22 @@ pub(crate) fn is_filter_plan(plan: &Plan) -> bool {
 }
 
 /// A chunk after the filters: its text before and after them, and their records.
-struct Filtered {
-    original: String,
-    text: String,
-    results: Vec<HookResult>,
+pub(crate) struct Filtered {
+    pub(crate) original: String,
+    pub(crate) text: String,
+    pub(crate) results: Vec<HookResult>,
 }
 
 /// Runs the filters of `state` on the chunk `llm_response` and puts the chunk, as the filters
 /// left it, into `input` (`llm_response` and `content`) for the command hooks and the
-/// aggregate.
-fn run_filters(
+/// aggregate. With `last`, the chunk ends the text: what the filters hold back comes out
+/// with it.
+pub(crate) fn run_filters(
     state: &mut StreamState,
     input: &mut Map<String, Value>,
     llm_response: Map<String, Value>,
     hooks: usize,
+    last: bool,
 ) -> Filtered {
     let mut response = Value::Object(llm_response);
     let original = chunk_text(&response);
@@ -630,7 +649,10 @@ fn run_filters(
     let mut text = original.clone();
     for filter in &mut state.filters {
         let started = Instant::now();
-        let filtered = filter.stream.push(&text);
+        let mut filtered = filter.stream.push(&text);
+        if last {
+            filtered.push_str(&filter.stream.finish());
+        }
         let output = (filtered != text).then(|| filtered.clone());
         results.push(builtin_record(&filter.entry, output, started.elapsed()));
         text = filtered;
@@ -702,7 +724,7 @@ fn chunk_result(
 
 /// The text of the response the aggregate puts in place of the chunk, if it replaces it:
 /// `hookSpecificOutput.llm_response` of the merged output, when it is an object.
-fn replacement_text(aggregate: &hookd_core::aggregate::Aggregate) -> Option<String> {
+pub(crate) fn replacement_text(aggregate: &hookd_core::aggregate::Aggregate) -> Option<String> {
     aggregate
         .final_output
         .as_ref()?
