@@ -51,6 +51,10 @@ use serde_json::{Map, Value, json};
 /// The name every relay entry carries (Gemini CLI shows and disables hooks by name).
 pub const RELAY_NAME: &str = "hookd-relay";
 
+/// The relay's own binary, installed next to `hookctl`: `hookctl relay` without the rest of
+/// `hookctl`, so it starts faster.
+pub const RELAY_BINARY: &str = "hookd-relay";
+
 /// What a hook waits when it sets no `timeout`, under Gemini CLI's rules (60 s).
 const GEMINI_DEFAULT_TIMEOUT_MS: u64 = hookd_core::DEFAULT_TIMEOUT_MS;
 
@@ -299,27 +303,33 @@ impl Locations {
         &self.env
     }
 
-    /// Whether a `hookctl` is found on `PATH`.
-    fn hookctl_on_path(&self) -> bool {
+    /// Whether `hookd-relay` is found on `PATH`.
+    fn relay_on_path(&self) -> bool {
         use std::os::unix::fs::PermissionsExt;
         self.env.var("PATH").is_some_and(|path| {
             std::env::split_paths(path).any(|dir| {
-                std::fs::metadata(dir.join("hookctl")).is_ok_and(|metadata| {
+                std::fs::metadata(dir.join(RELAY_BINARY)).is_ok_and(|metadata| {
                     metadata.is_file() && metadata.permissions().mode() & 0o111 != 0
                 })
             })
         })
     }
 
-    /// The program relay entries run: `hookctl` from `PATH` when one is there (the same
-    /// command in user and project files, so a host that reads both runs it once) and always
-    /// in project files (they are shared with people whose `hookctl` lives elsewhere), else
-    /// this executable's absolute path.
+    /// What relay entries run, before the event: `hookd-relay` from `PATH` when one is there
+    /// (the same command in user and project files, so a host that reads both runs it once)
+    /// and always in project files (they are shared with people whose binaries live
+    /// elsewhere); else the `hookd-relay` next to this executable by its absolute path, else
+    /// this executable's `relay`.
     fn relay_program(&self, scope: InstallScope) -> String {
-        if scope == InstallScope::Project || self.hookctl_on_path() {
-            "hookctl".to_owned()
-        } else {
-            hookd_core::command::shell_quote(&self.exe)
+        if scope == InstallScope::Project || self.relay_on_path() {
+            return RELAY_BINARY.to_owned();
+        }
+        let exe = Path::new(&self.exe);
+        match exe.parent().map(|dir| dir.join(RELAY_BINARY)) {
+            Some(relay) if relay.is_file() => {
+                hookd_core::command::shell_quote(&relay.display().to_string())
+            }
+            _ => format!("{} relay", hookd_core::command::shell_quote(&self.exe)),
         }
     }
 
@@ -618,11 +628,11 @@ fn rewire(
     let layers = relayed_layers(target, locations, hookd_text);
     let wiring = wiring(target.host, &layers);
     let program = locations.relay_program(target.scope);
-    if target.scope == InstallScope::Project && !locations.hookctl_on_path() {
+    if target.scope == InstallScope::Project && !locations.relay_on_path() {
         let _ = writeln!(
             report,
-            "warning: hookctl is not on PATH; the relay entries in {} run `hookctl` from PATH \
-             (they are shared with the project), so add {} to PATH.",
+            "warning: hookd-relay is not on PATH; the relay entries in {} run `hookd-relay` \
+             from PATH (they are shared with the project), so add {} to PATH.",
             target.host_file.display(),
             Path::new(&locations.exe).parent().map_or_else(
                 || "its directory".to_owned(),
@@ -1791,7 +1801,7 @@ fn relay_entries(host: Host, program: &str, socket: Option<&str>, wiring: &[Wire
                     json!([{
                         "type": "command",
                         "name": RELAY_NAME,
-                        "command": format!("{program}{socket} relay {event}"),
+                        "command": format!("{program} {event}{socket}"),
                         "timeout": entry.timeout_ms,
                     }]),
                 );
@@ -1806,7 +1816,7 @@ fn relay_entries(host: Host, program: &str, socket: Option<&str>, wiring: &[Wire
                     "hooks".to_owned(),
                     json!([{
                         "type": "command",
-                        "command": format!("{program}{socket} relay {event} --dialect claude"),
+                        "command": format!("{program} {event} --dialect claude{socket}"),
                         "timeout": entry.timeout_ms.div_ceil(1000),
                     }]),
                 );
