@@ -681,6 +681,9 @@ fn describe_wiring(host: Host, wiring: &[WireEntry]) -> String {
     format!("{} event(s) ({})", wiring.len(), parts.join("; "))
 }
 
+/// A file's path, its bytes before (`None`: absent) and its new text.
+type FileEdit = (PathBuf, Option<Vec<u8>>, String);
+
 /// Under `--project-hooks require`, moved project hooks would stop running until trusted:
 /// moving them is the user's own action, so install trusts exactly what it moved (their name,
 /// command and the scripts they run as they are now). Returns the trust store's change.
@@ -690,7 +693,7 @@ fn trust_moved(
     changes: &[Change],
     moved: &[MovedDefinition],
     report: &mut String,
-) -> anyhow::Result<Option<(PathBuf, Option<Vec<u8>>, String)>> {
+) -> anyhow::Result<Option<FileEdit>> {
     let Some(project) = &target.project else {
         return Ok(None);
     };
