@@ -51,6 +51,10 @@ use serde_json::{Map, Value, json};
 /// The name every relay entry carries (Gemini CLI shows and disables hooks by name).
 pub const RELAY_NAME: &str = "hookd-relay";
 
+/// The relay's own binary, installed next to `hookctl`: `hookctl relay` without the rest of
+/// `hookctl`, so it starts faster.
+pub const RELAY_BINARY: &str = "hookd-relay";
+
 /// What a hook waits when it sets no `timeout`, under Gemini CLI's rules (60 s).
 const GEMINI_DEFAULT_TIMEOUT_MS: u64 = hookd_core::DEFAULT_TIMEOUT_MS;
 
@@ -299,27 +303,33 @@ impl Locations {
         &self.env
     }
 
-    /// Whether a `hookctl` is found on `PATH`.
-    fn hookctl_on_path(&self) -> bool {
+    /// Whether `hookd-relay` is found on `PATH`.
+    fn relay_on_path(&self) -> bool {
         use std::os::unix::fs::PermissionsExt;
         self.env.var("PATH").is_some_and(|path| {
             std::env::split_paths(path).any(|dir| {
-                std::fs::metadata(dir.join("hookctl")).is_ok_and(|metadata| {
+                std::fs::metadata(dir.join(RELAY_BINARY)).is_ok_and(|metadata| {
                     metadata.is_file() && metadata.permissions().mode() & 0o111 != 0
                 })
             })
         })
     }
 
-    /// The program relay entries run: `hookctl` from `PATH` when one is there (the same
-    /// command in user and project files, so a host that reads both runs it once) and always
-    /// in project files (they are shared with people whose `hookctl` lives elsewhere), else
-    /// this executable's absolute path.
+    /// What relay entries run, before the event: `hookd-relay` from `PATH` when one is there
+    /// (the same command in user and project files, so a host that reads both runs it once)
+    /// and always in project files (they are shared with people whose binaries live
+    /// elsewhere); else the `hookd-relay` next to this executable by its absolute path, else
+    /// this executable's `relay`.
     fn relay_program(&self, scope: InstallScope) -> String {
-        if scope == InstallScope::Project || self.hookctl_on_path() {
-            "hookctl".to_owned()
-        } else {
-            hookd_core::command::shell_quote(&self.exe)
+        if scope == InstallScope::Project || self.relay_on_path() {
+            return RELAY_BINARY.to_owned();
+        }
+        let exe = Path::new(&self.exe);
+        match exe.parent().map(|dir| dir.join(RELAY_BINARY)) {
+            Some(relay) if relay.is_file() => {
+                hookd_core::command::shell_quote(&relay.display().to_string())
+            }
+            _ => format!("{} relay", hookd_core::command::shell_quote(&self.exe)),
         }
     }
 
@@ -618,11 +628,11 @@ fn rewire(
     let layers = relayed_layers(target, locations, hookd_text);
     let wiring = wiring(target.host, &layers);
     let program = locations.relay_program(target.scope);
-    if target.scope == InstallScope::Project && !locations.hookctl_on_path() {
+    if target.scope == InstallScope::Project && !locations.relay_on_path() {
         let _ = writeln!(
             report,
-            "warning: hookctl is not on PATH; the relay entries in {} run `hookctl` from PATH \
-             (they are shared with the project), so add {} to PATH.",
+            "warning: hookd-relay is not on PATH; the relay entries in {} run `hookd-relay` \
+             from PATH (they are shared with the project), so add {} to PATH.",
             target.host_file.display(),
             Path::new(&locations.exe).parent().map_or_else(
                 || "its directory".to_owned(),
@@ -671,6 +681,9 @@ fn describe_wiring(host: Host, wiring: &[WireEntry]) -> String {
     format!("{} event(s) ({})", wiring.len(), parts.join("; "))
 }
 
+/// A file's path, its bytes before (`None`: absent) and its new text.
+type FileEdit = (PathBuf, Option<Vec<u8>>, String);
+
 /// Under `--project-hooks require`, moved project hooks would stop running until trusted:
 /// moving them is the user's own action, so install trusts exactly what it moved (their name,
 /// command and the scripts they run as they are now). Returns the trust store's change.
@@ -680,7 +693,7 @@ fn trust_moved(
     changes: &[Change],
     moved: &[MovedDefinition],
     report: &mut String,
-) -> anyhow::Result<Option<(PathBuf, Option<Vec<u8>>, String)>> {
+) -> anyhow::Result<Option<FileEdit>> {
     let Some(project) = &target.project else {
         return Ok(None);
     };
@@ -1797,7 +1810,7 @@ fn relay_entries(host: Host, program: &str, socket: Option<&str>, wiring: &[Wire
                     json!([{
                         "type": "command",
                         "name": RELAY_NAME,
-                        "command": format!("{program}{socket} relay {event}"),
+                        "command": format!("{program} {event}{socket}"),
                         "timeout": entry.timeout_ms,
                     }]),
                 );
@@ -1812,7 +1825,7 @@ fn relay_entries(host: Host, program: &str, socket: Option<&str>, wiring: &[Wire
                     "hooks".to_owned(),
                     json!([{
                         "type": "command",
-                        "command": format!("{program}{socket} relay {event} --dialect claude"),
+                        "command": format!("{program} {event} --dialect claude{socket}"),
                         "timeout": entry.timeout_ms.div_ceil(1000),
                     }]),
                 );
@@ -2215,4 +2228,202 @@ fn diff_lines<'a>(old: &[&'a str], new: &[&'a str]) -> Vec<Op<'a>> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn diffs_are_unified() {
+        // (before, after, expected hunks)
+        let cases: [(Option<&str>, &str, &str); 4] = [
+            (
+                None,
+                "{\n}\n",
+                "--- /dev/null\n+++ /f\n@@ -0,0 +1,2 @@\n+{\n+}\n",
+            ),
+            (
+                Some("a\nb\nc\n"),
+                "a\nB\nc\n",
+                "--- /f\n+++ /f\n@@ -1,3 +1,3 @@\n a\n-b\n+B\n c\n",
+            ),
+            (
+                Some("1\n2\n3\n4\n5\n6\n7\n8\n9\n10\n"),
+                "1\n2\n3\n4\n5\n6\n7\n8\n9\nten\n",
+                "--- /f\n+++ /f\n@@ -7,4 +7,4 @@\n 7\n 8\n 9\n-10\n+ten\n",
+            ),
+            (
+                Some("x"),
+                "x\ny",
+                "--- /f\n+++ /f\n@@ -1,1 +1,2 @@\n-x\n\\ No newline at end of file\n+x\n+y\n\\ No newline at end of file\n",
+            ),
+        ];
+        for (before, after, expected) in cases {
+            let got = unified_diff(Path::new("/f"), before.map(str::as_bytes), after.as_bytes());
+            assert_eq!(got, expected, "{before:?} -> {after:?}");
+        }
+    }
+
+    fn layer(hooks: Value) -> SettingsLayer {
+        let text = json!({ "hooks": hooks }).to_string();
+        hookd_core::settings::parse_settings(Source::User, Path::new("/h.json"), &text, &|_| None)
+            .layer
+            .expect("layer")
+    }
+
+    #[test]
+    fn wiring_covers_exactly_what_hookd_has_hooks_for() {
+        let command = |extra: Value| {
+            let mut hook = json!({"type": "command", "command": "x.sh"});
+            for (key, value) in extra.as_object().into_iter().flatten() {
+                hook[key] = value.clone();
+            }
+            hook
+        };
+        // (host, hooks, expected (event, matcher, timeout ms))
+        type Case = (Host, Value, Vec<(&'static str, Option<&'static str>, u64)>);
+        let cases: Vec<Case> = vec![
+            (Host::Gemini, json!({}), vec![]),
+            // Relay entries are not hooks.
+            (
+                Host::Gemini,
+                json!({"BeforeTool": [{"hooks": [{"type": "command", "command": "hookd-relay BeforeTool"}]}]}),
+                vec![],
+            ),
+            (
+                Host::Gemini,
+                json!({
+                    "BeforeTool": [
+                        {"matcher": "run_shell_command", "hooks": [command(json!({"timeout": 5000}))]},
+                        {"matcher": "write_file|replace", "hooks": [command(json!({}))]}
+                    ],
+                    "SessionStart": [{"matcher": "startup", "hooks": [command(json!({"dialect": "claude"}))]}]
+                }),
+                vec![
+                    (
+                        "BeforeTool",
+                        Some("(?:run_shell_command)|(?:write_file|replace)"),
+                        75_000,
+                    ),
+                    ("SessionStart", None, 610_000),
+                ],
+            ),
+            // One hook on every tool: the entry sees every tool.
+            (
+                Host::Gemini,
+                json!({"AfterTool": [{"matcher": "read_file", "hooks": [command(json!({}))]},
+                                     {"hooks": [command(json!({"timeout": 1}))]}]}),
+                vec![("AfterTool", None, 70_001)],
+            ),
+            // A matcher Gemini CLI compares as a plain name cannot join an alternation.
+            (
+                Host::Gemini,
+                json!({"BeforeTool": [{"matcher": "[bad", "hooks": [command(json!({}))]},
+                                      {"matcher": "x", "hooks": [command(json!({}))]}]}),
+                vec![("BeforeTool", None, 130_000)],
+            ),
+            // Claude Code: the Claude names of the tools; Stop and SubagentStop are both
+            // AfterAgent; no model events.
+            (
+                Host::Claude,
+                json!({
+                    "BeforeTool": [
+                        {"matcher": "^run_shell_command$", "hooks": [command(json!({"dialect": "claude"}))]},
+                        {"matcher": "^(?:replace|write_file)$", "hooks": [command(json!({"timeout": 2000}))]}
+                    ],
+                    "AfterAgent": [{"hooks": [command(json!({}))]}],
+                    "BeforeModel": [{"hooks": [command(json!({}))]}]
+                }),
+                vec![
+                    ("PreToolUse", Some("Bash|Edit|MultiEdit|Write"), 612_000),
+                    ("Stop", None, 70_000),
+                    ("SubagentStop", None, 70_000),
+                ],
+            ),
+            (
+                Host::Claude,
+                json!({"AfterTool": [{"matcher": "mcp_.*", "hooks": [command(json!({}))]}]}),
+                vec![("PostToolUse", Some("*"), 70_000)],
+            ),
+        ];
+        for (host, hooks, expected) in cases {
+            let got = wiring(host, &[layer(hooks.clone())]);
+            let got: Vec<(&str, Option<&str>, u64)> = got
+                .iter()
+                .map(|entry| {
+                    (
+                        entry.event.as_str(),
+                        entry.matcher.as_deref(),
+                        entry.timeout_ms,
+                    )
+                })
+                .collect();
+            assert_eq!(got, expected, "{host:?} {hooks}");
+        }
+    }
+
+    #[test]
+    fn tool_name_lists_are_recognised() {
+        let cases: [(&str, Option<&[&str]>); 7] = [
+            ("run_shell_command", Some(&["run_shell_command"])),
+            ("write_file|replace", Some(&["write_file", "replace"])),
+            ("^replace$", Some(&["replace"])),
+            ("^(?:replace|write_file)$", Some(&["replace", "write_file"])),
+            ("^(a|b)$", Some(&["a", "b"])),
+            ("mcp_.*", None),
+            ("a||b", None),
+        ];
+        for (matcher, expected) in cases {
+            let got = tool_names(matcher);
+            let expected = expected.map(|names| names.iter().map(|n| (*n).to_owned()).collect());
+            assert_eq!(got, expected, "{matcher}");
+        }
+    }
+
+    #[test]
+    fn claude_hooks_hookd_cannot_run_stay_with_claude() {
+        let root = json!({"hooks": {
+            "PreToolUse": [{"matcher": "Bash", "hooks": [
+                {"type": "command", "command": "/opt/bin/hookctl relay PreToolUse --dialect claude"},
+                {"type": "command", "command": "guard.sh", "timeout": 5},
+                {"type": "prompt", "prompt": "Is this safe?"}
+            ]}],
+            "PermissionRequest": [{"hooks": [{"type": "command", "command": "perm.sh"}]}]
+        }});
+        let Value::Object(root) = root else {
+            unreachable!()
+        };
+        let split = split_hooks(Host::Claude, &root);
+        assert_eq!(
+            Value::Object(split.kept.clone()),
+            json!({
+                "PreToolUse": [{"matcher": "Bash", "hooks": [{"type": "prompt", "prompt": "Is this safe?"}]}],
+                "PermissionRequest": [{"hooks": [{"type": "command", "command": "perm.sh"}]}]
+            })
+        );
+        assert_eq!(split.moved.len(), 1);
+        let record = &split.moved[0];
+        assert_eq!(record.host_event, "PreToolUse");
+        assert_eq!(
+            record.host_definition,
+            json!({"matcher": "Bash", "hooks": [{"type": "command", "command": "guard.sh", "timeout": 5}]})
+        );
+        let (event, moved) = &record.hookd[0];
+        assert_eq!(event, "BeforeTool");
+        assert_eq!(moved["matcher"], json!("^run_shell_command$"), "{moved}");
+        assert_eq!(moved["hooks"][0]["timeout"], json!(5000), "{moved}");
+        assert_eq!(moved["hooks"][0]["dialect"], json!("claude"), "{moved}");
+    }
+
+    #[test]
+    fn uninstall_strips_every_relay_entry_and_nothing_else() {
+        let hooks = json!({
+            "BeforeTool": [
+                {"hooks": [{"type": "command", "command": "hookd-relay BeforeTool"}]},
+                {"hooks": [{"type": "command", "command": "/usr/bin/hookctl relay BeforeTool"},
+                           {"type": "command", "command": "mine.sh"}]}
+            ],
+            "AfterTool": [{"hooks": [{"type": "command", "command": "hookd-relay AfterTool"}]}]
+        });
+        assert_eq!(
+            Value::Object(without_relay_entries(Some(&hooks))),
+            json!({"BeforeTool": [{"hooks": [{"type": "command", "command": "mine.sh"}]}]})
+        );
+    }
 }

@@ -90,6 +90,9 @@ pub struct ServiceEnv {
     pub path: Option<OsString>,
     /// The directory relative `--hookd` paths are resolved against.
     pub cwd: PathBuf,
+    /// The socket the units listen on (`$XDG_RUNTIME_DIR/hookd/hookd.sock`), to notice a
+    /// daemon already running there; `None` when `XDG_RUNTIME_DIR` is not set.
+    pub socket: Option<PathBuf>,
 }
 
 impl ServiceEnv {
@@ -100,10 +103,15 @@ impl ServiceEnv {
             std::env::var_os("HOME").as_deref(),
         )?;
         let cwd = std::env::current_dir().context("cannot determine the current directory")?;
+        let socket = std::env::var_os("XDG_RUNTIME_DIR")
+            .map(PathBuf::from)
+            .filter(|dir| dir.is_absolute())
+            .map(|dir| dir.join("hookd/hookd.sock"));
         Ok(ServiceEnv {
             unit_dir,
             path: None,
             cwd,
+            socket,
         })
     }
 }
@@ -156,6 +164,15 @@ fn default_hookd() -> anyhow::Result<PathBuf> {
 /// `use_systemctl`) or says how to.
 pub fn install(env: &ServiceEnv, hookd: &Path, use_systemctl: bool) -> anyhow::Result<String> {
     check_executable(hookd)?;
+    if let Some((socket, pid)) = hand_started_daemon(env, use_systemctl) {
+        bail!(
+            "a hookd (pid {pid}) started by hand already answers on {}: stop it first (`kill \
+             {pid}`), then run `hookctl service install` again. Installed now, the units' socket \
+             would be removed by that daemon when it stops, and every event after that would \
+             find no hookd",
+            socket.display()
+        );
+    }
     let service = render_service(SERVICE_UNIT, hookd)?;
     std::fs::create_dir_all(&env.unit_dir)
         .with_context(|| format!("cannot create {}", env.unit_dir.display()))?;
@@ -175,6 +192,46 @@ pub fn install(env: &ServiceEnv, hookd: &Path, use_systemctl: bool) -> anyhow::R
         out.push_str("hookd starts on the first connection to its socket ($XDG_RUNTIME_DIR/hookd/hookd.sock).\n");
     }
     Ok(out)
+}
+
+/// A daemon answering on the units' socket that systemd does not manage (its socket unit
+/// is not active, or systemctl cannot say), with its pid.
+fn hand_started_daemon(env: &ServiceEnv, use_systemctl: bool) -> Option<(PathBuf, u32)> {
+    let socket = env.socket.as_ref()?;
+    let pid = daemon_pid(socket)?;
+    if use_systemctl && systemctl(env, &["is-active", "--quiet", SOCKET_NAME]).is_ok() {
+        return None;
+    }
+    Some((socket.clone(), pid))
+}
+
+/// The pid of the hookd that answers a `hello` on `socket` within a second.
+fn daemon_pid(socket: &Path) -> Option<u32> {
+    use std::io::{Read, Write};
+    let mut stream = std::os::unix::net::UnixStream::connect(socket).ok()?;
+    let timeout = Some(std::time::Duration::from_secs(1));
+    stream.set_read_timeout(timeout).ok()?;
+    stream.set_write_timeout(timeout).ok()?;
+    let hello = hookd_protocol::ClientMessage::Hello(hookd_protocol::ClientHello::new(
+        format!("hookctl/{}", env!("CARGO_PKG_VERSION")),
+        None,
+    ));
+    let body = hookd_protocol::encode(&hello);
+    let mut frame = u32::try_from(body.len()).ok()?.to_be_bytes().to_vec();
+    frame.extend_from_slice(&body);
+    stream.write_all(&frame).ok()?;
+    let mut prefix = [0u8; 4];
+    stream.read_exact(&mut prefix).ok()?;
+    let length = u32::from_be_bytes(prefix) as usize;
+    if length > 64 * 1024 {
+        return None;
+    }
+    let mut body = vec![0u8; length];
+    stream.read_exact(&mut body).ok()?;
+    match hookd_protocol::parse_server_message(&body).ok()? {
+        hookd_protocol::ServerMessage::Hello(hello) => Some(hello.pid),
+        _ => None,
+    }
 }
 
 /// Disables the units (when `use_systemctl`) and removes them.
@@ -550,6 +607,7 @@ mod tests {
                 unit_dir: unit_dir(Some(self.dir.path().join("config").as_os_str()), None).unwrap(),
                 path: Some(self.dir.path().join("bin").into_os_string()),
                 cwd: self.dir.path().to_owned(),
+                socket: Some(self.dir.path().join("run/hookd.sock")),
             }
         }
 
@@ -581,6 +639,64 @@ mod tests {
                 hookd: hookd.map(PathBuf::from),
                 no_systemctl,
             }),
+        }
+    }
+
+    /// A daemon on the sandbox's socket that answers one `hello` with `pid`.
+    fn fake_daemon(sandbox: &Sandbox, pid: u32) -> std::thread::JoinHandle<()> {
+        use std::io::{Read, Write};
+        let socket = sandbox.env().socket.unwrap();
+        std::fs::create_dir_all(socket.parent().unwrap()).unwrap();
+        let listener = std::os::unix::net::UnixListener::bind(&socket).unwrap();
+        std::thread::spawn(move || {
+            let Ok((mut stream, _)) = listener.accept() else {
+                return;
+            };
+            let mut prefix = [0u8; 4];
+            stream.read_exact(&mut prefix).unwrap();
+            let mut body = vec![0u8; u32::from_be_bytes(prefix) as usize];
+            stream.read_exact(&mut body).unwrap();
+            let hello = format!(
+                r#"{{"type":"hello","protocol":1,"server":"hookd/0","pid":{pid},"max_frame_bytes":1024}}"#
+            );
+            let mut frame = (hello.len() as u32).to_be_bytes().to_vec();
+            frame.extend_from_slice(hello.as_bytes());
+            stream.write_all(&frame).unwrap();
+        })
+    }
+
+    #[test]
+    fn install_refuses_while_a_hand_started_daemon_holds_the_socket() {
+        // (systemctl's answer to is-active, --no-systemctl, refused?)
+        let cases = [
+            (
+                "case \"$2\" in is-active) exit 3;; esac; exit 0",
+                false,
+                true,
+            ),
+            ("exit 0", true, true),
+            ("exit 0", false, false),
+        ];
+        for (systemctl, no_systemctl, refused) in cases {
+            let sandbox = Sandbox::new(Some(systemctl));
+            let daemon = fake_daemon(&sandbox, 4242);
+            let result = execute(install_args(Some("hookd"), no_systemctl), &sandbox.env());
+            daemon.join().unwrap();
+            match result {
+                Err(err) if refused => {
+                    let text = format!("{err:#}");
+                    assert!(
+                        text.contains("pid 4242") && text.contains("kill 4242"),
+                        "{text}"
+                    );
+                    assert_eq!(sandbox.unit(SOCKET_NAME), None);
+                }
+                Ok(out) if !refused => {
+                    // systemd's own socket: a re-install.
+                    assert!(out.contains("wrote"), "{out}");
+                }
+                other => panic!("{systemctl} {no_systemctl}: {other:?}"),
+            }
         }
     }
 

@@ -134,8 +134,7 @@ const GEMINI_USER: &str = r#"// My Gemini CLI settings.
 }
 "#;
 
-/// The absolute path of the hookctl under test, as install writes it into user files when
-/// `hookctl` is not on `PATH`.
+/// The absolute path of the hookctl under test.
 fn hookctl_exe() -> String {
     std::fs::canonicalize(env!("CARGO_BIN_EXE_hookctl"))
         .unwrap()
@@ -143,7 +142,16 @@ fn hookctl_exe() -> String {
         .to_string()
 }
 
-/// `PATH` with the hookctl under test first.
+/// The absolute path of the hookd-relay next to it, as install writes it into user files
+/// when `hookd-relay` is not on `PATH`.
+fn relay_exe() -> String {
+    std::fs::canonicalize(env!("CARGO_BIN_EXE_hookd-relay"))
+        .unwrap()
+        .display()
+        .to_string()
+}
+
+/// `PATH` with the hookctl and hookd-relay under test first.
 fn path_with_hookctl() -> String {
     let dir = Path::new(&hookctl_exe()).parent().unwrap().to_owned();
     format!(
@@ -183,15 +191,15 @@ fn gemini_user_hooks_move_to_hookd_and_come_back_byte_for_byte() {
         ),
         "{text}"
     );
-    let program = hookctl_exe();
+    let program = relay_exe();
     assert_eq!(
         parse(&settings)["hooks"],
         json!({
             "BeforeTool": [{"matcher": "run_shell_command", "hooks": [{"type": "command",
-                "name": "hookd-relay", "command": format!("{program} relay BeforeTool"),
+                "name": "hookd-relay", "command": format!("{program} BeforeTool"),
                 "timeout": 100_000}]}],
             "AfterAgent": [{"hooks": [{"type": "command", "name": "hookd-relay",
-                "command": format!("{program} relay AfterAgent"), "timeout": 70_000}]}]
+                "command": format!("{program} AfterAgent"), "timeout": 70_000}]}]
         })
     );
     assert_eq!(
@@ -327,12 +335,12 @@ fn dry_runs_and_unconfirmed_installs_write_nothing() {
 }
 
 #[test]
-fn relay_entries_carry_the_socket_and_project_files_use_hookctl_from_path() {
+fn relay_entries_carry_the_socket_and_project_files_use_the_relay_from_path() {
     let home = Home::new();
     let settings = home.project.join(".gemini/settings.json");
     home.write(&settings, GEMINI_USER);
-    // hookctl not on PATH: the project file still says `hookctl` (it is shared), with a
-    // warning saying where it is.
+    // hookd-relay not on PATH: the project file still says `hookd-relay` (it is shared), with
+    // a warning saying where it is.
     let run = home.hookctl_with_path(
         &[
             "--socket",
@@ -348,15 +356,15 @@ fn relay_entries_carry_the_socket_and_project_files_use_hookctl_from_path() {
     );
     assert!(run.ok, "{}{}", run.stdout, run.stderr);
     assert!(
-        run.stdout.contains("hookctl is not on PATH"),
+        run.stdout.contains("hookd-relay is not on PATH"),
         "{}",
         run.stdout
     );
     assert_eq!(
         parse(&settings)["hooks"]["BeforeTool"][0]["hooks"][0]["command"],
-        json!("hookctl --socket '/run/my hookd.sock' relay BeforeTool")
+        json!("hookd-relay BeforeTool --socket '/run/my hookd.sock'")
     );
-    // With hookctl on PATH the user file says `hookctl` too, so a host reading both files
+    // With hookd-relay on PATH the user file says `hookd-relay` too, so a host reading both files
     // runs one relay (same name and command); the socket of the earlier install is kept.
     home.write(&home.home.join(".gemini/settings.json"), GEMINI_USER);
     let run = home.hookctl_with_path(
@@ -374,7 +382,7 @@ fn relay_entries_carry_the_socket_and_project_files_use_hookctl_from_path() {
     assert!(!run.stdout.contains("not on PATH"), "{}", run.stdout);
     assert_eq!(
         parse(&home.home.join(".gemini/settings.json"))["hooks"]["BeforeTool"][0]["hooks"][0]["command"],
-        json!("hookctl --socket '/run/my hookd.sock' relay BeforeTool")
+        json!("hookd-relay BeforeTool --socket '/run/my hookd.sock'")
     );
 }
 

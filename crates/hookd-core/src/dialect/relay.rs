@@ -4,7 +4,8 @@
 //! live in the same settings files hookd reads its hooks from, so hookd must never run them as
 //! hooks: the relay would call the daemon, which would run the relay again. A command line is
 //! relay wiring when any of its simple commands runs a program named `hookctl` (any directory,
-//! quoted or not) whose subcommand is `relay`, after hookctl's global options. Assignments
+//! quoted or not) whose subcommand is `relay`, after hookctl's global options, or the relay's
+//! own binary, `hookd-relay`. Assignments
 //! (`FOO=1 hookctl ...`), `env`, `exec`, `command`, `nohup` and `time` in front are looked
 //! through, and so is a shell's `-c` script (`bash -c 'hookctl relay X'`).
 
@@ -58,6 +59,7 @@ fn is_relay_words(words: &[String], depth: usize) -> bool {
     };
     match base_name(program) {
         "hookctl" => hookctl_subcommand(args) == Some("relay"),
+        "hookd-relay" => true,
         "bash" | "sh" | "dash" | "zsh" | "ksh" if depth < MAX_DEPTH => {
             shell_script(args).is_some_and(|script| is_relay_line(script, depth + 1))
         }
@@ -134,6 +136,12 @@ mod tests {
             ("true && hookctl relay BeforeTool", true),
             ("cd /srv/p; hookctl relay BeforeTool 2>/dev/null", true),
             ("bash -c 'hookctl relay BeforeTool'", true),
+            ("hookd-relay BeforeTool", true),
+            (
+                "/home/ada/.cargo/bin/hookd-relay PreToolUse --dialect claude",
+                true,
+            ),
+            ("hookd-relay-wrapper.sh BeforeTool", false),
             ("sh -ec \"exec hookctl relay X\"", true),
             ("hookctl\\ relay X", false),
             ("hookctl list", false),
