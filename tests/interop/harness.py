@@ -728,6 +728,7 @@ with open(sys.argv[1], "a") as f:
         "event": payload.get("hook_event_name"),
         "tool": payload.get("tool_name"),
         "text": json.dumps(payload.get("llm_response"))[:4000] if "llm_response" in payload else None,
+        "full_content": payload.get("full_content"),
         "GEMINI_PROJECT_DIR": os.environ.get("GEMINI_PROJECT_DIR"),
         "CLAUDE_PROJECT_DIR": os.environ.get("CLAUDE_PROJECT_DIR"),
     }) + "\n")

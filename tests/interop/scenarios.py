@@ -447,6 +447,8 @@ def split_secret(ctx, host):
             f["hook_saw_secret"] = any(SECRET in (r.get("text") or "") for r in seen)
             f["hook_saw_part"] = any(SECRET[:12] in (r.get("text") or "") for r in seen)
             f["printed_secret"] = SECRET in (f["printed"] or "") or SECRET in s.run.stdout
+            # hookd documents full_content as the response so far: at the last chunk, all of it.
+            f["last_full_content"] = seen[-1].get("full_content") if seen else None
             facts[variant] = f
     # The CLI alone has no built-in filter: what it prints is the reference for "unfiltered".
     with Session(ctx, host, "native", "secret-native") as s:
@@ -463,6 +465,12 @@ def split_secret(ctx, host):
     v.expect("split: no part of it printed", SECRET[:12] in (facts["split"]["printed"] or ""), False)
     v.expect("whole: the AfterModel hook next to redact never sees it", facts["whole"]["hook_saw_secret"], False)
     v.expect("split: the AfterModel hook next to redact never sees it", facts["split"]["hook_saw_part"], False)
+    v.same(
+        "full_content at the last chunk is the response so far",
+        facts["whole"]["printed"],
+        facts["split"]["last_full_content"],
+        names=("response", "full_content"),
+    )
     return v
 
 
