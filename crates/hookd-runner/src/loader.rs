@@ -102,7 +102,7 @@ use hookd_core::extension::{ExtensionInput, ExtensionSetting, extension_enabled_
 use hookd_core::jsonc;
 use hookd_core::registry::{LayerText, RegistryInput};
 use hookd_core::settings::{self, Diagnostic};
-use hookd_core::trust::{self, CoveredFiles, HookTrustInput, ScriptFile, TrustStore};
+use hookd_core::trust::{CoveredFiles, HookTrustInput, ScriptFile, TrustStore};
 use hookd_core::{LayerFile, Source};
 
 use crate::verify;
