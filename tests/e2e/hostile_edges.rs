@@ -72,7 +72,7 @@ fn decision(result: &EventResult) -> Option<&str> {
         .and_then(Value::as_str)
 }
 
-a socket in a directory other users can write to, or behind a planted symbolic
+/// A socket in a directory other users can write to, or behind a planted symbolic
 /// link, gets nothing from a client (no hello, no environment); the daemon refuses to bind
 /// there and changes no mode; the user's real daemon keeps serving.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -136,7 +136,7 @@ async fn a_squatted_socket_gets_nothing_and_is_never_chmodded() {
     daemon.stop().await;
 }
 
-a gate that prints its deny and floods stderr (or pads its reason past the stdout
+/// A gate that prints its deny and floods stderr (or pads its reason past the stdout
 /// cap) still denies.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_deny_beside_a_flood_still_denies() {
@@ -188,7 +188,7 @@ async fn a_deny_beside_a_flood_still_denies() {
         .assert_bounded("output floods beside a deny", 64);
 }
 
-a gate that leaves `sleep 30 &` holding its pipes and prints its deny is answered
+/// A gate that leaves `sleep 30 &` holding its pipes and prints its deny is answered
 /// within a fraction of a second, with its deny.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_background_sleep_does_not_hold_a_deny() {
@@ -211,7 +211,7 @@ async fn a_background_sleep_does_not_hold_a_deny() {
     daemon.stop().await;
 }
 
-the daemon out of file descriptors. The attack lowers the open-files limit of a
+/// The daemon out of file descriptors. The attack lowers the open-files limit of a
 /// whole process, so it runs in a child process of this test binary (the
 /// `fd_exhaustion_child` test below, selected by an environment variable).
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -343,7 +343,7 @@ async fn fd_exhaustion_child() {
     println!("{FD_CHILD_DONE}");
 }
 
-the audit log deleted (or rotated away) under the daemon is reopened, counters
+/// The audit log deleted (or rotated away) under the daemon is reopened, counters
 /// match the file, and a flood of large lines queued for it is bounded in bytes.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_audit_log_survives_deletion_and_stays_bounded() {
@@ -459,7 +459,7 @@ async fn the_audit_log_survives_deletion_and_stays_bounded() {
         .assert_bounded("forty 1 MiB audit lines", 200);
 }
 
-connections that each start a large frame and stall hold at most the daemon-wide
+/// Connections that each start a large frame and stall hold at most the daemon-wide
 /// budget; the frame that does not fit is refused with `limit_reached`, the connection stays
 /// usable, and other clients are served.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -535,7 +535,7 @@ async fn half_sent_frames_share_one_budget() {
         .assert_bounded("three 15 MiB half frames", 40);
 }
 
-a persistent worker that leaks memory is bounded by `max_memory_mb`: past it, the
+/// A persistent worker that leaks memory is bounded by `max_memory_mb`: past it, the
 /// worker dies, its request is answered by its `on_failure`, and the next request gets a new
 /// worker.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
