@@ -62,8 +62,8 @@ use hookd_core::model::{HookEntry, HookType};
 use hookd_core::output::hook_result;
 use hookd_core::payload::{BaseFields, build_payload, chunk_text, write_payload};
 use hookd_core::plan::Plan;
-use hookd_core::redact::Redactor;
 use hookd_core::policy::{FailurePolicy, apply_failure_policy};
+use hookd_core::redact::Redactor;
 use hookd_core::result::{HookOutcome, HookResult, HookRun};
 use hookd_core::sanitize::EnvRedaction;
 use hookd_core::trust::{
