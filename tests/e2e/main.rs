@@ -10,6 +10,7 @@ mod decisions;
 mod execution;
 mod faults_clients;
 mod faults_hooks;
+mod hostile_settings;
 mod hot_reload;
 mod lifecycle;
 mod limits;
