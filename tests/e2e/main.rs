@@ -11,6 +11,7 @@ mod execution;
 mod faults_clients;
 mod faults_hooks;
 mod hostile_edges;
+mod hostile_settings;
 mod hostile_trust;
 mod hot_reload;
 mod lifecycle;

@@ -23,6 +23,7 @@ pub mod extension;
 pub mod json;
 pub mod jsonc;
 pub mod jsregex;
+pub mod limits;
 pub mod matcher;
 pub mod model;
 pub mod output;

@@ -7,21 +7,40 @@
 //!    `*` after trimming.
 //! 2. With a non-empty tool name in the context, the trimmed matcher is a JavaScript regular
 //!    expression with no flags, searched anywhere in the tool name (`read` matches `read_file`
-//!    and `spread`), case-sensitively. We use the `regress` crate, an ECMAScript engine, so
-//!    look-around and back-references behave as in JavaScript. A pattern JavaScript cannot
-//!    compile (`[invalid-regex`) falls back to exact equality with the trimmed matcher.
-//!    Slashes are ordinary characters: `/read_file/` only matches a name containing them.
+//!    and `spread`), case-sensitively. A pattern JavaScript cannot compile (`[invalid-regex`,
+//!    judged by `regress`, an ECMAScript engine) falls back to exact equality with the trimmed
+//!    matcher. Slashes are ordinary characters: `/read_file/` only matches a name containing
+//!    them.
 //! 3. Otherwise, with a non-empty trigger in the context, the trimmed matcher must equal the
 //!    trigger exactly: `startup|resume` matches nothing.
 //! 4. Otherwise everything matches. Events whose matcher Gemini CLI ignores (BeforeAgent,
 //!    AfterAgent, the model events, Notification) get an empty context, so their matchers
 //!    never filter.
 //!
-//! Most tool matchers are plain names, perhaps anchored or listed with `|`
-//! (`run_shell_command`, `^read_file$`, `write_file|replace`). Such a pattern means exactly
-//! "one of these names is contained in / starts / ends / equals the tool name", so it is
-//! evaluated with string comparisons instead of the regex engine, which allocates on every
-//! search: an event that no such matcher matches costs no allocation.
+//! # Bounded in time, whatever the pattern
+//!
+//! Matching runs on the daemon's threads, so no pattern may take long, however it is written
+//! (`(.*){20}!` took hours in a backtracking engine). A tool-name pattern is evaluated by the
+//! first of these that applies:
+//!
+//! 1. plain text: most matchers are plain names, perhaps anchored or listed with `|`
+//!    (`run_shell_command`, `^read_file$`, `write_file|replace`), evaluated with string
+//!    comparisons;
+//! 2. linear: any other pattern made of regular constructs is translated
+//!    ([`crate::jsregex`]) to the `regex` crate with JavaScript's meaning and searched in time
+//!    linear in the tool name (compiled size at most [`LINEAR_SIZE_LIMIT`]);
+//! 3. bounded backtracking: a pattern with look-around or back-references runs with
+//!    `regress` when a static bound of its work on a name of at most
+//!    [`jsregex::BACKTRACK_MAX_INPUT`] bytes is below [`jsregex::BACKTRACK_BUDGET`] steps
+//!    (about 0.3 ms). A longer tool name is treated as matched by such a pattern;
+//! 4. refused: anything else (an unboundable pattern, one over [`MAX_PATTERN_BYTES`], a
+//!    compiled form over the limit). A refused matcher matches every tool, with a warning
+//!    naming the file: a hook whose matcher cannot be evaluated safely still runs, so a gate
+//!    stays closed rather than silently switched off. A project gains nothing by it, since it
+//!    could write `*`.
+//!
+//! None of these allocates when it does not match, so an event no matcher matches costs no
+//! allocation.
 
 use serde_json::{Map, Value};
 

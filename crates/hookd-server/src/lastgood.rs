@@ -8,6 +8,10 @@
 //! the fixed text passes and replaces the kept one. An extension's `hooks/hooks.json` is
 //! treated the same way (it must be JSON with a `hooks` object).
 //!
+//! A file over one of the per-file limits ([`hookd_core::limits`]: too many hooks or filters,
+//! redact patterns too many or too long) fails the check too. When no version of it is kept,
+//! its hooks are left out (its text becomes `{}`) rather than built, with the same error.
+//!
 //! A file that exists but cannot be read (not a regular file, larger than the limit, a
 //! symlink loop, an I/O error; see [`hookd_runner::configfile`]) is treated like an invalid
 //! one: the kept text is used, with an error diagnostic that names the file and the reason.
@@ -26,9 +30,9 @@
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 
-use hookd_core::jsonc;
 use hookd_core::registry::LayerText;
 use hookd_core::settings::Diagnostic;
+use hookd_core::{jsonc, limits};
 use hookd_runner::loader::{LayerPaths, ProjectLayer, SharedLayers, UnreadableFile};
 use serde_json::Value;
 
@@ -42,6 +46,8 @@ pub(crate) struct LastGood {
 struct Failure {
     message: String,
     position: Option<(usize, usize)>,
+    /// Over a limit: never built, even without a kept version.
+    over_limit: bool,
 }
 
 impl LastGood {
@@ -198,7 +204,19 @@ impl LastGood {
             }
             return None;
         };
-        let kept = self.texts.get(path)?;
+        let Some(kept) = self.texts.get(path) else {
+            if !failure.over_limit {
+                return None;
+            }
+            "{}".clone_into(text);
+            return Some(
+                Diagnostic::error(format!(
+                    "{}; its hooks are ignored until it is fixed",
+                    failure.message
+                ))
+                .with_path(path),
+            );
+        };
         text.clone_from(kept);
         let mut diagnostic = Diagnostic::error(format!(
             "{}; hookd keeps using the last valid version of this file until it is fixed",
@@ -220,26 +238,38 @@ fn is_unreadable(unreadable: &[UnreadableFile], path: &Path) -> bool {
 /// The file-level check of a settings file: JSON with comments, an object at the top.
 fn settings_failure(text: &str) -> Option<Failure> {
     match jsonc::parse(text) {
-        Ok(Value::Object(_)) => None,
+        Ok(root @ Value::Object(_)) => limit_failure(&root),
         Ok(_) => Some(Failure {
             message: "settings file must contain a JSON object".to_owned(),
             position: None,
+            over_limit: false,
         }),
         Err(err) => Some(Failure {
             message: format!("invalid JSON: {}", err.message),
             position: Some((err.line, err.column)),
+            over_limit: false,
         }),
     }
+}
+
+/// The per-file limits ([`limits::violation`]).
+fn limit_failure(root: &Value) -> Option<Failure> {
+    limits::violation(root).map(|why| Failure {
+        message: format!("over a limit: {why}"),
+        position: None,
+        over_limit: true,
+    })
 }
 
 /// The file-level check of an extension's hooks file: JSON with a `hooks` object.
 fn extension_failure(text: &str) -> Option<Failure> {
     match serde_json::from_str::<Value>(text) {
         Ok(root) => match root.get("hooks") {
-            Some(Value::Object(_)) => None,
+            Some(Value::Object(_)) => limit_failure(&root),
             _ => Some(Failure {
                 message: "\"hooks\" property must be an object".to_owned(),
                 position: None,
+                over_limit: false,
             }),
         },
         Err(err) => {
@@ -251,6 +281,7 @@ fn extension_failure(text: &str) -> Option<Failure> {
                     full.strip_suffix(&suffix).unwrap_or(&full)
                 ),
                 position: Some((err.line(), err.column())),
+                over_limit: false,
             })
         }
     }
@@ -311,6 +342,40 @@ mod tests {
         let diagnostic = last_good.check(&path, &mut text, settings_failure);
         assert_eq!(text, "{}");
         assert!(diagnostic.unwrap().message.contains("JSON object"));
+    }
+
+    #[test]
+    fn a_file_over_a_limit_keeps_its_last_good_version_or_is_left_out() {
+        let hooks = |n: usize| {
+            let list: Vec<String> = (0..n)
+                .map(|i| format!(r#"{{"type":"command","command":"true {i}"}}"#))
+                .collect();
+            format!(
+                r#"{{"hooks":{{"BeforeTool":[{{"hooks":[{}]}}]}}}}"#,
+                list.join(",")
+            )
+        };
+        let over = hooks(limits::MAX_HOOKS_PER_FILE + 1);
+        let path = PathBuf::from("/p/.gemini/settings.json");
+        // Nothing kept: left out.
+        let mut fresh = LastGood::default();
+        let mut text = over.clone();
+        let diagnostic = fresh.check(&path, &mut text, settings_failure);
+        assert_eq!(text, "{}");
+        assert!(diagnostic.unwrap().message.contains("1001 hooks"));
+        // A good version kept: it stays.
+        let mut last_good = LastGood::default();
+        let good = hooks(2);
+        let mut text = good.clone();
+        assert!(
+            last_good
+                .check(&path, &mut text, settings_failure)
+                .is_none()
+        );
+        let mut text = over;
+        let diagnostic = last_good.check(&path, &mut text, settings_failure);
+        assert_eq!(text, good);
+        assert!(diagnostic.unwrap().message.contains("last valid version"));
     }
 
     #[test]

@@ -96,7 +96,7 @@ fn round(cwd: &str, first: u64, count: u64) -> Vec<u8> {
                 {"content": {"role": "model", "parts": [format!("chunk {n}:\n\"text\" é")]},
                  "finishReason": null}]}}),
         );
-        // A tool the BeforeTool hook's matcher does not match.
+        // A tool neither BeforeTool matcher matches.
         frame(
             &mut out,
             &json!({"type": "event", "id": format!("e{n}"), "event": "BeforeTool",
@@ -149,6 +149,9 @@ fn unhooked_chunks_and_events_allocate_nothing_in_the_daemon() {
     std::fs::create_dir_all(project.join(".gemini")).expect("project");
     let settings = json!({"hooks": {
         "BeforeTool": [{"matcher": "run_shell_command", "hooks": [
+            {"type": "command", "command": "true"}]},
+            // A matcher that needs the (linear-time) regex engine.
+            {"matcher": "^(write|edit)_\\w+$", "hooks": [
             {"type": "command", "command": "true"}]}],
         "SessionStart": [{"matcher": "resume", "hooks": [
             {"type": "command", "command": "true"}]}],
