@@ -3,21 +3,28 @@
 //! Gemini CLI fingerprints a project hook by `"<name>:<command>"` and only warns, once, when a
 //! fingerprint is new (spec §1.8). hookd keeps that as the `warn` policy and adds `require`,
 //! under which an untrusted project hook is not run at all. Either way the fingerprint (the
-//! [`TrustKey`]) also covers the *contents* of the script files the command runs, so editing a
-//! trusted script makes its hook untrusted again: a repository cannot swap a reviewed script
-//! for another behind an unchanged command line.
+//! [`TrustKey`]) also covers the hook's other settings that change what runs
+//! ([`covered_settings`]: its `env`, ...) and the *contents* of the project files it runs or
+//! may load, so editing any of them makes the hook untrusted again: a repository cannot swap
+//! reviewed code behind an unchanged command line. What cannot be verified is part of the key
+//! too ([`TrustKey::uncovered`]); such a key is only trusted explicitly (`--anyway`).
 //!
-//! Which files a command runs is read from the command line itself ([`script_paths`]): the
+//! Which files count is read from the command line and the hook's `env` ([`coverage`]): the
 //! command is expanded as the runner would expand it (`$GEMINI_PROJECT_DIR` and friends), cut
-//! into simple commands at `;`, `&&`, `||`, `|`, `&` and newlines, and of each simple command
-//! the program word is taken when it is a path (`./hook.sh`, `.gemini/hooks/guard.py`), or,
-//! when the program is a known interpreter (`bash`, `sh`, `node`, `python3`, `ruby`, `perl`,
-//! `deno run`, `bun`, `npx tsx`, ...), its script argument. Only files under the project
-//! directory count: a script elsewhere belongs to the user, not to the repository. A word the
-//! shell would expand in a way hookd cannot know (`$OTHER`, `$(...)`, `~`) names no file.
+//! into simple commands at `;`, `&&`, `||`, `|`, `&` and newlines, and of each simple command,
+//! after assignments, `env` and wrappers (`timeout 5`, `nice`, `nohup`, ...), the program word
+//! is taken when it is a path (`./hook.sh`), or, when the program is a known interpreter
+//! (`bash`, `sh`, `node`, `python3`, `ruby`, `perl`, `deno run`, `bun`, `npx tsx`, ...), its
+//! script argument ([`Entry`]), with the directory it imports from as a tree. Inline shell
+//! code (`bash -c '...'`) and `source`/`.` are followed; interpreter preloads (`node -r`),
+//! `python3 -m`/`-c` (the working directory's tree), code files named on the line and the
+//! paths the `env` names (`BASH_ENV`, `PATH`, `PYTHONPATH`, ...) are covered as well. Only
+//! paths under the project directory count: anything elsewhere belongs to the user. A program,
+//! script or sourced file the shell would only know at run time (`$OTHER`, `$(...)`) is a
+//! [`Gap`]. [`script_coverage`] reads a shell script's own text the same way.
 //!
-//! This module is pure: the loader reads the files and passes their contents' digests in
-//! ([`ScriptFile`]); the trust store is parsed from and rendered to text here
+//! This module is pure: `hookd_runner::verify` reads the files and the loader passes their
+//! digests in ([`CoveredFiles`], [`ScriptFile`]); the trust store is parsed from and rendered to text here
 //! ([`TrustStore`]) and written by the daemon.
 
 use std::collections::BTreeMap;

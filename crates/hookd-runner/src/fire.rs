@@ -21,8 +21,10 @@
 //! Project hooks need the user's trust (decision D8; the registry marks them, see
 //! `hookd_core::trust`). Under [`RunnerConfig::project_hooks`] `require` an untrusted one is
 //! not spawned: its record's outcome is `Refused`, with an error naming the hook and the
-//! command that trusts it, and a trusted one's script files are hashed again just before it
-//! is spawned, so a script edited since the registry was built is refused too. Under `warn` it
+//! command that trusts it, and everything a trusted one's key covers is read and hashed again
+//! just before it is spawned (`crate::verify`), so a file edited since the registry was built
+//! is refused too; a one-shot hook then runs its shell and Python scripts from sealed copies of
+//! the bytes just hashed, so a swap after the check cannot run. Under `warn` it
 //! runs, and the first run of each untrusted hook (per project, name, command and script
 //! contents, for the daemon's lifetime) carries a warning saying so.
 //!
