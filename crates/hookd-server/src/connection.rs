@@ -1144,6 +1144,10 @@ impl Run {
             series.emitted(filtered, &aggregate);
             if chunk.last {
                 self.shared.relayed.end(&chunk.key);
+            } else {
+                self.shared
+                    .relayed
+                    .touch(&chunk.key, std::time::Instant::now());
             }
         }
         drop(series);

@@ -14,9 +14,10 @@
 //!   with no text of its own (a function call's chunk shows no parts to hooks) is passed on
 //!   unchanged, since Gemini CLI would drop the parts it cannot see from a replaced chunk;
 //!   what the filters still held is then dropped and the filter record says so.
-//! - **Bounds.** At most [`MAX_SERIES`] series are kept (the least recently used goes first);
-//!   one unused for [`IDLE_EXPIRY`] is dropped (a response the host abandoned); each keeps at
-//!   most [`MAX_SERIES_TEXT_BYTES`] of text for `full_content`, and its filters at most
+//! - **Bounds.** At most [`MAX_SERIES`] series are kept (the least recently used one not
+//!   running a chunk goes first); one with no chunk for [`IDLE_EXPIRY`] after its last one
+//!   was answered is dropped (a response the host abandoned); each keeps at most
+//!   [`MAX_SERIES_TEXT_BYTES`] of text for `full_content`, and its filters at most
 //!   `2 × holdback + 4` bytes each. A dropped series loses what its filters held back.
 //! - **Order.** The chunks of one series are run one at a time (a lock per series), in the
 //!   order their requests reach it.
@@ -116,7 +117,12 @@ impl RelayedSeries {
     /// and the least recently used one when the table is full.
     pub(crate) fn series(&self, key: &SeriesKey, now: Instant) -> Arc<tokio::sync::Mutex<Series>> {
         let mut table = self.lock();
-        table.retain(|_, slot| now.saturating_duration_since(slot.last_used) < IDLE_EXPIRY);
+        // A series whose chunk is running (its lock taken) is in use, however long its hooks
+        // take.
+        table.retain(|_, slot| {
+            now.saturating_duration_since(slot.last_used) < IDLE_EXPIRY
+                || slot.series.try_lock().is_err()
+        });
         if let Some(slot) = table.get_mut(key) {
             slot.last_used = now;
             return Arc::clone(&slot.series);
@@ -124,7 +130,7 @@ impl RelayedSeries {
         if table.len() >= MAX_SERIES {
             let oldest = table
                 .iter()
-                .min_by_key(|(_, slot)| slot.last_used)
+                .min_by_key(|(_, slot)| (slot.series.try_lock().is_err(), slot.last_used))
                 .map(|(key, _)| key.clone());
             if let Some(oldest) = oldest {
                 tracing::debug!("relayed AfterModel series table full; dropping the oldest");
@@ -140,6 +146,14 @@ impl RelayedSeries {
             },
         );
         series
+    }
+
+    /// Marks the series of `key` as used now (a chunk of it was answered): the idle time is
+    /// counted from the end of its last chunk.
+    pub(crate) fn touch(&self, key: &SeriesKey, now: Instant) {
+        if let Some(slot) = self.lock().get_mut(key) {
+            slot.last_used = now;
+        }
     }
 
     /// Ends the series of `key` (its last chunk was answered).
@@ -396,5 +410,18 @@ mod tests {
         assert_eq!(table.len(), 1);
         table.end(&key(MAX_SERIES + 4));
         assert_eq!(table.len(), 0);
+
+        // A series running a chunk is kept however long its hooks take.
+        let busy = table.series(&key(1), later);
+        let guard = busy.try_lock().expect("free");
+        let much_later = later + IDLE_EXPIRY * 3;
+        table.series(&key(2), much_later);
+        assert_eq!(table.len(), 2);
+        drop(guard);
+        table.touch(&key(1), much_later);
+        table.series(&key(3), much_later + IDLE_EXPIRY / 2);
+        assert_eq!(table.len(), 3);
+        table.series(&key(3), much_later + IDLE_EXPIRY * 2);
+        assert_eq!(table.len(), 1);
     }
 }

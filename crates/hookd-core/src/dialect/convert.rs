@@ -484,8 +484,12 @@ fn convert_hook(
                     location,
                     ProblemKind::Changed,
                     format!(
-                        "timeout must be a positive number of seconds, not {value}; Claude \
-                         Code's default of 600 seconds applies"
+                        "timeout must be a positive number of seconds, not {value}; {}",
+                        match options.purpose {
+                            // A layer's hook keeps the Claude dialect, and its default.
+                            Purpose::Layer => "Claude Code's default of 600 seconds applies",
+                            Purpose::Migrate => "the default of 60 seconds applies",
+                        }
                     ),
                 ),
             },
@@ -528,15 +532,6 @@ fn convert_hook(
         let mut env = Map::new();
         env.insert("CLAUDE_PLUGIN_ROOT".to_owned(), Value::from(root));
         gemini.insert("env".to_owned(), Value::Object(env));
-    }
-    // A migrated hook becomes a Gemini CLI hook, whose default timeout is 60 s: it is given
-    // Claude Code's default explicitly. A layer's hook keeps the Claude dialect, whose
-    // default is Claude Code's already.
-    if options.purpose == Purpose::Migrate && !gemini.contains_key("timeout") {
-        gemini.insert(
-            "timeout".to_owned(),
-            Value::from(crate::exec::CLAUDE_DEFAULT_TIMEOUT_MS),
-        );
     }
     if options.purpose == Purpose::Layer {
         gemini.insert("dialect".to_owned(), Value::from("claude"));
@@ -704,19 +699,19 @@ mod tests {
                         {"type": "command", "command": "\"${GEMINI_PROJECT_DIR}\"/.claude/hooks/guard.sh", "timeout": 30000}
                     ]},
                     {"matcher": "^(?:replace|write_file)$", "hooks": [
-                        {"type": "command", "command": "fmt.sh", "description": "Formatting", "timeout": 600000}
+                        {"type": "command", "command": "fmt.sh", "description": "Formatting"}
                     ]}
                 ],
                 "AfterAgent": [
-                    {"hooks": [{"type": "command", "command": "stop.sh", "timeout": 600000}]},
-                    {"hooks": [{"type": "command", "command": "sub.sh", "timeout": 600000}]}
+                    {"hooks": [{"type": "command", "command": "stop.sh"}]},
+                    {"hooks": [{"type": "command", "command": "sub.sh"}]}
                 ],
                 "SessionStart": [
-                    {"matcher": "startup", "hooks": [{"type": "command", "command": "ctx.sh", "timeout": 600000}]},
-                    {"matcher": "resume", "hooks": [{"type": "command", "command": "ctx.sh", "timeout": 600000}]}
+                    {"matcher": "startup", "hooks": [{"type": "command", "command": "ctx.sh"}]},
+                    {"matcher": "resume", "hooks": [{"type": "command", "command": "ctx.sh"}]}
                 ],
-                "PreCompress": [{"hooks": [{"type": "command", "command": "save.sh", "timeout": 600000}]}],
-                "Notification": [{"hooks": [{"type": "command", "command": "ding.sh", "timeout": 600000}]}]
+                "PreCompress": [{"hooks": [{"type": "command", "command": "save.sh"}]}],
+                "Notification": [{"hooks": [{"type": "command", "command": "ding.sh"}]}]
             })
         );
         assert_eq!(migrated.definition_count(), 8);
@@ -729,7 +724,7 @@ mod tests {
                 "hooks.PreToolUse[2]: not converted: matcher \"[bad\" is not a valid regular expression, so Claude Code never runs these hooks",
                 "hooks.SubagentStop: converted with a change: Gemini CLI has no subagent events: these hooks run as AfterAgent hooks, when the main agent finishes",
                 "hooks.SubagentStop[0]: converted with a change: Gemini CLI cannot filter by agent type; matcher \"reviewer\" is dropped and the hooks run whenever the agent finishes",
-                "hooks.SessionStart[0].hooks[0]: converted with a change: timeout must be a positive number of seconds, not \"soon\"; Claude Code's default of 600 seconds applies",
+                "hooks.SessionStart[0].hooks[0]: converted with a change: timeout must be a positive number of seconds, not \"soon\"; the default of 60 seconds applies",
                 "hooks.Notification[1]: not converted: Gemini CLI only notifies hooks of tool permission prompts and cannot filter notifications; matcher \"idle_prompt\" does not select permission_prompt, so the hook would run at the wrong times",
                 "hooks.UserPromptSubmit[0].hooks[0]: not converted: the command uses ${CLAUDE_PLUGIN_ROOT}, which only a Claude Code plugin defines",
                 "hooks.PermissionRequest: not converted: Gemini CLI has no counterpart of Claude Code's PermissionRequest event",
