@@ -558,7 +558,7 @@ pub fn install(
         "{moved_count} hook definition(s) move to {}; {} relays {} to hookd.",
         target.hookd_file.display(),
         target.host_file.display(),
-        describe_wiring(args.host, &wiring),
+        describe_wiring(&wiring),
     );
     if args.dry_run {
         report.push_str("Dry run: nothing was written.\n");
@@ -662,7 +662,7 @@ fn rewire(
 }
 
 /// "N event(s) (BeforeTool on run_shell_command, timeout 70 s; ...)".
-fn describe_wiring(host: Host, wiring: &[WireEntry]) -> String {
+fn describe_wiring(wiring: &[WireEntry]) -> String {
     if wiring.is_empty() {
         return "no event (hookd has no hooks for it yet)".to_owned();
     }
@@ -677,7 +677,6 @@ fn describe_wiring(host: Host, wiring: &[WireEntry]) -> String {
             text
         })
         .collect();
-    let _ = host;
     format!("{} event(s) ({})", wiring.len(), parts.join("; "))
 }
 
@@ -1058,7 +1057,7 @@ pub fn sync(args: &SyncArgs, locations: &Locations) -> anyhow::Result<String> {
             "{}: {} now relays {}.",
             target.describe(),
             target.host_file.display(),
-            describe_wiring(target.host, &wiring)
+            describe_wiring(&wiring)
         );
         if args.dry_run {
             continue;

@@ -25,9 +25,9 @@
 //! the retry budget is spent ([`RETRY_BUDGET`], `--retry-ms`, `HOOKD_RELAY_RETRY_MS`): a
 //! daemon restarted by hand leaves a short gap, and systemd keeps the listening socket across a
 //! restart. An event whose connection was lost after it was sent is sent again, so a hook may
-//! run twice when the daemon dies in the middle of a run (see [`exchange_with_retries`]). A
-//! relay that gives up leaves a mark in the state directory; for the next minute other relays
-//! try for at most [`DOWN_RETRY_BUDGET`], so a stopped daemon does not slow every event.
+//! run twice when the daemon dies in the middle of a run. A relay that gives up leaves a mark
+//! in the state directory; for the next minute other relays try for at most
+//! [`DOWN_RETRY_BUDGET`], so a stopped daemon does not slow every event.
 //!
 //! # When hookd cannot answer
 //!

@@ -9,6 +9,8 @@
 //!   answers at once), so the row is the relay's own cost: exec, connect, hello, one round
 //!   trip, exit;
 //! - **relay, Claude dialect**: the same for `hookctl relay PreToolUse --dialect claude`;
+//! - **`hookd-relay`**: the relay's own binary, the one relay entries run (next to this
+//!   benchmark's binary, or the one `HOOKD_BENCH_RELAY` names, e.g. a statically linked build);
 //! - **Node one-shot hook**: `node hook.js` reading the same JSON and printing an allow, the
 //!   cost of one interpreted hook the relay stands in for;
 //! - **`bash -c true`**: the cheapest possible command hook, for scale.
@@ -41,13 +43,15 @@ process.stdin.on("end", () => {
 enum Variant {
     Relay,
     RelayClaude,
+    LeanRelay,
     Node,
     BashTrue,
 }
 
-const VARIANTS: [Variant; 4] = [
+const VARIANTS: [Variant; 5] = [
     Variant::Relay,
     Variant::RelayClaude,
+    Variant::LeanRelay,
     Variant::Node,
     Variant::BashTrue,
 ];
@@ -57,6 +61,7 @@ impl Variant {
         match self {
             Variant::Relay => "hookctl relay (gemini), no hook",
             Variant::RelayClaude => "hookctl relay --dialect claude, no hook",
+            Variant::LeanRelay => "hookd-relay (gemini), no hook",
             Variant::Node => "node one-shot hook",
             Variant::BashTrue => "bash -c true",
         }
@@ -85,10 +90,25 @@ fn hookctl_path() -> anyhow::Result<PathBuf> {
     Ok(hookctl)
 }
 
+/// `hookd-relay`: `HOOKD_BENCH_RELAY` when set, else the one next to `hookctl`.
+fn lean_relay_path(hookctl: &std::path::Path) -> anyhow::Result<PathBuf> {
+    let relay = match std::env::var_os("HOOKD_BENCH_RELAY") {
+        Some(path) => PathBuf::from(path),
+        None => hookctl.with_file_name("hookd-relay"),
+    };
+    anyhow::ensure!(
+        relay.is_file(),
+        "{} does not exist: build it first (cargo build --release -p hookctl)",
+        relay.display()
+    );
+    Ok(relay)
+}
+
 /// Runs the relay benchmark with `samples` samples per variant.
 pub fn run(samples: usize, runtime: RuntimeFlavor) -> anyhow::Result<Report> {
     let started = Instant::now();
     let hookctl = hookctl_path()?;
+    let lean_relay = lean_relay_path(&hookctl)?;
     let dir = tempfile::Builder::new()
         .prefix("hookd-bench-relay-")
         .tempdir()
@@ -146,6 +166,11 @@ pub fn run(samples: usize, runtime: RuntimeFlavor) -> anyhow::Result<Report> {
                     &socket_arg,
                 ]);
                 (command, &claude_stdin)
+            }
+            Variant::LeanRelay => {
+                let mut command = Command::new(&lean_relay);
+                command.args(["BeforeTool", "--socket", &socket_arg]);
+                (command, &gemini_stdin)
             }
             Variant::Node => {
                 let mut command = Command::new("node");
