@@ -862,7 +862,7 @@ fn connect(socket: &Path, deadline: Instant) -> Result<UnixStream, Exchange> {
     match hookd_protocol::verify_socket_path(socket) {
         Ok(()) => {}
         Err(hookd_protocol::SocketTrustError::Missing { .. }) => {
-            return Err(Exchange::Lost("no socket there (is hookd running?)".into()));
+            return Err(Exchange::Gone("no socket there (is hookd running?)".into()));
         }
         Err(error) => return Err(Exchange::Lost(error.to_string())),
     }
