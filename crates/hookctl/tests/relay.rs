@@ -136,6 +136,27 @@ fn llm_request() -> Value {
 }
 
 /// Gemini CLI's payload for `event` (spec §4.4).
+/// A daemon whose hooks are in hookd's own files, where `hookctl install` puts them: for an
+/// event a host relays, hookd skips the hooks of the files that host runs itself.
+async fn start_with_hookd_files(project_settings: &str, user_settings: Option<&str>) -> Fixture {
+    let fixture = Fixture::prepare(project_settings, user_settings);
+    let hookd_project = fixture.project.join(".hookd");
+    std::fs::create_dir_all(&hookd_project).unwrap();
+    std::fs::rename(
+        fixture.project.join(".gemini/settings.json"),
+        hookd_project.join("hooks.json"),
+    )
+    .unwrap();
+    let gemini_user = fixture.home.join(".gemini/settings.json");
+    if gemini_user.exists() {
+        let hookd_user = fixture.home.join(".config/hookd");
+        std::fs::create_dir_all(&hookd_user).unwrap();
+        std::fs::rename(gemini_user, hookd_user.join("hooks.json")).unwrap();
+    }
+    fixture.serve().await;
+    fixture
+}
+
 fn gemini_payload(event: &str, cwd: &Path) -> Value {
     let mut payload = json!({
         "session_id": "sess-1",
@@ -241,7 +262,7 @@ printf '{"systemMessage": "seen %s"}' "$event""#,
         .iter()
         .map(|event| (*event, None, record.clone()))
         .collect();
-    let fixture = Fixture::start("{}", Some(&settings(&hooks))).await;
+    let fixture = start_with_hookd_files("{}", Some(&settings(&hooks))).await;
     (fixture, scratch)
 }
 
@@ -374,7 +395,7 @@ async fn blocking_hooks_block_in_each_hosts_own_terms() {
         ("BeforeModel", None, block.clone()),
         ("PreCompress", None, block.clone()),
     ]);
-    let fixture = Fixture::start("{}", Some(&user)).await;
+    let fixture = start_with_hookd_files("{}", Some(&user)).await;
     let host = Host {
         socket: &fixture.socket,
         cwd: &fixture.project,
@@ -466,7 +487,7 @@ async fn a_settings_file_with_relay_entries_and_real_hooks_runs_each_real_hook_o
                        {"type": "command", "command": format!("'{relay_program}' --socket=/dev/null relay PreCompact --dialect claude")}]}
         ]
     }});
-    let fixture = Fixture::start("{}", Some(&user.to_string())).await;
+    let fixture = start_with_hookd_files("{}", Some(&user.to_string())).await;
     let host = Host {
         socket: &fixture.socket,
         cwd: &fixture.project,
@@ -605,7 +626,7 @@ async fn the_payloads_cwd_picks_the_project_else_the_hosts_directory() {
         "cat >/dev/null; pwd >> \"$(dirname \"$0\")/dirs.log\"",
     );
     let project = settings(&[("SessionStart", None, mark)]);
-    let fixture = Fixture::start(&project, None).await;
+    let fixture = start_with_hookd_files(&project, None).await;
     let elsewhere = dir.join("elsewhere");
     std::fs::create_dir_all(&elsewhere).unwrap();
 
@@ -649,7 +670,7 @@ async fn the_payloads_cwd_picks_the_project_else_the_hosts_directory() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn bad_input_is_answered_by_policy() {
-    let fixture = Fixture::start("{}", None).await;
+    let fixture = start_with_hookd_files("{}", None).await;
     let host = Host {
         socket: &fixture.socket,
         cwd: &fixture.project,
