@@ -475,3 +475,55 @@ async fn fifty_thousand_hooks_are_refused_and_a_thousand_stay_fast() {
     );
     daemon.stop().await;
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_extension_hooks_file_turned_hostile_keeps_its_last_good_version() {
+    let daemon = Daemon::start(json!({})).await;
+    let extension = daemon.home.join(".gemini/extensions/guard");
+    write(
+        &extension.join("gemini-extension.json"),
+        &json!({"name": "guard", "version": "1.0.0"}).to_string(),
+    );
+    let hooks_file = extension.join("hooks/hooks.json");
+    write(
+        &hooks_file,
+        &json!({"hooks": {"BeforeTool": [{"hooks": [gate("ext-gate")]}]}}).to_string(),
+    );
+    let client = daemon.client().await;
+    let cwd = daemon.cwd();
+    // The extension was written after the start: a reload reads it.
+    let _ = diagnostics(&client, &cwd).await;
+    assert_eq!(
+        before_tool(&client, &cwd, "x").await,
+        (vec!["ext-gate".to_owned()], Some(json!("deny")))
+    );
+    for (hostile, reason) in [
+        (Hostile::Symlink("/dev/zero"), "a character device"),
+        (Hostile::Fifo, "a FIFO"),
+    ] {
+        hostile.install(&hooks_file);
+        let other = other_project(&daemon, &format!("other-ext-{}", reason.len()));
+        let reload = tokio::spawn({
+            let socket = daemon.socket.clone();
+            async move {
+                let client = Client::connect(&socket, ConnectOptions::default())
+                    .await
+                    .expect("connect");
+                within("reload", ATTACKED_BOUND, client.reload())
+                    .await
+                    .expect("reload");
+            }
+        });
+        OtherClient::start(&daemon.socket, &other).answered_within(reason);
+        reload.await.expect("reload task");
+        assert_eq!(
+            before_tool(&client, &cwd, "x").await,
+            (vec!["ext-gate".to_owned()], Some(json!("deny"))),
+            "{reason}: the last good version stays"
+        );
+        let reported = diagnostics(&client, &cwd).await;
+        assert_reported(&reported, &hooks_file, reason);
+        assert_reported(&reported, &hooks_file, "last valid version");
+    }
+    daemon.stop().await;
+}

@@ -1234,6 +1234,34 @@ mod tests {
                 "default_patterns",
             ),
             (json!({"builtin": "redact", "patterns": {}}), "patterns"),
+            // Over the limits: too many patterns, a pattern too long, one too large compiled,
+            // and all of them together too large.
+            (
+                json!({"builtin": "redact", "patterns": (0..=MAX_PATTERNS)
+                    .map(|i| json!({"name": format!("p{i}"), "regex": format!("x{i}")}))
+                    .collect::<Vec<_>>()}),
+                "patterns",
+            ),
+            (
+                json!({"builtin": "redact", "patterns": [
+                    {"name": "a", "regex": "x".repeat(MAX_PATTERN_BYTES + 1)}]}),
+                "patterns[0].regex",
+            ),
+            (
+                json!({"builtin": "redact", "patterns": [
+                    {"name": "a", "begin": "x", "end": "y".repeat(MAX_PATTERN_BYTES + 1)}]}),
+                "patterns[0].end",
+            ),
+            (
+                json!({"builtin": "redact", "patterns": [{"name": "a", "regex": r"\w{100}"}]}),
+                "patterns[0].regex",
+            ),
+            (
+                json!({"builtin": "redact", "patterns": (0..20)
+                    .map(|i| json!({"name": format!("p{i}"), "regex": format!(r"\w{{5}}{i}")}))
+                    .collect::<Vec<_>>()}),
+                "patterns",
+            ),
             (
                 json!({"builtin": "redact", "patterns": ["x"]}),
                 "patterns[0]",

@@ -384,6 +384,9 @@ pub struct InstalledExtension {
     pub hooks_file: PathBuf,
     /// Its text, `None` when absent or unreadable.
     pub hooks_text: Option<String>,
+    /// Why the hooks file exists but was not read (not a regular file, too large, ...);
+    /// whoever keeps last good versions keeps using this file's.
+    pub hooks_unreadable: Option<String>,
     /// The user-scope `.env` file of the extension.
     pub user_env_file: PathBuf,
     /// Its entries, in file order.
@@ -888,10 +891,12 @@ fn load_extension(
         .unwrap_or_default();
 
     let mut read_problem = None;
+    let mut hooks_unreadable = None;
     let hooks_file = ExtensionInput::hooks_file_for(&path);
     let hooks_text = match read_optional(&hooks_file) {
         Ok(text) => text,
         Err(err) => {
+            hooks_unreadable = Some(err.to_string());
             read_problem = Some(
                 Diagnostic::warning(format!(
                     "cannot read the hooks of extension \"{name}\": {err}"
@@ -923,6 +928,7 @@ fn load_extension(
             settings,
             hooks_file,
             hooks_text,
+            hooks_unreadable,
             user_env_file,
             user_env,
         },

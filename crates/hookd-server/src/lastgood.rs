@@ -31,7 +31,7 @@ use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 
 use hookd_core::registry::LayerText;
-use hookd_core::settings::Diagnostic;
+use hookd_core::settings::{Diagnostic, Severity};
 use hookd_core::{jsonc, limits};
 use hookd_runner::loader::{LayerPaths, ProjectLayer, SharedLayers, UnreadableFile};
 use serde_json::Value;
@@ -86,6 +86,7 @@ impl LastGood {
             .layers
             .sort_by_key(|layer| order.iter().position(|path| *path == layer.path));
         let mut diagnostics = Vec::new();
+        let mut restored: Vec<PathBuf> = Vec::new();
         for layer in shared.layers.iter_mut().chain(&mut shared.claude_layers) {
             diagnostics.extend(self.settings(layer));
         }
@@ -95,11 +96,38 @@ impl LastGood {
                 Some(text) => {
                     diagnostics.extend(self.check(&path, text, extension_failure));
                 }
-                None => {
-                    self.texts.remove(&path);
-                }
+                None => match (&extension.hooks_unreadable, self.texts.get(&path)) {
+                    (Some(reason), Some(kept)) => {
+                        extension.hooks_text = Some(kept.clone());
+                        restored.push(path.clone());
+                        diagnostics.push(
+                            Diagnostic::error(format!(
+                                "cannot read the hooks of extension \"{}\": {reason}; hookd \
+                                 keeps using the last valid version of this file until it is \
+                                 fixed",
+                                extension.name
+                            ))
+                            .with_path(&path),
+                        );
+                    }
+                    (Some(_), None) => {}
+                    (None, _) => {
+                        self.texts.remove(&path);
+                    }
+                },
             }
         }
+        // The loader's "cannot read" warning is replaced by the error above.
+        shared.diagnostics.retain(|diagnostic| {
+            !(diagnostic.severity == Severity::Warning
+                && diagnostic
+                    .message
+                    .starts_with("cannot read the hooks of extension")
+                && diagnostic
+                    .path
+                    .as_ref()
+                    .is_some_and(|path| restored.contains(path)))
+        });
         shared.diagnostics.extend(diagnostics);
     }
 
