@@ -742,7 +742,13 @@ async fn the_request_names_the_relaying_host_and_the_hosts_project() {
     std::fs::create_dir_all(&sub).unwrap();
     let socket = scratch.path().join("fake.sock");
     // (host's variables, arguments, payload, relayed_by, project_dir)
-    type Case<'a> = (Vec<(&'a str, String)>, Vec<&'a str>, Value, &'a str, Option<String>);
+    type Case<'a> = (
+        Vec<(&'a str, String)>,
+        Vec<&'a str>,
+        Value,
+        &'a str,
+        Option<String>,
+    );
     let cases: Vec<Case<'_>> = vec![
         // After `cd sub` in Claude's Bash tool, the payload's cwd moved; the project did not.
         (
