@@ -971,3 +971,58 @@ async fn installed_claude_hooks_keep_claudes_rules_through_the_relay() {
     assert!(allowed.status.success(), "{allowed:?}");
     assert_eq!(String::from_utf8_lossy(&allowed.stdout), "");
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn list_says_when_the_wiring_is_stale_and_when_the_relay_logged() {
+    let fixture = common::Fixture::start("{}", None).await;
+    let home = fixture.home.clone();
+    let socket = fixture.socket.clone();
+    let project = fixture.project.clone();
+    let hookctl = move |args: &[&str]| {
+        let output = Command::new(env!("CARGO_BIN_EXE_hookctl"))
+            .arg("--socket")
+            .arg(&socket)
+            .args(args)
+            .current_dir(&project)
+            .env("HOME", &home)
+            .env_remove("XDG_CONFIG_HOME")
+            .env_remove("XDG_STATE_HOME")
+            .env_remove("GEMINI_CLI_HOME")
+            .stdin(Stdio::null())
+            .output()
+            .unwrap();
+        assert!(output.status.success(), "{args:?}: {output:?}");
+        String::from_utf8(output.stdout).unwrap()
+    };
+    std::fs::write(fixture.home.join(".gemini/settings.json"), GEMINI_USER).unwrap();
+    let list = tokio::task::spawn_blocking(move || {
+        hookctl(&["install", "--host", "gemini", "--yes"]);
+        let in_step = hookctl(&["list"]);
+        (in_step, hookctl)
+    })
+    .await
+    .unwrap();
+    let (in_step, hookctl) = list;
+    assert!(!in_step.contains("Relay wiring"), "{in_step}");
+    // hookd's file gets a hook on an event the CLI does not relay yet, and a relay logged.
+    let hooks_file = fixture.home.join(".config/hookd/hooks.json");
+    let mut hooks = parse(&hooks_file);
+    hooks["hooks"]["SessionStart"] = json!([{"hooks": [{"type": "command", "command": "hi.sh"}]}]);
+    std::fs::write(&hooks_file, hooks.to_string()).unwrap();
+    let log = fixture.home.join(".local/state/hookd/relay.log");
+    std::fs::write(
+        &log,
+        "2026-01-01T00:00:00Z hookctl relay: gemini BeforeTool: ...\n",
+    )
+    .unwrap();
+    let stale = tokio::task::spawn_blocking(move || hookctl(&["list"]))
+        .await
+        .unwrap();
+    assert!(
+        stale.contains("Relay wiring:")
+            && stale.contains("no relay entry on SessionStart")
+            && stale.contains("`hookctl sync`"),
+        "{stale}"
+    );
+    assert!(stale.contains(&log.display().to_string()), "{stale}");
+}
