@@ -495,3 +495,67 @@ async fn a_project_cannot_switch_off_the_users_gate_under_require() {
         daemon.stop().await;
     }
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn what_cannot_be_verified_runs_only_when_trusted_anyway() {
+    let command = "bash -c \"$HOOK_CODE\"";
+    let daemon = Daemon::start_with(
+        {
+            let mut hook = command_hook("guard", command);
+            hook["env"] = json!({"HOOK_CODE": "touch \"$GEMINI_PROJECT_DIR/ran\"; echo '{}'"});
+            settings(&[("BeforeTool", None, vec![hook])])
+        },
+        DaemonOptions {
+            files: Vec::new(),
+            configure: Box::new(|config| config.project_hooks = ProjectHookPolicy::Require),
+        },
+    )
+    .await;
+    let client = daemon.client().await;
+    let cwd = daemon.cwd();
+
+    // Refused, saying what cannot be verified and how to trust it anyway.
+    let result = fire_tool(&client, &cwd).await;
+    let error = record(&result, "guard").error.clone().unwrap_or_default();
+    assert!(
+        error.contains("what it runs cannot all be verified (runs shell code made at run time)")
+            && error.ends_with("--anyway`"),
+        "{error}"
+    );
+    assert!(!mark(&daemon, "ran"));
+
+    // The preview lists it; plain trust skips it and says how to trust it anyway.
+    let preview = client.trust_preview(cwd.clone()).await.expect("preview");
+    assert_eq!(
+        preview.untrusted[0].uncovered,
+        ["runs shell code made at run time"]
+    );
+    let edited = client
+        .trust(cwd.clone(), preview.untrusted.clone())
+        .await
+        .expect("trust");
+    assert!(!edited.changed, "{edited:?}");
+    assert!(edited.message.contains("--anyway"), "{edited:?}");
+    let result = fire_tool(&client, &cwd).await;
+    assert_eq!(record(&result, "guard").failure.as_deref(), Some("refused"));
+
+    // Trusted anyway, it runs; the store remembers what was vouched for.
+    let edited = client
+        .trust_anyway(cwd.clone(), preview.untrusted)
+        .await
+        .expect("trust anyway");
+    assert!(edited.changed, "{edited:?}");
+    let result = fire_tool(&client, &cwd).await;
+    assert_eq!(
+        record(&result, "guard").outcome,
+        Outcome::Exited { code: 0 },
+        "{result:?}"
+    );
+    assert!(mark(&daemon, "ran"));
+    let listing = client.trust_list(Some(cwd)).await.expect("list");
+    assert_eq!(
+        listing.projects[0].hooks[0].uncovered,
+        ["runs shell code made at run time"]
+    );
+    daemon.stop().await;
+}

@@ -870,6 +870,25 @@ mod tests {
                 );
             }
         }
+        // A refused project definition's `sequential` does not chain the user's hooks.
+        let sequential_project = layer(
+            Source::Project,
+            r#"{"hooks": {"BeforeTool": [{"sequential": true, "hooks": [
+                {"type": "command", "name": "p", "command": "./p.sh"}]}]}}"#,
+        );
+        for (policy, sequential) in [
+            (ProjectHookPolicy::Require, false),
+            (ProjectHookPolicy::Warn, true),
+        ] {
+            let mut input = input(vec![user.clone(), sequential_project.clone()], Vec::new());
+            input.project_hooks = policy;
+            check_plan(
+                &Registry::build(&input),
+                HookEventName::BeforeTool,
+                "t",
+                Some((&["project p", "user user-gate"], sequential)),
+            );
+        }
         // Nor can a project turn hooks back on that the user turned off.
         let mut input = input(
             vec![

@@ -396,6 +396,14 @@ impl std::error::Error for PrepareError {
 /// sealed memory file holding exactly the bytes that were verified. Scripts of other
 /// interpreters, binaries and scripts inside `bash -c '...'` keep their path.
 pub fn exec_line(collected: &Collected) -> Result<VerifiedLine, PrepareError> {
+    // The hook reaches the copies through the daemon's `/proc/<pid>/fd`; without a `/proc`
+    // the scripts run by their path, checked just before (the window the copies close).
+    if !Path::new("/proc/self/fd").is_dir() {
+        return Ok(VerifiedLine {
+            line: collected.expanded.clone(),
+            memfds: Vec::new(),
+        });
+    }
     let mut replacements: Vec<((usize, usize), String, OwnedFd)> = Vec::new();
     for verified in &collected.entries {
         let (Some(span), Some(bytes)) = (verified.entry.span, verified.bytes.as_deref()) else {
