@@ -143,7 +143,7 @@ def install_clis(hosts):
     return out
 
 
-# --- small helpers -------------------------------------------------------------------------
+# --- small utilities -------------------------------------------------------------------------
 
 
 def write_json(path, value, mode=None):
