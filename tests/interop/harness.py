@@ -143,7 +143,7 @@ def install_clis(hosts):
     return out
 
 
-# --- small helpers -------------------------------------------------------------------------
+# --- small utilities -------------------------------------------------------------------------
 
 
 def write_json(path, value, mode=None):
@@ -608,12 +608,20 @@ class Claude(Host):
         results = []
         for r in turn_requests(requests):
             messages = (r["body"] or {}).get("messages") or []
-            if not messages or messages[-1].get("role") != "user":
-                continue
-            content = messages[-1].get("content")
-            if not isinstance(content, list):
-                continue
-            for item in content:
+            # The messages after the last assistant one: the tool results, sometimes followed
+            # by a system reminder Claude Code adds.
+            tail = []
+            for m in reversed(messages):
+                if m.get("role") == "assistant":
+                    break
+                tail.insert(0, m)
+            items = [
+                item
+                for m in tail
+                if m.get("role") == "user" and isinstance(m.get("content"), list)
+                for item in m["content"]
+            ]
+            for item in items:
                 if isinstance(item, dict) and item.get("type") == "tool_result":
                     inner = item.get("content")
                     if isinstance(inner, list):

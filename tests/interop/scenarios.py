@@ -10,6 +10,7 @@ it printed, its exit code, the stderr lines it showed about hooks, and how often
 """
 
 import json
+import re
 import threading
 import time
 
@@ -117,6 +118,33 @@ def relay_entries(path):
                 if "hookctl" in str(hook.get("command", "")) and " relay" in str(hook.get("command", "")):
                     found.append((event, hook.get("command")))
     return found
+
+
+def is_relay(hook):
+    command = str(hook.get("command", ""))
+    return "hookctl" in command and " relay" in command
+
+
+def tool_matchers(path, event, relay):
+    """The matchers of the event's groups that hold relay entries (or real hooks)."""
+    groups = ((read_json(path, {}) or {}).get("hooks") or {}).get(event) or []
+    return sorted(
+        {
+            str(g.get("matcher", ""))
+            for g in groups
+            if any(is_relay(h) == relay for h in g.get("hooks") or [])
+        }
+    )
+
+
+def matcher_covers(matcher, tool):
+    """Whether a tool matcher (a regex; empty or `*` for every tool) selects the tool."""
+    if matcher in ("", "*"):
+        return True
+    try:
+        return re.fullmatch(matcher, tool) is not None
+    except re.error:
+        return matcher == tool
 
 
 def hook_names(path):
@@ -686,10 +714,19 @@ def relay_wiring(ctx, host):
     with Session(ctx, host, "hookd", "wiring") as s:
         add_tool_hook(host, s.user_settings(), guard_entry(host, s.w))
         native_events = sorted((read_json(s.user_settings(), {}).get("hooks") or {}).keys())
+        native_matchers = tool_matchers(s.user_settings(), host.tool_event, relay=False)
         s.install()
         s.start_daemon()
         relayed = sorted({e for e, _ in relay_entries(s.user_settings())})
+        relayed_matchers = tool_matchers(s.user_settings(), host.tool_event, relay=True)
     v.same("events the host spawns a hook process for", native_events, relayed)
+    other_tool = {"gemini": "read_file", "claude": "Read"}[host.name]
+    v.check(
+        "the tool event's relay entries match the guarded tool only (native %s)" % short(native_matchers),
+        relayed_matchers
+        and all(matcher_covers(m, host.shell_tool) and not matcher_covers(m, other_tool) for m in relayed_matchers),
+        "relay matchers %s" % short(relayed_matchers),
+    )
     return v
 
 
