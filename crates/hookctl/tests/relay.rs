@@ -139,6 +139,13 @@ fn llm_request() -> Value {
 /// A daemon whose hooks are in hookd's own files, where `hookctl install` puts them: for an
 /// event a host relays, hookd skips the hooks of the files that host runs itself.
 async fn start_with_hookd_files(project_settings: &str, user_settings: Option<&str>) -> Fixture {
+    let fixture = prepare_with_hookd_files(project_settings, user_settings);
+    fixture.serve().await;
+    fixture
+}
+
+/// [`start_with_hookd_files`] with no daemon yet.
+fn prepare_with_hookd_files(project_settings: &str, user_settings: Option<&str>) -> Fixture {
     let fixture = Fixture::prepare(project_settings, user_settings);
     let hookd_project = fixture.project.join(".hookd");
     std::fs::create_dir_all(&hookd_project).unwrap();
@@ -153,7 +160,6 @@ async fn start_with_hookd_files(project_settings: &str, user_settings: Option<&s
         std::fs::create_dir_all(&hookd_user).unwrap();
         std::fs::rename(gemini_user, hookd_user.join("hooks.json")).unwrap();
     }
-    fixture.serve().await;
     fixture
 }
 
@@ -823,7 +829,7 @@ async fn a_daemon_restarting_by_hand_loses_no_call() {
         Some("run_shell_command"),
         "echo 'no rm here' >&2; exit 2".to_owned(),
     )]);
-    let fixture = Fixture::prepare(&guard, None);
+    let fixture = prepare_with_hookd_files(&guard, None);
     let socket = fixture.socket.clone();
     let payload = gemini_payload("BeforeTool", &fixture.project);
     let host = Host {

@@ -1,6 +1,7 @@
 //! `hookctl` against a socket another local user could have planted: a listener in a
 //! directory others can write to, or behind a symbolic link. The relay must answer with its
-//! unreachable policy and say why on stderr, the other commands must fail with a clear error,
+//! unreachable policy (the reason in a deny's answer, or in the relay's log when it allows,
+//! since an allowing relay prints nothing the host would show), the other commands must fail with a clear error,
 //! and the listener must never receive a byte (no hello, no environment, no event).
 
 // Test fixtures may unwrap: a failure here is a failed test, not a daemon bug.
@@ -13,6 +14,11 @@ use std::path::Path;
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
+/// The state directory the runs against `socket` use: one per socket directory, beside it.
+fn state_dir(socket: &Path) -> std::path::PathBuf {
+    socket.parent().unwrap().with_extension("state")
+}
+
 /// Runs `hookctl ARGS --socket SOCKET` with `stdin`; returns (exit code, stdout, stderr, time).
 fn hookctl(args: &[&str], socket: &Path, stdin: &str) -> (i32, String, String, Duration) {
     let started = Instant::now();
@@ -22,6 +28,7 @@ fn hookctl(args: &[&str], socket: &Path, stdin: &str) -> (i32, String, String, D
         .arg(socket)
         .env_remove("HOOKD_SOCKET")
         .env_remove("HOOKD_RELAY_UNREACHABLE")
+        .env("XDG_STATE_HOME", state_dir(socket))
         .env("SECRET_FOR_TEST", "must-not-leak")
         .stdin(Stdio::piped())
         .stdout(Stdio::piped())
@@ -96,10 +103,13 @@ fn a_planted_socket_gets_nothing_and_the_relay_follows_its_unreachable_policy() 
         );
         assert!(elapsed < Duration::from_secs(5), "{elapsed:?}");
 
-        // The default policy allows, and still says why.
+        // The default policy allows as if there were no hook (nothing on stdout or stderr)
+        // and still says why, in the relay's log.
         let (code, stdout, stderr, _) = hookctl(&["relay", "BeforeTool"], used, payload);
-        assert_eq!((code, stdout.as_str()), (0, ""), "{stderr}");
-        assert!(stderr.contains(why), "{stderr}");
+        assert_eq!((code, stdout.as_str(), stderr.as_str()), (0, "", ""));
+        let log =
+            std::fs::read_to_string(state_dir(used).join("hookd/relay.log")).unwrap_or_default();
+        assert!(log.contains(why), "{log}");
 
         // Other commands fail, naming the reason.
         for command in [
