@@ -12,7 +12,7 @@ use std::path::{Path, PathBuf};
 use std::sync::mpsc;
 use std::time::{Duration, Instant};
 
-use hookd_client::{Client, ConnectOptions, EventRequest};
+use hookd_client::{Client, ConnectOptions, EventRequest, StreamRequest};
 use hookd_e2e::{Daemon, DaemonOptions, command_hook, fire, input, saying, within, write};
 use hookd_protocol::Diagnostic;
 use serde_json::{Value, json};
@@ -414,6 +414,90 @@ async fn redact_filters_are_limited_and_never_stall_other_projects() {
         "{}",
         &output[..200.min(output.len())]
     );
+    daemon.stop().await;
+}
+
+/// How many streams send a huge chunk at once: one more than the daemon filters on its
+/// blocking pool at a time, and more than the test runtime's two worker threads, which the
+/// filters held before they were moved off them.
+const HUGE_STREAMS: usize = 3;
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn huge_streamed_chunks_through_heavy_filters_stall_no_one_and_fail_closed() {
+    // Four filters as heavy as the limits allow, each with a 250 ms deadline; a deny gate when
+    // one misses it.
+    let hooks: Vec<Value> = (0..4)
+        .map(|i| {
+            let mut hook = redact_hook(&format!("heavy-{i}"), 12, r"(\w+\s?){3}x");
+            hook["timeout"] = json!(250);
+            hook["on_failure"] = json!("deny");
+            hook
+        })
+        .collect();
+    let daemon = Daemon::start(json!({"hooks": {"AfterModel": [{"hooks": hooks}]}})).await;
+    let secret = format!("ghp_{}", "A1".repeat(20));
+    // 12 MiB of text ending in a secret: seconds through the first filter alone.
+    let mut huge = "héllo wörld ab1 x abcdefghij x ".repeat(384 * 1024);
+    huge.push_str(&secret);
+    let chunk = |text: &str| input(json!({"candidates": [{"content": {"parts": [text]}}]}));
+    let streams: Vec<_> = (0..HUGE_STREAMS)
+        .map(|_| {
+            let (socket, cwd, huge) = (daemon.socket.clone(), daemon.cwd(), huge.clone());
+            tokio::spawn(async move {
+                let client = Client::connect(&socket, ConnectOptions::default())
+                    .await
+                    .expect("connect");
+                let mut stream = client
+                    .open_stream(StreamRequest::new(cwd))
+                    .await
+                    .expect("open");
+                let started = Instant::now();
+                stream.send_chunk(chunk(&huge)).await.expect("send");
+                let huge_result = within("the huge chunk", ATTACKED_BOUND, stream.next_result())
+                    .await
+                    .expect("result")
+                    .expect("a result");
+                let took = started.elapsed();
+                // The filter's state went with the abandoned run: later text is withheld too.
+                stream
+                    .send_chunk(chunk("a small chunk"))
+                    .await
+                    .expect("send");
+                let small_result = within("the small chunk", ATTACKED_BOUND, stream.next_result())
+                    .await
+                    .expect("result")
+                    .expect("a result");
+                let end = within("the close", ATTACKED_BOUND, stream.close())
+                    .await
+                    .expect("close");
+                (took, [huge_result, small_result], end.flush)
+            })
+        })
+        .collect();
+    let other = OtherClient::start(&daemon.socket, &other_project(&daemon, "other-stream"))
+        .answered_within("huge streamed chunks through heavy filters");
+    eprintln!("other client answered in {other:?} while {HUGE_STREAMS} huge chunks were filtered");
+    for stream in streams {
+        let (took, results, flush) = stream.await.expect("stream task");
+        eprintln!("huge chunk answered in {took:?}");
+        for result in results {
+            let content = result.content.as_deref().unwrap_or_default();
+            assert!(
+                content.starts_with("[hookd: text withheld: redact filter \"heavy-0\""),
+                "{}",
+                content.chars().take(200).collect::<String>()
+            );
+            assert!(!content.contains(&secret));
+            let decision = result
+                .result
+                .final_output
+                .as_ref()
+                .and_then(|output| output.get("decision").cloned());
+            assert_eq!(decision, Some(json!("deny")), "on_failure deny stands");
+            assert_eq!(result.result.hooks[0].failure.as_deref(), Some("timed_out"));
+        }
+        assert_eq!(flush, "", "what the filters held is withheld");
+    }
     daemon.stop().await;
 }
 

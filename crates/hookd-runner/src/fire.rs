@@ -68,7 +68,7 @@ use hookd_core::payload::{BaseFields, build_payload, chunk_text, write_payload};
 use hookd_core::plan::Plan;
 use hookd_core::policy::{FailurePolicy, apply_failure_policy};
 use hookd_core::redact::Redactor;
-use hookd_core::result::{HookOutcome, HookResult, HookRun};
+use hookd_core::result::{HookOutcome, HookResult, HookRun, OutputFormat};
 use hookd_core::sanitize::EnvRedaction;
 use hookd_core::trust::{
     HookTrust, ProjectHookPolicy, TrustGap, TrustKey, changed_script_message, refusal_message,
@@ -629,6 +629,13 @@ impl<'a> Firing<'a> {
             None => hook_result(entry, run),
         };
         let mut result = apply_failure_policy(interpreted, policy);
+        if let (HookType::Builtin, HookOutcome::TimedOut { timeout_ms }) =
+            (&entry.config.hook_type, &result.outcome)
+        {
+            // A redact filter fails closed: the unfiltered text is not passed on.
+            let timeout_ms = *timeout_ms;
+            withhold_text(&mut result, timeout_ms);
+        }
         result.warning = warning;
         result
     }
@@ -863,16 +870,64 @@ fn needs_payload(entry: &HookEntry) -> bool {
 }
 
 /// Texts up to this size are filtered in the event's own task; larger ones on the blocking
-/// pool, so that a costly filter never holds the daemon's threads.
-const INLINE_FILTER_BYTES: usize = 64 * 1024;
+/// pool, so that a costly filter never holds the daemon's threads. Streamed chunks (in the
+/// server) follow the same rule.
+pub const INLINE_FILTER_BYTES: usize = 64 * 1024;
 
-/// How many large texts are filtered on the blocking pool at once; others wait (within their
-/// hook's timeout) for a turn.
-static FILTER_PERMITS: Semaphore = Semaphore::const_new(2);
+/// How many large texts are filtered on the blocking pool at once, daemon-wide; others wait
+/// (within their hook's timeout) for a turn.
+pub const MAX_BLOCKING_FILTERS: usize = 2;
+
+static FILTER_PERMITS: Semaphore = Semaphore::const_new(MAX_BLOCKING_FILTERS);
+
+/// Runs `work` (a builtin filter over a large text) on the blocking pool, waiting for one of
+/// the [`MAX_BLOCKING_FILTERS`] turns first, and gives up after `timeout` (the wait for a turn
+/// included): `None` then, or if `work` panicked. The turn is held until `work` returns,
+/// even past the deadline (a thread cannot be stopped), so that abandoned filters never pile
+/// up beyond the bound.
+pub async fn run_filter_blocking<T, F>(timeout: Duration, work: F) -> Option<T>
+where
+    T: Send + 'static,
+    F: FnOnce() -> T + Send + 'static,
+{
+    tokio::time::timeout(timeout, async move {
+        let permit = FILTER_PERMITS.acquire().await.ok()?;
+        tokio::task::spawn_blocking(move || {
+            let done = work();
+            drop(permit);
+            done
+        })
+        .await
+        .ok()
+    })
+    .await
+    .ok()
+    .flatten()
+}
+
+/// The text that stands in for a chunk whose redact filter `name` did not finish within
+/// `timeout_ms`: the unfiltered text is never passed on (a redact filter fails closed).
+pub fn withheld_text(name: &str, timeout_ms: u64) -> String {
+    format!("[hookd: text withheld: redact filter {name:?} did not finish within {timeout_ms} ms]")
+}
+
+/// Makes the record of a builtin filter that did not finish replace the text with
+/// [`withheld_text`] (after its failure policy was applied, whose decision it keeps).
+pub fn withhold_text(result: &mut HookResult, timeout_ms: u64) {
+    let text = withheld_text(&result.name, timeout_ms);
+    let mut output = match result.output.take() {
+        Some(Value::Object(output)) => output,
+        _ => Map::new(),
+    };
+    output.insert("content".to_owned(), Value::String(text));
+    result.output = Some(Value::Object(output));
+    result.output_format = Some(OutputFormat::Json);
+}
 
 /// Runs a builtin filter (a `redact` hook) on a plain AfterModel firing: in this task for a
 /// small text, else on the blocking pool within the hook's timeout. A filter that does not
-/// finish in time is a timed-out hook, so its failure policy decides the answer.
+/// finish in time is a timed-out hook, so its failure policy decides the answer, and the text
+/// is withheld (see [`withhold_text`]).
 async fn run_builtin_bounded(entry: &HookEntry, input: &Map<String, Value>) -> HookRun {
     let started = std::time::Instant::now();
     let (redactor, text) = match builtin_text(entry, input) {
@@ -884,19 +939,13 @@ async fn run_builtin_bounded(entry: &HookEntry, input: &Map<String, Value>) -> H
     }
     let timeout_ms = entry.config.timeout_ms();
     let text = text.into_owned();
-    let filtered = tokio::time::timeout(Duration::from_millis(timeout_ms), async move {
-        let _permit = FILTER_PERMITS.acquire().await.ok()?;
-        tokio::task::spawn_blocking(move || filter_text(&redactor, &text, started))
-            .await
-            .ok()
+    let filtered = run_filter_blocking(Duration::from_millis(timeout_ms), move || {
+        filter_text(&redactor, &text, started)
     })
     .await;
     match filtered {
-        Ok(Some(run)) => run,
-        Ok(None) => not_run(HookOutcome::Refused {
-            message: BUILTIN_WITHOUT_FILTER_ERROR.to_owned(),
-        }),
-        Err(_) => HookRun {
+        Some(run) => run,
+        None => HookRun {
             outcome: HookOutcome::TimedOut { timeout_ms },
             stdout: String::new(),
             stderr: String::new(),

@@ -52,6 +52,7 @@ use crate::shared::Shared;
 use crate::stats::Stats;
 use crate::stream::{
     ChunkRoute, Command, FilterStream, Removed, StreamRun, Streams, is_filter_plan,
+    needs_blocking_filter,
 };
 
 /// The write side of a connection, shared by the connection task and its runs.
@@ -638,6 +639,9 @@ impl Connection {
                 });
                 send(&self.sink, &reply).await;
             }
+            ChunkRoute::Filtered if needs_blocking_filter(&request.llm_response) => {
+                self.filter_large_chunk(request).await;
+            }
             ChunkRoute::Filtered => {
                 // The body is written into a buffer the connection keeps, not one allocated
                 // per chunk: it is copied into the queue anyway.
@@ -684,6 +688,29 @@ impl Connection {
                 send(&self.sink, &error.to_server_message()).await;
             }
         }
+    }
+
+    /// Answers a chunk of a filter-only stream too large for the read loop to filter
+    /// itself: the stream is taken out of the table, its filters run on the blocking pool
+    /// ([`FilterStream::chunk_bounded`]) while this read loop waits (the daemon's other
+    /// connections do not), and it is put back once the chunk is answered.
+    async fn filter_large_chunk(&self, request: ChunkRequest) {
+        let Some(Removed::Filtered(mut stream)) = self.streams.remove(&request.id) else {
+            // Only a filter-only stream is routed here, and only this loop changes the table.
+            let error = unknown_stream(request.id);
+            return send(&self.sink, &error.to_server_message()).await;
+        };
+        let body = tokio::select! {
+            body = stream.chunk_bounded(
+                &self.shared,
+                (&request.id, request.seq),
+                request.llm_response,
+            ) => body,
+            // The client is gone: nothing more can be answered.
+            () = self.cancel.cancelled() => return,
+        };
+        self.streams.insert_filtered_boxed(request.id, stream);
+        self.sink.queue_frame(&body).await;
     }
 
     /// Answers a `stream_close`: at once for a stream without hooks, else by its task once
@@ -1080,12 +1107,20 @@ impl Run {
             Some(chunk) => Some(Arc::clone(&chunk.series).lock_owned().await),
             None => None,
         };
-        let filtered = series
-            .as_mut()
-            .zip(relayed.as_ref())
-            .map(|(series, chunk)| {
-                series.filter_chunk(&plan, self.generation, &mut fire.input, chunk.last)
-            });
+        let filtered = match (series.as_mut(), relayed.as_ref()) {
+            (Some(series), Some(chunk)) => Some(
+                series
+                    .filter_chunk(
+                        &plan,
+                        self.generation,
+                        &mut fire.input,
+                        chunk.last,
+                        self.shared.config.default_on_failure,
+                    )
+                    .await,
+            ),
+            _ => None,
+        };
         let commands = match &filtered {
             Some(filtered) => {
                 for (index, result) in filtered.results.iter().enumerate() {

@@ -32,7 +32,9 @@ use hookd_core::payload::chunk_text;
 use hookd_core::{HookEntry, HookResult, Plan};
 use serde_json::{Map, Value};
 
-use crate::stream::{StreamState, replacement_text, run_filters};
+use hookd_core::policy::FailurePolicy;
+
+use crate::stream::{StreamState, replacement_text, run_filters_bounded};
 
 /// The most series kept at once.
 pub(crate) const MAX_SERIES: usize = 64;
@@ -193,12 +195,16 @@ impl Series {
     /// filtered chunk there (`llm_response`, `content`) with `full_content`, the response so
     /// far; `last` ends the response. A registry change since the previous chunk restarts the
     /// state with the new plan, the old filters' held-back text going first.
-    pub(crate) fn filter_chunk(
+    /// A chunk larger than `hookd_runner::fire::INLINE_FILTER_BYTES` is filtered on the
+    /// blocking pool within each filter's timeout, failing closed
+    /// ([`crate::stream::run_filters_bounded`]).
+    pub(crate) async fn filter_chunk(
         &mut self,
         plan: &Plan,
         generation: u64,
         input: &mut Map<String, Value>,
         last: bool,
+        default_on_failure: FailurePolicy,
     ) -> FilteredChunk {
         let mut carried = String::new();
         let stale = self
@@ -231,7 +237,14 @@ impl Series {
         };
         // A last chunk with no text of its own is passed on as it is (see the module docs).
         let flush_here = last && !text.is_empty();
-        let mut filtered = run_filters(state, input, llm_response, plan.hooks.len(), flush_here);
+        let mut filtered = run_filters_bounded(
+            state,
+            input,
+            llm_response,
+            (plan.hooks.len(), flush_here),
+            default_on_failure,
+        )
+        .await;
         if last && !flush_here {
             let dropped = state.flush();
             if !dropped.is_empty()
@@ -306,28 +319,33 @@ mod tests {
 
     /// Runs `chunks` (text, last) through one series and returns, per chunk, the text the
     /// filters left and the filter's warning.
-    fn run(series: &mut Series, generation: u64, chunks: &[(&str, bool)]) -> Vec<(String, bool)> {
+    async fn run(
+        series: &mut Series,
+        generation: u64,
+        chunks: &[(&str, bool)],
+    ) -> Vec<(String, bool)> {
         let plan = filter_plan();
-        chunks
-            .iter()
-            .map(|(text, last)| {
-                let response = json!({"candidates": [{"content": {"parts": [text]}}]});
-                let mut input = Map::new();
-                input.insert("llm_response".to_owned(), response);
-                let filtered = series.filter_chunk(&plan, generation, &mut input, *last);
-                let warned = filtered.results.iter().any(|r| r.warning.is_some());
-                (filtered.text, warned)
-            })
-            .collect()
+        let mut out = Vec::new();
+        for (text, last) in chunks {
+            let response = json!({"candidates": [{"content": {"parts": [text]}}]});
+            let mut input = Map::new();
+            input.insert("llm_response".to_owned(), response);
+            let filtered = series
+                .filter_chunk(&plan, generation, &mut input, *last, FailurePolicy::Allow)
+                .await;
+            let warned = filtered.results.iter().any(|r| r.warning.is_some());
+            out.push((filtered.text, warned));
+        }
+        out
     }
 
-    #[test]
-    fn held_back_text_comes_out_at_the_last_chunk_with_text() {
+    #[tokio::test]
+    async fn held_back_text_comes_out_at_the_last_chunk_with_text() {
         let key = "AKIAABCDEFGHIJKLMNOP";
         let text = format!("a long enough line with {key} inside it, and then the rest");
         let (first, second) = text.split_at(30);
         let mut series = Series::default();
-        let out = run(&mut series, 1, &[(first, false), (second, true)]);
+        let out = run(&mut series, 1, &[(first, false), (second, true)]).await;
         let joined: String = out.iter().map(|(text, _)| text.as_str()).collect();
         assert_eq!(
             joined,
@@ -337,13 +355,13 @@ mod tests {
 
         // A last chunk without text stays as it is; what was held is dropped, with a warning.
         let mut series = Series::default();
-        let out = run(&mut series, 1, &[("some text", false), ("", true)]);
+        let out = run(&mut series, 1, &[("some text", false), ("", true)]).await;
         assert_eq!(out, [(String::new(), false), (String::new(), true)]);
 
         // A registry change mid-response: the old filters' held text goes first.
         let mut series = Series::default();
-        let mut out = run(&mut series, 1, &[("held ", false)]);
-        out.extend(run(&mut series, 2, &[("back", true)]));
+        let mut out = run(&mut series, 1, &[("held ", false)]).await;
+        out.extend(run(&mut series, 2, &[("back", true)]).await);
         let joined: String = out.iter().map(|(text, _)| text.as_str()).collect();
         assert_eq!(joined, "held back");
     }

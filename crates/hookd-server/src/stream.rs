@@ -7,7 +7,8 @@
 //! A stream with no hook is only an entry in the connection's [`Streams`] table: its chunks are
 //! answered by the connection's read loop itself, on the allocation-free path when the frame
 //! allows it. A stream whose hooks are all builtin filters ([`FilterStream`]) is answered by the
-//! read loop too: a filter takes well under a microsecond per chunk, so its answer is queued
+//! read loop too: a filter takes well under a microsecond per ordinary chunk (a large one goes
+//! to the blocking pool, below), so its answer is queued
 //! like a no-hook answer (coalesced for a pipelining client) instead of going through a task. A
 //! stream with command hooks gets a task ([`StreamRun`]) that takes its chunks from a
 //! bounded queue one after another (a stream has state), while different streams run
@@ -19,7 +20,15 @@
 //! chunk's text goes through each filter's [`StreamRedactor`]. The filtered text is what the
 //! command hooks then see, as `content` and inside the `llm_response` they are given, and
 //! `full_content` is the text emitted so far plus this chunk's filtered text: hooks never see
-//! what a filter removed. The command hooks run through `hookd_runner::fire::run_plan` as a
+//! what a filter removed. A chunk whose text is larger than
+//! [`hookd_runner::fire::INLINE_FILTER_BYTES`] (64 KiB) is not filtered on the daemon's
+//! threads but on the blocking pool, a few at a time daemon-wide, within each filter's hook
+//! timeout ([`run_filters_bounded`]; for a filter-only stream the read loop takes the stream
+//! out of the table and waits for it, so only that connection waits). A filter that misses
+//! its deadline fails closed: the chunk's text is withheld (replaced by a marker, never
+//! passed on unfiltered), the record is a timed-out hook under its `on_failure` (`deny`
+//! blocks), and the stream's later text is withheld too. The command hooks run through
+//! `hookd_runner::fire::run_plan` as a
 //! plan of their own. The records are aggregated in the order they ran (filters, then command
 //! hooks, each in plan order), so a command hook's replacement is applied on top of the
 //! filters' and wins over it. What a filter holds back at the end of a chunk (the possible
@@ -33,12 +42,18 @@ use std::time::{Duration, Instant};
 
 use hookd_core::aggregate::Aggregate;
 use hookd_core::json::push_escaped;
+use hookd_core::output::hook_result;
 use hookd_core::payload::{chunk_text, format_timestamp};
+use hookd_core::policy::{FailurePolicy, apply_failure_policy};
 use hookd_core::redact::StreamRedactor;
-use hookd_core::{HookEntry, HookEventName, HookOutcome, HookResult, HookType, OutputFormat, Plan};
+use hookd_core::{
+    HookEntry, HookEventName, HookOutcome, HookResult, HookRun, HookType, OutputFormat, Plan,
+};
 use hookd_protocol::fast::IdRef;
 use hookd_protocol::{ChunkResultMessage, RequestId, ServerMessage, StreamClosedMessage};
-use hookd_runner::fire::{FireRequest, run_plan};
+use hookd_runner::fire::{
+    FireRequest, INLINE_FILTER_BYTES, run_filter_blocking, run_plan, withheld_text, withhold_text,
+};
 use serde_json::{Map, Value, json};
 use tokio::sync::{OwnedSemaphorePermit, Semaphore, mpsc};
 use tokio_util::sync::CancellationToken;
@@ -180,6 +195,11 @@ impl Streams {
             .insert(StreamKey(id), Entry::Filtered(Box::new(stream)));
     }
 
+    /// Puts back a filter-only stream taken out with [`Streams::remove`].
+    pub(crate) fn insert_filtered_boxed(&self, id: RequestId, stream: Box<FilterStream>) {
+        self.lock().insert(StreamKey(id), Entry::Filtered(stream));
+    }
+
     /// Runs a chunk of the filter-only stream `id` and writes its `chunk_result` frame body
     /// into `body`; `false` (nothing written) when `id` is not such a stream.
     pub(crate) fn filter_chunk(
@@ -276,7 +296,9 @@ fn removed(entry: Entry) -> Removed {
 /// One builtin filter of a stream, with its streaming state.
 struct Filter {
     entry: Arc<HookEntry>,
-    stream: StreamRedactor,
+    /// `None` once the filter missed its deadline on a chunk (its state is lost with the
+    /// abandoned run): from then on the stream's text is withheld, never passed on unfiltered.
+    stream: Option<StreamRedactor>,
 }
 
 /// A stream with hooks, owned by its task.
@@ -329,7 +351,7 @@ impl StreamState {
             match (&entry.config.hook_type, &entry.builtin) {
                 (HookType::Builtin, Some(redactor)) => filters.push(Filter {
                     entry: Arc::clone(entry),
-                    stream: StreamRedactor::new(Arc::clone(redactor)),
+                    stream: Some(StreamRedactor::new(Arc::clone(redactor))),
                 }),
                 // A builtin without a compiled filter is the runner's to refuse.
                 _ => commands.push(Arc::clone(entry)),
@@ -390,8 +412,12 @@ impl StreamState {
     pub(crate) fn flush(&mut self) -> String {
         let mut carry = String::new();
         for filter in &mut self.filters {
-            let mut out = filter.stream.push(&carry);
-            out.push_str(&filter.stream.finish());
+            // A filter that missed its deadline withholds what it held.
+            let Some(stream) = &mut filter.stream else {
+                return String::new();
+            };
+            let mut out = stream.push(&carry);
+            out.push_str(&stream.finish());
             carry = out;
         }
         carry
@@ -464,13 +490,14 @@ impl StreamRun {
         llm_response: Map<String, Value>,
     ) -> (bytes::Bytes, Answered, Option<OwnedSemaphorePermit>) {
         Stats::add(&self.shared.stats.events_served, 1);
-        let mut filtered = run_filters(
+        let mut filtered = run_filters_bounded(
             state,
             &mut self.fire.input,
             llm_response,
-            self.plan.hooks.len(),
-            false,
-        );
+            (self.plan.hooks.len(), false),
+            self.shared.config.default_on_failure,
+        )
+        .await;
 
         let mut budget = None;
         if let Some(commands) = &state.commands {
@@ -591,9 +618,46 @@ impl FilterStream {
             &mut self.state,
             &mut self.fire.input,
             llm_response,
-            self.hooks,
-            false,
+            (self.hooks, false),
+            shared.config.default_on_failure,
         );
+        self.answer(shared, (id, seq), filtered, body);
+    }
+
+    /// Runs one chunk whose text is larger than [`INLINE_FILTER_BYTES`] through the filters,
+    /// on the blocking pool (see [`run_filters_bounded`]), and returns its `chunk_result`
+    /// frame body. The read loop takes the stream out of the table while it waits, so the
+    /// connection's later frames wait too and the chunks stay in order.
+    pub(crate) async fn chunk_bounded(
+        &mut self,
+        shared: &Shared,
+        (id, seq): (&RequestId, u64),
+        llm_response: Map<String, Value>,
+    ) -> Vec<u8> {
+        Stats::add(&shared.stats.events_served, 1);
+        self.chunks += 1;
+        let filtered = run_filters_bounded(
+            &mut self.state,
+            &mut self.fire.input,
+            llm_response,
+            (self.hooks, false),
+            shared.config.default_on_failure,
+        )
+        .await;
+        let mut body = Vec::new();
+        self.answer(shared, (id, seq), filtered, &mut body);
+        body
+    }
+
+    /// Aggregates a filtered chunk, writes its `chunk_result` frame body into `body` and
+    /// audits it.
+    fn answer(
+        &mut self,
+        shared: &Shared,
+        (id, seq): (&RequestId, u64),
+        filtered: Filtered,
+        body: &mut Vec<u8>,
+    ) {
         let aggregate = chunk_result(
             shared,
             &self.fire.input,
@@ -634,29 +698,130 @@ pub(crate) struct Filtered {
 
 /// Runs the filters of `state` on the chunk `llm_response` and puts the chunk, as the filters
 /// left it, into `input` (`llm_response` and `content`) for the command hooks and the
-/// aggregate. With `last`, the chunk ends the text: what the filters hold back comes out
-/// with it.
+/// aggregate. `(hooks, last)`: the plan's length, and whether the chunk ends the text (what
+/// the filters hold back then comes out with it). Runs in the calling thread, whatever the
+/// chunk's size: callers send chunks larger than [`INLINE_FILTER_BYTES`] to
+/// [`run_filters_bounded`]. A filter that missed its deadline on an earlier chunk withholds
+/// this one too (see [`Filter::stream`]), as its failure policy says.
 pub(crate) fn run_filters(
     state: &mut StreamState,
     input: &mut Map<String, Value>,
     llm_response: Map<String, Value>,
-    hooks: usize,
-    last: bool,
+    (hooks, last): (usize, bool),
+    default_on_failure: FailurePolicy,
 ) -> Filtered {
-    let mut response = Value::Object(llm_response);
+    let response = Value::Object(llm_response);
     let original = chunk_text(&response);
     let mut results: Vec<HookResult> = Vec::with_capacity(hooks);
     let mut text = original.clone();
+    let mut missed = false;
     for filter in &mut state.filters {
         let started = Instant::now();
-        let mut filtered = filter.stream.push(&text);
-        if last {
-            filtered.push_str(&filter.stream.finish());
+        if missed {
+            // The text is withheld already: the filters after it have nothing to filter.
+            results.push(builtin_record(&filter.entry, None, Duration::ZERO));
+            continue;
         }
+        let Some(stream) = &mut filter.stream else {
+            let (record, withheld) = missed_record(&filter.entry, default_on_failure, started);
+            results.push(record);
+            text = withheld;
+            missed = true;
+            continue;
+        };
+        let filtered = filter_step(stream, &text, last);
         let output = (filtered != text).then(|| filtered.clone());
         results.push(builtin_record(&filter.entry, output, started.elapsed()));
         text = filtered;
     }
+    filtered_chunk(input, response, original, text, results)
+}
+
+/// [`run_filters`] for a chunk of any size: one whose text is larger than
+/// [`INLINE_FILTER_BYTES`] goes through each filter on the blocking pool (at most
+/// [`hookd_runner::fire::MAX_BLOCKING_FILTERS`] at once, daemon-wide), within the filter's
+/// hook timeout, so that no chunk holds the daemon's threads. A filter that misses its
+/// deadline fails closed: its record is a timed-out hook under its failure policy, the chunk's
+/// text is replaced by [`hookd_runner::fire::withheld_text`], and the stream's later text is
+/// withheld too (the filter's state went with the abandoned run). The filters after a missed
+/// one do not run on the chunk (their records say they changed nothing).
+pub(crate) async fn run_filters_bounded(
+    state: &mut StreamState,
+    input: &mut Map<String, Value>,
+    llm_response: Map<String, Value>,
+    (hooks, last): (usize, bool),
+    default_on_failure: FailurePolicy,
+) -> Filtered {
+    if chunk_text_len(&llm_response) <= INLINE_FILTER_BYTES {
+        return run_filters(
+            state,
+            input,
+            llm_response,
+            (hooks, last),
+            default_on_failure,
+        );
+    }
+    let response = Value::Object(llm_response);
+    let original = chunk_text(&response);
+    let mut results: Vec<HookResult> = Vec::with_capacity(hooks);
+    let mut text = original.clone();
+    let mut missed = false;
+    for filter in &mut state.filters {
+        let started = Instant::now();
+        if missed {
+            // The text is withheld already: the filters after it have nothing to filter.
+            results.push(builtin_record(&filter.entry, None, Duration::ZERO));
+            continue;
+        }
+        let Some(mut stream) = filter.stream.take() else {
+            missed = true;
+            let (record, withheld) = missed_record(&filter.entry, default_on_failure, started);
+            results.push(record);
+            text = withheld;
+            continue;
+        };
+        let timeout = Duration::from_millis(filter.entry.config.timeout_ms());
+        let unfiltered = std::mem::take(&mut text);
+        let ran = run_filter_blocking(timeout, move || {
+            let filtered = filter_step(&mut stream, &unfiltered, last);
+            (stream, unfiltered, filtered)
+        })
+        .await;
+        match ran {
+            Some((stream, unfiltered, filtered)) => {
+                filter.stream = Some(stream);
+                let output = (filtered != unfiltered).then(|| filtered.clone());
+                results.push(builtin_record(&filter.entry, output, started.elapsed()));
+                text = filtered;
+            }
+            None => {
+                let (record, withheld) = missed_record(&filter.entry, default_on_failure, started);
+                results.push(record);
+                text = withheld;
+                missed = true;
+            }
+        }
+    }
+    filtered_chunk(input, response, original, text, results)
+}
+
+/// One filter's step over a chunk's text; with `last`, what it holds back comes out too.
+fn filter_step(stream: &mut StreamRedactor, text: &str, last: bool) -> String {
+    let mut filtered = stream.push(text);
+    if last {
+        filtered.push_str(&stream.finish());
+    }
+    filtered
+}
+
+/// Puts the filtered chunk into `input` and returns it with the filters' records.
+fn filtered_chunk(
+    input: &mut Map<String, Value>,
+    mut response: Value,
+    original: String,
+    text: String,
+    results: Vec<HookResult>,
+) -> Filtered {
     if text != original {
         if let Value::Object(response) = &mut response {
             hookd_core::aggregate::replace_response_text(response, &text);
@@ -669,6 +834,51 @@ pub(crate) fn run_filters(
         text,
         results,
     }
+}
+
+/// The length in bytes of the text [`chunk_text`] would return for `llm_response`, found
+/// without building it.
+fn chunk_text_len(llm_response: &Map<String, Value>) -> usize {
+    if let Some(text) = llm_response.get("text").and_then(Value::as_str) {
+        return text.len();
+    }
+    llm_response
+        .get("candidates")
+        .and_then(|candidates| candidates.get(0))
+        .and_then(|candidate| candidate.get("content"))
+        .and_then(|content| content.get("parts"))
+        .and_then(Value::as_array)
+        .map_or(0, |parts| {
+            parts.iter().filter_map(Value::as_str).map(str::len).sum()
+        })
+}
+
+/// Whether a chunk of a filter-only stream is too large to be filtered by the read loop.
+pub(crate) fn needs_blocking_filter(llm_response: &Map<String, Value>) -> bool {
+    chunk_text_len(llm_response) > INLINE_FILTER_BYTES
+}
+
+/// The record of a filter that missed its deadline (on this chunk or an earlier one): a
+/// timed-out hook under its failure policy, whose output withholds the text; and that text.
+fn missed_record(
+    entry: &HookEntry,
+    default_on_failure: FailurePolicy,
+    started: Instant,
+) -> (HookResult, String) {
+    let timeout_ms = entry.config.timeout_ms();
+    let run = HookRun {
+        outcome: HookOutcome::TimedOut { timeout_ms },
+        stdout: String::new(),
+        stderr: String::new(),
+        duration: started.elapsed(),
+    };
+    let policy = entry.config.on_failure().unwrap_or(default_on_failure);
+    let mut record = apply_failure_policy(hook_result(entry, run), policy);
+    withhold_text(&mut record, timeout_ms);
+    (
+        record,
+        withheld_text(entry.config.display_name(), timeout_ms),
+    )
 }
 
 /// A chunk's records and their aggregate, kept for the audit log and the last runs.
@@ -799,6 +1009,104 @@ mod tests {
         );
         assert_eq!(streams.drain().len(), 2);
         assert_eq!(streams.len(), 0);
+    }
+
+    /// A plan of one redact filter built from `raw` (its settings), with `timeout_ms`.
+    fn filter_plan(raw: Value, timeout_ms: u64) -> Plan {
+        let raw = raw.as_object().cloned().unwrap_or_default();
+        let redactor = hookd_core::redact::Redactor::from_raw(&raw).expect("the filter");
+        let entry = HookEntry {
+            event: HookEventName::AfterModel,
+            config: hookd_core::HookConfig {
+                hook_type: HookType::Builtin,
+                command: None,
+                name: Some("redact".to_owned()),
+                description: None,
+                timeout_ms: Some(timeout_ms),
+                env: Vec::new(),
+                raw,
+            },
+            source: hookd_core::Source::Project,
+            origin: hookd_core::Origin::default(),
+            matcher: None,
+            sequential: false,
+            enabled: true,
+            trust: hookd_core::trust::HookTrust::NotRequired,
+            builtin: Some(Arc::new(redactor)),
+            identity: Default::default(),
+        };
+        Plan {
+            event: HookEventName::AfterModel,
+            hooks: vec![Arc::new(entry)],
+            sequential: false,
+        }
+    }
+
+    fn chunk(text: &str) -> Map<String, Value> {
+        let response = json!({"candidates": [{"content": {"parts": [text]}}]});
+        response.as_object().cloned().unwrap_or_default()
+    }
+
+    #[tokio::test]
+    async fn large_chunks_are_filtered_off_the_read_loop_and_fail_closed() {
+        let secret = format!("ghp_{}", "A1".repeat(20));
+        let large = format!("{}{secret} end", "word ".repeat(40 * 1024));
+        assert!(needs_blocking_filter(&chunk(&large)));
+        assert!(!needs_blocking_filter(&chunk("small")));
+
+        // In time: the secret is redacted, as on the read loop.
+        let plan = filter_plan(json!({"builtin": "redact"}), 60_000);
+        let mut state = StreamState::new(&plan);
+        let mut input = Map::new();
+        let filtered = run_filters_bounded(
+            &mut state,
+            &mut input,
+            chunk(&large),
+            (1, true),
+            FailurePolicy::Allow,
+        )
+        .await;
+        assert!(!filtered.text.contains(&secret));
+        assert!(filtered.text.contains("[REDACTED:github-token]"));
+        assert!(filtered.results[0].success);
+
+        // Heavy patterns, 4 MiB of text and a 1 ms deadline: the text is withheld, the record
+        // is a timed-out hook under its policy, and the stream's later text is withheld too.
+        let patterns: Vec<Value> = (0..12)
+            .map(|i| json!({"name": format!("p{i}"), "regex": format!(r"(\w+\s?){{3}}x{i}")}))
+            .collect();
+        // (on_failure, decision)
+        let cases = [("allow", None), ("deny", Some(json!("deny")))];
+        for (on_failure, decision) in cases {
+            let raw = json!({"builtin": "redact", "patterns": patterns, "on_failure": on_failure});
+            let plan = filter_plan(raw, 1);
+            let mut state = StreamState::new(&plan);
+            let huge = format!("{}{secret}", "héllo wörld ab1 x ".repeat(200 * 1024));
+            for text in [huge.as_str(), "a small chunk after it"] {
+                let mut input = Map::new();
+                let filtered = run_filters_bounded(
+                    &mut state,
+                    &mut input,
+                    chunk(text),
+                    (1, false),
+                    FailurePolicy::Allow,
+                )
+                .await;
+                let withheld = hookd_runner::fire::withheld_text("redact", 1);
+                assert_eq!(filtered.text, withheld, "{on_failure}");
+                assert_eq!(input.get("content"), Some(&Value::String(withheld.clone())));
+                let record = &filtered.results[0];
+                assert!(!record.success, "{on_failure}");
+                assert!(matches!(
+                    record.outcome,
+                    HookOutcome::TimedOut { timeout_ms: 1 }
+                ));
+                let output = record.output.as_ref().expect("an output");
+                assert_eq!(output.get("content"), Some(&Value::String(withheld)));
+                assert_eq!(output.get("decision").cloned(), decision, "{on_failure}");
+            }
+            assert_eq!(state.flush(), "", "what the filter held is withheld");
+        }
     }
 
     #[test]
