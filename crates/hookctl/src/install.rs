@@ -848,7 +848,10 @@ fn relayed_layers(target: &Target, locations: &Locations, hookd_text: &str) -> V
             let text = if path == target.hookd_file {
                 hookd_text.to_owned()
             } else {
-                std::fs::read_to_string(&path).ok()?
+                match crate::read_settings_file(&path) {
+                    Ok(Some(bytes)) => String::from_utf8_lossy(&bytes).into_owned(),
+                    Ok(None) | Err(_) => return None,
+                }
             };
             parse_layer(source, &path, &text, locations)
         })
@@ -1029,7 +1032,7 @@ pub fn sync(args: &SyncArgs, locations: &Locations) -> anyhow::Result<String> {
         let host_before = read_file(&target.host_file)?;
         let host_text = text_of(&target.host_file, host_before.as_deref())?;
         let host_root = parse_object(&target.host_file, &host_text)?;
-        let hookd_text = std::fs::read_to_string(&target.hookd_file).unwrap_or_default();
+        let hookd_text = crate::read_settings_text_or_empty(&target.hookd_file);
         let kept = split_hooks(target.host, &host_root).kept_and_unmoved();
         let (new_text, wiring) = rewire(
             &target,
@@ -1086,11 +1089,11 @@ pub fn stale_wiring(locations: &Locations, project: &Path) -> Vec<String> {
         if target.project.as_ref().is_some_and(|dir| *dir != project) {
             continue;
         }
-        let host_text = std::fs::read_to_string(&target.host_file).unwrap_or_default();
+        let host_text = crate::read_settings_text_or_empty(&target.host_file);
         let Ok(host_root) = parse_object(&target.host_file, &host_text) else {
             continue;
         };
-        let hookd_text = std::fs::read_to_string(&target.hookd_file).unwrap_or_default();
+        let hookd_text = crate::read_settings_text_or_empty(&target.hookd_file);
         let needed: Vec<WireEntry> = wiring(
             target.host,
             &relayed_layers(&target, locations, &hookd_text),
@@ -1116,8 +1119,7 @@ pub fn stale_wiring(locations: &Locations, project: &Path) -> Vec<String> {
             // hookd file has hooks on events the user entries do not relay.
             if target.project.is_none() {
                 let project_target = locations.target(target.host, Some(project.clone()));
-                let project_text =
-                    std::fs::read_to_string(&project_target.hookd_file).unwrap_or_default();
+                let project_text = crate::read_settings_text_or_empty(&project_target.hookd_file);
                 let project_needs = wiring(
                     target.host,
                     &relayed_layers(&project_target, locations, &project_text),
@@ -1836,13 +1838,10 @@ fn relay_entries(host: Host, program: &str, socket: Option<&str>, wiring: &[Wire
     Value::Object(hooks)
 }
 
-/// Reads a file; `None` when it does not exist.
+/// Reads a settings (or manifest) file, bounded and never blocking
+/// ([`crate::read_settings_file`]); `None` when it does not exist.
 fn read_file(path: &Path) -> anyhow::Result<Option<Vec<u8>>> {
-    match std::fs::read(path) {
-        Ok(bytes) => Ok(Some(bytes)),
-        Err(err) if err.kind() == std::io::ErrorKind::NotFound => Ok(None),
-        Err(err) => Err(err).with_context(|| format!("cannot read {}", path.display())),
-    }
+    crate::read_settings_file(path)
 }
 
 /// The file's text; refuses bytes that are not UTF-8 rather than rewrite them lossily.

@@ -193,7 +193,9 @@ pub fn validate(args: ValidateArgs) -> anyhow::Result<String> {
             .context("cannot determine the current directory")?
             .join(".gemini/settings.json"),
     };
-    let bytes = std::fs::read(&path).with_context(|| format!("cannot read {}", path.display()))?;
+    let Some(bytes) = crate::read_settings_file(&path)? else {
+        anyhow::bail!("cannot read {}: no such file", path.display());
+    };
     let text = String::from_utf8_lossy(&bytes);
     let (hooks, diagnostics) = if is_extension_hooks_file(&path) {
         check_extension_hooks(&path, &text)

@@ -152,9 +152,8 @@ fn migrate_from_claude(project: &Path, dry_run: bool) -> anyhow::Result<String> 
     }
 
     let target = project.join(GEMINI_FILE);
-    let existing = match std::fs::read(&target) {
-        Ok(bytes) => Some(String::from_utf8_lossy(&bytes).into_owned()),
-        Err(err) if err.kind() == std::io::ErrorKind::NotFound => None,
+    let existing = match hookd_runner::configfile::read_config_file(&target) {
+        Ok(bytes) => bytes.map(|bytes| String::from_utf8_lossy(&bytes).into_owned()),
         Err(err) => bail!("Error reading {}: {err}", target.display()),
     };
     let text = existing.clone().unwrap_or_default();
@@ -273,10 +272,12 @@ fn append_new(
     Ok((added, present))
 }
 
-/// Reads a settings file that must hold a JSON object (comments allowed).
+/// Reads a settings file that must hold a JSON object (comments allowed); bounded and never
+/// blocking, as the daemon reads it (`hookd_runner::configfile`).
 fn read_object(path: &Path) -> anyhow::Result<Map<String, Value>> {
-    let bytes = match std::fs::read(path) {
-        Ok(bytes) => bytes,
+    let bytes = match hookd_runner::configfile::read_config_file(path) {
+        Ok(Some(bytes)) => bytes,
+        Ok(None) => bail!("Error reading {}: no such file", path.display()),
         Err(err) => bail!("Error reading {}: {err}", path.display()),
     };
     parse_object(path, &String::from_utf8_lossy(&bytes))

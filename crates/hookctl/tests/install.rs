@@ -1026,3 +1026,137 @@ async fn list_says_when_the_wiring_is_stale_and_when_the_relay_logged() {
     );
     assert!(stale.contains(&log.display().to_string()), "{stale}");
 }
+
+/// What a cloned repository can put at a settings path instead of a file.
+#[derive(Debug, Clone, Copy)]
+enum Hostile {
+    /// A FIFO nobody writes to: opening or reading it would wait forever.
+    Fifo,
+    /// A symlink to `/dev/zero`: reading it never ends.
+    DevZero,
+}
+
+impl Hostile {
+    fn plant(self, path: &Path) {
+        std::fs::create_dir_all(path.parent().unwrap()).unwrap();
+        match self {
+            Hostile::Fifo => {
+                nix::unistd::mkfifo(path, nix::sys::stat::Mode::S_IRWXU).unwrap();
+            }
+            Hostile::DevZero => std::os::unix::fs::symlink("/dev/zero", path).unwrap(),
+        }
+    }
+}
+
+impl Home {
+    /// Runs hookctl like [`Home::hookctl`], but kills it and fails the test if it has not
+    /// exited within `bound` (a hookctl that hangs must not hang the test).
+    fn hookctl_within(&self, args: &[&str], bound: std::time::Duration) -> Run {
+        let mut child = Command::new(env!("CARGO_BIN_EXE_hookctl"))
+            .args(args)
+            .current_dir(&self.project)
+            .env("HOME", &self.home)
+            .env(
+                "GEMINI_CLI_SYSTEM_SETTINGS_PATH",
+                self.root.join("etc/gemini-cli/settings.json"),
+            )
+            .env_remove("XDG_CONFIG_HOME")
+            .env_remove("XDG_STATE_HOME")
+            .env_remove("GEMINI_CLI_HOME")
+            .env_remove("CLAUDE_CONFIG_DIR")
+            .stdin(Stdio::null())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .unwrap();
+        let pid = nix::unistd::Pid::from_raw(i32::try_from(child.id()).unwrap());
+        let (sender, receiver) = std::sync::mpsc::channel();
+        let stdout = child.stdout.take().unwrap();
+        let stderr = child.stderr.take().unwrap();
+        let waiter = std::thread::spawn(move || {
+            let read = |mut pipe: Box<dyn std::io::Read + Send>| {
+                std::thread::spawn(move || {
+                    let mut text = String::new();
+                    let _ = pipe.read_to_string(&mut text);
+                    text
+                })
+            };
+            let (out, err) = (read(Box::new(stdout)), read(Box::new(stderr)));
+            let status = child.wait().unwrap();
+            let _ = sender.send(Run {
+                ok: status.success(),
+                stdout: out.join().unwrap(),
+                stderr: err.join().unwrap(),
+            });
+        });
+        match receiver.recv_timeout(bound) {
+            Ok(run) => {
+                waiter.join().unwrap();
+                run
+            }
+            Err(_) => {
+                let _ = nix::sys::signal::kill(pid, nix::sys::signal::Signal::SIGKILL);
+                panic!("hookctl {args:?} did not exit within {bound:?}");
+            }
+        }
+    }
+}
+
+#[test]
+fn a_fifo_or_dev_zero_at_a_project_settings_path_fails_fast_with_a_clear_error() {
+    // (host, the file planted, what it is)
+    let cases = [
+        ("gemini", ".gemini/settings.json", Hostile::Fifo),
+        ("gemini", ".gemini/settings.json", Hostile::DevZero),
+        ("gemini", ".hookd/hooks.json", Hostile::Fifo),
+        ("gemini", ".hookd/hooks.json", Hostile::DevZero),
+        ("claude", ".claude/settings.json", Hostile::Fifo),
+        ("claude", ".claude/settings.json", Hostile::DevZero),
+    ];
+    let bound = std::time::Duration::from_secs(10);
+    for (host, file, hostile) in cases {
+        let home = Home::new();
+        if file == ".hookd/hooks.json" {
+            home.write(&home.project.join(".gemini/settings.json"), GEMINI_USER);
+        }
+        let path = home.project.join(file);
+        hostile.plant(&path);
+        let started = std::time::Instant::now();
+        let run = home.hookctl_within(
+            &["install", "--host", host, "--scope", "project", "--yes"],
+            bound,
+        );
+        let took = started.elapsed();
+        let case = format!("{host} {file} {hostile:?}");
+        assert!(!run.ok, "{case}: {}{}", run.stdout, run.stderr);
+        assert!(
+            run.stderr.contains(&path.display().to_string())
+                && run.stderr.contains("not a regular file"),
+            "{case}: {}",
+            run.stderr
+        );
+        assert!(took < std::time::Duration::from_secs(5), "{case}: {took:?}");
+    }
+
+    // `validate` and `migrate` read the same files the same way.
+    let home = Home::new();
+    let settings = home.project.join(".gemini/settings.json");
+    Hostile::Fifo.plant(&settings);
+    let run = home.hookctl_within(&["validate"], bound);
+    assert!(
+        !run.ok && run.stderr.contains("not a regular file"),
+        "{}",
+        run.stderr
+    );
+    // A migration's target: the Claude Code file is fine, the Gemini CLI one never ends.
+    std::fs::remove_file(&settings).unwrap();
+    Hostile::DevZero.plant(&settings);
+    home.write(
+        &home.project.join(".claude/settings.json"),
+        r#"{"hooks": {"PreToolUse": [{"matcher": "Bash", "hooks": [{"type": "command", "command": "g.sh"}]}]}}"#,
+    );
+    let run = home.hookctl_within(&["migrate", "--from-claude"], bound);
+    assert!(!run.ok, "{}{}", run.stdout, run.stderr);
+    let said = format!("{}{}", run.stdout, run.stderr);
+    assert!(said.contains("not a regular file"), "{said}");
+}

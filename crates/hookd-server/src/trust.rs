@@ -35,7 +35,7 @@ pub(crate) enum TrustError {
         /// The store.
         path: PathBuf,
         /// Why.
-        source: std::io::Error,
+        source: hookd_runner::configfile::ConfigReadError,
     },
     /// The store is not valid, so it is not rewritten.
     #[error("the trusted hooks store {path} is invalid ({source}); fix or remove it first")]
@@ -321,11 +321,23 @@ fn store_path(shared: &Shared) -> PathBuf {
     shared.registries.paths().trusted_hooks.clone()
 }
 
-/// The store as it is on disk now; a missing file is an empty store.
+/// The store as it is on disk now; a missing file is an empty store. Read as any
+/// configuration file is (`hookd_runner::configfile`): bounded in size, never blocking on a
+/// FIFO or a device, off the daemon's threads.
 async fn read_store(path: &Path) -> Result<TrustStore, TrustError> {
-    let text = match tokio::fs::read(path).await {
-        Ok(bytes) => String::from_utf8_lossy(&bytes).into_owned(),
-        Err(err) if err.kind() == std::io::ErrorKind::NotFound => String::new(),
+    let owned = path.to_owned();
+    let read =
+        tokio::task::spawn_blocking(move || hookd_runner::configfile::read_config_file(&owned))
+            .await
+            .unwrap_or_else(|join| {
+                Err(hookd_runner::configfile::ConfigReadError::Io(
+                    std::io::Error::other(join.to_string()),
+                ))
+            });
+    let text = match read {
+        Ok(bytes) => bytes
+            .map(|bytes| String::from_utf8_lossy(&bytes).into_owned())
+            .unwrap_or_default(),
         Err(source) => {
             return Err(TrustError::Read {
                 path: path.to_owned(),
@@ -387,4 +399,33 @@ async fn refresh(shared: &Shared, snapshot: &Snapshot, changed: bool) -> u64 {
         .get(&snapshot.project_dir)
         .await
         .generation
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[tokio::test]
+    async fn a_store_that_never_ends_or_never_opens_is_an_error_at_once() {
+        let temp = tempfile::tempdir().expect("temp dir");
+        let fifo = temp.path().join("fifo.json");
+        nix::unistd::mkfifo(&fifo, nix::sys::stat::Mode::S_IRWXU).expect("mkfifo");
+        let zero = temp.path().join("zero.json");
+        std::os::unix::fs::symlink("/dev/zero", &zero).expect("symlink");
+        let missing = temp.path().join("missing.json");
+        for path in [&fifo, &zero] {
+            let read =
+                tokio::time::timeout(std::time::Duration::from_secs(5), read_store(path)).await;
+            let error = read.expect("answered at once").err().expect("an error");
+            assert!(
+                error.to_string().contains("not a regular file"),
+                "{}: {error}",
+                path.display()
+            );
+        }
+        assert!(
+            read_store(&missing).await.is_ok(),
+            "a missing store is empty"
+        );
+    }
 }
