@@ -1032,7 +1032,10 @@ pub fn sync(args: &SyncArgs, locations: &Locations) -> anyhow::Result<String> {
         let host_before = read_file(&target.host_file)?;
         let host_text = text_of(&target.host_file, host_before.as_deref())?;
         let host_root = parse_object(&target.host_file, &host_text)?;
-        let hookd_text = crate::read_settings_text_or_empty(&target.hookd_file);
+        // An unreadable hookd file stops the sync rather than unwire its hooks.
+        let hookd_text = read_file(&target.hookd_file)?
+            .map(|bytes| String::from_utf8_lossy(&bytes).into_owned())
+            .unwrap_or_default();
         let kept = split_hooks(target.host, &host_root).kept_and_unmoved();
         let (new_text, wiring) = rewire(
             &target,
