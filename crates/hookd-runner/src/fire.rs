@@ -1830,6 +1830,65 @@ mod tests {
     }
 
     #[tokio::test]
+    async fn a_filter_that_misses_its_deadline_withholds_the_text() {
+        use hookd_core::redact::Redactor;
+        let dir = tempfile::tempdir().expect("tempdir");
+        let patterns: Vec<Value> = (0..12)
+            .map(|i| json!({"name": format!("p{i}"), "regex": format!(r"(\w+\s?){{3}}x{i}")}))
+            .collect();
+        let secret = "AKIAABCDEFGHIJKLMNOP";
+        let text = format!("{}{secret}", "héllo wörld ab1 x ".repeat(200 * 1024));
+        // (on_failure, decision)
+        let cases = [("allow", None), ("deny", Some(json!("deny")))];
+        for (on_failure, decision) in cases {
+            let raw = json!({"builtin": "redact", "patterns": patterns, "on_failure": on_failure});
+            let raw = raw.as_object().cloned().unwrap_or_default();
+            let mut filter = (*entry(HookType::Builtin, None)).clone();
+            filter.event = HookEventName::AfterModel;
+            filter.config.name = Some("slow".to_owned());
+            filter.config.timeout_ms = Some(1);
+            filter.builtin = Some(Arc::new(Redactor::from_raw(&raw).expect("the filter")));
+            filter.config.raw = raw;
+            let mut request = request(dir.path());
+            request.event = HookEventName::AfterModel;
+            request.input = json!({"content": text})
+                .as_object()
+                .cloned()
+                .unwrap_or_default();
+            let plan = Plan {
+                event: HookEventName::AfterModel,
+                hooks: vec![Arc::new(filter)],
+                sequential: false,
+            };
+            let results = run_plan(
+                &plan,
+                &request,
+                &config(0),
+                &CancellationToken::new(),
+                &mut |_, _| {},
+            )
+            .await;
+            let result = &results[0];
+            assert_eq!(result.outcome, HookOutcome::TimedOut { timeout_ms: 1 });
+            let output = result.output.as_ref().expect("an output");
+            let withheld = withheld_text("slow", 1);
+            assert_eq!(
+                output.get("content"),
+                Some(&json!(withheld)),
+                "{on_failure}"
+            );
+            assert_eq!(output.get("decision").cloned(), decision, "{on_failure}");
+            let aggregate = hookd_core::aggregate::aggregate(plan.event, &results, &request.input);
+            let carried = aggregate
+                .final_output
+                .as_ref()
+                .and_then(|output| output.pointer("/hookSpecificOutput/llm_response"))
+                .map(chunk_text);
+            assert_eq!(carried.as_deref(), Some(withheld.as_str()), "{on_failure}");
+        }
+    }
+
+    #[tokio::test]
     async fn builtin_filters_run_in_process_and_replace_the_chunk() {
         use hookd_core::redact::Redactor;
         let dir = tempfile::tempdir().expect("tempdir");
