@@ -690,8 +690,15 @@ class CliRun:
         return self.normalize(self.host.printed(self))
 
     def hook_stderr(self):
-        """stderr lines that speak of hooks: what the user is shown about them."""
-        return [self.normalize(l.strip()) for l in self.stderr.splitlines() if HOOK_LINE.search(l)]
+        """stderr lines that speak of hooks: what the user is shown about them.
+
+        The names Gemini CLI lists under its project-hooks warning ("- guard", "- hookd-relay")
+        are left out: the relay entries necessarily have names of their own."""
+        return [
+            self.normalize(l.strip())
+            for l in self.stderr.splitlines()
+            if HOOK_LINE.search(l) and not l.startswith("- ")
+        ]
 
 
 # --- hook scripts -------------------------------------------------------------------------------
