@@ -162,10 +162,18 @@ def read_json(path, default=None):
 
 
 def read_lines(path):
+    """The JSON lines of a log; a line still being written (no end yet) is skipped."""
     try:
-        return [json.loads(l) for l in Path(path).read_text().splitlines() if l.strip()]
+        text = Path(path).read_text()
     except OSError:
         return []
+    out = []
+    for line in text.splitlines():
+        try:
+            out.append(json.loads(line))
+        except ValueError:
+            continue
+    return out
 
 
 def wait_for_socket(path, timeout_s=10.0, proc=None):
