@@ -162,10 +162,18 @@ def read_json(path, default=None):
 
 
 def read_lines(path):
+    """The JSON lines of a log; a line still being written (no end yet) is skipped."""
     try:
-        return [json.loads(l) for l in Path(path).read_text().splitlines() if l.strip()]
+        text = Path(path).read_text()
     except OSError:
         return []
+    out = []
+    for line in text.splitlines():
+        try:
+            out.append(json.loads(line))
+        except ValueError:
+            continue
+    return out
 
 
 def wait_for_socket(path, timeout_s=10.0, proc=None):
@@ -690,8 +698,15 @@ class CliRun:
         return self.normalize(self.host.printed(self))
 
     def hook_stderr(self):
-        """stderr lines that speak of hooks: what the user is shown about them."""
-        return [self.normalize(l.strip()) for l in self.stderr.splitlines() if HOOK_LINE.search(l)]
+        """stderr lines that speak of hooks: what the user is shown about them.
+
+        The names Gemini CLI lists under its project-hooks warning ("- guard", "- hookd-relay")
+        are left out: the relay entries necessarily have names of their own."""
+        return [
+            self.normalize(l.strip())
+            for l in self.stderr.splitlines()
+            if HOOK_LINE.search(l) and not l.startswith("- ")
+        ]
 
 
 # --- hook scripts -------------------------------------------------------------------------------

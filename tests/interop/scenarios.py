@@ -594,30 +594,70 @@ def install_socket(ctx, host):
     return v
 
 
-@scenario("system-file-insecure", ["gemini"], "hooks of a system file Gemini CLI refuses as insecure do not run in hookd either")
-def system_insecure(ctx, host):
+def system_file_scenario(ctx, host, file_mode):
+    """A counter hook in the system settings file, the guard in the user's."""
     v = Verdict()
     facts = {}
     turns = [{"tool": "echo hi; touch marker-1"}, {"text": ["done"]}]
-    # "secure" is the reference's reference: the same system file, root's and not writable by
-    # others, so its hook is known to run when the file is accepted.
-    for mode, file_mode in (("secure", 0o644), ("native", 0o666), ("hookd", 0o666)):
+    runs = [("native", file_mode), ("hookd", file_mode)]
+    if file_mode != 0o644:
+        # The reference's reference: the same file, root's and not writable by others, is
+        # known to run natively, so a 0 below means "refused", not "never read".
+        runs.insert(0, ("secure", 0o644))
+    for mode, bits in runs:
         # Not under /tmp: Gemini CLI refuses a system file below a directory others can write.
         parent = cache_dir() / "worlds"
         with Session(ctx, host, "hookd" if mode == "hookd" else "native", "sysfile-" + mode, parent=parent) as s:
             add_tool_hook(host, s.user_settings(), guard_entry(host, s.w))
             system = s.w.etc / "settings.json"
             add_tool_hook(host, system, counter_entry(host, s.w, "system"))
-            system.chmod(file_mode)
+            system.chmod(bits)
             if mode == "hookd":
                 s.install()
                 s.start_daemon()
             s.go(turns)
             facts[mode] = s.facts()
             facts[mode]["system_runs"] = len(hook_runs(s.w, "system"))
-    v.expect("a secure system file's hook runs natively (reference sane)", facts["secure"]["system_runs"], 1)
+    if "secure" in facts:
+        v.expect("a secure system file's hook runs natively (reference sane)", facts["secure"]["system_runs"], 1)
+    else:
+        v.expect("the system hook runs once natively (reference sane)", facts["native"]["system_runs"], 1)
     v.same("system hook runs", facts["native"]["system_runs"], facts["hookd"]["system_runs"])
     compare(v, facts["native"], facts["hookd"], keys=("exit", "tool_ran", "sent_next", "printed"))
+    return v
+
+
+@scenario("system-file-once", ["gemini"], "a system settings file's hook, which the CLI runs itself, runs exactly once")
+def system_once(ctx, host):
+    return system_file_scenario(ctx, host, 0o644)
+
+
+@scenario("system-file-insecure", ["gemini"], "hooks of a system file Gemini CLI refuses as insecure do not run in hookd either")
+def system_insecure(ctx, host):
+    return system_file_scenario(ctx, host, 0o666)
+
+
+@scenario("hand-started-then-activated", ["gemini", "claude"], "stopping a hand-started hookd leaves the socket a service manager now holds")
+def hand_started(ctx, host):
+    v = Verdict()
+    facts = {}
+    for mode in ("native", "hookd"):
+        with Session(ctx, host, mode, "handstarted") as s:
+            add_tool_hook(host, s.user_settings(), guard_entry(host, s.w))
+            if mode == "hookd":
+                s.install()
+                s.start_daemon()  # started by hand
+                # The service manager takes the path over (systemd removes the old socket
+                # file and binds its own), then the hand-started daemon is stopped.
+                s.w.socket.unlink()
+                s.w.supervisor = Supervisor(s.w)
+                s.w.stop_daemon()
+                facts["socket_left"] = s.w.socket.exists()
+            s.go(rm_turns())
+            facts[mode] = s.facts()
+    v.expect("native denies (reference sane)", facts["native"]["tool_ran"], [])
+    v.expect("the service's socket file is still there", facts.get("socket_left"), True)
+    compare(v, facts["native"], facts["hookd"])
     return v
 
 
