@@ -234,7 +234,9 @@ class World:
 
     # Environment shared by the CLI, hookd and hookctl: everything inside the world.
     def base_env(self):
-        path_dirs = []
+        # hookd's binaries are on PATH, as after an install: relay entries call `hookd-relay`
+        # from PATH, which is what makes project files work on a teammate's machine.
+        path_dirs = [str(Path(self.tools.hookctl).parent)]
         for tool in ("node", "python3", "bash"):
             found = shutil.which(tool)
             if found:
@@ -705,7 +707,7 @@ class CliRun:
         return [
             self.normalize(l.strip())
             for l in self.stderr.splitlines()
-            if HOOK_LINE.search(l) and not l.startswith("- ")
+            if HOOK_LINE.search(l) and not l.strip().startswith("- ")
         ]
 
 

@@ -115,14 +115,15 @@ def relay_entries(path):
     for event, groups in ((read_json(path, {}) or {}).get("hooks") or {}).items():
         for group in groups or []:
             for hook in group.get("hooks") or []:
-                if "hookctl" in str(hook.get("command", "")) and " relay" in str(hook.get("command", "")):
+                if is_relay(hook):
                     found.append((event, hook.get("command")))
     return found
 
 
 def is_relay(hook):
+    """A relay entry: `hookd-relay EVENT`, or `hookctl relay EVENT` as older installs wrote."""
     command = str(hook.get("command", ""))
-    return "hookctl" in command and " relay" in command
+    return "hookd-relay" in command or ("hookctl" in command and " relay" in command)
 
 
 def tool_matchers(path, event, relay):
