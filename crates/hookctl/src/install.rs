@@ -1803,39 +1803,27 @@ fn relay_entries(host: Host, program: &str, socket: Option<&str>, wiring: &[Wire
     let mut hooks = Map::new();
     for entry in wiring {
         let event = &entry.event;
-        let definition = match host {
-            Host::Gemini => {
-                let mut definition = Map::new();
-                if let Some(matcher) = &entry.matcher {
-                    definition.insert("matcher".to_owned(), Value::from(matcher.clone()));
-                }
-                definition.insert(
-                    "hooks".to_owned(),
-                    json!([{
-                        "type": "command",
-                        "name": RELAY_NAME,
-                        "command": format!("{program} {event}{socket}"),
-                        "timeout": entry.timeout_ms,
-                    }]),
-                );
-                Value::Object(definition)
-            }
-            Host::Claude => {
-                let mut definition = Map::new();
-                if let Some(matcher) = &entry.matcher {
-                    definition.insert("matcher".to_owned(), Value::from(matcher.clone()));
-                }
-                definition.insert(
-                    "hooks".to_owned(),
-                    json!([{
-                        "type": "command",
-                        "command": format!("{program} {event} --dialect claude{socket}"),
-                        "timeout": entry.timeout_ms.div_ceil(1000),
-                    }]),
-                );
-                Value::Object(definition)
-            }
+        // The hosts differ only in the relay entry itself: Gemini CLI names it and counts in
+        // milliseconds, Claude Code needs the dialect and counts in seconds.
+        let relay = match host {
+            Host::Gemini => json!({
+                "type": "command",
+                "name": RELAY_NAME,
+                "command": format!("{program} {event}{socket}"),
+                "timeout": entry.timeout_ms,
+            }),
+            Host::Claude => json!({
+                "type": "command",
+                "command": format!("{program} {event} --dialect claude{socket}"),
+                "timeout": entry.timeout_ms.div_ceil(1000),
+            }),
         };
+        let mut definition = Map::new();
+        if let Some(matcher) = &entry.matcher {
+            definition.insert("matcher".to_owned(), Value::from(matcher.clone()));
+        }
+        definition.insert("hooks".to_owned(), Value::Array(vec![relay]));
+        let definition = Value::Object(definition);
         hooks.insert(event.clone(), Value::Array(vec![definition]));
     }
     Value::Object(hooks)
