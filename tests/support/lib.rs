@@ -91,6 +91,7 @@ impl Daemon {
         config.shutdown_grace = Duration::from_secs(5);
         // The test's system files are its own, not root's.
         config.system_owner = nix::unistd::geteuid().as_raw();
+        config.system_trusted_above = Some(root.to_path_buf());
         (options.configure)(&mut config);
 
         let listener = hookd_server::bind_socket(&socket).await.expect("bind");

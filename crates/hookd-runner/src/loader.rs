@@ -119,10 +119,10 @@ pub struct LoaderEnv {
     pub home_dir: PathBuf,
     /// Whether Claude Code's settings files are layers too (`hookd --claude-settings`).
     pub claude_settings: bool,
-    /// The uid the system settings files and their directories must belong to
-    /// ([`crate::sysfile`]): root (0), as Gemini CLI demands; another value only for tests
-    /// that cannot give files to root.
-    pub system_owner: u32,
+    /// Whom the system settings files and the directories above them must belong to
+    /// ([`crate::sysfile`]): root, every directory up to `/`, as Gemini CLI demands; another
+    /// owner or a trusted directory only for tests that cannot give files to root.
+    pub system_files: crate::sysfile::SystemFileRule,
 }
 
 impl LoaderEnv {
@@ -132,14 +132,21 @@ impl LoaderEnv {
             vars,
             home_dir: home_dir.into(),
             claude_settings: false,
-            system_owner: 0,
+            system_files: crate::sysfile::SystemFileRule::root(),
         }
     }
 
     /// The same environment, demanding that the system settings files belong to `uid`
     /// rather than root (for tests running as an ordinary user).
     pub fn with_system_owner(mut self, uid: u32) -> LoaderEnv {
-        self.system_owner = uid;
+        self.system_files.owner = uid;
+        self
+    }
+
+    /// The same environment, not checking the directories above `dir` on the way to the
+    /// system settings files (for tests whose temp dirs sit under a world-writable `/tmp`).
+    pub fn with_system_trusted_above(mut self, dir: Option<PathBuf>) -> LoaderEnv {
+        self.system_files.trusted_above = dir;
         self
     }
 
@@ -354,11 +361,15 @@ impl UnreadableFile {
 /// The warning for a system settings or system defaults file that Gemini CLI would refuse as
 /// insecure ([`crate::sysfile`]), which is then not loaded either; `None` for any other
 /// layer, and for a system file that passes.
-fn refused_system_file(source: Source, path: &Path, owner: u32) -> Option<Diagnostic> {
+fn refused_system_file(
+    source: Source,
+    path: &Path,
+    rule: &crate::sysfile::SystemFileRule,
+) -> Option<Diagnostic> {
     if !matches!(source, Source::System | Source::SystemDefaults) {
         return None;
     }
-    let reason = crate::sysfile::check_system_file(path, owner).err()?;
+    let reason = crate::sysfile::check_system_file(path, rule).err()?;
     tracing::warn!(file = %path.display(), %reason, "{source} settings file refused as insecure");
     Some(
         Diagnostic::warning(format!(
@@ -582,7 +593,7 @@ impl SharedLayers {
                 &paths.system_defaults,
             ),
         ] {
-            if let Some(diagnostic) = refused_system_file(source, path, env.system_owner) {
+            if let Some(diagnostic) = refused_system_file(source, path, &env.system_files) {
                 diagnostics.push(diagnostic);
                 continue;
             }
@@ -1493,7 +1504,8 @@ mod tests {
                 system.to_str().expect("utf-8"),
             )];
             vars.extend_from_slice(extra);
-            let mut loader_env = env(&vars, self.path("home").to_str().expect("utf-8"));
+            let mut loader_env = env(&vars, self.path("home").to_str().expect("utf-8"))
+                .with_system_trusted_above(Some(self.root.clone()));
             loader_env.vars.insert("ME".to_owned(), "me".to_owned());
             loader_env
         }

@@ -2,29 +2,70 @@
 //! system files Gemini CLI loads.
 //!
 //! Gemini CLI (from 0.61) skips, with a warning, a system settings file or system defaults
-//! file that someone other than root could have written. hookd applies the same rule to the
-//! same two files, whatever their path (`GEMINI_CLI_SYSTEM_SETTINGS_PATH` and
-//! `GEMINI_CLI_SYSTEM_DEFAULTS_PATH` included):
+//! file that someone other than root could have written, or replaced by writing to any
+//! directory on its path. hookd applies the same rule to the same two files, whatever their
+//! path (`GEMINI_CLI_SYSTEM_SETTINGS_PATH` and `GEMINI_CLI_SYSTEM_DEFAULTS_PATH` included):
 //!
-//! - the file, and the directory that holds it, must be owned by root (uid 0);
-//! - neither may be writable by its group or by others (mode bits `0o020` and `0o002`);
-//! - when the path goes through symbolic links, both the path as given (followed, as opening
-//!   it does) and its canonical target are checked, each with its own directory.
+//! - the file must be a regular file, and every directory from the one that holds it up to
+//!   `/` must be a directory;
+//! - each of them must be owned by root (uid 0) and writable by neither its group nor others
+//!   (mode bits `0o020` and `0o002`; a sticky bit does not help: a file under `/tmp` is
+//!   refused);
+//! - a symbolic link among them must itself be owned by root, and what it points to passes the
+//!   same rule;
+//! - when the path goes through symbolic links, its canonical target and every directory above
+//!   the target are checked too.
 //!
-//! A file that does not exist is nothing to load and nothing to check. Anything that cannot be
-//! checked (a directory that cannot be read, say) refuses the file: the check fails closed,
-//! as Gemini CLI's does.
+//! A file that does not exist is nothing to load and nothing to check; neither is a directory
+//! that vanished between two checks. Anything that cannot be checked (a directory that cannot
+//! be read, say) refuses the file: the check fails closed, as Gemini CLI's does.
 //!
-//! The owner the rule demands is a parameter ([`crate::loader::LoaderEnv::system_owner`],
-//! root by default) only so that tests running as an ordinary user can exercise the rest.
+//! The owner the rule demands ([`SystemFileRule::owner`], root by default) and a directory
+//! above which nothing is checked ([`SystemFileRule::trusted_above`], none by default) are
+//! parameters only so that tests, which run as an ordinary user in a temp dir under a
+//! world-writable `/tmp`, can exercise the rest.
 
 use std::fs;
 use std::io;
 use std::os::unix::fs::MetadataExt;
-use std::path::{Path, PathBuf};
+use std::path::{Component, Path, PathBuf};
 
 /// The mode bits that let a group or others write.
 const GROUP_OR_OTHER_WRITE: u32 = 0o022;
+
+/// Whom the system files and their directories must belong to.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct SystemFileRule {
+    /// The uid they must belong to: root (0), as Gemini CLI demands. Directories owned by
+    /// root pass whatever this is.
+    pub owner: u32,
+    /// A directory whose ancestors are not checked (it and everything below it still are);
+    /// `None`, the default, checks up to `/`.
+    pub trusted_above: Option<PathBuf>,
+}
+
+impl SystemFileRule {
+    /// Gemini CLI's rule: root, every directory up to `/`.
+    pub fn root() -> SystemFileRule {
+        SystemFileRule::default()
+    }
+
+    /// The trusted directory as given and as its canonical path (a path to a system file may
+    /// come through either).
+    fn trusted_dirs(&self) -> Vec<PathBuf> {
+        let Some(trusted) = &self.trusted_above else {
+            return Vec::new();
+        };
+        let mut dirs = vec![trusted.clone()];
+        dirs.extend(fs::canonicalize(trusted).ok().filter(|dir| dir != trusted));
+        dirs
+    }
+
+    /// Whether `uid` may own a checked path.
+    fn trusts(&self, uid: u32) -> bool {
+        uid == self.owner || uid == 0
+    }
+}
 
 /// Why one path (the file or a directory of it) fails the rule, given its owner and mode;
 /// `None` when it passes.
@@ -52,34 +93,108 @@ pub fn insecure_reason(path: &Path, uid: u32, mode: u32, owner: u32) -> Option<S
     None
 }
 
+/// `path` made absolute against the working directory, with `.` and `..` taken lexically
+/// (as Gemini CLI's `path.resolve` does, without following links).
+fn absolute(path: &Path) -> Result<PathBuf, String> {
+    let joined = if path.is_absolute() {
+        path.to_owned()
+    } else {
+        std::env::current_dir()
+            .map_err(|err| format!("cannot resolve {}: {err}", path.display()))?
+            .join(path)
+    };
+    let mut out = PathBuf::from("/");
+    for component in joined.components() {
+        match component {
+            Component::ParentDir => {
+                out.pop();
+            }
+            Component::Normal(part) => out.push(part),
+            Component::RootDir | Component::CurDir | Component::Prefix(_) => {}
+        }
+    }
+    Ok(out)
+}
+
+/// What a path must be.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Kind {
+    File,
+    Directory,
+}
+
+/// Checks one path: a symbolic link must be owned by a trusted uid; what the path resolves
+/// to must be of `kind`, owned by a trusted uid and not group- or other-writable. A path that
+/// does not exist passes.
+fn check_one(path: &Path, kind: Kind, rule: &SystemFileRule) -> Result<(), String> {
+    let metadata = match fs::metadata(path) {
+        Ok(metadata) => metadata,
+        Err(err) if is_missing(&err) => return Ok(()),
+        Err(err) => return Err(format!("cannot check {}: {err}", path.display())),
+    };
+    match kind {
+        Kind::File if !metadata.is_file() => {
+            return Err(format!("{} is not a regular file", path.display()));
+        }
+        Kind::Directory if !metadata.is_dir() => {
+            return Err(format!("{} is not a directory", path.display()));
+        }
+        _ => {}
+    }
+    if let Ok(link) = fs::symlink_metadata(path)
+        && link.file_type().is_symlink()
+        && !rule.trusts(link.uid())
+    {
+        return Err(format!(
+            "the symbolic link {} is owned by uid {}, not root (uid 0) (fix: sudo chown -h \
+             root:root {:?})",
+            path.display(),
+            link.uid(),
+            path.display().to_string()
+        ));
+    }
+    let owner = if metadata.uid() == 0 { 0 } else { rule.owner };
+    match insecure_reason(path, metadata.uid(), metadata.mode(), owner) {
+        Some(reason) => Err(reason),
+        None => Ok(()),
+    }
+}
+
+/// The directories from `dir` up to `/`, nearest first, without those above a trusted one.
+fn ancestors<'a>(dir: &'a Path, trusted: &'a [PathBuf]) -> impl Iterator<Item = &'a Path> {
+    dir.ancestors().filter(|ancestor| {
+        !ancestor.as_os_str().is_empty()
+            && !trusted
+                .iter()
+                .any(|trusted| trusted != ancestor && trusted.starts_with(ancestor))
+    })
+}
+
 /// Whether the system file at `path` may be loaded: `Ok(())` when it passes the rule or does
 /// not exist, else the reason it is refused (the first path that fails, and why).
-pub fn check_system_file(path: &Path, owner: u32) -> Result<(), String> {
-    let canonical = match fs::canonicalize(path) {
+pub fn check_system_file(path: &Path, rule: &SystemFileRule) -> Result<(), String> {
+    let given = absolute(path)?;
+    let canonical = match fs::canonicalize(&given) {
         Ok(canonical) => canonical,
         Err(err) if is_missing(&err) => return Ok(()),
         Err(err) => return Err(format!("cannot resolve {}: {err}", path.display())),
     };
+    let trusted = rule.trusted_dirs();
     let mut checked: Vec<PathBuf> = Vec::new();
-    for file in [path.to_owned(), canonical] {
-        let directory = file.parent().map(Path::to_owned);
-        for candidate in std::iter::once(file).chain(directory) {
-            if candidate.as_os_str().is_empty() || checked.contains(&candidate) {
-                continue;
-            }
-            let metadata = match fs::metadata(&candidate) {
-                Ok(metadata) => metadata,
-                // Gone since it was resolved: nothing to load.
-                Err(err) if is_missing(&err) => return Ok(()),
-                Err(err) => return Err(format!("cannot check {}: {err}", candidate.display())),
-            };
-            if let Some(reason) =
-                insecure_reason(&candidate, metadata.uid(), metadata.mode(), owner)
-            {
-                return Err(reason);
-            }
-            checked.push(candidate);
+    for file in [given, canonical] {
+        if checked.contains(&file) {
+            continue;
         }
+        if let Some(parent) = file.parent() {
+            for dir in ancestors(parent, &trusted) {
+                if !checked.iter().any(|done| done == dir) {
+                    check_one(dir, Kind::Directory, rule)?;
+                    checked.push(dir.to_owned());
+                }
+            }
+        }
+        check_one(&file, Kind::File, rule)?;
+        checked.push(file);
     }
     Ok(())
 }
@@ -101,6 +216,14 @@ mod tests {
 
     fn is_root() -> bool {
         nix::unistd::geteuid().is_root()
+    }
+
+    /// Root's rule, with nothing above `temp` checked (the temp dir sits under `/tmp`).
+    fn rule(temp: &Path) -> SystemFileRule {
+        SystemFileRule {
+            owner: ROOT,
+            trusted_above: Some(temp.to_owned()),
+        }
     }
 
     fn set(path: &Path, uid: u32, mode: u32) {
@@ -164,7 +287,8 @@ mod tests {
             fs::write(&file, "{}").expect("file");
             set(&file, file_uid, file_mode);
             set(&dir, dir_uid, dir_mode);
-            let got = check_system_file(&file, ROOT);
+            set(temp.path(), ROOT, 0o755);
+            let got = check_system_file(&file, &rule(temp.path()));
             let what = format!("dir {dir_uid} {dir_mode:o}, file {file_uid} {file_mode:o}");
             match (expected, got) {
                 (None, Ok(())) => {}
@@ -198,11 +322,11 @@ mod tests {
         set(&etc, ROOT, 0o755);
         set(&target, ROOT, 0o644);
         set(&elsewhere, ROOT, 0o755);
-        assert_eq!(check_system_file(&link, ROOT), Ok(()));
+        assert_eq!(check_system_file(&link, &rule(temp.path())), Ok(()));
 
         // The target's directory is someone else's: refused, though the link's is fine.
         set(&elsewhere, OTHER, 0o755);
-        let reason = check_system_file(&link, ROOT).expect_err("refused");
+        let reason = check_system_file(&link, &rule(temp.path())).expect_err("refused");
         assert!(
             reason.starts_with(&elsewhere.display().to_string()),
             "{reason}"
@@ -211,14 +335,110 @@ mod tests {
 
         // The link's directory is world-writable: refused, though the target's is fine.
         set(&etc, ROOT, 0o777);
-        let reason = check_system_file(&link, ROOT).expect_err("refused");
+        let reason = check_system_file(&link, &rule(temp.path())).expect_err("refused");
         assert!(reason.starts_with(&etc.display().to_string()), "{reason}");
         set(&etc, ROOT, 0o755);
 
-        assert_eq!(check_system_file(&etc.join("absent.json"), ROOT), Ok(()));
         assert_eq!(
-            check_system_file(&temp.path().join("no/dir.json"), ROOT),
+            check_system_file(&etc.join("absent.json"), &rule(temp.path())),
             Ok(())
         );
+        assert_eq!(
+            check_system_file(&temp.path().join("no/dir.json"), &rule(temp.path())),
+            Ok(())
+        );
+    }
+
+    /// Every directory up to the top is checked, not only the file's own: a world-writable
+    /// or foreign directory anywhere above refuses the file, a root-owned link is followed.
+    #[test]
+    fn every_directory_above_the_file_is_checked() {
+        if !is_root() {
+            eprintln!("skipped: giving files to another uid needs root");
+            return;
+        }
+        let temp = tempfile::tempdir().expect("temp dir");
+        set(temp.path(), ROOT, 0o755);
+        let top = temp.path().join("top");
+        let etc = top.join("a/b/etc");
+        fs::create_dir_all(&etc).expect("dirs");
+        let file = etc.join("settings.json");
+        fs::write(&file, "{}").expect("file");
+        for dir in [&top, &top.join("a"), &top.join("a/b"), &etc] {
+            set(dir, ROOT, 0o755);
+        }
+        set(&file, ROOT, 0o644);
+        let rule = rule(temp.path());
+        assert_eq!(check_system_file(&file, &rule), Ok(()));
+        // (directory, owner, mode): each refuses the file, naming that directory.
+        let cases = [
+            (top.clone(), ROOT, 0o1777),
+            (top.join("a"), OTHER, 0o755),
+            (top.join("a/b"), ROOT, 0o775),
+        ];
+        for (dir, uid, mode) in cases {
+            set(&dir, uid, mode);
+            let reason = check_system_file(&file, &rule).expect_err("refused");
+            assert!(
+                reason.starts_with(&format!("{} is", dir.display())),
+                "{}: {reason}",
+                dir.display()
+            );
+            set(&dir, ROOT, 0o755);
+        }
+        // `..` is taken as written, before anything is followed.
+        let roundabout = etc.join("../etc/settings.json");
+        assert_eq!(check_system_file(&roundabout, &rule), Ok(()));
+        set(&top.join("a/b"), ROOT, 0o777);
+        assert!(check_system_file(&roundabout, &rule).is_err());
+        set(&top.join("a/b"), ROOT, 0o755);
+        // Not a regular file: refused.
+        let dir_as_file = etc.join("dir.json");
+        fs::create_dir(&dir_as_file).expect("dir");
+        set(&dir_as_file, ROOT, 0o755);
+        let reason = check_system_file(&dir_as_file, &rule).expect_err("refused");
+        assert!(reason.contains("not a regular file"), "{reason}");
+        // A symbolic directory link owned by someone else: refused, though its target passes.
+        let link = top.join("link");
+        symlink(&etc, &link).expect("symlink");
+        nix::unistd::fchownat(
+            nix::fcntl::AT_FDCWD,
+            &link,
+            Some(nix::unistd::Uid::from_raw(OTHER)),
+            None,
+            nix::fcntl::AtFlags::AT_SYMLINK_NOFOLLOW,
+        )
+        .expect("lchown");
+        let reason = check_system_file(&link.join("settings.json"), &rule).expect_err("refused");
+        assert!(reason.contains("symbolic link"), "{reason}");
+    }
+
+    /// With nothing trusted, the check goes up to `/`: under a world-writable temp root (as
+    /// `/tmp` is) every file is refused, naming that root, as Gemini CLI refuses it.
+    #[test]
+    fn nothing_trusted_checks_up_to_the_root() {
+        let temp = tempfile::tempdir().expect("temp dir");
+        let file = temp.path().join("settings.json");
+        fs::write(&file, "{}").expect("file");
+        let own = SystemFileRule {
+            owner: nix::unistd::geteuid().as_raw(),
+            trusted_above: None,
+        };
+        let result = check_system_file(&file, &own);
+        let insecure_above = temp.path().ancestors().skip(1).find(|dir| {
+            fs::metadata(dir).is_ok_and(|m| {
+                m.mode() & GROUP_OR_OTHER_WRITE != 0 || !(m.uid() == 0 || m.uid() == own.owner)
+            })
+        });
+        match insecure_above {
+            Some(dir) => {
+                let reason = result.expect_err("refused");
+                assert!(
+                    reason.starts_with(&format!("{} is", dir.display())),
+                    "{reason}"
+                );
+            }
+            None => assert_eq!(result, Ok(())),
+        }
     }
 }

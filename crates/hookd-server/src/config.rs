@@ -64,6 +64,10 @@ pub struct ServerConfig {
     /// not loaded (Gemini CLI's rule: root, 0). Tests running as an ordinary user set their
     /// own uid.
     pub system_owner: u32,
+    /// A directory whose ancestors are not checked on the way to the system settings files
+    /// (Gemini CLI checks every directory up to `/`: `None`, the default). Only for tests,
+    /// whose temp dirs sit under a world-writable `/tmp`.
+    pub system_trusted_above: Option<PathBuf>,
     /// Where reload requests come from (SIGHUP in the `hookd` binary).
     pub control: Control,
     /// Who hears about readiness, reloads, shutdown and watchdog ticks (systemd's notify
@@ -138,6 +142,7 @@ impl std::fmt::Debug for ServerConfig {
             .field("home", &self.home)
             .field("claude_settings", &self.claude_settings)
             .field("system_owner", &self.system_owner)
+            .field("system_trusted_above", &self.system_trusted_above)
             .field("lifecycle", &self.lifecycle.is_some())
             .field("audit", &self.audit)
             .finish_non_exhaustive()
@@ -170,6 +175,7 @@ impl ServerConfig {
             home,
             claude_settings: false,
             system_owner: 0,
+            system_trusted_above: None,
             control: Control::new(),
             lifecycle: None,
             audit: None,

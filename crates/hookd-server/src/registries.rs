@@ -179,7 +179,8 @@ impl Registries {
     pub(crate) fn new(config: &ServerConfig) -> Registries {
         let env = LoaderEnv::new(config.env.clone(), config.home.clone())
             .with_claude_settings(config.claude_settings)
-            .with_system_owner(config.system_owner);
+            .with_system_owner(config.system_owner)
+            .with_system_trusted_above(config.system_trusted_above.clone());
         Registries {
             paths: LayerPaths::resolve(&env),
             env,
