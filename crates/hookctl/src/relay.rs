@@ -388,16 +388,20 @@ fn ask_daemon(
         .socket
         .clone()
         .unwrap_or_else(hookd_protocol::default_socket_path);
-    let known_down = args
-        .state_dir
-        .as_deref()
-        .is_some_and(|dir| modified_recently(&dir.join(DOWN_MARK)));
-    let budget = retry_budget(
-        args.retry,
-        std::env::var_os(RETRY_ENV_VAR).as_deref(),
-        known_down,
-    );
-    let result = exchange_with_retries(&socket, &request, budget, args.state_dir.as_deref())
+    // The "daemon down" mark matters only once an attempt has failed: it is looked at then,
+    // not on every event.
+    let budget = || {
+        let known_down = args
+            .state_dir
+            .as_deref()
+            .is_some_and(|dir| modified_recently(&dir.join(DOWN_MARK)));
+        retry_budget(
+            args.retry,
+            std::env::var_os(RETRY_ENV_VAR).as_deref(),
+            known_down,
+        )
+    };
+    let result = exchange_with_retries(&socket, request, budget, args.state_dir.as_deref())
         .map_err(|err| match err {
             Exchange::Gone(reason) | Exchange::Lost(reason) => RelayError::Unreachable {
                 socket: socket.display().to_string(),
@@ -775,46 +779,56 @@ pub fn backoff_schedule(budget: Duration) -> Vec<Duration> {
 /// when it crashes or is killed.
 fn exchange_with_retries(
     socket: &Path,
-    request: &EventRequest,
-    budget: Duration,
+    request: EventRequest,
+    budget: impl FnOnce() -> Duration,
     state_dir: Option<&Path>,
 ) -> Result<EventResult, Exchange> {
-    let mut pauses = backoff_schedule(budget).into_iter();
+    // The hello and the event, encoded once and written together on every attempt.
+    let hello = ClientMessage::Hello(ClientHello::new(
+        format!("hookctl-relay/{}", env!("CARGO_PKG_VERSION")),
+        None,
+    ));
+    let mut frames = Vec::new();
+    push_frame(&mut frames, &hookd_protocol::encode(&hello))?;
+    push_frame(
+        &mut frames,
+        &hookd_protocol::encode(&ClientMessage::Event(request)),
+    )?;
+    let mut budget = Some(budget);
+    let mut pauses = Vec::new().into_iter();
     loop {
-        match exchange(socket, request.clone()) {
-            Err(Exchange::Gone(reason)) => match pauses.next() {
-                Some(pause) => std::thread::sleep(pause),
-                None => {
-                    if let Some(dir) = state_dir {
-                        note_unreachable(dir);
-                    }
-                    return Err(Exchange::Lost(reason));
+        match exchange(socket, &frames) {
+            Err(Exchange::Gone(reason)) => {
+                if let Some(budget) = budget.take() {
+                    pauses = backoff_schedule(budget()).into_iter();
                 }
-            },
+                match pauses.next() {
+                    Some(pause) => std::thread::sleep(pause),
+                    None => {
+                        if let Some(dir) = state_dir {
+                            note_unreachable(dir);
+                        }
+                        return Err(Exchange::Lost(reason));
+                    }
+                }
+            }
             other => return other,
         }
     }
 }
 
-/// Connects, says hello, sends the event and reads frames until its result.
-fn exchange(socket: &Path, request: EventRequest) -> Result<EventResult, Exchange> {
+/// Connects, writes `frames` (the hello and the event) and reads frames until the event's
+/// result.
+fn exchange(socket: &Path, frames: &[u8]) -> Result<EventResult, Exchange> {
     let started = Instant::now();
     let mut stream = connect(socket, started + HELLO_TIMEOUT)?;
-    let hello = ClientMessage::Hello(ClientHello::new(
-        format!("hookctl-relay/{}", env!("CARGO_PKG_VERSION")),
-        None,
-    ));
-    let event = ClientMessage::Event(request);
-    let mut frames = Vec::new();
-    push_frame(&mut frames, &hookd_protocol::encode(&hello))?;
-    push_frame(&mut frames, &hookd_protocol::encode(&event))?;
     // Until the daemon's hello, every wait is bounded by the hello deadline.
     let remaining = HELLO_TIMEOUT
         .saturating_sub(started.elapsed())
         .max(Duration::from_millis(1));
     stream.set_write_timeout(Some(remaining))?;
     stream.set_read_timeout(Some(remaining))?;
-    stream.write_all(&frames)?;
+    stream.write_all(frames)?;
     match read_message(&mut stream)? {
         ServerMessage::Hello(_) => {}
         ServerMessage::Error(error) => return Err(Exchange::Refused(error.message)),
