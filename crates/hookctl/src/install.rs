@@ -55,6 +55,13 @@ pub const RELAY_NAME: &str = "hookd-relay";
 /// `hookctl`, so it starts faster.
 pub const RELAY_BINARY: &str = "hookd-relay";
 
+/// The command that installs a statically linked `hookd-relay` from a checkout of hookd (the
+/// dynamic loader is about a third of a dynamically linked relay's start-up). `--target` keeps
+/// the flag off the build's proc-macro crates, which cannot be linked statically.
+pub const STATIC_RELAY_BUILD: &str = "RUSTFLAGS='-C target-feature=+crt-static' cargo install \
+     --locked --path crates/hookctl --bin hookd-relay --target \
+     \"$(rustc -vV | sed -n 's/^host: //p')\"";
+
 /// What a hook waits when it sets no `timeout`, under Gemini CLI's rules (60 s).
 const GEMINI_DEFAULT_TIMEOUT_MS: u64 = hookd_core::DEFAULT_TIMEOUT_MS;
 
@@ -303,15 +310,32 @@ impl Locations {
         &self.env
     }
 
-    /// Whether `hookd-relay` is found on `PATH`.
-    fn relay_on_path(&self) -> bool {
+    /// The `hookd-relay` found first on `PATH`, if any.
+    fn relay_found_on_path(&self) -> Option<PathBuf> {
         use std::os::unix::fs::PermissionsExt;
-        self.env.var("PATH").is_some_and(|path| {
-            std::env::split_paths(path).any(|dir| {
-                std::fs::metadata(dir.join(RELAY_BINARY)).is_ok_and(|metadata| {
+        let path = self.env.var("PATH")?;
+        std::env::split_paths(path)
+            .map(|dir| dir.join(RELAY_BINARY))
+            .find(|relay| {
+                std::fs::metadata(relay).is_ok_and(|metadata| {
                     metadata.is_file() && metadata.permissions().mode() & 0o111 != 0
                 })
             })
+    }
+
+    /// Whether `hookd-relay` is found on `PATH`.
+    fn relay_on_path(&self) -> bool {
+        self.relay_found_on_path().is_some()
+    }
+
+    /// The `hookd-relay` binary relay entries written now would run, when there is one:
+    /// the one on `PATH`, else the one next to this executable.
+    fn relay_binary(&self) -> Option<PathBuf> {
+        self.relay_found_on_path().or_else(|| {
+            Path::new(&self.exe)
+                .parent()
+                .map(|dir| dir.join(RELAY_BINARY))
+                .filter(|relay| relay.is_file())
         })
     }
 
@@ -638,6 +662,17 @@ fn rewire(
                 || "its directory".to_owned(),
                 |dir| dir.display().to_string()
             )
+        );
+    }
+    if !wiring.is_empty()
+        && let Some(relay) = locations.relay_binary()
+        && crate::elf::is_dynamically_linked(&relay) == Some(true)
+    {
+        let _ = writeln!(
+            report,
+            "note: {} is dynamically linked; a static build starts about 0.3 ms faster on \
+             every relayed event: {STATIC_RELAY_BUILD}",
+            relay.display()
         );
     }
     let mut relay_hooks = relay_entries(target.host, &program, socket, &wiring);

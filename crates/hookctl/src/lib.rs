@@ -36,6 +36,7 @@ pub(crate) fn read_settings_text_or_empty(path: &Path) -> String {
     }
 }
 
+pub mod elf;
 pub mod install;
 pub mod manage;
 pub mod migrate;

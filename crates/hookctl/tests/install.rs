@@ -181,6 +181,13 @@ fn gemini_user_hooks_move_to_hookd_and_come_back_byte_for_byte() {
     assert!(report.contains("--- /dev/null"), "{report}");
     assert!(report.contains("Installed"), "{report}");
     assert!(report.contains("restart running sessions"), "{report}");
+    // The relay under test is linked as this build links it; install says when that costs.
+    let dynamic = hookctl::elf::is_dynamically_linked(Path::new(&relay_exe()));
+    assert_eq!(
+        report.contains("is dynamically linked; a static build"),
+        dynamic == Some(true),
+        "{dynamic:?}: {report}"
+    );
 
     // The host keeps its other settings and comments; its hooks are one relay entry for each
     // event hookd has hooks for, with the hooks' matcher, waiting for the slowest of them.
