@@ -7,6 +7,8 @@ time of the CLI process, spawn to exit, is measured under five configurations:
 - `none`: no hooks, nothing installed;
 - `install, no hooks`: `hookctl install` with no hooks to move, a daemon running: the cost of
   the relay entries alone;
+- `true in CLI`: the cheapest possible hook, `true`, run by the CLI itself: what the CLI pays to
+  run any command hook at all, the floor under every other row;
 - `guard in CLI`: one Python guard hook (the CLI's tool event, shell tool matcher) run by the
   CLI itself;
 - `guard via hookd`: the same hook moved by `hookctl install`, run one-shot by hookd;
@@ -14,6 +16,7 @@ time of the CLI process, spawn to exit, is measured under five configurations:
 
 Each configuration has its own world (daemon and fake model kept running); the runs are
 interleaved, one session of each per round in a rotating order, so drift hits all alike.
+`--static-relay` links `hookd-relay` statically first (README: a static relay).
 Medians of `--runs` sessions are printed with the ratios the issue's targets name, then
 `hookd-bench relay` (exec-to-exit of `hookctl relay` next to `bash -c true`) is run.
 """
@@ -42,14 +45,15 @@ for line in sys.stdin:
     print(json.dumps(answer), flush=True)
 '''
 
-CONFIGS = ["none", "install, no hooks", "guard in CLI", "guard via hookd", "guard via hookd worker"]
+CONFIGS = ["none", "install, no hooks", "true in CLI", "guard in CLI", "guard via hookd", "guard via hookd worker"]
 
 
 def setup(ctx, host, config, calls):
     w = World(ctx.tools, "bench-%s-%s" % (host.name, config.replace(" ", "").replace(",", "")))
     host.prepare(w)
     script = write_script(w.hooks_dir / "guard.py", BENCH_GUARD)
-    entry = {"type": "command", "command": 'python3 "%s"' % script}
+    command = "true" if config == "true in CLI" else 'python3 "%s"' % script
+    entry = {"type": "command", "command": command}
     if host.name == "gemini":
         entry.update({"name": "guard", "timeout": 10000})
     else:
@@ -120,6 +124,11 @@ def report(host, medians, calls):
     lines.append(
         "  everything per call (over no install): CLI %.1f ms, hookd one-shot %.1f ms, hookd worker %.1f ms"
         % (cli, (medians["guard via hookd"] - none) / calls * 1000, (medians["guard via hookd worker"] - none) / calls * 1000)
+    )
+    floor = (medians["true in CLI"] - none) / calls * 1000
+    lines.append(
+        "  the CLI's own cost of any hook (true in CLI, per call): %.1f ms; hookd worker above it: %.1f ms"
+        % (floor, worker - floor)
     )
     lines.append(
         "  CLI's per-call overhead / hookd worker's: %s (target >= 5x)"

@@ -64,7 +64,7 @@ def cache_dir():
     return target_dir() / "interop-cache"
 
 
-def build(release=False):
+def build(release=False, static_relay=False):
     cmd = ["cargo", "build", "--locked", "-p", "hookd", "-p", "hookctl"]
     if release:
         # The benchmark also runs hookd-bench's relay benchmark.
@@ -72,6 +72,14 @@ def build(release=False):
     log("building: " + " ".join(cmd))
     subprocess.run(cmd, cwd=REPO, check=True)
     profile = "release" if release else "debug"
+    if static_relay:
+        # Relinks hookd-relay in place, statically (README: a static relay).
+        cmd = ["cargo", "rustc", "--locked", "-p", "hookctl", "--bin", "hookd-relay"]
+        if release:
+            cmd.append("--release")
+        cmd += ["--", "-C", "target-feature=+crt-static"]
+        log("building: " + " ".join(cmd))
+        subprocess.run(cmd, cwd=REPO, check=True)
     bins = target_dir() / profile
     return bins / "hookd", bins / "hookctl"
 
