@@ -177,34 +177,94 @@ pub struct SyncArgs {
 
 /// Runs `hookctl install` and prints its report.
 pub fn run_install(args: &InstallArgs, socket: Option<&Path>) -> ExitCode {
-    finish(install(
+    let result = install(
         args,
         socket,
         &Locations::from_process(),
         &mut Prompt::Terminal,
-    ))
+    );
+    finish(result, (!args.dry_run).then_some(socket))
 }
 
 /// Runs `hookctl uninstall` and prints its report.
-pub fn run_uninstall(args: &UninstallArgs) -> ExitCode {
-    finish(uninstall(args, &Locations::from_process()))
+pub fn run_uninstall(args: &UninstallArgs, socket: Option<&Path>) -> ExitCode {
+    let result = uninstall(args, &Locations::from_process());
+    finish(result, (!args.dry_run).then_some(socket))
 }
 
 /// Runs `hookctl sync` and prints its report.
-pub fn run_sync(args: &SyncArgs) -> ExitCode {
-    finish(sync(args, &Locations::from_process()))
+pub fn run_sync(args: &SyncArgs, socket: Option<&Path>) -> ExitCode {
+    let result = sync(args, &Locations::from_process());
+    finish(result, (!args.dry_run).then_some(socket))
 }
 
-fn finish(result: anyhow::Result<String>) -> ExitCode {
+/// Prints the report; when files may have changed (`reload` is `Some`, with the `--socket`
+/// given, if any), asks a running daemon to read its hooks files now.
+fn finish(result: anyhow::Result<String>, reload: Option<Option<&Path>>) -> ExitCode {
     match result {
         Ok(report) => {
             print!("{report}");
+            if let Some(socket) = reload {
+                let socket =
+                    socket.map_or_else(hookd_protocol::default_socket_path, Path::to_owned);
+                print!("{}", reload_daemon(&socket));
+            }
             ExitCode::SUCCESS
         }
         Err(err) => {
             eprintln!("hookctl: {err:#}");
             ExitCode::FAILURE
         }
+    }
+}
+
+/// How long `install`, `uninstall` and `sync` wait for a running daemon's reload.
+const RELOAD_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(5);
+
+/// Asks the daemon at `socket`, if one runs, to read its settings files again at once, and
+/// says what happened in one line.
+///
+/// A daemon notices changed files by itself, but a hooks file in a directory that did not
+/// exist before (`~/.config/hookd/` on a first install) only within a couple of seconds: the
+/// first events after an install would find the hooks neither in the host (moved out) nor in
+/// hookd (not read yet). The reload closes that gap.
+pub fn reload_daemon(socket: &Path) -> String {
+    if hookd_protocol::verify_socket_path(socket).is_err() {
+        return format!(
+            "hookd is not running at {} (it reads the hooks files when it starts).\n",
+            socket.display()
+        );
+    }
+    let runtime = match tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+    {
+        Ok(runtime) => runtime,
+        Err(err) => return format!("warning: cannot ask hookd to reload: {err}\n"),
+    };
+    let reloaded = runtime.block_on(async {
+        tokio::time::timeout(RELOAD_TIMEOUT, async {
+            let options = hookd_client::ConnectOptions {
+                client_name: format!("hookctl/{}", env!("CARGO_PKG_VERSION")),
+                ..hookd_client::ConnectOptions::default()
+            };
+            let client = hookd_client::Client::connect(socket, options).await?;
+            client.reload().await
+        })
+        .await
+    });
+    match reloaded {
+        Ok(Ok(_)) => "hookd has read its hooks files again.\n".to_owned(),
+        Ok(Err(err)) => format!(
+            "warning: hookd at {} did not reload ({err}); it reads changed files within a few \
+             seconds, or run `hookctl reload`.\n",
+            socket.display()
+        ),
+        Err(_) => format!(
+            "warning: hookd at {} did not answer the reload within {} s; run `hookctl reload`.\n",
+            socket.display(),
+            RELOAD_TIMEOUT.as_secs()
+        ),
     }
 }
 

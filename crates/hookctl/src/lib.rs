@@ -157,8 +157,8 @@ pub fn run(cli: Cli) -> ExitCode {
     match &cli.command {
         Command::Relay(command) => return relay::run(&command.to_args(cli.socket.clone())),
         Command::Install(args) => return install::run_install(args, cli.socket.as_deref()),
-        Command::Uninstall(args) => return install::run_uninstall(args),
-        Command::Sync(args) => return install::run_sync(args),
+        Command::Uninstall(args) => return install::run_uninstall(args, cli.socket.as_deref()),
+        Command::Sync(args) => return install::run_sync(args, cli.socket.as_deref()),
         _ => {}
     }
     let runtime = match tokio::runtime::Builder::new_current_thread()

@@ -863,3 +863,60 @@ async fn a_daemon_restarting_by_hand_loses_no_call() {
     assert_eq!(answer["reason"], json!("no rm here"), "{answer}");
     assert_eq!(relay_log(&socket), "");
 }
+
+/// A first install moves the user's guard into `~/.config/hookd/`, a directory the running
+/// daemon has not seen yet: install asks it to reload, so the very next relayed call is
+/// guarded (not answered by neither the host, whose hook moved out, nor hookd, which has not
+/// read the new file yet).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_first_event_after_install_runs_the_moved_hook() {
+    let scratch = tempfile::tempdir().unwrap();
+    let guard = script(
+        scratch.path(),
+        "guard.sh",
+        "cat >/dev/null; echo 'moved guard says no' >&2; exit 2",
+    );
+    let user = settings(&[("BeforeTool", Some("run_shell_command"), guard)]);
+    let fixture = Fixture::start("{}", Some(&user)).await;
+    assert!(!fixture.home.join(".config/hookd").exists());
+    let home = fixture.home.clone();
+    let socket = fixture.socket.clone();
+    let project = fixture.project.clone();
+    let output = tokio::task::spawn_blocking(move || {
+        Command::new(env!("CARGO_BIN_EXE_hookctl"))
+            .args(["--socket"])
+            .arg(&socket)
+            .args(["install", "--host", "gemini", "--yes"])
+            .current_dir(&project)
+            .env("HOME", &home)
+            .env_remove("XDG_CONFIG_HOME")
+            .env_remove("XDG_STATE_HOME")
+            .env_remove("HOOKD_SOCKET")
+            .output()
+            .unwrap()
+    })
+    .await
+    .unwrap();
+    let report = String::from_utf8_lossy(&output.stdout);
+    assert!(output.status.success(), "{report} {output:?}");
+    assert!(
+        report.contains("hookd has read its hooks files again"),
+        "{report}"
+    );
+    assert!(fixture.home.join(".config/hookd/hooks.json").is_file());
+
+    let host = Host {
+        socket: &fixture.socket,
+        cwd: &fixture.project,
+        env: Vec::new(),
+    };
+    let run = host
+        .relay(
+            &["BeforeTool"],
+            &gemini_payload("BeforeTool", &fixture.project),
+        )
+        .await;
+    assert_eq!(run.code, 0, "{}", run.stderr);
+    assert_eq!(run.json()["decision"], json!("deny"), "{}", run.stdout);
+    assert_eq!(run.json()["reason"], json!("moved guard says no"));
+}
