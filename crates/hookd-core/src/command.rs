@@ -14,6 +14,8 @@
 //!
 //! [`simple_commands`] cuts a command line into the words of its simple commands, for the
 //! rules that look at which program a hook runs (such as recognising `hookctl relay`).
+//! [`plain_command`] recognises the command lines bash would run as exactly one program with
+//! literal arguments, which the runner then starts without bash.
 
 /// The values the command variables expand to.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -373,6 +375,85 @@ pub fn simple_commands(line: &str) -> Vec<Vec<String>> {
         .collect()
 }
 
+/// The bash keywords and builtins: a command line whose first word is one of them runs inside
+/// bash, never as a program of its own.
+#[rustfmt::skip]
+const BASH_WORDS: &[&str] = &[
+    "!", "[[", "]]", "{", "}", "case", "coproc", "do", "done", "elif", "else", "esac", "fi",
+    "for", "function", "if", "in", "select", "then", "time", "until", "while", ":", ".", "[",
+    "alias", "bg", "bind", "break", "builtin", "caller", "cd", "command", "compgen", "complete",
+    "compopt", "continue", "declare", "dirs", "disown", "echo", "enable", "eval", "exec", "exit",
+    "export", "false", "fc", "fg", "getopts", "hash", "help", "history", "jobs", "kill", "let",
+    "local", "logout", "mapfile", "popd", "printf", "pushd", "pwd", "read", "readarray",
+    "readonly", "return", "set", "shift", "shopt", "source", "suspend", "test", "times", "trap",
+    "true", "type", "typeset", "ulimit", "umask", "unalias", "unset", "wait",
+];
+
+/// Whether `word` is a bash keyword or builtin.
+pub fn is_bash_word(word: &str) -> bool {
+    BASH_WORDS.contains(&word)
+}
+
+/// The words of `line` when bash would run it as exactly one program with literal arguments,
+/// else `None`.
+///
+/// Accepted: words of the characters `A-Z a-z 0-9 _ . / , : @ % + = -` (and any other
+/// non-ASCII character), separated by spaces or tabs, each possibly made of parts in single
+/// quotes (anything but a quote and a newline) or double quotes (anything but `$`, a backquote,
+/// `\`, `!`, a quote and a newline). Refused: everything else — expansions, globs, `~`,
+/// comments, redirections, pipes, lists, escapes, newlines, an assignment before the command
+/// (`NAME=value cmd`), an empty line, and a first word that is a bash keyword or builtin (bash
+/// runs those itself).
+pub fn plain_command(line: &str) -> Option<Vec<String>> {
+    let mut words: Vec<String> = Vec::new();
+    let mut word: Option<String> = None;
+    let mut chars = line.chars();
+    while let Some(c) = chars.next() {
+        match c {
+            ' ' | '\t' => {
+                if let Some(done) = word.take() {
+                    words.push(done);
+                }
+            }
+            '\'' => {
+                let part = word.get_or_insert_with(String::new);
+                loop {
+                    match chars.next()? {
+                        '\'' => break,
+                        '\n' => return None,
+                        c => part.push(c),
+                    }
+                }
+            }
+            '"' => {
+                let part = word.get_or_insert_with(String::new);
+                loop {
+                    match chars.next()? {
+                        '"' => break,
+                        '$' | '`' | '\\' | '!' | '\n' => return None,
+                        c => part.push(c),
+                    }
+                }
+            }
+            c if c.is_ascii_alphanumeric()
+                || matches!(c, '_' | '.' | '/' | ',' | ':' | '@' | '%' | '+' | '=' | '-')
+                || !c.is_ascii() =>
+            {
+                word.get_or_insert_with(String::new).push(c);
+            }
+            _ => return None,
+        }
+    }
+    words.extend(word);
+    let first = words.first()?;
+    // `NAME=value` first is an assignment; a quoted `=` would not be, but is rare enough to
+    // leave to bash. An empty first word (`''`) is bash's "command not found".
+    if first.is_empty() || first.contains('=') || is_bash_word(first) {
+        return None;
+    }
+    Some(words)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -540,5 +621,78 @@ mod tests {
                 .collect();
             assert_eq!(simple_commands(line), expected, "{line:?}");
         }
+    }
+
+    #[test]
+    fn plain_commands_are_recognised_and_everything_else_is_left_to_bash() {
+        let words = |list: &[&str]| Some(list.iter().map(|w| (*w).to_owned()).collect::<Vec<_>>());
+        // (line, the program and its arguments, or None: bash runs it)
+        let cases: Vec<(&str, Option<Vec<String>>)> = vec![
+            ("python3 guard.py", words(&["python3", "guard.py"])),
+            (
+                "  node   /opt/hooks/a.js\t--fast ",
+                words(&["node", "/opt/hooks/a.js", "--fast"]),
+            ),
+            (
+                "python3 \"/home/u/my hooks/g.py\"",
+                words(&["python3", "/home/u/my hooks/g.py"]),
+            ),
+            (
+                "'/a b/run' 'x\"y' \"it's\"",
+                words(&["/a b/run", "x\"y", "it's"]),
+            ),
+            (
+                "run --opt=1 a,b u@h:p 50% +x",
+                words(&["run", "--opt=1", "a,b", "u@h:p", "50%", "+x"]),
+            ),
+            ("pre'fix'\"ed\" ''", words(&["prefixed", ""])),
+            ("./hook.sh", words(&["./hook.sh"])),
+            (
+                "hookd-relay BeforeTool",
+                words(&["hookd-relay", "BeforeTool"]),
+            ),
+            ("café ünï", words(&["café", "ünï"])),
+            ("", None),
+            ("   ", None),
+            ("''", None),
+            ("true", None),
+            ("echo hi", None),
+            ("exec python3 g.py", None),
+            ("[ -f x ]", None),
+            ("cd sub", None),
+            ("if", None),
+            ("FOO=1 python3 g.py", None),
+            ("python3 g.py > out", None),
+            ("python3 g.py 2>&1", None),
+            ("python3 g.py | tee x", None),
+            ("a; b", None),
+            ("a && b", None),
+            ("a &", None),
+            ("python3 $HOME/g.py", None),
+            ("python3 \"$HOME/g.py\"", None),
+            ("python3 ${X}", None),
+            ("python3 `x`", None),
+            ("python3 \"`x`\"", None),
+            ("python3 *.py", None),
+            ("python3 g?.py", None),
+            ("python3 [ab].py", None),
+            ("python3 {a,b}.py", None),
+            ("python3 ~/g.py", None),
+            ("python3 g.py # note", None),
+            ("python3 a\\ b", None),
+            ("python3 \"a\\\"b\"", None),
+            ("python3 \"hi!\"", None),
+            ("python3 'unterminated", None),
+            ("python3 \"unterminated", None),
+            ("python3 'multi\nline'", None),
+            ("python3 g.py\npython3 h.py", None),
+            ("(python3 g.py)", None),
+            ("python3 <(x)", None),
+        ];
+        for (line, expected) in cases {
+            assert_eq!(plain_command(line), expected, "{line:?}");
+        }
+        assert!(is_bash_word("ulimit") && is_bash_word("umask") && is_bash_word("wait"));
+        assert!(!is_bash_word("python3") && !is_bash_word("env"));
     }
 }

@@ -79,7 +79,7 @@ use tokio::sync::Semaphore;
 use tokio_util::sync::CancellationToken;
 
 use crate::prewarm::{PrewarmRequest, Prewarmer};
-use crate::process::{ProcessLimits, ProcessSpec, run_process};
+use crate::process::{ProcessLimits, ProcessSpec, run_one_shot, run_process};
 use crate::slots::SlotSource;
 use crate::spawn::HookEnv;
 use crate::verify;
@@ -754,7 +754,7 @@ impl<'a> Firing<'a> {
                 // The memory files must stay open until the hook has exited: a shell reads
                 // a sourced file as it goes.
                 let mut _memfds = Vec::new();
-                if let Some(collected) = verified {
+                let run = if let Some(collected) = verified {
                     match verify::exec_line(collected) {
                         Ok(line) => {
                             spec.args = vec!["-c".to_owned(), line.line];
@@ -766,8 +766,11 @@ impl<'a> Firing<'a> {
                             });
                         }
                     }
-                }
-                let run = run_process(spec, &self.config.limits, self.cancel).await;
+                    // The verified line reads memory files through the shell: as written.
+                    run_process(spec, &self.config.limits, self.cancel).await
+                } else {
+                    run_one_shot(spec, &self.config.limits, self.cancel).await
+                };
                 drop(permit);
                 run
             }

@@ -12,6 +12,7 @@
 //! bytes of its scripts.
 
 pub mod configfile;
+mod direct;
 pub mod fire;
 pub mod loader;
 pub mod prewarm;

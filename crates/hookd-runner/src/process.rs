@@ -161,6 +161,46 @@ pub async fn run_process(
     }
 }
 
+/// [`run_process`] for a one-shot hook: a `bash -c LINE` whose line only starts one program is
+/// started without bash, as bash would have started it (`crate::direct`); when that start
+/// fails, bash runs the line as given, with its own message and exit code.
+pub async fn run_one_shot(
+    spec: ProcessSpec,
+    limits: &ProcessLimits,
+    cancel: &CancellationToken,
+) -> HookRun {
+    let started = Instant::now();
+    if cancel.is_cancelled() {
+        return finished(
+            HookOutcome::Cancelled,
+            Capture::new(0),
+            Capture::new(0),
+            started,
+        );
+    }
+    let spawned = match crate::direct::direct_variant(&spec) {
+        Some(direct) => spawn_process(&direct).or_else(|_| spawn_process(&spec)),
+        None => spawn_process(&spec),
+    };
+    match spawned {
+        Ok(process) => {
+            process
+                .collect(started, spec.stdin, spec.timeout, limits, cancel)
+                .await
+        }
+        Err(message) => spawn_failed(message, started),
+    }
+}
+
+/// The executable `program` names on `path_var` from `cwd` (remembered as spawns remember
+/// it), or `program` itself when it holds a `/`; `None` when there is none.
+pub(crate) fn find_program(program: &Path, path_var: Option<&str>, cwd: &Path) -> Option<PathBuf> {
+    PROGRAMS
+        .find(program, path_var, cwd)
+        .ok()
+        .map(|(found, _)| found)
+}
+
 /// Starts the process of `spec` (its program, arguments, working directory and environment;
 /// `stdin` and `timeout` are for [`SpawnedProcess::feed_and_collect`]) and returns it
 /// blocked on its stdin, or the message of a failed spawn as `run_process` reports it.
@@ -1494,5 +1534,77 @@ mod tests {
             (result.outcome, result.stdout.as_str()),
             (exited(0), "ok\n")
         );
+    }
+
+    /// Runs `line` through bash (as written) and as a one-shot hook (started without bash where
+    /// it can be), and returns both runs' outcome, stdout and stderr.
+    async fn both_ways(
+        line: &str,
+        vars: &[(&str, &str)],
+        cwd: &Path,
+    ) -> [(HookOutcome, String, String); 2] {
+        let limits = ProcessLimits::default();
+        let make = || ProcessSpec {
+            cwd: cwd.to_owned(),
+            env: Arc::new(HookEnv::new(
+                vars.iter()
+                    .map(|(n, v)| ((*n).to_owned(), (*v).to_owned()))
+                    .collect(),
+            )),
+            stdin: Bytes::from_static(b"{\"x\": 1}\n"),
+            ..spec(line)
+        };
+        let shell = run_process(make(), &limits, &CancellationToken::new()).await;
+        let direct = run_one_shot(make(), &limits, &CancellationToken::new()).await;
+        [shell, direct].map(|run| (run.outcome, run.stdout, run.stderr))
+    }
+
+    /// A hook started without bash sees exactly what it would see under bash: arguments,
+    /// environment (`PWD`, `SHLVL`, `_`, `OLDPWD` included; the same variables, compared
+    /// sorted: bash reorders them), stdin, exit code and messages, and where it cannot be
+    /// started, bash's own message and exit code.
+    #[tokio::test]
+    async fn one_shot_hooks_started_without_bash_see_what_bash_would_give_them() {
+        let dir = tempfile::tempdir().expect("temp dir");
+        let cwd = std::fs::canonicalize(dir.path()).expect("canonical");
+        let show = cwd.join("show.sh");
+        std::fs::write(
+            &show,
+            "#!/usr/bin/env bash\nprintf '%s\\n' \"$0\" \"$@\"; env | LC_ALL=C sort; cat; exit 3\n",
+        )
+        .expect("script");
+        let no_shebang = cwd.join("no-shebang");
+        std::fs::write(&no_shebang, "echo from a script without a shebang\n").expect("script");
+        let not_executable = cwd.join("not-executable");
+        std::fs::write(&not_executable, "#!/bin/sh\necho never\n").expect("script");
+        for path in [&show, &no_shebang] {
+            std::fs::set_permissions(path, std::fs::Permissions::from_mode(0o755)).expect("chmod");
+        }
+        let bin = format!("{}:{PATH}", cwd.display());
+        let lines = [
+            "show.sh 'a b' \"c'd\" e,f --g=h",
+            "./show.sh x",
+            "no-shebang",
+            "./not-executable",
+            "no-such-program-here x",
+            "cat",
+        ];
+        let envs: [&[(&str, &str)]; 4] = [
+            &[("PATH", &bin)],
+            &[
+                ("PATH", &bin),
+                ("SHLVL", "4"),
+                ("OLDPWD", "/"),
+                ("PWD", "/"),
+            ],
+            &[("PATH", &bin), ("OLDPWD", "/no/such/dir"), ("HOME", "/h")],
+            &[("PATH", &bin), ("BASH_ENV", "/dev/null")],
+        ];
+        for line in lines {
+            for vars in envs {
+                let [shell, direct] = both_ways(line, vars, &cwd).await;
+                assert_eq!(direct, shell, "{line:?} {vars:?}");
+            }
+        }
     }
 }
