@@ -24,6 +24,7 @@ Medians of `--runs` sessions are printed with the ratios the issue's targets nam
 import json
 import statistics
 import subprocess
+import sys
 
 from harness import REPO, World, log, read_json, target_dir, write_json, write_script
 
@@ -52,7 +53,9 @@ def setup(ctx, host, config, calls):
     w = World(ctx.tools, "bench-%s-%s" % (host.name, config.replace(" ", "").replace(",", "")))
     host.prepare(w)
     script = write_script(w.hooks_dir / "guard.py", BENCH_GUARD)
-    command = "true" if config == "true in CLI" else 'python3 "%s"' % script
+    # The interpreter running this suite, by its path: a `python3` found through a version
+    # manager's shim (itself a script) would be most of what the guard costs.
+    command = "true" if config == "true in CLI" else '"%s" "%s"' % (sys.executable, script)
     entry = {"type": "command", "command": command}
     if host.name == "gemini":
         entry.update({"name": "guard", "timeout": 10000})
