@@ -142,23 +142,7 @@ pub async fn run_process(
     limits: &ProcessLimits,
     cancel: &CancellationToken,
 ) -> HookRun {
-    let started = Instant::now();
-    if cancel.is_cancelled() {
-        return finished(
-            HookOutcome::Cancelled,
-            Capture::new(0),
-            Capture::new(0),
-            started,
-        );
-    }
-    match spawn_process(&spec) {
-        Ok(process) => {
-            process
-                .collect(started, spec.stdin, spec.timeout, limits, cancel)
-                .await
-        }
-        Err(message) => spawn_failed(message, started),
-    }
+    run_started_by(spec, limits, cancel, spawn_process).await
 }
 
 /// [`run_process`] for a one-shot hook: a `bash -c LINE` whose line only starts one program is
@@ -169,6 +153,25 @@ pub async fn run_one_shot(
     limits: &ProcessLimits,
     cancel: &CancellationToken,
 ) -> HookRun {
+    run_started_by(
+        spec,
+        limits,
+        cancel,
+        |spec| match crate::direct::direct_variant(spec) {
+            Some(direct) => spawn_process(&direct).or_else(|_| spawn_process(spec)),
+            None => spawn_process(spec),
+        },
+    )
+    .await
+}
+
+/// Runs `spec` as [`run_process`] does, its process started by `start`.
+async fn run_started_by(
+    spec: ProcessSpec,
+    limits: &ProcessLimits,
+    cancel: &CancellationToken,
+    start: impl FnOnce(&ProcessSpec) -> Result<SpawnedProcess, String>,
+) -> HookRun {
     let started = Instant::now();
     if cancel.is_cancelled() {
         return finished(
@@ -178,11 +181,7 @@ pub async fn run_one_shot(
             started,
         );
     }
-    let spawned = match crate::direct::direct_variant(&spec) {
-        Some(direct) => spawn_process(&direct).or_else(|_| spawn_process(&spec)),
-        None => spawn_process(&spec),
-    };
-    match spawned {
+    match start(&spec) {
         Ok(process) => {
             process
                 .collect(started, spec.stdin, spec.timeout, limits, cancel)
