@@ -43,7 +43,8 @@
 //!
 //! [`Registry::plan`] then follows §3: the enabled hooks of the event in registry order, kept
 //! when their matcher matches, de-duplicated by `name:command` keeping the first (highest
-//! precedence) copy, and run sequentially when any remaining definition says
+//! precedence) copy (for an event Claude Code relays, by Claude Code's rule instead: the same
+//! command string is the same hook, whatever its name), and run sequentially when any remaining definition says
 //! `sequential: true`. Matchers are compiled once here, never per firing. An AfterModel plan
 //! puts its builtin filters first (in registry order among themselves): they act on the text
 //! before any other hook sees it.
@@ -118,6 +119,8 @@ struct RegisteredHook {
     entry: Arc<HookEntry>,
     matcher: Matcher,
     dedup_key: String,
+    /// The key Claude Code de-duplicates by (for events it relays).
+    claude_dedup_key: String,
 }
 
 /// The hooks of one workspace, ready for planning.
@@ -428,6 +431,7 @@ impl Registry {
                     };
                     self.hooks.push(RegisteredHook {
                         dedup_key: entry.config.dedup_key(),
+                        claude_dedup_key: entry.config.claude_dedup_key(),
                         entry: Arc::new(entry),
                         matcher: matcher.clone(),
                     });
@@ -503,7 +507,7 @@ impl Registry {
         context: &MatchContext,
         takes_part: impl Fn(&HookEntry) -> bool,
     ) -> Option<Plan> {
-        self.plan_with(event, context, takes_part, |_| true)
+        self.plan_with(event, context, takes_part, |_| true, DedupRule::Gemini)
     }
 
     /// [`Registry::plan_where`] where a hook for which `runs_here` is false claims its
@@ -514,6 +518,7 @@ impl Registry {
         context: &MatchContext,
         takes_part: impl Fn(&HookEntry) -> bool,
         runs_here: impl Fn(&HookEntry) -> bool,
+        dedup: DedupRule,
     ) -> Option<Plan> {
         let mut seen: HashSet<&str> = HashSet::new();
         // Under `require`, untrusted project hooks are planned (and refused) without claiming
@@ -534,15 +539,19 @@ impl Registry {
             // The first copy of a `name:command` wins; a dropped copy's `sequential` is moot.
             let will_be_refused =
                 self.trust_policy == ProjectHookPolicy::Require && entry.trust.is_untrusted();
-            if seen.contains(hook.dedup_key.as_str()) {
+            let key = match dedup {
+                DedupRule::Gemini => hook.dedup_key.as_str(),
+                DedupRule::Claude => hook.claude_dedup_key.as_str(),
+            };
+            if seen.contains(key) {
                 continue;
             }
             if will_be_refused {
-                if !refused.insert(&hook.dedup_key) {
+                if !refused.insert(key) {
                     continue;
                 }
             } else {
-                seen.insert(&hook.dedup_key);
+                seen.insert(key);
             }
             if !runs_here(entry) {
                 continue;
@@ -582,7 +591,9 @@ impl Registry {
     /// [`Registry::plan_for_input`] for an event relayed by `relayed_by` (`None`: not
     /// relayed). The hooks of files that host runs itself ([`crate::relayed::runs_in_hookd`])
     /// are left out of the plan, but still claim their `name:command` in de-duplication: the
-    /// host runs them, so a copy in one of hookd's files does not run a second time.
+    /// host runs them, so a copy in one of hookd's files does not run a second time. For an
+    /// event Claude Code relays, hooks are de-duplicated by Claude Code's rule: identical
+    /// command strings run once, whatever their names.
     pub fn plan_relayed(
         &self,
         event: HookEventName,
@@ -598,8 +609,21 @@ impl Registry {
                     || crate::dialect::claude_hook_applies(&entry.config, event, input)
             },
             |entry| runs_in_hookd(entry.source, entry.origin.file, relayed_by),
+            match relayed_by {
+                Some(RelayHost::Claude) => DedupRule::Claude,
+                _ => DedupRule::Gemini,
+            },
         )
     }
+}
+
+/// Which copies of a hook count as the same hook in one plan.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum DedupRule {
+    /// Gemini CLI's: the same `name:command`.
+    Gemini,
+    /// Claude Code's, for the events it relays: the same command string, whatever the names.
+    Claude,
 }
 
 #[cfg(test)]
@@ -1635,6 +1659,65 @@ mod tests {
                     "system system",
                     "extension extension",
                 ],
+            ),
+        ];
+        for (host, expected) in cases {
+            let planned: Vec<String> = registry
+                .plan_relayed(HookEventName::BeforeTool, &tool_input, host)
+                .map(|plan| {
+                    plan.hooks
+                        .iter()
+                        .map(|e| format!("{} {}", e.source, e.config.display_name()))
+                        .collect()
+                })
+                .unwrap_or_default();
+            assert_eq!(planned, expected, "{host:?}");
+        }
+    }
+
+    #[test]
+    fn claude_relayed_events_dedup_identical_commands_whatever_their_names() {
+        let file = |source: Source, file: LayerFile, hooks: &[(&str, &str)]| LayerText {
+            source,
+            file,
+            path: PathBuf::from(format!("/{}-{file:?}.json", source.label())),
+            text: before_tool(hooks),
+        };
+        let layers = vec![
+            file(
+                Source::User,
+                LayerFile::Gemini,
+                &[("gemini-guard", "guard")],
+            ),
+            file(
+                Source::User,
+                LayerFile::Hookd,
+                &[("", "guard"), ("other", "other"), ("", "claude-only")],
+            ),
+            file(Source::Project, LayerFile::Claude, &[("", "claude-only")]),
+        ];
+        let registry = Registry::build(&input(layers, vec![]));
+        let tool_input = json!({"tool_name": "t"});
+        let tool_input = tool_input.as_object().cloned().unwrap_or_default();
+        // (relayed by, planned hooks)
+        let cases: [(Option<RelayHost>, &[&str]); 3] = [
+            (
+                None,
+                &[
+                    "project claude-only",
+                    "user gemini-guard",
+                    "user guard",
+                    "user other",
+                ],
+            ),
+            (
+                Some(RelayHost::Gemini),
+                &["project claude-only", "user guard", "user other"],
+            ),
+            // Claude Code runs `claude-only` itself, and `guard` twice is one `guard`.
+            (
+                Some(RelayHost::Claude),
+                &["user gemini-guard", "user other"],
             ),
         ];
         for (host, expected) in cases {
