@@ -1664,6 +1664,7 @@ fn split_hooks(host: Host, root: &Map<String, Value>) -> Split {
         for definition in definitions {
             let (moves, stays) = divide_definition(host, definition);
             if let Some(stays) = stays {
+                split.problems.extend(stays_with_claude(&event, &stays));
                 push_definition(&mut split.kept, &event, stays);
             }
             let Some(moves) = moves else {
@@ -1701,6 +1702,27 @@ fn split_hooks(host: Host, root: &Map<String, Value>) -> Split {
         }
     }
     split
+}
+
+/// One line per hook of a definition that stays in Claude Code's file, saying why hookd
+/// cannot run it.
+fn stays_with_claude(event: &str, definition: &Value) -> Vec<String> {
+    let hooks = definition.get("hooks").and_then(Value::as_array);
+    hooks
+        .into_iter()
+        .flatten()
+        .map(|hook| {
+            let kind = hook.get("type").and_then(Value::as_str).unwrap_or("");
+            let why = match kind {
+                "prompt" => "a prompt hook asks Claude Code's model, which hookd cannot reach",
+                "agent" => "an agent hook runs a subagent inside Claude Code",
+                "mcp_tool" => "an mcp_tool hook calls an MCP server Claude Code is connected to",
+                "http" => "hookd runs command hooks only, not http hooks",
+                _ => "hookd runs command hooks only",
+            };
+            format!("{event} {kind:?} hook stays in Claude Code's settings: {why}")
+        })
+        .collect()
 }
 
 /// One definition's part hookd takes over and the part that stays in the host file; relay
@@ -1790,7 +1812,11 @@ fn relay_event_names(host: Host) -> Vec<&'static str> {
             .iter()
             .map(|event| event.as_str())
             .collect(),
-        Host::Claude => dialect::CLAUDE_EVENTS.to_vec(),
+        // Claude Code's events with a Gemini counterpart, then its own.
+        Host::Claude => dialect::CLAUDE_EVENTS
+            .into_iter()
+            .chain(hookd_core::ClaudeEvent::ALL.map(hookd_core::ClaudeEvent::as_str))
+            .collect(),
     }
 }
 
@@ -2382,11 +2408,20 @@ mod tests {
         assert_eq!(
             Value::Object(split.kept.clone()),
             json!({
-                "PreToolUse": [{"matcher": "Bash", "hooks": [{"type": "prompt", "prompt": "Is this safe?"}]}],
-                "PermissionRequest": [{"hooks": [{"type": "command", "command": "perm.sh"}]}]
+                "PreToolUse": [{"matcher": "Bash", "hooks": [{"type": "prompt", "prompt": "Is this safe?"}]}]
             })
         );
-        assert_eq!(split.moved.len(), 1);
+        // Claude Code's own events move too, under their own name.
+        assert_eq!(
+            split.problems,
+            [
+                "PreToolUse \"prompt\" hook stays in Claude Code's settings: a prompt hook asks \
+              Claude Code's model, which hookd cannot reach"
+            ]
+        );
+        assert_eq!(split.moved.len(), 2);
+        assert_eq!(split.moved[1].host_event, "PermissionRequest");
+        assert_eq!(split.moved[1].hookd[0].0, "PermissionRequest");
         let record = &split.moved[0];
         assert_eq!(record.host_event, "PreToolUse");
         assert_eq!(

@@ -38,6 +38,7 @@
 mod aggregate;
 mod answer;
 mod convert;
+mod events;
 mod matchers;
 mod names;
 mod payload;
@@ -50,7 +51,13 @@ pub use convert::{
     Conversion, ConversionProblem, ConvertOptions, ProblemKind, Purpose, convert_claude_hooks,
     convert_claude_settings,
 };
-pub use matchers::{claude_matcher_matches, claude_matcher_to_gemini, is_valid_claude_matcher};
+pub use events::{
+    BlockStyle, claude_block_style, claude_plain_stdout_field, claude_specific_fields,
+};
+pub use matchers::{
+    claude_matcher_matches, claude_matcher_to_gemini, claude_matcher_verbatim,
+    is_valid_claude_matcher,
+};
 pub use names::{
     CLAUDE_EVENTS, claude_event_to_gemini, claude_notification_type_to_gemini,
     claude_tool_input_to_gemini, claude_tool_to_gemini, claude_tools_for_gemini,

@@ -38,7 +38,7 @@ pub mod sanitize;
 pub mod settings;
 pub mod trust;
 
-pub use event::{HookEventName, MatcherKind, MergeStrategy};
+pub use event::{ClaudeEvent, HookEventName, MatcherKind, MergeStrategy};
 pub use model::{DEFAULT_TIMEOUT_MS, HookConfig, HookEntry, HookType, LayerFile, Origin, Source};
 pub use plan::Plan;
 pub use result::{HookOutcome, HookResult, HookRun, OutputFormat, StreamName};

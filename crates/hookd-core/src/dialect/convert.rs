@@ -5,7 +5,8 @@
 //!
 //! - **Event**: by [`claude_event_to_gemini`]; `Stop` and `SubagentStop` both become
 //!   `AfterAgent`, their definitions appended in file order (never one replacing the other).
-//!   Claude events without a counterpart (`PermissionRequest`, ...) are reported.
+//!   Claude events without a Gemini counterpart (`PermissionRequest`, ...) are held under
+//!   their own name in a layer, and reported by `migrate`.
 //! - **Matcher**: tool events get [`claude_matcher_to_gemini`]. `SessionStart`, `PreCompact`
 //!   and `SessionEnd` match their trigger exactly in Gemini CLI, without alternation, so a
 //!   Claude matcher is evaluated against the event's known values and the definition is
@@ -32,9 +33,13 @@ use std::fmt;
 
 use serde_json::{Map, Value};
 
-use super::matchers::{claude_matcher_matches, claude_matcher_to_gemini, is_valid_claude_matcher};
+use super::matchers::{
+    claude_matcher_matches, claude_matcher_to_gemini, claude_matcher_verbatim,
+    is_valid_claude_matcher,
+};
 use super::names::claude_event_to_gemini;
 use super::relay::is_relay_command;
+use crate::event::{ClaudeEvent, HookEventName};
 use crate::settings::json_type;
 
 /// What the converted hooks are for.
@@ -176,7 +181,11 @@ pub fn convert_claude_hooks(settings: &Value, options: &ConvertOptions<'_>) -> C
     };
     for (claude_event, definitions) in hooks {
         let location = format!("hooks.{claude_event}");
-        let Some(event) = claude_event_to_gemini(claude_event) else {
+        let event = match claude_event_to_gemini(claude_event) {
+            Some(HookEventName::Claude(_)) if options.purpose == Purpose::Migrate => None,
+            event => event,
+        };
+        let Some(event) = event else {
             conversion.problem(
                 location,
                 ProblemKind::Skipped,
@@ -385,6 +394,14 @@ fn plan_matcher(
                  hook would run at the wrong times"
             )),
         },
+        // Claude Code's own events keep Claude's matcher, in hookd's form, on the field
+        // Claude Code matches (`HookEventName::matcher_field`).
+        _ if ClaudeEvent::parse(claude_event).is_some_and(|e| e.matcher_field().is_some()) => {
+            Ok(MatcherPlan {
+                matchers: vec![Some(claude_matcher_verbatim(matcher))],
+                claude_matcher: None,
+            })
+        }
         "SubagentStop" => match purpose {
             Purpose::Layer => Ok(MatcherPlan {
                 matchers: vec![None],
@@ -685,7 +702,7 @@ mod tests {
                     {"matcher": "idle_prompt", "hooks": [{"type": "command", "command": "nudge.sh"}]}
                 ],
                 "UserPromptSubmit": [{"matcher": "ignored", "hooks": [{"type": "command", "command": "${CLAUDE_PLUGIN_ROOT}/p.sh"}]}],
-                "PermissionRequest": [{"hooks": [{"type": "command", "command": "x"}]}],
+                "PermissionRequest": [{"matcher": "Bash|Write", "hooks": [{"type": "command", "command": "x"}]}],
                 "SessionEnd": {"hooks": []}
             }
         });
@@ -765,13 +782,16 @@ mod tests {
                     {"hooks": [{"type": "command", "command": "ding.sh", "dialect": "claude", "claude_event": "Notification", "claude_matcher": "permission_prompt"}]},
                     {"hooks": [{"type": "command", "command": "nudge.sh", "dialect": "claude", "claude_event": "Notification", "claude_matcher": "idle_prompt"}]}
                 ],
-                "BeforeAgent": [{"hooks": [{"type": "command", "command": "${CLAUDE_PLUGIN_ROOT}/p.sh", "env": {"CLAUDE_PLUGIN_ROOT": "/opt/plugins/fmt"}, "dialect": "claude", "claude_event": "UserPromptSubmit"}]}]
+                "BeforeAgent": [{"hooks": [{"type": "command", "command": "${CLAUDE_PLUGIN_ROOT}/p.sh", "env": {"CLAUDE_PLUGIN_ROOT": "/opt/plugins/fmt"}, "dialect": "claude", "claude_event": "UserPromptSubmit"}]}],
+                // Claude Code's own events are held under their own name; the matcher keeps
+                // Claude's tool names.
+                "PermissionRequest": [{"matcher": "^(?:Bash|Write)$", "hooks": [{"type": "command", "command": "x", "dialect": "claude", "claude_event": "PermissionRequest"}]}]
             })
         );
         // The layer keeps relay entries (the registry skips them) and reports no lost
         // matcher: the hooks carry it.
         let layer_problems = problems(&layer);
-        assert_eq!(layer_problems.len(), 6, "{layer_problems:#?}");
+        assert_eq!(layer_problems.len(), 5, "{layer_problems:#?}");
         assert!(
             !layer_problems
                 .iter()

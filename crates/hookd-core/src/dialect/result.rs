@@ -25,6 +25,9 @@
 
 use serde_json::{Map, Value};
 
+use super::events::{
+    BlockStyle, claude_block_style, claude_plain_stdout_field, claude_specific_fields,
+};
 use super::names::claude_tool_input_to_gemini;
 use super::payload::{claude_tool_name, effective_claude_event};
 use crate::command::js_trim;
@@ -120,26 +123,26 @@ fn exit_zero(context: &Context, stdout: &str) -> (Option<Value>, Option<OutputFo
             Some(OutputFormat::Json),
         );
     }
-    match context.claude_event {
-        "UserPromptSubmit" | "SessionStart" => {
+    match claude_plain_stdout_field(context.claude_event) {
+        Some(field) => {
             let mut specific = Map::new();
-            specific.insert("additionalContext".to_owned(), Value::from(text));
+            specific.insert(field.to_owned(), Value::from(text));
             (
                 Some(Value::Object(with_specific(Map::new(), context, specific))),
                 Some(OutputFormat::Text),
             )
         }
-        _ => (None, None),
+        None => (None, None),
     }
 }
 
 /// Exit 2: a block with stderr as the reason, where the event can be blocked.
 fn blocking(context: &Context, name: &str, stderr: &str) -> Option<Value> {
     let text = js_trim(stderr);
-    let decision = match context.claude_event {
-        "PreToolUse" => "deny",
-        "PostToolUse" | "UserPromptSubmit" | "Stop" | "SubagentStop" | "PreCompact" => "block",
-        _ => {
+    let decision = match claude_block_style(context.claude_event) {
+        BlockStyle::PermissionDecision | BlockStyle::PermissionRequest => "deny",
+        BlockStyle::Decision | BlockStyle::ExitCode => "block",
+        BlockStyle::None => {
             let mut output = Map::new();
             output.insert("systemMessage".to_owned(), Value::from(text));
             return (!text.is_empty()).then_some(Value::Object(output));
@@ -188,8 +191,8 @@ fn translate_output(context: &Context, claude: &Map<String, Value>) -> Map<Strin
     let top_decision = claude.get("decision").and_then(Value::as_str);
     let top_reason = claude.get("reason").filter(|reason| reason.is_string());
     let mut specific = Map::new();
-    let (decision, reason) = match context.claude_event {
-        "PreToolUse" => {
+    let (decision, reason) = match claude_block_style(context.claude_event) {
+        BlockStyle::PermissionDecision => {
             let decision = match specific_field("permissionDecision").and_then(Value::as_str) {
                 Some(decision @ ("allow" | "deny" | "ask")) => Some(decision),
                 Some(_) => None,
@@ -214,7 +217,22 @@ fn translate_output(context: &Context, claude: &Map<String, Value>) -> Map<Strin
                 .or(top_reason);
             (decision, reason)
         }
-        "PostToolUse" | "UserPromptSubmit" | "Stop" | "SubagentStop" | "PreCompact" => {
+        BlockStyle::PermissionRequest => {
+            let answer = specific_field("decision").and_then(Value::as_object);
+            let behavior = answer
+                .and_then(|answer| answer.get("behavior"))
+                .and_then(Value::as_str);
+            let decision = match behavior {
+                Some("allow") => Some("allow"),
+                Some("deny") => Some("deny"),
+                _ => None,
+            };
+            let message = answer
+                .and_then(|answer| answer.get("message"))
+                .filter(|message| message.is_string());
+            (decision, message.or(top_reason))
+        }
+        BlockStyle::Decision | BlockStyle::ExitCode => {
             let decision = match top_decision {
                 Some("block") => Some("block"),
                 Some("approve") => Some("allow"),
@@ -222,7 +240,7 @@ fn translate_output(context: &Context, claude: &Map<String, Value>) -> Map<Strin
             };
             (decision, top_reason)
         }
-        _ => (None, None),
+        BlockStyle::None => (None, None),
     };
     if let Some(decision) = decision {
         out.insert("decision".to_owned(), Value::from(decision));
@@ -230,12 +248,24 @@ fn translate_output(context: &Context, claude: &Map<String, Value>) -> Map<Strin
     if let Some(reason) = reason {
         out.insert("reason".to_owned(), reason.clone());
     }
-    if matches!(
-        context.claude_event,
-        "PreToolUse" | "PostToolUse" | "UserPromptSubmit" | "SessionStart"
-    ) {
-        if let Some(text @ Value::String(_)) = specific_field("additionalContext") {
-            specific.insert("additionalContext".to_owned(), text.clone());
+    // The event's other fields keep Claude Code's names and values; the ones read above
+    // (the decision, its reason, the rewritten input) are already in Gemini's terms.
+    for field in claude_specific_fields(context.claude_event) {
+        if matches!(
+            *field,
+            "permissionDecision" | "permissionDecisionReason" | "updatedInput"
+        ) {
+            continue;
+        }
+        match specific_field(field) {
+            Some(text @ Value::String(_)) if *field == "additionalContext" => {
+                specific.insert((*field).to_owned(), text.clone());
+            }
+            Some(_) if *field == "additionalContext" => {}
+            Some(value) => {
+                specific.insert((*field).to_owned(), value.clone());
+            }
+            None => {}
         }
     }
     with_specific(out, context, specific)
@@ -700,6 +730,119 @@ mod tests {
             assert_eq!(result.exit_code, code, "{description}");
             assert_eq!(result.error, None, "{description}");
             assert_eq!(result.name, "guard");
+        }
+    }
+
+    #[test]
+    fn claude_only_events_keep_their_fields_and_block_as_claude_says() {
+        let claude = |name: &str| -> HookEventName { name.parse().expect(name) };
+        // (Claude-only event, run, Gemini output)
+        let cases: Vec<(&str, HookRun, Option<Value>)> = vec![
+            (
+                "PermissionRequest",
+                run(
+                    exited(0),
+                    r#"{"hookSpecificOutput": {"hookEventName": "PermissionRequest", "decision": {"behavior": "deny", "message": "not on main"}}}"#,
+                    "",
+                ),
+                Some(json!({"decision": "deny", "reason": "not on main",
+                    "hookSpecificOutput": {"hookEventName": "PermissionRequest",
+                        "decision": {"behavior": "deny", "message": "not on main"}}})),
+            ),
+            (
+                "PermissionRequest",
+                run(
+                    exited(0),
+                    r#"{"hookSpecificOutput": {"decision": {"behavior": "allow", "updatedInput": {"command": "ls"}}}}"#,
+                    "",
+                ),
+                Some(json!({"decision": "allow",
+                    "hookSpecificOutput": {"hookEventName": "PermissionRequest",
+                        "decision": {"behavior": "allow", "updatedInput": {"command": "ls"}}}})),
+            ),
+            (
+                "PermissionRequest",
+                run(exited(2), "", "no"),
+                Some(json!({"decision": "deny", "reason": "no"})),
+            ),
+            (
+                "TaskCompleted",
+                run(exited(2), "", "tests fail"),
+                Some(json!({"decision": "block", "reason": "tests fail"})),
+            ),
+            (
+                "ConfigChange",
+                run(
+                    exited(0),
+                    r#"{"decision": "block", "reason": "locked"}"#,
+                    "",
+                ),
+                Some(json!({"decision": "block", "reason": "locked"})),
+            ),
+            // Cannot block: stderr is for the user.
+            (
+                "StopFailure",
+                run(exited(2), "", "rate limited"),
+                Some(json!({"systemMessage": "rate limited"})),
+            ),
+            (
+                "PostToolUseFailure",
+                run(
+                    exited(0),
+                    r#"{"hookSpecificOutput": {"additionalContext": "retry with sudo", "bogus": 1}}"#,
+                    "",
+                ),
+                Some(
+                    json!({"hookSpecificOutput": {"hookEventName": "PostToolUseFailure",
+                    "additionalContext": "retry with sudo"}}),
+                ),
+            ),
+            (
+                "PermissionDenied",
+                run(exited(0), r#"{"hookSpecificOutput": {"retry": true}}"#, ""),
+                Some(
+                    json!({"hookSpecificOutput": {"hookEventName": "PermissionDenied", "retry": true}}),
+                ),
+            ),
+            (
+                "WorktreeCreate",
+                run(exited(0), "/srv/wt/feature\n", ""),
+                Some(
+                    json!({"hookSpecificOutput": {"hookEventName": "WorktreeCreate",
+                    "worktreePath": "/srv/wt/feature"}}),
+                ),
+            ),
+            (
+                "MessageDisplay",
+                run(
+                    exited(0),
+                    r#"{"hookSpecificOutput": {"displayContent": "[redacted]"}}"#,
+                    "",
+                ),
+                Some(
+                    json!({"hookSpecificOutput": {"hookEventName": "MessageDisplay",
+                    "displayContent": "[redacted]"}}),
+                ),
+            ),
+            (
+                "PreModelSwitch",
+                run(
+                    exited(0),
+                    r#"{"hookSpecificOutput": {"permissionDecision": "deny", "permissionDecisionReason": "budget"}}"#,
+                    "",
+                ),
+                Some(json!({"decision": "deny", "reason": "budget",
+                    "hookSpecificOutput": {"hookEventName": "PreModelSwitch", "permissionDecision": "deny"}})),
+            ),
+            // Plain stdout is transcript text only for most events.
+            ("CwdChanged", run(exited(0), "moved", ""), None),
+        ];
+        for (name, hook_run, expected) in cases {
+            let event = claude(name);
+            let mut payload = Map::new();
+            payload.insert("hook_event_name".to_owned(), json!(name));
+            let result = claude_hook_result(&entry(event), hook_run, &payload);
+            assert_eq!(result.output, expected, "{name}");
         }
     }
 
