@@ -229,3 +229,50 @@ def claude_dedup(ctx, host):
     compare(v, facts["native"], facts["hookd"])
     return v
 
+
+
+@scenario("claude-if", ["claude"], "a hook's `if` (permission-rule syntax) is checked before it runs: natively and by hookd")
+def claude_if(ctx, host):
+    v = Verdict()
+    turns = [
+        {"tool": "echo hi; touch marker-1"},
+        {"tool": "rm -rf victim; touch marker-2"},
+        {"tool": "git status; touch marker-3"},
+        {"text": ["finished"]},
+    ]
+    deny = {"PreToolUse": {"stdout": {"hookSpecificOutput": {
+        "hookEventName": "PreToolUse", "permissionDecision": "deny",
+        "permissionDecisionReason": "REASON-no-rm"}}}}
+
+    def setup(s):
+        host.add_hooks(s.user_settings(), "PreToolUse", "Bash", [dict(recorder(s, "rm", deny), **{"if": "Bash(rm *)"})])
+        host.add_hooks(s.user_settings(), "PreToolUse", "Bash", [dict(recorder(s, "git"), **{"if": "Bash(git *)"})])
+
+    def runs(s):
+        return {"runs": sorted(r["hook"] for r in events_seen(s))}
+
+    facts = run_both(ctx, host, "if", setup, turns, runs)
+    v.check(
+        "native runs each hook only for its commands (reference sane)",
+        facts["native"]["runs"] == ["git", "rm"],
+        "native runs %s" % facts["native"]["runs"],
+    )
+    v.same("hook runs", facts["native"]["runs"], facts["hookd"]["runs"])
+    compare(v, facts["native"], facts["hookd"])
+    return v
+
+
+@scenario("claude-on-failure-block", ["claude"], "`onFailure: block`: a hook that fails (exit 1) blocks the call, natively and via hookd")
+def claude_on_failure_block(ctx, host):
+    v = Verdict()
+    turns = [{"tool": "echo hi; touch marker-1"}, {"text": ["finished"]}]
+    fail = {"PreToolUse": {"stderr": "CTX-crashed", "exit": 1}}
+
+    def setup(s):
+        host.add_hooks(s.user_settings(), "PreToolUse", "Bash", [dict(recorder(s, "fails", fail), onFailure="block")])
+
+    facts = run_both(ctx, host, "onfailure", setup, turns)
+    v.expect("native blocks (reference sane)", facts["native"]["tool_ran"], [])
+    compare(v, facts["native"], facts["hookd"], keys=("exit", "tool_ran", "printed"))
+    v.same("sent_next", facts["native"]["sent_next"], facts["hookd"]["sent_next"])
+    return v

@@ -13,6 +13,7 @@
 pub mod aggregate;
 pub mod chain;
 pub mod command;
+pub mod condition;
 pub mod dialect;
 pub mod edit;
 pub mod env;

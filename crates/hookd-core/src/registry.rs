@@ -55,6 +55,7 @@ use std::sync::Arc;
 
 use serde_json::{Map, Value};
 
+use crate::condition::Condition;
 use crate::dialect::is_relay_command;
 use crate::event::HookEventName;
 use crate::extension::{self, ExtensionInput};
@@ -121,6 +122,9 @@ struct RegisteredHook {
     dedup_key: String,
     /// The key Claude Code de-duplicates by (for events it relays).
     claude_dedup_key: String,
+    /// The hook's `if` ([`crate::condition`]), compiled; `None` without one (or with one that
+    /// cannot be read, which settings validation reports).
+    condition: Option<Arc<Condition>>,
 }
 
 /// The hooks of one workspace, ready for planning.
@@ -432,6 +436,12 @@ impl Registry {
                     self.hooks.push(RegisteredHook {
                         dedup_key: entry.config.dedup_key(),
                         claude_dedup_key: entry.config.claude_dedup_key(),
+                        condition: entry
+                            .config
+                            .raw
+                            .get("if")
+                            .and_then(|value| Condition::parse(value).ok())
+                            .map(Arc::new),
                         entry: Arc::new(entry),
                         matcher: matcher.clone(),
                     });
@@ -507,15 +517,24 @@ impl Registry {
         context: &MatchContext,
         takes_part: impl Fn(&HookEntry) -> bool,
     ) -> Option<Plan> {
-        self.plan_with(event, context, takes_part, |_| true, DedupRule::Gemini)
+        self.plan_with(
+            event,
+            context,
+            None,
+            takes_part,
+            |_| true,
+            DedupRule::Gemini,
+        )
     }
 
     /// [`Registry::plan_where`] where a hook for which `runs_here` is false claims its
     /// de-duplication key (it runs elsewhere) but is left out of the plan.
+    #[allow(clippy::too_many_arguments)]
     fn plan_with(
         &self,
         event: HookEventName,
         context: &MatchContext,
+        input: Option<&Map<String, Value>>,
         takes_part: impl Fn(&HookEntry) -> bool,
         runs_here: impl Fn(&HookEntry) -> bool,
         dedup: DedupRule,
@@ -535,6 +554,13 @@ impl Registry {
                 || !takes_part(entry)
             {
                 continue;
+            }
+            // The hook's `if`, checked before anything is spawned; a hook it leaves out takes
+            // no part in de-duplication, like one whose matcher does not match.
+            if let (Some(condition), Some(input)) = (&hook.condition, input) {
+                if !condition.holds(input) {
+                    continue;
+                }
             }
             // The first copy of a `name:command` wins; a dropped copy's `sequential` is moot.
             let will_be_refused =
@@ -604,6 +630,7 @@ impl Registry {
         self.plan_with(
             event,
             &context,
+            Some(input),
             |entry| {
                 entry.config.dialect() != crate::exec::Dialect::Claude
                     || crate::dialect::claude_hook_applies(&entry.config, event, input)
@@ -1731,6 +1758,57 @@ mod tests {
                 })
                 .unwrap_or_default();
             assert_eq!(planned, expected, "{host:?}");
+        }
+    }
+
+    #[test]
+    fn if_conditions_are_checked_before_planning_for_both_dialects() {
+        let settings = json!({"hooks": {"BeforeTool": [{"hooks": [
+            {"name": "git-gemini", "type": "command", "command": "g", "if": "run_shell_command(git *)"},
+            {"name": "git-claude", "type": "command", "command": "c", "dialect": "claude",
+             "claude_event": "PreToolUse", "if": "Bash(git *)"},
+            {"name": "always", "type": "command", "command": "a"},
+            {"name": "unreadable", "type": "command", "command": "u", "if": "Bash(git *"}
+        ]}]}});
+        let registry = Registry::build(&input(
+            vec![layer(Source::User, &settings.to_string())],
+            vec![],
+        ));
+        assert!(
+            registry
+                .diagnostics()
+                .iter()
+                .any(|d| d.message.contains("not a permission rule")),
+            "{:#?}",
+            registry.diagnostics()
+        );
+        // (tool input, hooks planned)
+        let cases = [
+            (
+                json!({"tool_name": "run_shell_command", "tool_input": {"command": "git push"}}),
+                vec!["git-gemini", "git-claude", "always", "unreadable"],
+            ),
+            (
+                json!({"tool_name": "run_shell_command", "tool_input": {"command": "rm -rf x"}}),
+                vec!["always", "unreadable"],
+            ),
+            (
+                json!({"tool_name": "read_file", "tool_input": {"file_path": "/a"}}),
+                vec!["always", "unreadable"],
+            ),
+        ];
+        for (tool_input, expected) in cases {
+            let map = tool_input.as_object().cloned().unwrap_or_default();
+            let names: Vec<String> = registry
+                .plan_for_input(HookEventName::BeforeTool, &map)
+                .map(|plan| {
+                    plan.hooks
+                        .iter()
+                        .map(|entry| entry.config.display_name().to_owned())
+                        .collect()
+                })
+                .unwrap_or_default();
+            assert_eq!(names, expected, "{tool_input}");
         }
     }
 

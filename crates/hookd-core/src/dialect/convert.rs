@@ -17,8 +17,9 @@
 //! - **Hook**: only `command` hooks can be run (`prompt`, `agent`, `http` and other types are
 //!   reported, never dropped silently). `timeout` is in seconds in Claude Code and in
 //!   milliseconds in Gemini CLI and hookd, so it is multiplied by 1000. `statusMessage`
-//!   becomes `description`. Keys with no counterpart (`async`, `once`, `if`, `shell`, ...) are
-//!   reported and dropped.
+//!   becomes `description`. In a layer, `if` is kept (hookd checks it before spawning, see
+//!   [`crate::condition`]) and `onFailure: "block"` becomes `on_failure: "deny"`. Keys with
+//!   no counterpart (`async`, `once`, `shell`, ...) are reported and dropped.
 //! - **Variables**: `$CLAUDE_PROJECT_DIR` is written `${...}` so that the shell, not Gemini
 //!   CLI's textual expansion, expands it, exactly as in Claude Code (Gemini CLI and hookd
 //!   insert shell-quoted text for the bare form, which turns `"$CLAUDE_PROJECT_DIR"/x` into
@@ -39,6 +40,7 @@ use super::matchers::{
 };
 use super::names::claude_event_to_gemini;
 use super::relay::is_relay_command;
+use crate::condition::Condition;
 use crate::event::{ClaudeEvent, HookEventName};
 use crate::settings::json_type;
 
@@ -527,11 +529,41 @@ fn convert_hook(
                 ProblemKind::Changed,
                 "`once` is not supported: the hook runs on every matching event",
             ),
-            "if" => conversion.problem(
-                location,
-                ProblemKind::Changed,
-                format!("the condition `if`: {value} is not supported: the hook runs on every matching event"),
-            ),
+            // hookd checks `if` itself (`crate::condition`), for both dialects; Gemini CLI
+            // does not.
+            "if" => match (options.purpose, Condition::parse(value)) {
+                (Purpose::Layer, Ok(_)) => {
+                    gemini.insert("if".to_owned(), value.clone());
+                }
+                (Purpose::Layer, Err(error)) => conversion.problem(
+                    location,
+                    ProblemKind::Changed,
+                    format!("{error}: the hook runs on every matching event"),
+                ),
+                (Purpose::Migrate, _) => conversion.problem(
+                    location,
+                    ProblemKind::Changed,
+                    format!(
+                        "the condition `if`: {value} is not supported by Gemini CLI: the hook \
+                         runs on every matching event (hookd checks it)"
+                    ),
+                ),
+            },
+            // Claude Code's `onFailure` is hookd's `on_failure` (decision D9).
+            "onFailure" => match value.as_str() {
+                Some("block") if options.purpose == Purpose::Layer => {
+                    // `onFailure` stays too: a Claude hook's failure is worded as Claude
+                    // Code words it (`super::claude_hook_result`).
+                    gemini.insert("on_failure".to_owned(), Value::from("deny"));
+                    gemini.insert("onFailure".to_owned(), Value::from("block"));
+                }
+                Some("continue") => {}
+                _ => conversion.problem(
+                    location,
+                    ProblemKind::Changed,
+                    format!("onFailure {value} is dropped: a failed hook does not block"),
+                ),
+            },
             "shell" if value.as_str() == Some("bash") => {}
             "shell" => conversion.problem(
                 location,
@@ -894,7 +926,7 @@ mod tests {
                 json!({"hooks": {"PreCompact": [{"hooks": [{"type": "command", "command": "x", "once": true, "if": "Bash(git *)", "shell": "powershell", "color": "red", "async": false}]}]}}),
                 vec![
                     "hooks.PreCompact[0].hooks[0]: converted with a change: `once` is not supported: the hook runs on every matching event",
-                    "hooks.PreCompact[0].hooks[0]: converted with a change: the condition `if`: \"Bash(git *)\" is not supported: the hook runs on every matching event",
+                    "hooks.PreCompact[0].hooks[0]: converted with a change: the condition `if`: \"Bash(git *)\" is not supported by Gemini CLI: the hook runs on every matching event (hookd checks it)",
                     "hooks.PreCompact[0].hooks[0]: converted with a change: shell \"powershell\" is not supported: the command runs with bash",
                     "hooks.PreCompact[0].hooks[0]: converted with a change: key \"color\" has no counterpart and is dropped",
                 ],
@@ -904,5 +936,25 @@ mod tests {
             let conversion = convert_claude_settings(&settings, Purpose::Migrate);
             assert_eq!(problems(&conversion), expected, "{settings}");
         }
+    }
+
+    #[test]
+    fn layers_keep_if_and_on_failure() {
+        let settings = json!({"hooks": {"PreToolUse": [{"matcher": "Bash", "hooks": [
+            {"type": "command", "command": "x", "if": "Bash(git *)", "onFailure": "block"},
+            {"type": "command", "command": "y", "if": "Bash(git *", "onFailure": "continue"}
+        ]}]}});
+        let layer = convert_claude_settings(&settings, Purpose::Layer);
+        let hooks = &layer.hooks["BeforeTool"][0]["hooks"];
+        assert_eq!(hooks[0]["if"], json!("Bash(git *)"));
+        assert_eq!(hooks[0]["on_failure"], json!("deny"));
+        assert_eq!(hooks[1].get("if"), None);
+        assert_eq!(hooks[1].get("on_failure"), None);
+        assert_eq!(
+            problems(&layer),
+            [
+                "hooks.PreToolUse[0].hooks[1]: converted with a change: `if` \"Bash(git *\" is not a permission rule such as \"Bash(git *)\": the hook runs on every matching event"
+            ]
+        );
     }
 }

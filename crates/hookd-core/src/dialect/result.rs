@@ -44,8 +44,62 @@ pub fn claude_hook_result(
     run: HookRun,
     input: &Map<String, Value>,
 ) -> HookResult {
-    let interpretation = interpret_claude(entry.event, entry.config.display_name(), &run, input);
+    let mut interpretation =
+        interpret_claude(entry.event, entry.config.display_name(), &run, input);
+    if let Some(output) = on_failure_block(entry, &run, input) {
+        interpretation.output = Some(output);
+        interpretation.output_format = Some(OutputFormat::Text);
+    }
     crate::output::record(entry, run, interpretation)
+}
+
+/// Claude Code's `onFailure: "block"` (kept on a converted hook): a hook that could not start,
+/// timed out, or exited with a code other than 0 and 2 blocks as an exit 2 would, with Claude
+/// Code's words (`[<command>]: failed; blocking because onFailure is "block"`, then stderr).
+/// Claude Code ignores it on `Stop`, `SubagentStop`, `TaskCompleted` and `TeammateIdle`.
+fn on_failure_block(entry: &HookEntry, run: &HookRun, input: &Map<String, Value>) -> Option<Value> {
+    if entry.config.raw.get("onFailure").and_then(Value::as_str) != Some("block") {
+        return None;
+    }
+    let claude_event = effective_claude_event(entry.event, input)?;
+    if matches!(
+        claude_event,
+        "Stop" | "SubagentStop" | "TaskCompleted" | "TeammateIdle"
+    ) {
+        return None;
+    }
+    let what = match &run.outcome {
+        HookOutcome::Exited { code: 0 | 2 }
+        | HookOutcome::Cancelled
+        | HookOutcome::Refused { .. } => return None,
+        HookOutcome::OutputTooLarge { code: Some(2), .. } => return None,
+        HookOutcome::TimedOut { .. } => "timed out",
+        _ => "failed",
+    };
+    let command = entry.config.command.as_deref().unwrap_or("");
+    let stderr = js_trim(&run.stderr);
+    let mut reason = format!("[{command}]: {what}; blocking because onFailure is \"block\"");
+    if !stderr.is_empty() && what == "failed" {
+        reason.push('\n');
+        reason.push_str(stderr);
+    }
+    let context = Context {
+        event: entry.event,
+        claude_event,
+        claude_tool: claude_tool_name(input),
+    };
+    let mut output = Map::new();
+    let decision = match claude_block_style(context.claude_event) {
+        BlockStyle::PermissionDecision | BlockStyle::PermissionRequest => "deny",
+        BlockStyle::Decision | BlockStyle::ExitCode => "block",
+        BlockStyle::None => {
+            output.insert("systemMessage".to_owned(), Value::from(reason));
+            return Some(Value::Object(output));
+        }
+    };
+    output.insert("decision".to_owned(), Value::from(decision));
+    output.insert("reason".to_owned(), Value::from(reason));
+    Some(Value::Object(output))
 }
 
 /// What Claude Code would make of the run, and the tool the hook saw.
@@ -843,6 +897,62 @@ mod tests {
             payload.insert("hook_event_name".to_owned(), json!(name));
             let result = claude_hook_result(&entry(event), hook_run, &payload);
             assert_eq!(result.output, expected, "{name}");
+        }
+    }
+
+    #[test]
+    fn on_failure_block_blocks_as_claude_words_it() {
+        let blocking = |event: HookEventName| {
+            let mut entry = entry(event);
+            entry
+                .config
+                .raw
+                .insert("onFailure".to_owned(), json!("block"));
+            entry
+        };
+        let deny = |reason: &str| Some(json!({"decision": "deny", "reason": reason}));
+        // (event, Claude event, run, output)
+        let cases: Vec<(HookEventName, &str, HookRun, Option<Value>)> = vec![
+            (
+                HookEventName::BeforeTool,
+                "PreToolUse",
+                run(exited(1), "", "boom"),
+                deny("[./guard.sh]: failed; blocking because onFailure is \"block\"\nboom"),
+            ),
+            (
+                HookEventName::BeforeTool,
+                "PreToolUse",
+                run(HookOutcome::TimedOut { timeout_ms: 5 }, "", "late"),
+                deny("[./guard.sh]: timed out; blocking because onFailure is \"block\""),
+            ),
+            (
+                HookEventName::AfterTool,
+                "PostToolUse",
+                run(exited(3), "", ""),
+                Some(json!({"decision": "block",
+                    "reason": "[./guard.sh]: failed; blocking because onFailure is \"block\""})),
+            ),
+            // A run that answered is not a failure; Stop ignores onFailure.
+            (
+                HookEventName::BeforeTool,
+                "PreToolUse",
+                run(exited(0), "", ""),
+                None,
+            ),
+            (
+                HookEventName::AfterAgent,
+                "Stop",
+                run(exited(1), "", "boom"),
+                Some(json!({"systemMessage": "Warning: boom"})),
+            ),
+        ];
+        for (event, claude_event, hook_run, expected) in cases {
+            let result = claude_hook_result(
+                &blocking(event),
+                hook_run,
+                &input(claude_event, Some("run_shell_command")),
+            );
+            assert_eq!(result.output, expected, "{claude_event}");
         }
     }
 
