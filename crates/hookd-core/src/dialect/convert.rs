@@ -19,7 +19,8 @@
 //!   milliseconds in Gemini CLI and hookd, so it is multiplied by 1000. `statusMessage`
 //!   becomes `description`. In a layer, `if` is kept (hookd checks it before spawning, see
 //!   [`crate::condition`]) and `onFailure: "block"` becomes `on_failure: "deny"`. Keys with
-//!   no counterpart (`async`, `once`, `shell`, ...) are reported and dropped.
+//!   no counterpart (`async`, `shell`, ...) are reported and dropped; `once`, which
+//!   Claude Code ignores in settings files, is dropped silently.
 //! - **Variables**: `$CLAUDE_PROJECT_DIR` is written `${...}` so that the shell, not Gemini
 //!   CLI's textual expansion, expands it, exactly as in Claude Code (Gemini CLI and hookd
 //!   insert shell-quoted text for the bare form, which turns `"$CLAUDE_PROJECT_DIR"/x` into
@@ -475,6 +476,29 @@ fn convert_hook(
         );
         return None;
     }
+    // Exec form: `command` is the program and `args` its arguments, spawned with no shell.
+    // hookd runs a command line, so each word is quoted (placeholders left to expand).
+    let exec_form = match hook.get("args") {
+        None | Some(Value::Null) => None,
+        Some(Value::Array(args)) if args.iter().all(Value::is_string) => {
+            let mut line = String::from("exec ");
+            line.push_str(&quote_exec_word(command));
+            for arg in args.iter().filter_map(Value::as_str) {
+                line.push(' ');
+                line.push_str(&quote_exec_word(arg));
+            }
+            Some(line)
+        }
+        Some(other) => {
+            conversion.problem(
+                location,
+                ProblemKind::Skipped,
+                format!("args must be a list of strings, not {other}"),
+            );
+            return None;
+        }
+    };
+    let command = exec_form.as_deref().unwrap_or(command);
     let uses_plugin_root = mentions_variable(command, "CLAUDE_PLUGIN_ROOT");
     if uses_plugin_root && options.plugin_root.is_none() {
         conversion.problem(
@@ -494,7 +518,7 @@ fn convert_hook(
     gemini.insert("command".to_owned(), Value::from(command));
     for (key, value) in hook {
         match key.as_str() {
-            "type" | "command" => {}
+            "type" | "command" | "args" => {}
             "timeout" => match timeout_ms(value) {
                 Some(ms) => {
                     gemini.insert("timeout".to_owned(), Value::from(ms));
@@ -523,12 +547,9 @@ fn convert_hook(
                 ProblemKind::Changed,
                 "Claude Code runs an async hook in the background; here the event waits for it",
             ),
-            "once" if value == &Value::Bool(false) => {}
-            "once" => conversion.problem(
-                location,
-                ProblemKind::Changed,
-                "`once` is not supported: the hook runs on every matching event",
-            ),
+            // Claude Code honours `once` only for hooks a skill declares; a settings file's
+            // hook runs on every matching event (checked with Claude Code 2.1.328), as here.
+            "once" => {}
             // hookd checks `if` itself (`crate::condition`), for both dialects; Gemini CLI
             // does not.
             "if" => match (options.purpose, Condition::parse(value)) {
@@ -587,6 +608,41 @@ fn convert_hook(
         gemini.insert("claude_event".to_owned(), Value::from(claude_event));
     }
     Some(gemini)
+}
+
+/// One word of an exec-form hook as shell text that stands for exactly that word: single
+/// quotes around everything, except Claude Code's path placeholders (`${CLAUDE_PROJECT_DIR}`,
+/// `${CLAUDE_PLUGIN_ROOT}`, `${CLAUDE_PLUGIN_DATA}`), which are double-quoted so the shell
+/// substitutes them as plain text, as Claude Code does per element.
+fn quote_exec_word(word: &str) -> String {
+    const PLACEHOLDERS: [&str; 3] = [
+        "${CLAUDE_PROJECT_DIR}",
+        "${CLAUDE_PLUGIN_ROOT}",
+        "${CLAUDE_PLUGIN_DATA}",
+    ];
+    let single = |text: &str| format!("'{}'", text.replace('\'', r"'\''"));
+    let mut out = String::new();
+    let mut rest = word;
+    loop {
+        let next = PLACEHOLDERS
+            .iter()
+            .filter_map(|placeholder| rest.find(placeholder).map(|at| (at, *placeholder)))
+            .min_by_key(|(at, _)| *at);
+        let Some((at, placeholder)) = next else {
+            break;
+        };
+        if at > 0 {
+            out.push_str(&single(&rest[..at]));
+        }
+        out.push('"');
+        out.push_str(placeholder);
+        out.push('"');
+        rest = &rest[at + placeholder.len()..];
+    }
+    if !rest.is_empty() || out.is_empty() {
+        out.push_str(&single(rest));
+    }
+    out
 }
 
 /// Claude's timeout in seconds as milliseconds: a positive, finite number, rounded.
@@ -925,7 +981,6 @@ mod tests {
             (
                 json!({"hooks": {"PreCompact": [{"hooks": [{"type": "command", "command": "x", "once": true, "if": "Bash(git *)", "shell": "powershell", "color": "red", "async": false}]}]}}),
                 vec![
-                    "hooks.PreCompact[0].hooks[0]: converted with a change: `once` is not supported: the hook runs on every matching event",
                     "hooks.PreCompact[0].hooks[0]: converted with a change: the condition `if`: \"Bash(git *)\" is not supported by Gemini CLI: the hook runs on every matching event (hookd checks it)",
                     "hooks.PreCompact[0].hooks[0]: converted with a change: shell \"powershell\" is not supported: the command runs with bash",
                     "hooks.PreCompact[0].hooks[0]: converted with a change: key \"color\" has no counterpart and is dropped",
@@ -936,6 +991,50 @@ mod tests {
             let conversion = convert_claude_settings(&settings, Purpose::Migrate);
             assert_eq!(problems(&conversion), expected, "{settings}");
         }
+    }
+
+    #[test]
+    fn exec_form_args_become_one_quoted_command_line() {
+        // (command, args, command line)
+        let cases = [
+            (
+                "/usr/bin/guard",
+                json!(["--strict"]),
+                "exec '/usr/bin/guard' '--strict'",
+            ),
+            (
+                "${CLAUDE_PLUGIN_ROOT}/bin/fmt",
+                json!(["it's", "$HOME", "a b", ""]),
+                r#"exec "${CLAUDE_PLUGIN_ROOT}"'/bin/fmt' 'it'\''s' '$HOME' 'a b' ''"#,
+            ),
+            (
+                "node",
+                json!(["${CLAUDE_PROJECT_DIR}/x.js", "pre${CLAUDE_PLUGIN_DATA}"]),
+                r#"exec 'node' "${CLAUDE_PROJECT_DIR}"'/x.js' 'pre'"${CLAUDE_PLUGIN_DATA}""#,
+            ),
+        ];
+        for (command, args, line) in cases {
+            let settings = json!({"hooks": {"Stop": [{"hooks": [
+                {"type": "command", "command": command, "args": args}
+            ]}]}});
+            let layer = convert_claude_hooks(
+                &settings,
+                &ConvertOptions {
+                    purpose: Purpose::Layer,
+                    plugin_root: Some("/opt/p"),
+                },
+            );
+            assert_eq!(
+                layer.hooks["AfterAgent"][0]["hooks"][0]["command"],
+                json!(line),
+                "{command}"
+            );
+            assert!(layer.problems.is_empty(), "{:?}", layer.problems);
+        }
+        let bad = json!({"hooks": {"Stop": [{"hooks": [{"type": "command", "command": "x", "args": "-v"}]}]}});
+        let layer = convert_claude_settings(&bad, Purpose::Layer);
+        assert!(layer.hooks.is_empty());
+        assert_eq!(layer.problems_of(ProblemKind::Skipped).count(), 1);
     }
 
     #[test]
