@@ -34,6 +34,9 @@ count = int(open(count_path).read()) if os.path.exists(count_path) else 0
 open(count_path, "w").write(str(count + 1))
 if count >= answer.get("times", 1 << 30):
     sys.exit(0)
+if answer.get("env_line") and os.environ.get("CLAUDE_ENV_FILE"):
+    with open(os.environ["CLAUDE_ENV_FILE"], "a") as f:
+        f.write(answer["env_line"] + "\n")
 out = answer.get("stdout")
 if out is not None:
     sys.stdout.write(out if isinstance(out, str) else json.dumps(out))
@@ -297,5 +300,20 @@ def claude_once(ctx, host):
 
     facts = run_both(ctx, host, "once", setup, turns, runs)
     v.same("hook runs (native %s)" % facts["native"]["runs"], facts["native"]["runs"], facts["hookd"]["runs"])
+    compare(v, facts["native"], facts["hookd"])
+    return v
+
+
+@scenario("claude-env-file", ["claude"], "a SessionStart hook's lines in $CLAUDE_ENV_FILE reach later Bash commands, natively and via hookd")
+def claude_env_file(ctx, host):
+    v = Verdict()
+    turns = [{"tool": "touch marker-$INTEROP_FROM_HOOK"}, {"text": ["finished"]}]
+    answers = {"SessionStart": {"env_line": "export INTEROP_FROM_HOOK=set-by-hook"}}
+
+    def setup(s):
+        host.add_hooks(s.user_settings(), "SessionStart", None, [recorder(s, "env", answers)])
+
+    facts = run_both(ctx, host, "envfile", setup, turns)
+    v.expect("native applies the file (reference sane)", facts["native"]["tool_ran"], ["marker-set-by-hook"])
     compare(v, facts["native"], facts["hookd"])
     return v
