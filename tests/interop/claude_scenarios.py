@@ -317,3 +317,20 @@ def claude_env_file(ctx, host):
     v.expect("native applies the file (reference sane)", facts["native"]["tool_ran"], ["marker-set-by-hook"])
     compare(v, facts["native"], facts["hookd"])
     return v
+
+
+@scenario("claude-nonblocking-error", ["claude"], "a hook that exits 1 (a non-blocking error): the call goes on, the same is shown and sent")
+def claude_nonblocking_error(ctx, host):
+    v = Verdict()
+    turns = [{"tool": "echo hi; touch marker-1"}, {"text": ["finished"]}]
+    fail = {"PreToolUse": {"stderr": "CTX-oops", "exit": 1}, "PostToolUse": {"stderr": "CTX-post-oops", "exit": 1}}
+
+    def setup(s):
+        for event in fail:
+            host.add_hooks(s.user_settings(), event, "Bash", [recorder(s, "fails", fail)])
+
+    facts = run_both(ctx, host, "nonblocking", setup, turns)
+    v.expect("native runs the tool (reference sane)", facts["native"]["tool_ran"], ["marker-1"])
+    compare(v, facts["native"], facts["hookd"])
+    v.same("CTX- words per model request", facts["native"]["contexts"], facts["hookd"]["contexts"])
+    return v
