@@ -547,8 +547,8 @@ fn convert_hook(
                 ProblemKind::Changed,
                 "Claude Code runs an async hook in the background; here the event waits for it",
             ),
-            // Claude Code honours `once` only for hooks a skill declares; a settings file's
-            // hook runs on every matching event (checked with Claude Code 2.1.328), as here.
+            // A settings file's `once` hook runs on every matching event in Claude Code
+            // 2.1.328 (interop scenario `claude-once`), as it does here.
             "once" => {}
             // hookd checks `if` itself (`crate::condition`), for both dialects; Gemini CLI
             // does not.
