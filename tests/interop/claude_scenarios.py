@@ -429,3 +429,23 @@ print(json.dumps({"hookSpecificOutput": {"hookEventName": "PermissionRequest", "
     v.same("events fired", facts["native"]["events"], facts["hookd"]["events"])
     compare(v, facts["native"], facts["hookd"])
     return v
+
+
+@scenario("claude-defer", ["claude"], "one hook allows, another defers: defer wins over allow, natively and via hookd")
+def claude_defer(ctx, host):
+    v = Verdict()
+    turns = [{"tool": "echo hi; touch marker-1"}, {"text": ["finished"]}]
+    allow = {"PreToolUse": {"stdout": {"hookSpecificOutput": {
+        "hookEventName": "PreToolUse", "permissionDecision": "allow",
+        "permissionDecisionReason": "REASON-allowed"}}}}
+    defer = {"PreToolUse": {"stdout": {"hookSpecificOutput": {
+        "hookEventName": "PreToolUse", "permissionDecision": "defer"}}}}
+
+    def setup(s):
+        host.add_hooks(s.user_settings(), "PreToolUse", "Bash", [recorder(s, "allow", allow)])
+        host.add_hooks(s.user_settings(), "PreToolUse", "Bash", [recorder(s, "defer", defer)])
+
+    facts = run_both(ctx, host, "defer", setup, turns)
+    v.expect("native defers: the tool does not run (reference sane)", facts["native"]["tool_ran"], [])
+    compare(v, facts["native"], facts["hookd"])
+    return v

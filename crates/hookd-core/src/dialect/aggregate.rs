@@ -7,7 +7,7 @@
 //!
 //! | field | Gemini CLI's OR-merge | Claude Code's rule (here) |
 //! |---|---|---|
-//! | decision | the last `block`/`deny`, else `ask`, else `allow` | `deny` > `ask` > `allow` (`block` counts as `deny`) |
+//! | decision | the last `block`/`deny`, else `ask`, else `allow` | `deny` > `defer` > `ask` > `allow` (`block` counts as `deny`; a winning `defer` is kept as `hookSpecificOutput.permissionDecision`) |
 //! | `reason` | every truthy reason joined with `\n` | the reason of the first hook (plan order) whose decision won; none when no hook decided |
 //! | `stopReason` | every truthy stop reason joined | the last truthy one |
 //! | `systemMessage`, `additionalContext` | joined with `\n` | joined with `\n` (Claude Code shows each) |
@@ -37,11 +37,25 @@ pub fn aggregate_claude(
     let Some(Value::Object(output)) = merged.final_output.as_mut() else {
         return merged;
     };
-    let winner = output
-        .get("decision")
-        .and_then(Value::as_str)
-        .map(Verdict::of_decision)
+    // Claude Code's precedence over what each hook decided (Gemini's merge has no `defer`).
+    let winner = merged
+        .all_outputs
+        .iter()
+        .map(Verdict::of_output)
+        .max()
         .unwrap_or(Verdict::None);
+    if winner == Verdict::Defer {
+        // Deferred: no ask or allow of another hook counts.
+        output.insert("decision".to_owned(), Value::from("allow"));
+        if let Some(Value::Object(specific)) = output.get_mut("hookSpecificOutput") {
+            specific.insert("permissionDecision".to_owned(), Value::from("defer"));
+        }
+    } else if let Some(Value::Object(specific)) = output.get_mut("hookSpecificOutput") {
+        // A `defer` the shallow merge kept from a hook that lost.
+        if specific.get("permissionDecision").and_then(Value::as_str) == Some("defer") {
+            specific.remove("permissionDecision");
+        }
+    }
     match winning_reason(&merged.all_outputs, winner) {
         Some(reason) => {
             output.insert("reason".to_owned(), Value::from(reason));
@@ -67,6 +81,7 @@ enum Verdict {
     None,
     Allow,
     Ask,
+    Defer,
     Deny,
 }
 
@@ -83,17 +98,17 @@ impl Verdict {
     /// What one hook's output decided. An `allow` is a decision only when the hook said so
     /// (Gemini's merge writes a default `allow` that decides nothing).
     fn of_output(output: &Value) -> Verdict {
-        let explicit_allow = output
+        let permission = output
             .get("hookSpecificOutput")
             .and_then(|specific| specific.get("permissionDecision"))
-            .and_then(Value::as_str)
-            == Some("allow");
+            .and_then(Value::as_str);
         match output.get("decision").and_then(Value::as_str) {
             Some(decision) if Verdict::of_decision(decision) > Verdict::Allow => {
                 Verdict::of_decision(decision)
             }
+            _ if permission == Some("defer") => Verdict::Defer,
             Some(decision) if Verdict::of_decision(decision) == Verdict::Allow => Verdict::Allow,
-            _ if explicit_allow => Verdict::Allow,
+            _ if permission == Some("allow") => Verdict::Allow,
             _ => Verdict::None,
         }
     }
@@ -157,6 +172,8 @@ mod tests {
         let ask = json!({"decision": "ask", "reason": "REASON-ask"});
         let context = json!({"hookSpecificOutput": {"additionalContext": "ctx"}});
         let silent_deny = json!({"decision": "deny"});
+        let defer = json!({"reason": "REASON-defer",
+            "hookSpecificOutput": {"permissionDecision": "defer"}});
         // (outputs, decision, reason)
         let cases: Vec<(Vec<Value>, &str, Option<&str>)> = vec![
             (
@@ -197,9 +214,26 @@ mod tests {
             ),
             // The winning hook gave no reason: none, not another hook's.
             (vec![allow.clone(), silent_deny], "deny", None),
+            // defer beats ask and allow, loses to deny.
+            (
+                vec![ask.clone(), defer.clone()],
+                "allow",
+                Some("REASON-defer"),
+            ),
+            (
+                vec![defer.clone(), deny.clone()],
+                "deny",
+                Some("REASON-deny"),
+            ),
         ];
         for (outputs, decision, reason) in cases {
             let out = merged(HookEventName::BeforeTool, &outputs);
+            let deferred = outputs.contains(&defer) && decision != "deny";
+            assert_eq!(
+                out["hookSpecificOutput"].get("permissionDecision") == Some(&json!("defer")),
+                deferred,
+                "{outputs:?}"
+            );
             assert_eq!(out["decision"], json!(decision), "{outputs:?}");
             assert_eq!(
                 out.get("reason").and_then(Value::as_str),

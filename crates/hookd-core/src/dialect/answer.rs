@@ -126,6 +126,10 @@ fn claude_answer(
         BlockStyle::PermissionDecision => {
             let permission = if blocked {
                 Some(("deny", Some(effective_reason)))
+            } else if specific_field("permissionDecision").and_then(Value::as_str) == Some("defer")
+                && claude_event == "PreToolUse"
+            {
+                Some(("defer", string("reason")))
             } else if decision == Some("ask") {
                 Some(("ask", string("reason").or_else(|| string("systemMessage"))))
             } else if specific_field("permissionDecision").and_then(Value::as_str) == Some("allow")
@@ -401,6 +405,15 @@ mod tests {
                     json!({"hookSpecificOutput": {"hookEventName": "PostToolUse",
                     "updatedToolOutput": "[filtered]"}}),
                 ),
+                0,
+            ),
+            (
+                "PreToolUse",
+                Some("Bash"),
+                merged(json!({"hookSpecificOutput": {"permissionDecision": "defer"}})),
+                vec![],
+                Some(json!({"hookSpecificOutput": {"hookEventName": "PreToolUse",
+                    "permissionDecision": "defer"}})),
                 0,
             ),
             // A blocked event that cannot block says nothing of it.

@@ -11,7 +11,8 @@
 //! JSON fields: `continue`, `stopReason`, `suppressOutput` and `systemMessage` keep their
 //! names. `PreToolUse`'s `hookSpecificOutput.permissionDecision` (`allow`/`deny`/`ask`; the
 //! deprecated top-level `approve`/`block` when it is absent) becomes `decision`, with
-//! `permissionDecisionReason` as `reason`; `defer` decides nothing. The decision is also kept
+//! `permissionDecisionReason` as `reason`; `defer` decides nothing for Gemini's merge and is
+//! kept as `hookSpecificOutput.permissionDecision` for Claude Code's. The decision is also kept
 //! as `hookSpecificOutput.permissionDecision`, so that [`super::answer_for_claude_input`] can
 //! tell an explicit `allow` from Gemini's default one. `updatedInput` becomes
 //! `hookSpecificOutput.tool_input` with Gemini's key names. For the other events `decision:
@@ -249,6 +250,11 @@ fn translate_output(context: &Context, claude: &Map<String, Value>) -> Map<Strin
         BlockStyle::PermissionDecision => {
             let decision = match specific_field("permissionDecision").and_then(Value::as_str) {
                 Some(decision @ ("allow" | "deny" | "ask")) => Some(decision),
+                // `defer` decides nothing for Gemini's merge; kept for Claude Code's.
+                Some("defer") if context.claude_event == "PreToolUse" => {
+                    specific.insert("permissionDecision".to_owned(), Value::from("defer"));
+                    None
+                }
                 Some(_) => None,
                 None => match top_decision {
                     Some("approve") => Some("allow"),
@@ -521,7 +527,15 @@ mod tests {
                     r#"{"hookSpecificOutput": {"permissionDecision": "defer"}}"#,
                     "",
                 ),
-                (true, Some(json!({})), JSON, Some(0)),
+                // No Gemini decision; kept for Claude Code's merge.
+                (
+                    true,
+                    Some(
+                        json!({"hookSpecificOutput": {"hookEventName": "BeforeTool", "permissionDecision": "defer"}}),
+                    ),
+                    JSON,
+                    Some(0),
+                ),
             ),
             // The deprecated top-level fields.
             (
