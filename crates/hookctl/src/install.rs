@@ -932,6 +932,9 @@ pub fn wiring(host: Host, layers: &[SettingsLayer]) -> Vec<WireEntry> {
                 Host::Gemini => gemini_matcher(matchers),
                 Host::Claude => claude_matcher(matchers),
             }
+        } else if gemini.claude_only().is_some() && gemini.matcher_field() == Some("tool_name") {
+            // Claude Code's own tool events: hookd's matchers already use Claude's names.
+            claude_only_matcher(matchers)
         } else {
             None
         };
@@ -998,9 +1001,32 @@ fn claude_matcher(matchers: &[Option<String>]) -> Option<String> {
     }
 }
 
+/// One Claude Code matcher covering `matchers`, hookd matchers of a Claude-only tool event
+/// (regular expressions over Claude's tool names): the exact list of names when every one is
+/// an anchored list (`^Bash$`, `^(?:Bash|Write)$`, as a converted Claude matcher is), else
+/// none (every call is relayed).
+fn claude_only_matcher(matchers: &[Option<String>]) -> Option<String> {
+    let mut names: Vec<String> = Vec::new();
+    for matcher in matchers {
+        let matcher = matcher.as_deref()?;
+        if !(matcher.starts_with('^') && matcher.ends_with('$')) {
+            return None;
+        }
+        for name in tool_names(matcher)? {
+            if !names.contains(&name) {
+                names.push(name);
+            }
+        }
+    }
+    (!names.is_empty()).then(|| names.join("|"))
+}
+
 /// The tool names of a Gemini matcher that is a plain list of them: `a`, `a|b`, `^a$`,
-/// `^(?:a|b)$` or `^(a|b)$`; `None` for anything else.
+/// `^(?:a|b)$` or `^(a|b)$`; `None` for anything else. An unanchored name is a regular
+/// expression that also matches longer names; it counts as the name itself only when it is
+/// one of Gemini CLI's built-in tools (`run_shell_command`), whose names contain no other's.
 fn tool_names(matcher: &str) -> Option<Vec<String>> {
+    let anchored_matcher = matcher.starts_with('^') && matcher.ends_with('$');
     let inner = match matcher
         .strip_prefix('^')
         .and_then(|rest| rest.strip_suffix('$'))
@@ -1014,7 +1040,9 @@ fn tool_names(matcher: &str) -> Option<Vec<String>> {
     };
     let names: Vec<String> = inner.split('|').map(str::to_owned).collect();
     let plain = |name: &String| {
-        !name.is_empty() && name.chars().all(|c| c.is_ascii_alphanumeric() || c == '_')
+        !name.is_empty()
+            && name.chars().all(|c| c.is_ascii_alphanumeric() || c == '_')
+            && (anchored_matcher || dialect::gemini_tool_to_claude(name) != name.as_str())
     };
     names.iter().all(plain).then_some(names)
 }
@@ -2356,6 +2384,32 @@ mod tests {
                 json!({"AfterTool": [{"matcher": "mcp_.*", "hooks": [command(json!({}))]}]}),
                 vec![("PostToolUse", Some("*"), 70_000)],
             ),
+            // An unanchored name also matches longer names: every tool is relayed.
+            (
+                Host::Claude,
+                json!({"BeforeTool": [{"matcher": "read", "hooks": [command(json!({}))]}]}),
+                vec![("PreToolUse", Some("*"), 70_000)],
+            ),
+            // Claude Code's own events: wired under their names, tool events with the exact
+            // names of converted matchers; Gemini CLI is never wired to them.
+            (
+                Host::Claude,
+                json!({
+                    "PermissionRequest": [{"matcher": "^(?:Bash|Write)$", "hooks": [command(json!({"dialect": "claude"}))]}],
+                    "PostToolUseFailure": [{"matcher": "Ba.*", "hooks": [command(json!({}))]}],
+                    "TaskCompleted": [{"hooks": [command(json!({}))]}]
+                }),
+                vec![
+                    ("PostToolUseFailure", None, 70_000),
+                    ("PermissionRequest", Some("Bash|Write"), 610_000),
+                    ("TaskCompleted", None, 70_000),
+                ],
+            ),
+            (
+                Host::Gemini,
+                json!({"PermissionRequest": [{"hooks": [command(json!({}))]}]}),
+                vec![],
+            ),
         ];
         for (host, hooks, expected) in cases {
             let got = wiring(host, &[layer(hooks.clone())]);
@@ -2375,9 +2429,12 @@ mod tests {
 
     #[test]
     fn tool_name_lists_are_recognised() {
-        let cases: [(&str, Option<&[&str]>); 7] = [
+        let cases: [(&str, Option<&[&str]>); 9] = [
             ("run_shell_command", Some(&["run_shell_command"])),
             ("write_file|replace", Some(&["write_file", "replace"])),
+            // Unanchored, `read` also matches `read_file`: not a list of names.
+            ("read", None),
+            ("^read$", Some(&["read"])),
             ("^replace$", Some(&["replace"])),
             ("^(?:replace|write_file)$", Some(&["replace", "write_file"])),
             ("^(a|b)$", Some(&["a", "b"])),
