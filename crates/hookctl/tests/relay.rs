@@ -497,6 +497,52 @@ esac"#,
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_hooks_if_is_checked_before_it_runs_for_both_hosts() {
+    let scratch = tempfile::tempdir().unwrap();
+    let dir = scratch.path();
+    // Denies, and counts its runs: it must run only for `git` commands.
+    let guard = script(
+        dir,
+        "git-guard.sh",
+        r#"cat >/dev/null; echo run >> "$(dirname "$0")/runs.log"; echo 'no git here' >&2; exit 2"#,
+    );
+    let hooks = json!({"hooks": {"BeforeTool": [{"hooks": [
+        {"type": "command", "command": guard, "if": "Bash(git *)"}
+    ]}]}});
+    let fixture = start_with_hookd_files("{}", Some(&hooks.to_string())).await;
+    let host = Host {
+        socket: &fixture.socket,
+        cwd: &fixture.project,
+        env: Vec::new(),
+    };
+    // (host's dialect, command, denied)
+    let cases = [
+        ("gemini", "ls -la", false),
+        ("gemini", "cd repo && git push", true),
+        ("claude", "git status", true),
+        ("claude", "echo git", false),
+    ];
+    let mut runs = 0;
+    for (dialect, command, denied) in cases {
+        let run = if dialect == "gemini" {
+            let mut payload = gemini_payload("BeforeTool", &fixture.project);
+            payload["tool_input"]["command"] = json!(command);
+            host.relay(&["BeforeTool"], &payload).await
+        } else {
+            let mut payload = claude_payload("PreToolUse", &fixture.project);
+            payload["tool_input"]["command"] = json!(command);
+            host.relay(&["PreToolUse", "--dialect", "claude"], &payload)
+                .await
+        };
+        assert_eq!(run.code, 0, "{command}: {}", run.stderr);
+        let said_no = run.stdout.contains("no git here");
+        assert_eq!(said_no, denied, "{dialect} {command}: {}", run.stdout);
+        runs += usize::from(denied);
+        assert_eq!(lines(&dir.join("runs.log")).len(), runs, "{command}");
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn blocking_hooks_block_in_each_hosts_own_terms() {
     let scratch = tempfile::tempdir().unwrap();
     let dir = scratch.path();
