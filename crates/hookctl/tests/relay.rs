@@ -543,6 +543,55 @@ async fn a_hooks_if_is_checked_before_it_runs_for_both_hosts() {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn claude_code_hears_only_the_winning_reason_gemini_cli_every_reason() {
+    let scratch = tempfile::tempdir().unwrap();
+    let dir = scratch.path();
+    let allow = script(
+        dir,
+        "allow.sh",
+        r#"cat >/dev/null; echo '{"hookSpecificOutput": {"hookEventName": "PreToolUse", "permissionDecision": "allow", "permissionDecisionReason": "REASON-allowed"}}'"#,
+    );
+    let deny = script(
+        dir,
+        "deny.sh",
+        r#"cat >/dev/null; echo 'REASON-deny' >&2; exit 2"#,
+    );
+    let hooks = json!({"hooks": {"BeforeTool": [{"hooks": [
+        {"type": "command", "command": allow, "dialect": "claude"},
+        {"type": "command", "command": deny, "dialect": "claude"}
+    ]}]}});
+    let fixture = start_with_hookd_files("{}", Some(&hooks.to_string())).await;
+    let host = Host {
+        socket: &fixture.socket,
+        cwd: &fixture.project,
+        env: Vec::new(),
+    };
+    let claude = host
+        .relay(
+            &["PreToolUse", "--dialect", "claude"],
+            &claude_payload("PreToolUse", &fixture.project),
+        )
+        .await;
+    assert_eq!(
+        claude.json()["hookSpecificOutput"],
+        json!({"hookEventName": "PreToolUse", "permissionDecision": "deny",
+               "permissionDecisionReason": "REASON-deny"})
+    );
+    // Gemini CLI's OR-merge joins every reason.
+    let gemini = host
+        .relay(
+            &["BeforeTool"],
+            &gemini_payload("BeforeTool", &fixture.project),
+        )
+        .await;
+    assert_eq!(gemini.json()["decision"], json!("deny"));
+    assert_eq!(
+        gemini.json()["reason"],
+        json!("REASON-allowed\nREASON-deny")
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn blocking_hooks_block_in_each_hosts_own_terms() {
     let scratch = tempfile::tempdir().unwrap();
     let dir = scratch.path();
