@@ -1027,6 +1027,9 @@ pub fn wiring(host: Host, layers: &[SettingsLayer]) -> Vec<WireEntry> {
                 Host::Gemini => gemini_matcher(matchers),
                 Host::Claude => claude_matcher(matchers),
             }
+        } else if gemini.claude_only().is_some() && gemini.matcher_field() == Some("tool_name") {
+            // Claude Code's own tool events: hookd's matchers already use Claude's names.
+            claude_only_matcher(matchers)
         } else {
             None
         };
@@ -1093,9 +1096,32 @@ fn claude_matcher(matchers: &[Option<String>]) -> Option<String> {
     }
 }
 
+/// One Claude Code matcher covering `matchers`, hookd matchers of a Claude-only tool event
+/// (regular expressions over Claude's tool names): the exact list of names when every one is
+/// an anchored list (`^Bash$`, `^(?:Bash|Write)$`, as a converted Claude matcher is), else
+/// none (every call is relayed).
+fn claude_only_matcher(matchers: &[Option<String>]) -> Option<String> {
+    let mut names: Vec<String> = Vec::new();
+    for matcher in matchers {
+        let matcher = matcher.as_deref()?;
+        if !(matcher.starts_with('^') && matcher.ends_with('$')) {
+            return None;
+        }
+        for name in tool_names(matcher)? {
+            if !names.contains(&name) {
+                names.push(name);
+            }
+        }
+    }
+    (!names.is_empty()).then(|| names.join("|"))
+}
+
 /// The tool names of a Gemini matcher that is a plain list of them: `a`, `a|b`, `^a$`,
-/// `^(?:a|b)$` or `^(a|b)$`; `None` for anything else.
+/// `^(?:a|b)$` or `^(a|b)$`; `None` for anything else. An unanchored name is a regular
+/// expression that also matches longer names; it counts as the name itself only when it is
+/// one of Gemini CLI's built-in tools (`run_shell_command`), whose names contain no other's.
 fn tool_names(matcher: &str) -> Option<Vec<String>> {
+    let anchored_matcher = matcher.starts_with('^') && matcher.ends_with('$');
     let inner = match matcher
         .strip_prefix('^')
         .and_then(|rest| rest.strip_suffix('$'))
@@ -1109,7 +1135,9 @@ fn tool_names(matcher: &str) -> Option<Vec<String>> {
     };
     let names: Vec<String> = inner.split('|').map(str::to_owned).collect();
     let plain = |name: &String| {
-        !name.is_empty() && name.chars().all(|c| c.is_ascii_alphanumeric() || c == '_')
+        !name.is_empty()
+            && name.chars().all(|c| c.is_ascii_alphanumeric() || c == '_')
+            && (anchored_matcher || dialect::gemini_tool_to_claude(name) != name.as_str())
     };
     names.iter().all(plain).then_some(names)
 }
@@ -1759,6 +1787,7 @@ fn split_hooks(host: Host, root: &Map<String, Value>) -> Split {
         for definition in definitions {
             let (moves, stays) = divide_definition(host, definition);
             if let Some(stays) = stays {
+                split.problems.extend(stays_with_claude(&event, &stays));
                 push_definition(&mut split.kept, &event, stays);
             }
             let Some(moves) = moves else {
@@ -1796,6 +1825,27 @@ fn split_hooks(host: Host, root: &Map<String, Value>) -> Split {
         }
     }
     split
+}
+
+/// One line per hook of a definition that stays in Claude Code's file, saying why hookd
+/// cannot run it.
+fn stays_with_claude(event: &str, definition: &Value) -> Vec<String> {
+    let hooks = definition.get("hooks").and_then(Value::as_array);
+    hooks
+        .into_iter()
+        .flatten()
+        .map(|hook| {
+            let kind = hook.get("type").and_then(Value::as_str).unwrap_or("");
+            let why = match kind {
+                "prompt" => "a prompt hook asks Claude Code's model, which hookd cannot reach",
+                "agent" => "an agent hook runs a subagent inside Claude Code",
+                "mcp_tool" => "an mcp_tool hook calls an MCP server Claude Code is connected to",
+                "http" => "hookd runs command hooks only, not http hooks",
+                _ => "hookd runs command hooks only",
+            };
+            format!("{event} {kind:?} hook stays in Claude Code's settings: {why}")
+        })
+        .collect()
 }
 
 /// One definition's part hookd takes over and the part that stays in the host file; relay
@@ -1885,7 +1935,11 @@ fn relay_event_names(host: Host) -> Vec<&'static str> {
             .iter()
             .map(|event| event.as_str())
             .collect(),
-        Host::Claude => dialect::CLAUDE_EVENTS.to_vec(),
+        // Claude Code's events with a Gemini counterpart, then its own.
+        Host::Claude => dialect::CLAUDE_EVENTS
+            .into_iter()
+            .chain(hookd_core::ClaudeEvent::ALL.map(hookd_core::ClaudeEvent::as_str))
+            .collect(),
     }
 }
 
@@ -2425,6 +2479,32 @@ mod tests {
                 json!({"AfterTool": [{"matcher": "mcp_.*", "hooks": [command(json!({}))]}]}),
                 vec![("PostToolUse", Some("*"), 70_000)],
             ),
+            // An unanchored name also matches longer names: every tool is relayed.
+            (
+                Host::Claude,
+                json!({"BeforeTool": [{"matcher": "read", "hooks": [command(json!({}))]}]}),
+                vec![("PreToolUse", Some("*"), 70_000)],
+            ),
+            // Claude Code's own events: wired under their names, tool events with the exact
+            // names of converted matchers; Gemini CLI is never wired to them.
+            (
+                Host::Claude,
+                json!({
+                    "PermissionRequest": [{"matcher": "^(?:Bash|Write)$", "hooks": [command(json!({"dialect": "claude"}))]}],
+                    "PostToolUseFailure": [{"matcher": "Ba.*", "hooks": [command(json!({}))]}],
+                    "TaskCompleted": [{"hooks": [command(json!({}))]}]
+                }),
+                vec![
+                    ("PostToolUseFailure", None, 70_000),
+                    ("PermissionRequest", Some("Bash|Write"), 610_000),
+                    ("TaskCompleted", None, 70_000),
+                ],
+            ),
+            (
+                Host::Gemini,
+                json!({"PermissionRequest": [{"hooks": [command(json!({}))]}]}),
+                vec![],
+            ),
         ];
         for (host, hooks, expected) in cases {
             let got = wiring(host, &[layer(hooks.clone())]);
@@ -2444,9 +2524,12 @@ mod tests {
 
     #[test]
     fn tool_name_lists_are_recognised() {
-        let cases: [(&str, Option<&[&str]>); 7] = [
+        let cases: [(&str, Option<&[&str]>); 9] = [
             ("run_shell_command", Some(&["run_shell_command"])),
             ("write_file|replace", Some(&["write_file", "replace"])),
+            // Unanchored, `read` also matches `read_file`: not a list of names.
+            ("read", None),
+            ("^read$", Some(&["read"])),
             ("^replace$", Some(&["replace"])),
             ("^(?:replace|write_file)$", Some(&["replace", "write_file"])),
             ("^(a|b)$", Some(&["a", "b"])),
@@ -2477,11 +2560,20 @@ mod tests {
         assert_eq!(
             Value::Object(split.kept.clone()),
             json!({
-                "PreToolUse": [{"matcher": "Bash", "hooks": [{"type": "prompt", "prompt": "Is this safe?"}]}],
-                "PermissionRequest": [{"hooks": [{"type": "command", "command": "perm.sh"}]}]
+                "PreToolUse": [{"matcher": "Bash", "hooks": [{"type": "prompt", "prompt": "Is this safe?"}]}]
             })
         );
-        assert_eq!(split.moved.len(), 1);
+        // Claude Code's own events move too, under their own name.
+        assert_eq!(
+            split.problems,
+            [
+                "PreToolUse \"prompt\" hook stays in Claude Code's settings: a prompt hook asks \
+              Claude Code's model, which hookd cannot reach"
+            ]
+        );
+        assert_eq!(split.moved.len(), 2);
+        assert_eq!(split.moved[1].host_event, "PermissionRequest");
+        assert_eq!(split.moved[1].hookd[0].0, "PermissionRequest");
         let record = &split.moved[0];
         assert_eq!(record.host_event, "PreToolUse");
         assert_eq!(

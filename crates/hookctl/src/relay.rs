@@ -453,7 +453,8 @@ fn translate(
     let mut claude_input = Map::new();
     let (gemini, input) = match args.dialect {
         Dialect::Gemini => {
-            let gemini = args.event.parse::<HookEventName>().map_err(|_| {
+            // Gemini CLI's own eleven: Claude Code's events are relayed with `--dialect claude`.
+            let gemini = gemini_event(&args.event).ok_or_else(|| {
                 RelayError::Usage(format!(
                     "{:?} is not a Gemini CLI hook event (use --dialect claude for Claude \
                      Code's events)",
@@ -663,10 +664,18 @@ pub fn utc_timestamp(seconds: u64) -> String {
     )
 }
 
+/// One of Gemini CLI's events by its name (not one of Claude Code's own, which hookd also
+/// holds).
+fn gemini_event(name: &str) -> Option<HookEventName> {
+    name.parse::<HookEventName>()
+        .ok()
+        .filter(|event| event.claude_only().is_none())
+}
+
 /// The event of the arguments, when it is one the dialect knows.
 fn known_event(args: &RelayArgs) -> Option<Event> {
     let gemini = match args.dialect {
-        Dialect::Gemini => args.event.parse::<HookEventName>().ok()?,
+        Dialect::Gemini => gemini_event(&args.event)?,
         Dialect::Claude => dialect::claude_event_to_gemini(&args.event)?,
     };
     Some(Event {

@@ -379,6 +379,218 @@ async fn every_claude_event_is_relayed_as_its_gemini_event() {
     }
 }
 
+/// Claude Code's events with no Gemini counterpart, each with a field of its own.
+const CLAUDE_ONLY_EVENTS: [(&str, &str); 6] = [
+    (
+        "PermissionRequest",
+        r#"{"tool_name": "Bash", "tool_input": {"command": "ls"}}"#,
+    ),
+    (
+        "PostToolUseFailure",
+        r#"{"tool_name": "Bash", "error": "exit 3"}"#,
+    ),
+    ("PostToolBatch", r#"{"tool_calls": []}"#),
+    ("CwdChanged", r#"{"old_cwd": "/a", "new_cwd": "/b"}"#),
+    ("TaskCompleted", r#"{"task_id": "t1"}"#),
+    ("SubagentStart", r#"{"agent_type": "reviewer"}"#),
+];
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn claude_only_events_are_held_relayed_and_answered_in_claudes_terms() {
+    let scratch = tempfile::tempdir().unwrap();
+    let dir = scratch.path();
+    // Records the event and its payload; blocks TaskCompleted with exit 2, denies the
+    // permission request, gives the failure some context.
+    let hook = script(
+        dir,
+        "claude-hook.sh",
+        r#"payload=$(cat)
+event=$(printf '%s' "$payload" | sed -n 's/.*"hook_event_name":"\([A-Za-z]*\)".*/\1/p')
+printf '%s' "$payload" > "$(dirname "$0")/$event.json"
+case "$event" in
+  TaskCompleted) echo 'tests still fail' >&2; exit 2 ;;
+  PermissionRequest) echo '{"hookSpecificOutput": {"hookEventName": "PermissionRequest", "decision": {"behavior": "deny", "message": "not here"}}}' ;;
+  PostToolUseFailure) echo '{"hookSpecificOutput": {"hookEventName": "PostToolUseFailure", "additionalContext": "try sudo"}}' ;;
+esac"#,
+    );
+    let mut hooks = serde_json::Map::new();
+    for (event, _) in CLAUDE_ONLY_EVENTS {
+        // SubagentStart's matcher is applied to the agent type.
+        let matcher = if event == "SubagentStart" {
+            "^reviewer$"
+        } else {
+            ""
+        };
+        hooks.insert(
+            event.to_owned(),
+            json!([{"matcher": matcher, "hooks": [
+                {"type": "command", "command": hook, "dialect": "claude"}
+            ]}]),
+        );
+    }
+    let fixture = start_with_hookd_files("{}", Some(&json!({"hooks": hooks}).to_string())).await;
+    let host = Host {
+        socket: &fixture.socket,
+        cwd: &fixture.project,
+        env: Vec::new(),
+    };
+    // (event, exit code, stdout JSON or none, stderr)
+    let expected: [(&str, i32, Option<Value>, &str); 6] = [
+        (
+            "PermissionRequest",
+            0,
+            Some(
+                json!({"hookSpecificOutput": {"hookEventName": "PermissionRequest",
+                "decision": {"behavior": "deny", "message": "not here"}}}),
+            ),
+            "",
+        ),
+        (
+            "PostToolUseFailure",
+            0,
+            Some(
+                json!({"hookSpecificOutput": {"hookEventName": "PostToolUseFailure",
+                "additionalContext": "try sudo"}}),
+            ),
+            "",
+        ),
+        ("PostToolBatch", 0, None, ""),
+        ("CwdChanged", 0, None, ""),
+        ("TaskCompleted", 2, None, "tests still fail\n"),
+        ("SubagentStart", 0, None, ""),
+    ];
+    for ((event, fields), (_, code, stdout, stderr)) in CLAUDE_ONLY_EVENTS.iter().zip(expected) {
+        let mut payload = json!({
+            "session_id": "sess-3",
+            "transcript_path": "/srv/t.jsonl",
+            "cwd": fixture.project.display().to_string(),
+            "hook_event_name": event,
+        });
+        let fields: Value = serde_json::from_str(fields).unwrap();
+        for (key, value) in fields.as_object().unwrap() {
+            payload[key] = value.clone();
+        }
+        let run = host.relay(&[event, "--dialect", "claude"], &payload).await;
+        assert_eq!(run.code, code, "{event}: {}", run.stderr);
+        assert_eq!(run.stderr, stderr, "{event}");
+        match stdout {
+            Some(expected) => assert_eq!(run.json(), expected, "{event}"),
+            None => assert_eq!(run.stdout, "", "{event}"),
+        }
+        // The hook read Claude Code's own payload, without Gemini's timestamp.
+        let seen: Value = serde_json::from_str(
+            &std::fs::read_to_string(dir.join(format!("{event}.json"))).unwrap(),
+        )
+        .unwrap();
+        assert_eq!(seen, payload, "{event}");
+    }
+    // A matcher that does not select the agent type: the hook does not run.
+    std::fs::remove_file(dir.join("SubagentStart.json")).unwrap();
+    let other = json!({"session_id": "sess-3", "transcript_path": "/srv/t.jsonl",
+        "cwd": fixture.project.display().to_string(), "hook_event_name": "SubagentStart",
+        "agent_type": "planner"});
+    let run = host
+        .relay(&["SubagentStart", "--dialect", "claude"], &other)
+        .await;
+    assert_eq!((run.code, run.stdout.as_str()), (0, ""));
+    assert!(!dir.join("SubagentStart.json").exists());
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_hooks_if_is_checked_before_it_runs_for_both_hosts() {
+    let scratch = tempfile::tempdir().unwrap();
+    let dir = scratch.path();
+    // Denies, and counts its runs: it must run only for `git` commands.
+    let guard = script(
+        dir,
+        "git-guard.sh",
+        r#"cat >/dev/null; echo run >> "$(dirname "$0")/runs.log"; echo 'no git here' >&2; exit 2"#,
+    );
+    let hooks = json!({"hooks": {"BeforeTool": [{"hooks": [
+        {"type": "command", "command": guard, "if": "Bash(git *)"}
+    ]}]}});
+    let fixture = start_with_hookd_files("{}", Some(&hooks.to_string())).await;
+    let host = Host {
+        socket: &fixture.socket,
+        cwd: &fixture.project,
+        env: Vec::new(),
+    };
+    // (host's dialect, command, denied)
+    let cases = [
+        ("gemini", "ls -la", false),
+        ("gemini", "cd repo && git push", true),
+        ("claude", "git status", true),
+        ("claude", "echo git", false),
+    ];
+    let mut runs = 0;
+    for (dialect, command, denied) in cases {
+        let run = if dialect == "gemini" {
+            let mut payload = gemini_payload("BeforeTool", &fixture.project);
+            payload["tool_input"]["command"] = json!(command);
+            host.relay(&["BeforeTool"], &payload).await
+        } else {
+            let mut payload = claude_payload("PreToolUse", &fixture.project);
+            payload["tool_input"]["command"] = json!(command);
+            host.relay(&["PreToolUse", "--dialect", "claude"], &payload)
+                .await
+        };
+        assert_eq!(run.code, 0, "{command}: {}", run.stderr);
+        let said_no = run.stdout.contains("no git here");
+        assert_eq!(said_no, denied, "{dialect} {command}: {}", run.stdout);
+        runs += usize::from(denied);
+        assert_eq!(lines(&dir.join("runs.log")).len(), runs, "{command}");
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn claude_code_hears_only_the_winning_reason_gemini_cli_every_reason() {
+    let scratch = tempfile::tempdir().unwrap();
+    let dir = scratch.path();
+    let allow = script(
+        dir,
+        "allow.sh",
+        r#"cat >/dev/null; echo '{"hookSpecificOutput": {"hookEventName": "PreToolUse", "permissionDecision": "allow", "permissionDecisionReason": "REASON-allowed"}}'"#,
+    );
+    let deny = script(
+        dir,
+        "deny.sh",
+        r#"cat >/dev/null; echo 'REASON-deny' >&2; exit 2"#,
+    );
+    let hooks = json!({"hooks": {"BeforeTool": [{"hooks": [
+        {"type": "command", "command": allow, "dialect": "claude"},
+        {"type": "command", "command": deny, "dialect": "claude"}
+    ]}]}});
+    let fixture = start_with_hookd_files("{}", Some(&hooks.to_string())).await;
+    let host = Host {
+        socket: &fixture.socket,
+        cwd: &fixture.project,
+        env: Vec::new(),
+    };
+    let claude = host
+        .relay(
+            &["PreToolUse", "--dialect", "claude"],
+            &claude_payload("PreToolUse", &fixture.project),
+        )
+        .await;
+    assert_eq!(
+        claude.json()["hookSpecificOutput"],
+        json!({"hookEventName": "PreToolUse", "permissionDecision": "deny",
+               "permissionDecisionReason": "REASON-deny"})
+    );
+    // Gemini CLI's OR-merge joins every reason.
+    let gemini = host
+        .relay(
+            &["BeforeTool"],
+            &gemini_payload("BeforeTool", &fixture.project),
+        )
+        .await;
+    assert_eq!(gemini.json()["decision"], json!("deny"));
+    assert_eq!(
+        gemini.json()["reason"],
+        json!("REASON-allowed\nREASON-deny")
+    );
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn blocking_hooks_block_in_each_hosts_own_terms() {
     let scratch = tempfile::tempdir().unwrap();

@@ -21,6 +21,10 @@
 //!   ([`convert_claude_settings`]), either as a layer whose hooks keep speaking Claude at run
 //!   time, or for `hookctl migrate --from-claude`, which writes plain Gemini hooks.
 //!
+//! - **Claude Code's merge** ([`aggregate_claude`]): the hooks hookd runs for an event
+//!   Claude Code relayed are merged by Claude Code's precedence, with only the winning
+//!   decision's reason, not by Gemini CLI's OR-merge.
+//!
 //! [`is_relay_command`] recognises the relay's own wiring in a settings file, so that the
 //! registry never runs it as a hook (no recursion).
 //!
@@ -31,20 +35,29 @@
 //! Code sent, apart from the base fields hookd always sends (`session_id`,
 //! `transcript_path`, `cwd`) and `timestamp`.
 
+mod aggregate;
 mod answer;
 mod convert;
+mod events;
 mod matchers;
 mod names;
 mod payload;
 mod relay;
 mod result;
 
+pub use aggregate::aggregate_claude;
 pub use answer::{HostAnswer, answer_for_claude, answer_for_claude_input, answer_for_gemini};
 pub use convert::{
     Conversion, ConversionProblem, ConvertOptions, ProblemKind, Purpose, convert_claude_hooks,
     convert_claude_settings,
 };
-pub use matchers::{claude_matcher_matches, claude_matcher_to_gemini, is_valid_claude_matcher};
+pub use events::{
+    BlockStyle, claude_block_style, claude_plain_stdout_field, claude_specific_fields,
+};
+pub use matchers::{
+    claude_matcher_matches, claude_matcher_to_gemini, claude_matcher_verbatim,
+    is_valid_claude_matcher,
+};
 pub use names::{
     CLAUDE_EVENTS, claude_event_to_gemini, claude_notification_type_to_gemini,
     claude_tool_input_to_gemini, claude_tool_to_gemini, claude_tools_for_gemini,

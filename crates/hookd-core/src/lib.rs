@@ -13,6 +13,7 @@
 pub mod aggregate;
 pub mod chain;
 pub mod command;
+pub mod condition;
 pub mod dialect;
 pub mod edit;
 pub mod env;
@@ -38,7 +39,7 @@ pub mod sanitize;
 pub mod settings;
 pub mod trust;
 
-pub use event::{HookEventName, MatcherKind, MergeStrategy};
+pub use event::{ClaudeEvent, HookEventName, MatcherKind, MergeStrategy};
 pub use model::{DEFAULT_TIMEOUT_MS, HookConfig, HookEntry, HookType, LayerFile, Origin, Source};
 pub use plan::Plan;
 pub use result::{HookOutcome, HookResult, HookRun, OutputFormat, StreamName};

@@ -82,7 +82,7 @@ impl MatchContext {
             |field: &str| input.get(field).and_then(Value::as_str).map(str::to_owned);
         match event.matcher_kind() {
             MatcherKind::ToolName => MatchContext {
-                tool_name: string_field("tool_name"),
+                tool_name: string_field(event.matcher_field().unwrap_or("tool_name")),
                 trigger: None,
             },
             MatcherKind::Trigger => MatchContext {

@@ -166,6 +166,16 @@ impl HookConfig {
         format!("{name}:{command}")
     }
 
+    /// Claude Code's de-duplication key: identical handlers run once, a command hook by its
+    /// command string whatever its name. Used for events Claude Code relays, where it is
+    /// Claude's rule that applies; other hook types keep [`HookConfig::dedup_key`].
+    pub fn claude_dedup_key(&self) -> String {
+        match self.hook_type {
+            HookType::Command => format!("command:{}", self.command.as_deref().unwrap_or("")),
+            _ => self.dedup_key(),
+        }
+    }
+
     /// Gemini CLI's project-hook trust fingerprint: the same `"<name>:<command>"` string.
     pub fn trust_key(&self) -> String {
         let name = self.name.as_deref().unwrap_or("");

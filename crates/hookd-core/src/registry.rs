@@ -43,7 +43,8 @@
 //!
 //! [`Registry::plan`] then follows §3: the enabled hooks of the event in registry order, kept
 //! when their matcher matches, de-duplicated by `name:command` keeping the first (highest
-//! precedence) copy, and run sequentially when any remaining definition says
+//! precedence) copy (for an event Claude Code relays, by Claude Code's rule instead: the same
+//! command string is the same hook, whatever its name), and run sequentially when any remaining definition says
 //! `sequential: true`. Matchers are compiled once here, never per firing. An AfterModel plan
 //! puts its builtin filters first (in registry order among themselves): they act on the text
 //! before any other hook sees it.
@@ -54,6 +55,7 @@ use std::sync::Arc;
 
 use serde_json::{Map, Value};
 
+use crate::condition::Condition;
 use crate::dialect::is_relay_command;
 use crate::event::HookEventName;
 use crate::extension::{self, ExtensionInput};
@@ -118,6 +120,11 @@ struct RegisteredHook {
     entry: Arc<HookEntry>,
     matcher: Matcher,
     dedup_key: String,
+    /// The key Claude Code de-duplicates by (for events it relays).
+    claude_dedup_key: String,
+    /// The hook's `if` ([`crate::condition`]), compiled; `None` without one (or with one that
+    /// cannot be read, which settings validation reports).
+    condition: Option<Arc<Condition>>,
 }
 
 /// The hooks of one workspace, ready for planning.
@@ -428,6 +435,13 @@ impl Registry {
                     };
                     self.hooks.push(RegisteredHook {
                         dedup_key: entry.config.dedup_key(),
+                        claude_dedup_key: entry.config.claude_dedup_key(),
+                        condition: entry
+                            .config
+                            .raw
+                            .get("if")
+                            .and_then(|value| Condition::parse(value).ok())
+                            .map(Arc::new),
                         entry: Arc::new(entry),
                         matcher: matcher.clone(),
                     });
@@ -503,17 +517,27 @@ impl Registry {
         context: &MatchContext,
         takes_part: impl Fn(&HookEntry) -> bool,
     ) -> Option<Plan> {
-        self.plan_with(event, context, takes_part, |_| true)
+        self.plan_with(
+            event,
+            context,
+            None,
+            takes_part,
+            |_| true,
+            DedupRule::Gemini,
+        )
     }
 
     /// [`Registry::plan_where`] where a hook for which `runs_here` is false claims its
     /// de-duplication key (it runs elsewhere) but is left out of the plan.
+    #[allow(clippy::too_many_arguments)]
     fn plan_with(
         &self,
         event: HookEventName,
         context: &MatchContext,
+        input: Option<&Map<String, Value>>,
         takes_part: impl Fn(&HookEntry) -> bool,
         runs_here: impl Fn(&HookEntry) -> bool,
+        dedup: DedupRule,
     ) -> Option<Plan> {
         let mut seen: HashSet<&str> = HashSet::new();
         // Under `require`, untrusted project hooks are planned (and refused) without claiming
@@ -531,18 +555,29 @@ impl Registry {
             {
                 continue;
             }
+            // The hook's `if`, checked before anything is spawned; a hook it leaves out takes
+            // no part in de-duplication, like one whose matcher does not match.
+            if let (Some(condition), Some(input)) = (&hook.condition, input) {
+                if !condition.holds(input) {
+                    continue;
+                }
+            }
             // The first copy of a `name:command` wins; a dropped copy's `sequential` is moot.
             let will_be_refused =
                 self.trust_policy == ProjectHookPolicy::Require && entry.trust.is_untrusted();
-            if seen.contains(hook.dedup_key.as_str()) {
+            let key = match dedup {
+                DedupRule::Gemini => hook.dedup_key.as_str(),
+                DedupRule::Claude => hook.claude_dedup_key.as_str(),
+            };
+            if seen.contains(key) {
                 continue;
             }
             if will_be_refused {
-                if !refused.insert(&hook.dedup_key) {
+                if !refused.insert(key) {
                     continue;
                 }
             } else {
-                seen.insert(&hook.dedup_key);
+                seen.insert(key);
             }
             if !runs_here(entry) {
                 continue;
@@ -582,7 +617,9 @@ impl Registry {
     /// [`Registry::plan_for_input`] for an event relayed by `relayed_by` (`None`: not
     /// relayed). The hooks of files that host runs itself ([`crate::relayed::runs_in_hookd`])
     /// are left out of the plan, but still claim their `name:command` in de-duplication: the
-    /// host runs them, so a copy in one of hookd's files does not run a second time.
+    /// host runs them, so a copy in one of hookd's files does not run a second time. For an
+    /// event Claude Code relays, hooks are de-duplicated by Claude Code's rule: identical
+    /// command strings run once, whatever their names.
     pub fn plan_relayed(
         &self,
         event: HookEventName,
@@ -593,13 +630,27 @@ impl Registry {
         self.plan_with(
             event,
             &context,
+            Some(input),
             |entry| {
                 entry.config.dialect() != crate::exec::Dialect::Claude
                     || crate::dialect::claude_hook_applies(&entry.config, event, input)
             },
             |entry| runs_in_hookd(entry.source, entry.origin.file, relayed_by),
+            match relayed_by {
+                Some(RelayHost::Claude) => DedupRule::Claude,
+                _ => DedupRule::Gemini,
+            },
         )
     }
+}
+
+/// Which copies of a hook count as the same hook in one plan.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum DedupRule {
+    /// Gemini CLI's: the same `name:command`.
+    Gemini,
+    /// Claude Code's, for the events it relays: the same command string, whatever the names.
+    Claude,
 }
 
 #[cfg(test)]
@@ -1648,6 +1699,116 @@ mod tests {
                 })
                 .unwrap_or_default();
             assert_eq!(planned, expected, "{host:?}");
+        }
+    }
+
+    #[test]
+    fn claude_relayed_events_dedup_identical_commands_whatever_their_names() {
+        let file = |source: Source, file: LayerFile, hooks: &[(&str, &str)]| LayerText {
+            source,
+            file,
+            path: PathBuf::from(format!("/{}-{file:?}.json", source.label())),
+            text: before_tool(hooks),
+        };
+        let layers = vec![
+            file(
+                Source::User,
+                LayerFile::Gemini,
+                &[("gemini-guard", "guard")],
+            ),
+            file(
+                Source::User,
+                LayerFile::Hookd,
+                &[("", "guard"), ("other", "other"), ("", "claude-only")],
+            ),
+            file(Source::Project, LayerFile::Claude, &[("", "claude-only")]),
+        ];
+        let registry = Registry::build(&input(layers, vec![]));
+        let tool_input = json!({"tool_name": "t"});
+        let tool_input = tool_input.as_object().cloned().unwrap_or_default();
+        // (relayed by, planned hooks)
+        let cases: [(Option<RelayHost>, &[&str]); 3] = [
+            (
+                None,
+                &[
+                    "project claude-only",
+                    "user gemini-guard",
+                    "user guard",
+                    "user other",
+                ],
+            ),
+            (
+                Some(RelayHost::Gemini),
+                &["project claude-only", "user guard", "user other"],
+            ),
+            // Claude Code runs `claude-only` itself, and `guard` twice is one `guard`.
+            (
+                Some(RelayHost::Claude),
+                &["user gemini-guard", "user other"],
+            ),
+        ];
+        for (host, expected) in cases {
+            let planned: Vec<String> = registry
+                .plan_relayed(HookEventName::BeforeTool, &tool_input, host)
+                .map(|plan| {
+                    plan.hooks
+                        .iter()
+                        .map(|e| format!("{} {}", e.source, e.config.display_name()))
+                        .collect()
+                })
+                .unwrap_or_default();
+            assert_eq!(planned, expected, "{host:?}");
+        }
+    }
+
+    #[test]
+    fn if_conditions_are_checked_before_planning_for_both_dialects() {
+        let settings = json!({"hooks": {"BeforeTool": [{"hooks": [
+            {"name": "git-gemini", "type": "command", "command": "g", "if": "run_shell_command(git *)"},
+            {"name": "git-claude", "type": "command", "command": "c", "dialect": "claude",
+             "claude_event": "PreToolUse", "if": "Bash(git *)"},
+            {"name": "always", "type": "command", "command": "a"},
+            {"name": "unreadable", "type": "command", "command": "u", "if": "Bash(git *"}
+        ]}]}});
+        let registry = Registry::build(&input(
+            vec![layer(Source::User, &settings.to_string())],
+            vec![],
+        ));
+        assert!(
+            registry
+                .diagnostics()
+                .iter()
+                .any(|d| d.message.contains("not a permission rule")),
+            "{:#?}",
+            registry.diagnostics()
+        );
+        // (tool input, hooks planned)
+        let cases = [
+            (
+                json!({"tool_name": "run_shell_command", "tool_input": {"command": "git push"}}),
+                vec!["git-gemini", "git-claude", "always", "unreadable"],
+            ),
+            (
+                json!({"tool_name": "run_shell_command", "tool_input": {"command": "rm -rf x"}}),
+                vec!["always", "unreadable"],
+            ),
+            (
+                json!({"tool_name": "read_file", "tool_input": {"file_path": "/a"}}),
+                vec!["always", "unreadable"],
+            ),
+        ];
+        for (tool_input, expected) in cases {
+            let map = tool_input.as_object().cloned().unwrap_or_default();
+            let names: Vec<String> = registry
+                .plan_for_input(HookEventName::BeforeTool, &map)
+                .map(|plan| {
+                    plan.hooks
+                        .iter()
+                        .map(|entry| entry.config.display_name().to_owned())
+                        .collect()
+                })
+                .unwrap_or_default();
+            assert_eq!(names, expected, "{tool_input}");
         }
     }
 

@@ -591,6 +591,17 @@ fn parse_entry(
             format!("on_failure: {error}; the daemon's default applies"),
         );
     }
+    // `if`: a condition on the tool call (`crate::condition`); one that cannot be read is
+    // ignored, so the hook runs on every matching event rather than never.
+    if let Some(value) = raw.get("if") {
+        if let Err(error) = crate::condition::Condition::parse(value) {
+            warn(
+                diagnostics,
+                format!("{key_path}.if"),
+                format!("{error}; the hook runs on every matching event"),
+            );
+        }
+    }
     // hookd's execution keys (`crate::exec`): only command hooks have a process to run.
     if matches!(hook_type, HookType::Command | HookType::Plugin) {
         let (_, problems) = crate::exec::parse_exec_mode(raw);

@@ -853,6 +853,7 @@ impl Connection {
             token,
             event,
             series,
+            relayed_by,
             env,
             env_redaction: Arc::clone(snapshot.registry.env_redaction()),
             generation: snapshot.generation,
@@ -1040,6 +1041,8 @@ struct Run {
     event: HookEventName,
     /// Set for a relayed AfterModel chunk.
     series: Option<RelayedChunk>,
+    /// The host that relayed the event: Claude Code's events merge by its rules.
+    relayed_by: Option<RelayHost>,
     env: Env,
     /// The project's redaction settings for `env`.
     env_redaction: Arc<EnvRedaction>,
@@ -1174,7 +1177,12 @@ impl Run {
         };
         let (results, ()) = tokio::join!(run, forward);
 
-        let aggregate = hookd_core::aggregate::aggregate(self.event, &results, &fire.input);
+        let aggregate = match self.relayed_by {
+            Some(RelayHost::Claude) => {
+                hookd_core::dialect::aggregate_claude(self.event, &results, &fire.input)
+            }
+            _ => hookd_core::aggregate::aggregate(self.event, &results, &fire.input),
+        };
         if let (Some(series), Some(filtered), Some(chunk)) = (&mut series, &filtered, &relayed) {
             series.emitted(filtered, &aggregate);
             if chunk.last {

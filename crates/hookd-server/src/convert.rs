@@ -104,8 +104,7 @@ pub(crate) fn event_result(aggregate: &Aggregate, results: &[HookResult]) -> wir
 
 /// The events with at least one enabled hook in `snapshot`, in the protocol's event order.
 pub(crate) fn hooked_event_names(snapshot: &Snapshot) -> Vec<String> {
-    hookd_core::HookEventName::ALL
-        .into_iter()
+    hookd_core::HookEventName::all()
         .filter(|event| {
             snapshot
                 .registry

@@ -28,6 +28,7 @@
 
 use serde_json::{Map, Value};
 
+use super::events::{BlockStyle, claude_block_style, claude_specific_fields};
 use super::names::{claude_tool_to_gemini, gemini_tool_input_to_claude};
 use crate::event::{HookEventName, MergeStrategy};
 
@@ -92,7 +93,8 @@ fn claude_answer(
         .or_else(|| string("reason"))
         .unwrap_or("No reason provided");
 
-    if claude_event == "PreCompact" && blocked {
+    let style = claude_block_style(claude_event);
+    if blocked && style == BlockStyle::ExitCode {
         return HostAnswer {
             stdout: String::new(),
             stderr: format!("{effective_reason}\n"),
@@ -120,10 +122,14 @@ fn claude_answer(
     }
 
     let mut claude_specific = Map::new();
-    match claude_event {
-        "PreToolUse" => {
+    match style {
+        BlockStyle::PermissionDecision => {
             let permission = if blocked {
                 Some(("deny", Some(effective_reason)))
+            } else if specific_field("permissionDecision").and_then(Value::as_str) == Some("defer")
+                && claude_event == "PreToolUse"
+            {
+                Some(("defer", string("reason")))
             } else if decision == Some("ask") {
                 Some(("ask", string("reason").or_else(|| string("systemMessage"))))
             } else if specific_field("permissionDecision").and_then(Value::as_str) == Some("allow")
@@ -139,33 +145,58 @@ fn claude_answer(
                         .insert("permissionDecisionReason".to_owned(), Value::from(reason));
                 }
             }
-            if let Some(Value::Object(tool_input)) = specific_field("tool_input") {
+            if let Some(Value::Object(tool_input)) = specific_field("tool_input")
+                && claude_event != "PreModelSwitch"
+            {
                 let updated = match claude_tool {
-                    Some(tool) => {
+                    Some(tool) if claude_event == "PreToolUse" => {
                         gemini_tool_input_to_claude(&claude_tool_to_gemini(tool), tool_input)
                     }
-                    None => tool_input.clone(),
+                    _ => tool_input.clone(),
                 };
                 claude_specific.insert("updatedInput".to_owned(), Value::Object(updated));
             }
         }
-        "PostToolUse" | "UserPromptSubmit" | "Stop" | "SubagentStop" if blocked => {
+        BlockStyle::PermissionRequest => {
+            let given = specific_field("decision").filter(|answer| answer.is_object());
+            if blocked {
+                let mut deny = Map::new();
+                deny.insert("behavior".to_owned(), Value::from("deny"));
+                deny.insert("message".to_owned(), Value::from(effective_reason));
+                if let Some(Value::Bool(true)) = given.and_then(|answer| answer.get("interrupt")) {
+                    deny.insert("interrupt".to_owned(), Value::Bool(true));
+                }
+                claude_specific.insert("decision".to_owned(), Value::Object(deny));
+            } else if let Some(answer) = given {
+                claude_specific.insert("decision".to_owned(), answer.clone());
+            }
+        }
+        BlockStyle::Decision if blocked => {
             out.insert("decision".to_owned(), Value::from("block"));
             out.insert("reason".to_owned(), Value::from(effective_reason));
         }
         _ => {}
     }
-    if matches!(
-        claude_event,
-        "PreToolUse" | "PostToolUse" | "UserPromptSubmit" | "SessionStart"
-    ) {
-        if let Some(Value::String(context)) = specific_field("additionalContext") {
-            if !context.is_empty() {
-                claude_specific.insert(
-                    "additionalContext".to_owned(),
-                    Value::from(context.as_str()),
-                );
+    // The event's other fields, as the hooks gave them (Claude's names).
+    for field in claude_specific_fields(claude_event) {
+        if claude_specific.contains_key(*field)
+            || matches!(
+                *field,
+                "permissionDecision" | "permissionDecisionReason" | "updatedInput" | "decision"
+            )
+        {
+            continue;
+        }
+        match specific_field(field) {
+            Some(Value::String(text)) if text.is_empty() => {}
+            Some(value @ Value::String(_)) => {
+                claude_specific.insert((*field).to_owned(), value.clone());
             }
+            Some(_) if *field == "additionalContext" => {}
+            Some(value) if !value.is_null() => {
+                claude_specific.insert((*field).to_owned(), value.clone());
+            }
+            _ => {}
         }
     }
     if !claude_specific.is_empty() {
@@ -272,6 +303,133 @@ mod tests {
         Option<Value>,
         i32,
     );
+
+    #[test]
+    fn claude_answers_for_claude_only_events() {
+        // (Claude event, tool, aggregate, errors, stdout JSON, exit code)
+        let cases: Vec<ClaudeCase> = vec![
+            (
+                "PermissionRequest",
+                Some("Bash"),
+                merged(json!({"decision": "deny", "reason": "not on main"})),
+                vec![],
+                Some(
+                    json!({"hookSpecificOutput": {"hookEventName": "PermissionRequest",
+                    "decision": {"behavior": "deny", "message": "not on main"}}}),
+                ),
+                0,
+            ),
+            (
+                "PermissionRequest",
+                Some("Bash"),
+                merged(json!({"hookSpecificOutput": {"decision": {"behavior": "allow"}}})),
+                vec![],
+                Some(
+                    json!({"hookSpecificOutput": {"hookEventName": "PermissionRequest",
+                    "decision": {"behavior": "allow"}}}),
+                ),
+                0,
+            ),
+            // Only exit 2 blocks these.
+            (
+                "TaskCompleted",
+                None,
+                merged(json!({"decision": "block", "reason": "tests fail"})),
+                vec![],
+                None,
+                2,
+            ),
+            (
+                "ConfigChange",
+                None,
+                merged(json!({"decision": "block", "reason": "locked"})),
+                vec![],
+                Some(json!({"decision": "block", "reason": "locked"})),
+                0,
+            ),
+            (
+                "PostToolUseFailure",
+                Some("Bash"),
+                merged(
+                    json!({"hookSpecificOutput": {"additionalContext": "try again",
+                    "tool_input": {"command": "ls"}}}),
+                ),
+                vec![],
+                Some(
+                    json!({"hookSpecificOutput": {"hookEventName": "PostToolUseFailure",
+                    "additionalContext": "try again"}}),
+                ),
+                0,
+            ),
+            (
+                "PreModelSwitch",
+                None,
+                merged(json!({"decision": "deny", "reason": "budget"})),
+                vec![],
+                Some(
+                    json!({"hookSpecificOutput": {"hookEventName": "PreModelSwitch",
+                    "permissionDecision": "deny", "permissionDecisionReason": "budget"}}),
+                ),
+                0,
+            ),
+            (
+                "WorktreeCreate",
+                None,
+                merged(json!({"hookSpecificOutput": {"worktreePath": "/srv/wt/a"}})),
+                vec![],
+                Some(
+                    json!({"hookSpecificOutput": {"hookEventName": "WorktreeCreate",
+                    "worktreePath": "/srv/wt/a"}}),
+                ),
+                0,
+            ),
+            (
+                "SessionStart",
+                None,
+                merged(json!({"hookSpecificOutput": {"sessionTitle": "fix CI",
+                    "watchPaths": ["/p/.env"], "reloadSkills": true, "additionalContext": "ctx"}})),
+                vec![],
+                Some(
+                    json!({"hookSpecificOutput": {"hookEventName": "SessionStart",
+                    "sessionTitle": "fix CI", "watchPaths": ["/p/.env"], "reloadSkills": true,
+                    "additionalContext": "ctx"}}),
+                ),
+                0,
+            ),
+            (
+                "PostToolUse",
+                Some("Bash"),
+                merged(json!({"hookSpecificOutput": {"updatedToolOutput": "[filtered]"}})),
+                vec![],
+                Some(
+                    json!({"hookSpecificOutput": {"hookEventName": "PostToolUse",
+                    "updatedToolOutput": "[filtered]"}}),
+                ),
+                0,
+            ),
+            (
+                "PreToolUse",
+                Some("Bash"),
+                merged(json!({"hookSpecificOutput": {"permissionDecision": "defer"}})),
+                vec![],
+                Some(json!({"hookSpecificOutput": {"hookEventName": "PreToolUse",
+                    "permissionDecision": "defer"}})),
+                0,
+            ),
+            // A blocked event that cannot block says nothing of it.
+            (
+                "StopFailure",
+                None,
+                merged(json!({"decision": "block", "reason": "x"})),
+                vec![],
+                None,
+                0,
+            ),
+        ];
+        for (event, tool, aggregate, errors, stdout, code) in cases {
+            check_claude(event, tool, aggregate, &errors, stdout, code);
+        }
+    }
 
     #[test]
     fn claude_answers_for_every_event() {

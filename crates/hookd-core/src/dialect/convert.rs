@@ -5,7 +5,8 @@
 //!
 //! - **Event**: by [`claude_event_to_gemini`]; `Stop` and `SubagentStop` both become
 //!   `AfterAgent`, their definitions appended in file order (never one replacing the other).
-//!   Claude events without a counterpart (`PermissionRequest`, ...) are reported.
+//!   Claude events without a Gemini counterpart (`PermissionRequest`, ...) are held under
+//!   their own name in a layer, and reported by `migrate`.
 //! - **Matcher**: tool events get [`claude_matcher_to_gemini`]. `SessionStart`, `PreCompact`
 //!   and `SessionEnd` match their trigger exactly in Gemini CLI, without alternation, so a
 //!   Claude matcher is evaluated against the event's known values and the definition is
@@ -16,8 +17,10 @@
 //! - **Hook**: only `command` hooks can be run (`prompt`, `agent`, `http` and other types are
 //!   reported, never dropped silently). `timeout` is in seconds in Claude Code and in
 //!   milliseconds in Gemini CLI and hookd, so it is multiplied by 1000. `statusMessage`
-//!   becomes `description`. Keys with no counterpart (`async`, `once`, `if`, `shell`, ...) are
-//!   reported and dropped.
+//!   becomes `description`. In a layer, `if` is kept (hookd checks it before spawning, see
+//!   [`crate::condition`]) and `onFailure: "block"` becomes `on_failure: "deny"`. Keys with
+//!   no counterpart (`async`, `shell`, ...) are reported and dropped; `once`, which
+//!   Claude Code ignores in settings files, is dropped silently.
 //! - **Variables**: `$CLAUDE_PROJECT_DIR` is written `${...}` so that the shell, not Gemini
 //!   CLI's textual expansion, expands it, exactly as in Claude Code (Gemini CLI and hookd
 //!   insert shell-quoted text for the bare form, which turns `"$CLAUDE_PROJECT_DIR"/x` into
@@ -32,9 +35,14 @@ use std::fmt;
 
 use serde_json::{Map, Value};
 
-use super::matchers::{claude_matcher_matches, claude_matcher_to_gemini, is_valid_claude_matcher};
+use super::matchers::{
+    claude_matcher_matches, claude_matcher_to_gemini, claude_matcher_verbatim,
+    is_valid_claude_matcher,
+};
 use super::names::claude_event_to_gemini;
 use super::relay::is_relay_command;
+use crate::condition::Condition;
+use crate::event::{ClaudeEvent, HookEventName};
 use crate::settings::json_type;
 
 /// What the converted hooks are for.
@@ -176,7 +184,11 @@ pub fn convert_claude_hooks(settings: &Value, options: &ConvertOptions<'_>) -> C
     };
     for (claude_event, definitions) in hooks {
         let location = format!("hooks.{claude_event}");
-        let Some(event) = claude_event_to_gemini(claude_event) else {
+        let event = match claude_event_to_gemini(claude_event) {
+            Some(HookEventName::Claude(_)) if options.purpose == Purpose::Migrate => None,
+            event => event,
+        };
+        let Some(event) = event else {
             conversion.problem(
                 location,
                 ProblemKind::Skipped,
@@ -385,6 +397,14 @@ fn plan_matcher(
                  hook would run at the wrong times"
             )),
         },
+        // Claude Code's own events keep Claude's matcher, in hookd's form, on the field
+        // Claude Code matches (`HookEventName::matcher_field`).
+        _ if ClaudeEvent::parse(claude_event).is_some_and(|e| e.matcher_field().is_some()) => {
+            Ok(MatcherPlan {
+                matchers: vec![Some(claude_matcher_verbatim(matcher))],
+                claude_matcher: None,
+            })
+        }
         "SubagentStop" => match purpose {
             Purpose::Layer => Ok(MatcherPlan {
                 matchers: vec![None],
@@ -456,6 +476,29 @@ fn convert_hook(
         );
         return None;
     }
+    // Exec form: `command` is the program and `args` its arguments, spawned with no shell.
+    // hookd runs a command line, so each word is quoted (placeholders left to expand).
+    let exec_form = match hook.get("args") {
+        None | Some(Value::Null) => None,
+        Some(Value::Array(args)) if args.iter().all(Value::is_string) => {
+            let mut line = String::from("exec ");
+            line.push_str(&quote_exec_word(command));
+            for arg in args.iter().filter_map(Value::as_str) {
+                line.push(' ');
+                line.push_str(&quote_exec_word(arg));
+            }
+            Some(line)
+        }
+        Some(other) => {
+            conversion.problem(
+                location,
+                ProblemKind::Skipped,
+                format!("args must be a list of strings, not {other}"),
+            );
+            return None;
+        }
+    };
+    let command = exec_form.as_deref().unwrap_or(command);
     let uses_plugin_root = mentions_variable(command, "CLAUDE_PLUGIN_ROOT");
     if uses_plugin_root && options.plugin_root.is_none() {
         conversion.problem(
@@ -475,7 +518,7 @@ fn convert_hook(
     gemini.insert("command".to_owned(), Value::from(command));
     for (key, value) in hook {
         match key.as_str() {
-            "type" | "command" => {}
+            "type" | "command" | "args" => {}
             "timeout" => match timeout_ms(value) {
                 Some(ms) => {
                     gemini.insert("timeout".to_owned(), Value::from(ms));
@@ -504,17 +547,44 @@ fn convert_hook(
                 ProblemKind::Changed,
                 "Claude Code runs an async hook in the background; here the event waits for it",
             ),
-            "once" if value == &Value::Bool(false) => {}
-            "once" => conversion.problem(
-                location,
-                ProblemKind::Changed,
-                "`once` is not supported: the hook runs on every matching event",
-            ),
-            "if" => conversion.problem(
-                location,
-                ProblemKind::Changed,
-                format!("the condition `if`: {value} is not supported: the hook runs on every matching event"),
-            ),
+            // A settings file's `once` hook runs on every matching event in Claude Code
+            // 2.1.328 (interop scenario `claude-once`), as it does here.
+            "once" => {}
+            // hookd checks `if` itself (`crate::condition`), for both dialects; Gemini CLI
+            // does not.
+            "if" => match (options.purpose, Condition::parse(value)) {
+                (Purpose::Layer, Ok(_)) => {
+                    gemini.insert("if".to_owned(), value.clone());
+                }
+                (Purpose::Layer, Err(error)) => conversion.problem(
+                    location,
+                    ProblemKind::Changed,
+                    format!("{error}: the hook runs on every matching event"),
+                ),
+                (Purpose::Migrate, _) => conversion.problem(
+                    location,
+                    ProblemKind::Changed,
+                    format!(
+                        "the condition `if`: {value} is not supported by Gemini CLI: the hook \
+                         runs on every matching event (hookd checks it)"
+                    ),
+                ),
+            },
+            // Claude Code's `onFailure` is hookd's `on_failure` (decision D9).
+            "onFailure" => match value.as_str() {
+                Some("block") if options.purpose == Purpose::Layer => {
+                    // `onFailure` stays too: a Claude hook's failure is worded as Claude
+                    // Code words it (`super::claude_hook_result`).
+                    gemini.insert("on_failure".to_owned(), Value::from("deny"));
+                    gemini.insert("onFailure".to_owned(), Value::from("block"));
+                }
+                Some("continue") => {}
+                _ => conversion.problem(
+                    location,
+                    ProblemKind::Changed,
+                    format!("onFailure {value} is dropped: a failed hook does not block"),
+                ),
+            },
             "shell" if value.as_str() == Some("bash") => {}
             "shell" => conversion.problem(
                 location,
@@ -538,6 +608,41 @@ fn convert_hook(
         gemini.insert("claude_event".to_owned(), Value::from(claude_event));
     }
     Some(gemini)
+}
+
+/// One word of an exec-form hook as shell text that stands for exactly that word: single
+/// quotes around everything, except Claude Code's path placeholders (`${CLAUDE_PROJECT_DIR}`,
+/// `${CLAUDE_PLUGIN_ROOT}`, `${CLAUDE_PLUGIN_DATA}`), which are double-quoted so the shell
+/// substitutes them as plain text, as Claude Code does per element.
+fn quote_exec_word(word: &str) -> String {
+    const PLACEHOLDERS: [&str; 3] = [
+        "${CLAUDE_PROJECT_DIR}",
+        "${CLAUDE_PLUGIN_ROOT}",
+        "${CLAUDE_PLUGIN_DATA}",
+    ];
+    let single = |text: &str| format!("'{}'", text.replace('\'', r"'\''"));
+    let mut out = String::new();
+    let mut rest = word;
+    loop {
+        let next = PLACEHOLDERS
+            .iter()
+            .filter_map(|placeholder| rest.find(placeholder).map(|at| (at, *placeholder)))
+            .min_by_key(|(at, _)| *at);
+        let Some((at, placeholder)) = next else {
+            break;
+        };
+        if at > 0 {
+            out.push_str(&single(&rest[..at]));
+        }
+        out.push('"');
+        out.push_str(placeholder);
+        out.push('"');
+        rest = &rest[at + placeholder.len()..];
+    }
+    if !rest.is_empty() || out.is_empty() {
+        out.push_str(&single(rest));
+    }
+    out
 }
 
 /// Claude's timeout in seconds as milliseconds: a positive, finite number, rounded.
@@ -685,7 +790,7 @@ mod tests {
                     {"matcher": "idle_prompt", "hooks": [{"type": "command", "command": "nudge.sh"}]}
                 ],
                 "UserPromptSubmit": [{"matcher": "ignored", "hooks": [{"type": "command", "command": "${CLAUDE_PLUGIN_ROOT}/p.sh"}]}],
-                "PermissionRequest": [{"hooks": [{"type": "command", "command": "x"}]}],
+                "PermissionRequest": [{"matcher": "Bash|Write", "hooks": [{"type": "command", "command": "x"}]}],
                 "SessionEnd": {"hooks": []}
             }
         });
@@ -765,13 +870,16 @@ mod tests {
                     {"hooks": [{"type": "command", "command": "ding.sh", "dialect": "claude", "claude_event": "Notification", "claude_matcher": "permission_prompt"}]},
                     {"hooks": [{"type": "command", "command": "nudge.sh", "dialect": "claude", "claude_event": "Notification", "claude_matcher": "idle_prompt"}]}
                 ],
-                "BeforeAgent": [{"hooks": [{"type": "command", "command": "${CLAUDE_PLUGIN_ROOT}/p.sh", "env": {"CLAUDE_PLUGIN_ROOT": "/opt/plugins/fmt"}, "dialect": "claude", "claude_event": "UserPromptSubmit"}]}]
+                "BeforeAgent": [{"hooks": [{"type": "command", "command": "${CLAUDE_PLUGIN_ROOT}/p.sh", "env": {"CLAUDE_PLUGIN_ROOT": "/opt/plugins/fmt"}, "dialect": "claude", "claude_event": "UserPromptSubmit"}]}],
+                // Claude Code's own events are held under their own name; the matcher keeps
+                // Claude's tool names.
+                "PermissionRequest": [{"matcher": "^(?:Bash|Write)$", "hooks": [{"type": "command", "command": "x", "dialect": "claude", "claude_event": "PermissionRequest"}]}]
             })
         );
         // The layer keeps relay entries (the registry skips them) and reports no lost
         // matcher: the hooks carry it.
         let layer_problems = problems(&layer);
-        assert_eq!(layer_problems.len(), 6, "{layer_problems:#?}");
+        assert_eq!(layer_problems.len(), 5, "{layer_problems:#?}");
         assert!(
             !layer_problems
                 .iter()
@@ -873,8 +981,7 @@ mod tests {
             (
                 json!({"hooks": {"PreCompact": [{"hooks": [{"type": "command", "command": "x", "once": true, "if": "Bash(git *)", "shell": "powershell", "color": "red", "async": false}]}]}}),
                 vec![
-                    "hooks.PreCompact[0].hooks[0]: converted with a change: `once` is not supported: the hook runs on every matching event",
-                    "hooks.PreCompact[0].hooks[0]: converted with a change: the condition `if`: \"Bash(git *)\" is not supported: the hook runs on every matching event",
+                    "hooks.PreCompact[0].hooks[0]: converted with a change: the condition `if`: \"Bash(git *)\" is not supported by Gemini CLI: the hook runs on every matching event (hookd checks it)",
                     "hooks.PreCompact[0].hooks[0]: converted with a change: shell \"powershell\" is not supported: the command runs with bash",
                     "hooks.PreCompact[0].hooks[0]: converted with a change: key \"color\" has no counterpart and is dropped",
                 ],
@@ -884,5 +991,69 @@ mod tests {
             let conversion = convert_claude_settings(&settings, Purpose::Migrate);
             assert_eq!(problems(&conversion), expected, "{settings}");
         }
+    }
+
+    #[test]
+    fn exec_form_args_become_one_quoted_command_line() {
+        // (command, args, command line)
+        let cases = [
+            (
+                "/usr/bin/guard",
+                json!(["--strict"]),
+                "exec '/usr/bin/guard' '--strict'",
+            ),
+            (
+                "${CLAUDE_PLUGIN_ROOT}/bin/fmt",
+                json!(["it's", "$HOME", "a b", ""]),
+                r#"exec "${CLAUDE_PLUGIN_ROOT}"'/bin/fmt' 'it'\''s' '$HOME' 'a b' ''"#,
+            ),
+            (
+                "node",
+                json!(["${CLAUDE_PROJECT_DIR}/x.js", "pre${CLAUDE_PLUGIN_DATA}"]),
+                r#"exec 'node' "${CLAUDE_PROJECT_DIR}"'/x.js' 'pre'"${CLAUDE_PLUGIN_DATA}""#,
+            ),
+        ];
+        for (command, args, line) in cases {
+            let settings = json!({"hooks": {"Stop": [{"hooks": [
+                {"type": "command", "command": command, "args": args}
+            ]}]}});
+            let layer = convert_claude_hooks(
+                &settings,
+                &ConvertOptions {
+                    purpose: Purpose::Layer,
+                    plugin_root: Some("/opt/p"),
+                },
+            );
+            assert_eq!(
+                layer.hooks["AfterAgent"][0]["hooks"][0]["command"],
+                json!(line),
+                "{command}"
+            );
+            assert!(layer.problems.is_empty(), "{:?}", layer.problems);
+        }
+        let bad = json!({"hooks": {"Stop": [{"hooks": [{"type": "command", "command": "x", "args": "-v"}]}]}});
+        let layer = convert_claude_settings(&bad, Purpose::Layer);
+        assert!(layer.hooks.is_empty());
+        assert_eq!(layer.problems_of(ProblemKind::Skipped).count(), 1);
+    }
+
+    #[test]
+    fn layers_keep_if_and_on_failure() {
+        let settings = json!({"hooks": {"PreToolUse": [{"matcher": "Bash", "hooks": [
+            {"type": "command", "command": "x", "if": "Bash(git *)", "onFailure": "block"},
+            {"type": "command", "command": "y", "if": "Bash(git *", "onFailure": "continue"}
+        ]}]}});
+        let layer = convert_claude_settings(&settings, Purpose::Layer);
+        let hooks = &layer.hooks["BeforeTool"][0]["hooks"];
+        assert_eq!(hooks[0]["if"], json!("Bash(git *)"));
+        assert_eq!(hooks[0]["on_failure"], json!("deny"));
+        assert_eq!(hooks[1].get("if"), None);
+        assert_eq!(hooks[1].get("on_failure"), None);
+        assert_eq!(
+            problems(&layer),
+            [
+                "hooks.PreToolUse[0].hooks[1]: converted with a change: `if` \"Bash(git *\" is not a permission rule such as \"Bash(git *)\": the hook runs on every matching event"
+            ]
+        );
     }
 }

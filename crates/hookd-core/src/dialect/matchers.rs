@@ -101,6 +101,19 @@ pub fn claude_matcher_to_gemini(matcher: &str) -> String {
     }
 }
 
+/// hookd's matcher (an unanchored JavaScript regular expression) that selects the same values
+/// as Claude Code's `matcher`, for fields whose values hookd does not rename (the matcher
+/// fields of Claude Code's own events: its tool names, agent types, sources, ...). An exact
+/// list becomes an anchored alternation; a regular expression stays as it is.
+pub fn claude_matcher_verbatim(matcher: &str) -> String {
+    match parse(matcher) {
+        ClaudeMatcher::All => matcher.trim().to_owned(),
+        ClaudeMatcher::Names(names) => exact_names(&names),
+        ClaudeMatcher::Regex(_) => matcher.trim().to_owned(),
+        ClaudeMatcher::Invalid => NEVER.to_owned(),
+    }
+}
+
 /// A regular expression that matches nothing.
 const NEVER: &str = "(?!)";
 

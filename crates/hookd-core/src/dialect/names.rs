@@ -10,7 +10,7 @@ use std::borrow::Cow;
 
 use serde_json::{Map, Value};
 
-use crate::event::HookEventName;
+use crate::event::{ClaudeEvent, HookEventName};
 
 /// Claude Code's hook events that have a Gemini CLI counterpart, in the order of its
 /// documentation.
@@ -26,8 +26,10 @@ pub const CLAUDE_EVENTS: [&str; 9] = [
     "Notification",
 ];
 
-/// The Gemini CLI event a Claude Code event is fired as; `None` for Claude events without a
-/// counterpart (`PermissionRequest`, `PostToolUseFailure`, `SubagentStart`, ...).
+/// The event hookd fires for a Claude Code event: its Gemini CLI counterpart, or for Claude's
+/// own events (`PermissionRequest`, `PostToolUseFailure`, `SubagentStart`, ...) the
+/// Claude-only event itself (`HookEventName::Claude`); `None` for a name Claude Code does not
+/// have.
 ///
 /// Both `Stop` and `SubagentStop` become `AfterAgent`: Gemini CLI has one "the agent finished"
 /// event. Names are case-sensitive.
@@ -41,7 +43,7 @@ pub fn claude_event_to_gemini(name: &str) -> Option<HookEventName> {
         "SessionEnd" => HookEventName::SessionEnd,
         "PreCompact" => HookEventName::PreCompress,
         "Notification" => HookEventName::Notification,
-        _ => return None,
+        other => return ClaudeEvent::parse(other).map(HookEventName::Claude),
     })
 }
 
@@ -61,12 +63,16 @@ pub fn gemini_event_to_claude(event: HookEventName) -> Option<&'static str> {
         HookEventName::BeforeModel
         | HookEventName::AfterModel
         | HookEventName::BeforeToolSelection => return None,
+        HookEventName::Claude(event) => event.as_str(),
     })
 }
 
 /// The `&'static str` spelling of a Claude event name, if it is one of [`CLAUDE_EVENTS`].
 pub(crate) fn static_claude_event(name: &str) -> Option<&'static str> {
-    CLAUDE_EVENTS.into_iter().find(|event| *event == name)
+    CLAUDE_EVENTS
+        .into_iter()
+        .find(|event| *event == name)
+        .or_else(|| ClaudeEvent::parse(name).map(ClaudeEvent::as_str))
 }
 
 /// One built-in tool both CLIs have, with its input keys that are spelled differently.
@@ -337,8 +343,14 @@ mod tests {
             assert_eq!(claude_event_to_gemini(claude), Some(gemini), "{claude}");
             assert_eq!(gemini_event_to_claude(gemini), Some(back), "{gemini}");
         }
+        // Claude Code's own events are held as themselves.
+        for event in crate::event::ClaudeEvent::ALL {
+            let held = HookEventName::Claude(event);
+            assert_eq!(claude_event_to_gemini(event.as_str()), Some(held));
+            assert_eq!(gemini_event_to_claude(held), Some(event.as_str()));
+        }
         for unknown in [
-            "PermissionRequest",
+            "permissionrequest",
             "SubAgentStop",
             "pretooluse",
             "BeforeTool",

@@ -15,7 +15,8 @@
 //! when it still translates to what the payload now holds (a sequential hook may have
 //! rewritten `tool_input`, a tail call changes `tool_name`), otherwise the Gemini value is
 //! translated back. A payload Gemini CLI built itself has no `claude_*` fields and is
-//! translated field by field. Gemini-only fields (`timestamp`, `mcp_context`,
+//! translated field by field. Gemini's `timestamp`, which Claude Code never sends, is left
+//! out (except for the model events, which keep Gemini's payload). Other Gemini-only fields (`mcp_context`,
 //! `original_request_name`, `details`, `prompt`, ...) are passed along; Claude hooks ignore
 //! what they do not know.
 
@@ -288,8 +289,11 @@ pub fn gemini_payload_to_claude(
 
     for (key, value) in payload {
         let key_str = key.as_str();
+        // `timestamp` is Gemini CLI's base field; Claude Code sends none.
+        let gemini_only = key_str == "timestamp" && claude_event.is_some();
         if !consumed.contains(&key_str)
             && !BOOKKEEPING.contains(&key_str)
+            && !gemini_only
             && !out.contains_key(key_str)
         {
             out.insert(key.clone(), value.clone());
@@ -386,7 +390,7 @@ mod tests {
     }
 
     /// Every event: Claude input → Gemini input (checked) → daemon payload → Claude payload,
-    /// which equals the original plus the daemon's timestamp.
+    /// which equals the original (the daemon's timestamp is not passed on).
     #[test]
     fn every_event_round_trips() {
         // (Claude input fields, Gemini event, expected Gemini input fields besides the base
@@ -512,12 +516,7 @@ mod tests {
 
             let payload = daemon_payload(event, &gemini);
             let back = gemini_payload_to_claude(event, &payload);
-            let mut want = input.clone();
-            want.insert(
-                "timestamp".to_owned(),
-                Value::from("2026-01-02T03:04:05.678Z"),
-            );
-            assert_eq!(back, want, "{input:?}");
+            assert_eq!(back, input, "{input:?}");
             // The base fields and the event name come first, in Claude's order.
             let first: Vec<&str> = back.keys().take(5).map(String::as_str).collect();
             assert_eq!(
@@ -542,8 +541,8 @@ mod tests {
                 DialectError::MissingEventName,
             ),
             (
-                json!({"hook_event_name": "PermissionRequest"}),
-                DialectError::UnknownEvent("PermissionRequest".to_owned()),
+                json!({"hook_event_name": "PermissionAsked"}),
+                DialectError::UnknownEvent("PermissionAsked".to_owned()),
             ),
             (
                 json!({"hook_event_name": "PreToolUse"}),
@@ -631,7 +630,11 @@ mod tests {
                 with(json!({"hook_event_name": "BeforeModel", "llm_request": {"model": "m"}})),
             ),
         ];
-        for (event, payload, expected) in cases {
+        for (event, payload, mut expected) in cases {
+            // Claude Code sends no timestamp; the model events keep Gemini's payload.
+            if gemini_event_to_claude(event).is_some() {
+                expected.shift_remove("timestamp");
+            }
             assert_eq!(
                 gemini_payload_to_claude(event, &payload),
                 expected,

@@ -11,7 +11,8 @@
 //! JSON fields: `continue`, `stopReason`, `suppressOutput` and `systemMessage` keep their
 //! names. `PreToolUse`'s `hookSpecificOutput.permissionDecision` (`allow`/`deny`/`ask`; the
 //! deprecated top-level `approve`/`block` when it is absent) becomes `decision`, with
-//! `permissionDecisionReason` as `reason`; `defer` decides nothing. The decision is also kept
+//! `permissionDecisionReason` as `reason`; `defer` decides nothing for Gemini's merge and is
+//! kept as `hookSpecificOutput.permissionDecision` for Claude Code's. The decision is also kept
 //! as `hookSpecificOutput.permissionDecision`, so that [`super::answer_for_claude_input`] can
 //! tell an explicit `allow` from Gemini's default one. `updatedInput` becomes
 //! `hookSpecificOutput.tool_input` with Gemini's key names. For the other events `decision:
@@ -25,6 +26,9 @@
 
 use serde_json::{Map, Value};
 
+use super::events::{
+    BlockStyle, claude_block_style, claude_plain_stdout_field, claude_specific_fields,
+};
 use super::names::claude_tool_input_to_gemini;
 use super::payload::{claude_tool_name, effective_claude_event};
 use crate::command::js_trim;
@@ -41,8 +45,62 @@ pub fn claude_hook_result(
     run: HookRun,
     input: &Map<String, Value>,
 ) -> HookResult {
-    let interpretation = interpret_claude(entry.event, entry.config.display_name(), &run, input);
+    let mut interpretation =
+        interpret_claude(entry.event, entry.config.display_name(), &run, input);
+    if let Some(output) = on_failure_block(entry, &run, input) {
+        interpretation.output = Some(output);
+        interpretation.output_format = Some(OutputFormat::Text);
+    }
     crate::output::record(entry, run, interpretation)
+}
+
+/// Claude Code's `onFailure: "block"` (kept on a converted hook): a hook that could not start,
+/// timed out, or exited with a code other than 0 and 2 blocks as an exit 2 would, with Claude
+/// Code's words (`[<command>]: failed; blocking because onFailure is "block"`, then stderr).
+/// Claude Code ignores it on `Stop`, `SubagentStop`, `TaskCompleted` and `TeammateIdle`.
+fn on_failure_block(entry: &HookEntry, run: &HookRun, input: &Map<String, Value>) -> Option<Value> {
+    if entry.config.raw.get("onFailure").and_then(Value::as_str) != Some("block") {
+        return None;
+    }
+    let claude_event = effective_claude_event(entry.event, input)?;
+    if matches!(
+        claude_event,
+        "Stop" | "SubagentStop" | "TaskCompleted" | "TeammateIdle"
+    ) {
+        return None;
+    }
+    let what = match &run.outcome {
+        HookOutcome::Exited { code: 0 | 2 }
+        | HookOutcome::Cancelled
+        | HookOutcome::Refused { .. } => return None,
+        HookOutcome::OutputTooLarge { code: Some(2), .. } => return None,
+        HookOutcome::TimedOut { .. } => "timed out",
+        _ => "failed",
+    };
+    let command = entry.config.command.as_deref().unwrap_or("");
+    let stderr = js_trim(&run.stderr);
+    let mut reason = format!("[{command}]: {what}; blocking because onFailure is \"block\"");
+    if !stderr.is_empty() && what == "failed" {
+        reason.push('\n');
+        reason.push_str(stderr);
+    }
+    let context = Context {
+        event: entry.event,
+        claude_event,
+        claude_tool: claude_tool_name(input),
+    };
+    let mut output = Map::new();
+    let decision = match claude_block_style(context.claude_event) {
+        BlockStyle::PermissionDecision | BlockStyle::PermissionRequest => "deny",
+        BlockStyle::Decision | BlockStyle::ExitCode => "block",
+        BlockStyle::None => {
+            output.insert("systemMessage".to_owned(), Value::from(reason));
+            return Some(Value::Object(output));
+        }
+    };
+    output.insert("decision".to_owned(), Value::from(decision));
+    output.insert("reason".to_owned(), Value::from(reason));
+    Some(Value::Object(output))
 }
 
 /// What Claude Code would make of the run, and the tool the hook saw.
@@ -120,26 +178,26 @@ fn exit_zero(context: &Context, stdout: &str) -> (Option<Value>, Option<OutputFo
             Some(OutputFormat::Json),
         );
     }
-    match context.claude_event {
-        "UserPromptSubmit" | "SessionStart" => {
+    match claude_plain_stdout_field(context.claude_event) {
+        Some(field) => {
             let mut specific = Map::new();
-            specific.insert("additionalContext".to_owned(), Value::from(text));
+            specific.insert(field.to_owned(), Value::from(text));
             (
                 Some(Value::Object(with_specific(Map::new(), context, specific))),
                 Some(OutputFormat::Text),
             )
         }
-        _ => (None, None),
+        None => (None, None),
     }
 }
 
 /// Exit 2: a block with stderr as the reason, where the event can be blocked.
 fn blocking(context: &Context, name: &str, stderr: &str) -> Option<Value> {
     let text = js_trim(stderr);
-    let decision = match context.claude_event {
-        "PreToolUse" => "deny",
-        "PostToolUse" | "UserPromptSubmit" | "Stop" | "SubagentStop" | "PreCompact" => "block",
-        _ => {
+    let decision = match claude_block_style(context.claude_event) {
+        BlockStyle::PermissionDecision | BlockStyle::PermissionRequest => "deny",
+        BlockStyle::Decision | BlockStyle::ExitCode => "block",
+        BlockStyle::None => {
             let mut output = Map::new();
             output.insert("systemMessage".to_owned(), Value::from(text));
             return (!text.is_empty()).then_some(Value::Object(output));
@@ -188,10 +246,15 @@ fn translate_output(context: &Context, claude: &Map<String, Value>) -> Map<Strin
     let top_decision = claude.get("decision").and_then(Value::as_str);
     let top_reason = claude.get("reason").filter(|reason| reason.is_string());
     let mut specific = Map::new();
-    let (decision, reason) = match context.claude_event {
-        "PreToolUse" => {
+    let (decision, reason) = match claude_block_style(context.claude_event) {
+        BlockStyle::PermissionDecision => {
             let decision = match specific_field("permissionDecision").and_then(Value::as_str) {
                 Some(decision @ ("allow" | "deny" | "ask")) => Some(decision),
+                // `defer` decides nothing for Gemini's merge; kept for Claude Code's.
+                Some("defer") if context.claude_event == "PreToolUse" => {
+                    specific.insert("permissionDecision".to_owned(), Value::from("defer"));
+                    None
+                }
                 Some(_) => None,
                 None => match top_decision {
                     Some("approve") => Some("allow"),
@@ -214,7 +277,22 @@ fn translate_output(context: &Context, claude: &Map<String, Value>) -> Map<Strin
                 .or(top_reason);
             (decision, reason)
         }
-        "PostToolUse" | "UserPromptSubmit" | "Stop" | "SubagentStop" | "PreCompact" => {
+        BlockStyle::PermissionRequest => {
+            let answer = specific_field("decision").and_then(Value::as_object);
+            let behavior = answer
+                .and_then(|answer| answer.get("behavior"))
+                .and_then(Value::as_str);
+            let decision = match behavior {
+                Some("allow") => Some("allow"),
+                Some("deny") => Some("deny"),
+                _ => None,
+            };
+            let message = answer
+                .and_then(|answer| answer.get("message"))
+                .filter(|message| message.is_string());
+            (decision, message.or(top_reason))
+        }
+        BlockStyle::Decision | BlockStyle::ExitCode => {
             let decision = match top_decision {
                 Some("block") => Some("block"),
                 Some("approve") => Some("allow"),
@@ -222,7 +300,7 @@ fn translate_output(context: &Context, claude: &Map<String, Value>) -> Map<Strin
             };
             (decision, top_reason)
         }
-        _ => (None, None),
+        BlockStyle::None => (None, None),
     };
     if let Some(decision) = decision {
         out.insert("decision".to_owned(), Value::from(decision));
@@ -230,12 +308,24 @@ fn translate_output(context: &Context, claude: &Map<String, Value>) -> Map<Strin
     if let Some(reason) = reason {
         out.insert("reason".to_owned(), reason.clone());
     }
-    if matches!(
-        context.claude_event,
-        "PreToolUse" | "PostToolUse" | "UserPromptSubmit" | "SessionStart"
-    ) {
-        if let Some(text @ Value::String(_)) = specific_field("additionalContext") {
-            specific.insert("additionalContext".to_owned(), text.clone());
+    // The event's other fields keep Claude Code's names and values; the ones read above
+    // (the decision, its reason, the rewritten input) are already in Gemini's terms.
+    for field in claude_specific_fields(context.claude_event) {
+        if matches!(
+            *field,
+            "permissionDecision" | "permissionDecisionReason" | "updatedInput"
+        ) {
+            continue;
+        }
+        match specific_field(field) {
+            Some(text @ Value::String(_)) if *field == "additionalContext" => {
+                specific.insert((*field).to_owned(), text.clone());
+            }
+            Some(_) if *field == "additionalContext" => {}
+            Some(value) => {
+                specific.insert((*field).to_owned(), value.clone());
+            }
+            None => {}
         }
     }
     with_specific(out, context, specific)
@@ -437,7 +527,15 @@ mod tests {
                     r#"{"hookSpecificOutput": {"permissionDecision": "defer"}}"#,
                     "",
                 ),
-                (true, Some(json!({})), JSON, Some(0)),
+                // No Gemini decision; kept for Claude Code's merge.
+                (
+                    true,
+                    Some(
+                        json!({"hookSpecificOutput": {"hookEventName": "BeforeTool", "permissionDecision": "defer"}}),
+                    ),
+                    JSON,
+                    Some(0),
+                ),
             ),
             // The deprecated top-level fields.
             (
@@ -700,6 +798,175 @@ mod tests {
             assert_eq!(result.exit_code, code, "{description}");
             assert_eq!(result.error, None, "{description}");
             assert_eq!(result.name, "guard");
+        }
+    }
+
+    #[test]
+    fn claude_only_events_keep_their_fields_and_block_as_claude_says() {
+        let claude = |name: &str| -> HookEventName { name.parse().expect(name) };
+        // (Claude-only event, run, Gemini output)
+        let cases: Vec<(&str, HookRun, Option<Value>)> = vec![
+            (
+                "PermissionRequest",
+                run(
+                    exited(0),
+                    r#"{"hookSpecificOutput": {"hookEventName": "PermissionRequest", "decision": {"behavior": "deny", "message": "not on main"}}}"#,
+                    "",
+                ),
+                Some(json!({"decision": "deny", "reason": "not on main",
+                    "hookSpecificOutput": {"hookEventName": "PermissionRequest",
+                        "decision": {"behavior": "deny", "message": "not on main"}}})),
+            ),
+            (
+                "PermissionRequest",
+                run(
+                    exited(0),
+                    r#"{"hookSpecificOutput": {"decision": {"behavior": "allow", "updatedInput": {"command": "ls"}}}}"#,
+                    "",
+                ),
+                Some(json!({"decision": "allow",
+                    "hookSpecificOutput": {"hookEventName": "PermissionRequest",
+                        "decision": {"behavior": "allow", "updatedInput": {"command": "ls"}}}})),
+            ),
+            (
+                "PermissionRequest",
+                run(exited(2), "", "no"),
+                Some(json!({"decision": "deny", "reason": "no"})),
+            ),
+            (
+                "TaskCompleted",
+                run(exited(2), "", "tests fail"),
+                Some(json!({"decision": "block", "reason": "tests fail"})),
+            ),
+            (
+                "ConfigChange",
+                run(
+                    exited(0),
+                    r#"{"decision": "block", "reason": "locked"}"#,
+                    "",
+                ),
+                Some(json!({"decision": "block", "reason": "locked"})),
+            ),
+            // Cannot block: stderr is for the user.
+            (
+                "StopFailure",
+                run(exited(2), "", "rate limited"),
+                Some(json!({"systemMessage": "rate limited"})),
+            ),
+            (
+                "PostToolUseFailure",
+                run(
+                    exited(0),
+                    r#"{"hookSpecificOutput": {"additionalContext": "retry with sudo", "bogus": 1}}"#,
+                    "",
+                ),
+                Some(
+                    json!({"hookSpecificOutput": {"hookEventName": "PostToolUseFailure",
+                    "additionalContext": "retry with sudo"}}),
+                ),
+            ),
+            (
+                "PermissionDenied",
+                run(exited(0), r#"{"hookSpecificOutput": {"retry": true}}"#, ""),
+                Some(
+                    json!({"hookSpecificOutput": {"hookEventName": "PermissionDenied", "retry": true}}),
+                ),
+            ),
+            (
+                "WorktreeCreate",
+                run(exited(0), "/srv/wt/feature\n", ""),
+                Some(
+                    json!({"hookSpecificOutput": {"hookEventName": "WorktreeCreate",
+                    "worktreePath": "/srv/wt/feature"}}),
+                ),
+            ),
+            (
+                "MessageDisplay",
+                run(
+                    exited(0),
+                    r#"{"hookSpecificOutput": {"displayContent": "[redacted]"}}"#,
+                    "",
+                ),
+                Some(
+                    json!({"hookSpecificOutput": {"hookEventName": "MessageDisplay",
+                    "displayContent": "[redacted]"}}),
+                ),
+            ),
+            (
+                "PreModelSwitch",
+                run(
+                    exited(0),
+                    r#"{"hookSpecificOutput": {"permissionDecision": "deny", "permissionDecisionReason": "budget"}}"#,
+                    "",
+                ),
+                Some(json!({"decision": "deny", "reason": "budget",
+                    "hookSpecificOutput": {"hookEventName": "PreModelSwitch", "permissionDecision": "deny"}})),
+            ),
+            // Plain stdout is transcript text only for most events.
+            ("CwdChanged", run(exited(0), "moved", ""), None),
+        ];
+        for (name, hook_run, expected) in cases {
+            let event = claude(name);
+            let mut payload = Map::new();
+            payload.insert("hook_event_name".to_owned(), json!(name));
+            let result = claude_hook_result(&entry(event), hook_run, &payload);
+            assert_eq!(result.output, expected, "{name}");
+        }
+    }
+
+    #[test]
+    fn on_failure_block_blocks_as_claude_words_it() {
+        let blocking = |event: HookEventName| {
+            let mut entry = entry(event);
+            entry
+                .config
+                .raw
+                .insert("onFailure".to_owned(), json!("block"));
+            entry
+        };
+        let deny = |reason: &str| Some(json!({"decision": "deny", "reason": reason}));
+        // (event, Claude event, run, output)
+        let cases: Vec<(HookEventName, &str, HookRun, Option<Value>)> = vec![
+            (
+                HookEventName::BeforeTool,
+                "PreToolUse",
+                run(exited(1), "", "boom"),
+                deny("[./guard.sh]: failed; blocking because onFailure is \"block\"\nboom"),
+            ),
+            (
+                HookEventName::BeforeTool,
+                "PreToolUse",
+                run(HookOutcome::TimedOut { timeout_ms: 5 }, "", "late"),
+                deny("[./guard.sh]: timed out; blocking because onFailure is \"block\""),
+            ),
+            (
+                HookEventName::AfterTool,
+                "PostToolUse",
+                run(exited(3), "", ""),
+                Some(json!({"decision": "block",
+                    "reason": "[./guard.sh]: failed; blocking because onFailure is \"block\""})),
+            ),
+            // A run that answered is not a failure; Stop ignores onFailure.
+            (
+                HookEventName::BeforeTool,
+                "PreToolUse",
+                run(exited(0), "", ""),
+                None,
+            ),
+            (
+                HookEventName::AfterAgent,
+                "Stop",
+                run(exited(1), "", "boom"),
+                Some(json!({"systemMessage": "Warning: boom"})),
+            ),
+        ];
+        for (event, claude_event, hook_run, expected) in cases {
+            let result = claude_hook_result(
+                &blocking(event),
+                hook_run,
+                &input(claude_event, Some("run_shell_command")),
+            );
+            assert_eq!(result.output, expected, "{claude_event}");
         }
     }
 
