@@ -30,7 +30,7 @@ use hookd_core::payload::{BaseFields, format_timestamp};
 use hookd_core::relayed::RelayHost;
 use hookd_core::sanitize::EnvRedaction;
 use hookd_core::{HookEventName, MatcherKind};
-use hookd_protocol::fast::{ScannedEvent, ScannedRequest};
+use hookd_protocol::fast::{IdRef, ScannedEvent, ScannedRequest};
 use hookd_protocol::{
     CancelRequest, ChunkRequest, ChunkResultMessage, ClientMessage, ErrorCode, EventRequest,
     EventResult, Frame, HookRecord, HookedEventsRequest, ListRequest, PongMessage, ProtocolError,
@@ -369,6 +369,12 @@ impl Connection {
                 return !err.code.closes_connection();
             }
         };
+        if let Some(id) = duplicate_candidate(&message)
+            && self.is_inflight(id.as_id_ref())
+        {
+            send(&self.sink, &duplicate_id(id.clone()).to_server_message()).await;
+            return true;
+        }
         match message {
             ClientMessage::Hello(_) => {
                 let error = ProtocolError::new(
@@ -477,6 +483,10 @@ impl Connection {
                 true
             }
             Some(ScannedRequest::Event(event)) => {
+                // A reused id goes to the full path, which answers `duplicate_id`.
+                if self.is_inflight(event.id) {
+                    return false;
+                }
                 let Some(generation) = self.unhooked_generation(&event) else {
                     return false;
                 };
@@ -901,14 +911,18 @@ impl Connection {
             }
         };
         if token.is_none() {
-            let error = ProtocolError::new(
-                ErrorCode::DuplicateId,
-                format!("request id {id} is already in flight on this connection"),
-            )
-            .with_id(Some(id.clone()));
-            send(&self.sink, &error.to_server_message()).await;
+            send(&self.sink, &duplicate_id(id.clone()).to_server_message()).await;
         }
         token
+    }
+
+    /// Whether a request with this id is in flight on the connection (an event run, a
+    /// subscription or a stream). Allocates nothing: the table is searched by comparison,
+    /// and it is almost always empty or tiny (an agent keeps one `hooked_events`
+    /// subscription open per project).
+    fn is_inflight(&self, id: IdRef<'_>) -> bool {
+        let inflight = self.inflight.lock().unwrap_or_else(PoisonError::into_inner);
+        !inflight.is_empty() && inflight.keys().any(|key| key.as_id_ref() == id)
     }
 
     /// Answers a `subscribe` request, then sends a `registry_changed` frame per swapped
@@ -923,6 +937,12 @@ impl Connection {
         };
         // Subscribed before the acknowledgement, so no change after it can be missed.
         let mut changes = self.shared.registries.subscribe();
+        // The daemon watches the files of the projects it has loaded: a directory no event
+        // has named yet is loaded now, so that its files are watched and its changes are
+        // reported from the acknowledgement on.
+        if let Some(cwd) = &request.cwd {
+            self.shared.registries.get(Path::new(cwd)).await;
+        }
         let ack = ServerMessage::Subscribed(hookd_protocol::SubscribedMessage {
             id: request.id.clone(),
             cwd: request.cwd.clone(),
@@ -1021,6 +1041,25 @@ impl Connection {
         let message = convert::list(request.id, request.cwd, &snapshot, &self.shared.last_runs);
         send(&self.sink, &ServerMessage::List(message)).await;
     }
+}
+
+/// The id a request must not share with an in-flight request, or `None` for a message that
+/// is not a new request: `hello` has no id, and a stream's `chunk` and `stream_close` carry
+/// the id of the stream they address.
+fn duplicate_candidate(message: &ClientMessage) -> Option<&RequestId> {
+    match message {
+        ClientMessage::Hello(_) | ClientMessage::Chunk(_) | ClientMessage::StreamClose(_) => None,
+        other => other.id(),
+    }
+}
+
+/// The `duplicate_id` error for a request that reuses the id of an in-flight request.
+fn duplicate_id(id: RequestId) -> ProtocolError {
+    ProtocolError::new(
+        ErrorCode::DuplicateId,
+        format!("request id {id} is already in flight on this connection"),
+    )
+    .with_id(Some(id))
 }
 
 /// A relayed AfterModel chunk's place in its response (`crate::relayed`).
