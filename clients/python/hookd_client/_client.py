@@ -153,6 +153,7 @@ class Client:
         self._connecting: asyncio.Task[_Connection] | None = None
         self._pending: dict[int, _Pending] = {}
         self._watches: dict[str, HookedEventsWatch] = {}
+        self._taps: list[Callable[[Message], None]] = []
         self._next_id = 1
         self._closed = False
 
@@ -250,6 +251,20 @@ class Client:
 
         self._start(_Pending(message, False, handle, _failer(future)))
         return await future
+
+    def tap(self, listener: Callable[[Message], None]) -> Callable[[], None]:
+        """Calls ``listener`` with every frame the daemon sends from now on, whatever request
+        it answers; returns the function that removes it. With :meth:`send_raw`, for tests and
+        tools that speak the protocol frame by frame."""
+        self._taps.append(listener)
+        return lambda: self._taps.remove(listener)
+
+    def send_raw(self, message: Message) -> None:
+        """Writes a message as it is on the current connection (no id is assigned, nothing
+        waits for its answer: see :meth:`tap`)."""
+        if self._connection is None:
+            raise ConnectionLost("not connected to hookd")
+        self._connection.write(message)
 
     async def event(
         self,
@@ -574,6 +589,8 @@ class Client:
             self._spawn_reconnect()
 
     def _dispatch(self, message: Message) -> None:
+        for listener in list(self._taps):
+            listener(message)
         request_id = message.get("id")
         if request_id is None or isinstance(request_id, bool):
             return

@@ -134,6 +134,7 @@ export class HookdClient {
   private connecting: Promise<Connection> | null = null;
   private readonly pending = new Map<number, Pending>();
   private readonly watches = new Map<string, HookedEventsWatch>();
+  private readonly taps = new Set<(message: ServerMessage) => void>();
   private nextId = 1;
   private closed = false;
   private readonly socketPath: string;
@@ -254,6 +255,30 @@ export class HookdClient {
         onLost: reject,
       });
     });
+  }
+
+  /**
+   * Calls `listener` with every frame the daemon sends from now on, whatever request it
+   * answers; returns the function that removes it. With {@link sendRaw}, for tests and tools
+   * that speak the protocol frame by frame.
+   */
+  tap(listener: (message: ServerMessage) => void): () => void {
+    this.taps.add(listener);
+    return () => {
+      this.taps.delete(listener);
+    };
+  }
+
+  /**
+   * Writes a message as it is on the current connection (no id is assigned, nothing waits
+   * for its answer: see {@link tap}). Throws when not connected.
+   */
+  sendRaw(message: JsonObject): void {
+    const connection = this.connection;
+    if (!connection) {
+      throw new ConnectionLostError("not connected to hookd");
+    }
+    connection.socket.write(encodeFrame(message));
   }
 
   /**
@@ -654,6 +679,9 @@ export class HookdClient {
       message = JSON.parse(body.toString("utf8")) as ServerMessage;
     } catch {
       return;
+    }
+    for (const listener of this.taps) {
+      listener(message);
     }
     if (typeof message.id !== "number") {
       return;
