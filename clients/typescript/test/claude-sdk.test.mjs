@@ -3,7 +3,7 @@
 // then sees.
 
 import assert from "node:assert/strict";
-import { existsSync, mkdirSync } from "node:fs";
+import { existsSync, mkdirSync, readFileSync } from "node:fs";
 import { join } from "node:path";
 import { test } from "node:test";
 
@@ -11,33 +11,16 @@ import { answerForClaude, claudeInputToEvent, hookdHooks } from "../dist/claude.
 import { Daemon, commandHook, settings } from "./daemon.mjs";
 import { claudeEnv, startFakeModel } from "./fakemodel.mjs";
 
-test("SDK inputs and answers are translated like the relay's", () => {
-  const cases = [
-    [
-      { hook_event_name: "PreToolUse", session_id: "s", cwd: "/p", tool_name: "Bash", tool_input: { command: "ls", run_in_background: true } },
-      { event: "BeforeTool", input: { claude_event: "PreToolUse", tool_name: "run_shell_command", claude_tool_name: "Bash", tool_input: { command: "ls", is_background: true }, claude_tool_input: { command: "ls", run_in_background: true } } },
-    ],
-    [
-      { hook_event_name: "PostToolUse", tool_name: "mcp__gh__create_issue", tool_input: {}, tool_response: { ok: 1 } },
-      { event: "AfterTool", input: { claude_event: "PostToolUse", tool_name: "mcp_gh_create_issue", claude_tool_name: "mcp__gh__create_issue", tool_input: {}, claude_tool_input: {}, tool_response: { llmContent: '{"ok":1}', returnDisplay: '{"ok":1}' }, claude_tool_response: { ok: 1 } } },
-    ],
-    [{ hook_event_name: "Stop", last_assistant_message: "bye", stop_hook_active: false }, { event: "AfterAgent", input: { claude_event: "Stop", prompt_response: "bye", stop_hook_active: false } }],
-    [{ hook_event_name: "PermissionRequest" }, null],
-  ];
-  for (const [input, expected] of cases) {
-    assert.deepEqual(claudeInputToEvent(input), expected);
+const table = JSON.parse(readFileSync(new URL("../../../tests/protocol/claude-adapter.json", import.meta.url), "utf8"));
+
+test("SDK inputs and answers are translated like the relay's (tests/protocol/claude-adapter.json)", () => {
+  for (const [input, expected] of table.inputs) {
+    assert.deepEqual(claudeInputToEvent(input), expected, JSON.stringify(input));
   }
-  const answers = [
-    [{ hook_event_name: "PreToolUse", tool_name: "Bash" }, { decision: "deny", reason: "no" }, { hookSpecificOutput: { hookEventName: "PreToolUse", permissionDecision: "deny", permissionDecisionReason: "no" } }],
-    [{ hook_event_name: "PreToolUse", tool_name: "Bash" }, { hookSpecificOutput: { tool_input: { command: "ls", is_background: false } } }, { hookSpecificOutput: { hookEventName: "PreToolUse", updatedInput: { command: "ls", run_in_background: false } } }],
-    [{ hook_event_name: "PostToolUse" }, { hookSpecificOutput: { additionalContext: "ctx" } }, { hookSpecificOutput: { hookEventName: "PostToolUse", additionalContext: "ctx" } }],
-    [{ hook_event_name: "Stop" }, { decision: "block", reason: "go on" }, { decision: "block", reason: "go on" }],
-    [{ hook_event_name: "UserPromptSubmit" }, { continue: false, stopReason: "halt", systemMessage: "m" }, { continue: false, stopReason: "halt", systemMessage: "m" }],
-    [{ hook_event_name: "SessionEnd" }, null, {}],
-  ];
-  for (const [input, merged, expected] of answers) {
-    assert.deepEqual(answerForClaude(input, { final_output: merged, errors: [] }), expected);
+  for (const [input, merged, expected] of table.answers) {
+    assert.deepEqual(answerForClaude(input, { final_output: merged, errors: [] }), expected, JSON.stringify([input, merged]));
   }
+  assert.equal(answerForClaude({ hook_event_name: "SessionEnd" }, { final_output: null, errors: ["boom"] }).systemMessage, "hookd: boom");
 });
 
 /** Claude Code's binary: `$HOOKD_CLAUDE_CODE`, else the SDK's own platform package. */
