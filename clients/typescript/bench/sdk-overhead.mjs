@@ -1,6 +1,6 @@
 // An SDK agent's per-tool-call hook overhead: the same guard hook run by hookd through the
 // adapter, and run by the SDK itself as a command hook (Claude Code's settings), against a
-// session with no hook, on the fake model (tests/interop/fakemodel.py). Rounds interleave the
+// session with no hook and one with an empty in-process callback (the SDK's own cost), on the fake model (tests/interop/fakemodel.py). Rounds interleave the
 // three variants; medians are reported.
 //
 //   node clients/typescript/bench/sdk-overhead.mjs [--calls 10] [--rounds 3]
@@ -52,6 +52,7 @@ async function session(variant) {
     env: claudeEnv(home, model.url),
     ...claudeCode,
     ...(variant === "adapter" ? { cwd: daemon.project, hooks, settingSources: [] } : {}),
+    ...(variant === "empty callback" ? { cwd: daemon.project, hooks: emptyCallback, settingSources: [] } : {}),
     ...(variant === "command" ? { cwd: claudeProject, settingSources: ["project"] } : {}),
     ...(variant === "none" ? { cwd: daemon.project, settingSources: [] } : {}),
   };
@@ -65,7 +66,7 @@ async function session(variant) {
   }
   const elapsed = performance.now() - start;
   const ran = guardRuns() - before;
-  if (ran !== (variant === "none" ? 0 : calls)) {
+  if (ran !== (variant === "none" || variant === "empty callback" ? 0 : calls)) {
     throw new Error(`${variant}: the guard ran ${ran} times for ${calls} calls`);
   }
   if (toolResults < calls) {
@@ -74,7 +75,9 @@ async function session(variant) {
   return elapsed;
 }
 
-const times = { none: [], adapter: [], command: [] };
+// The SDK's own cost of an in-process hook callback, with nothing behind it.
+const emptyCallback = { PreToolUse: [{ hooks: [async () => ({})] }] };
+const times = { none: [], "empty callback": [], adapter: [], command: [] };
 try {
   await session("none"); // warm-up
   for (let round = 0; round < rounds; round++) {
