@@ -709,6 +709,13 @@ class Stream:
         """Sends one chunk (in the hook format or as a Gemini API chunk) and returns its
         result. Chunks may be sent from several tasks at once; results come in order."""
         future = self.send_nowait(llm_response)
+        connection = self._client._connection
+        if connection is not None:
+            # Bounded: wait while the socket's buffer is full before the caller sends more.
+            try:
+                await connection.writer.drain()
+            except ConnectionError:
+                pass  # the read loop notices the loss and fails the chunk
         return await future
 
     def send_nowait(self, llm_response: Message) -> asyncio.Future[ChunkResult]:
