@@ -116,7 +116,10 @@ class _Connection:
             body = await self.reader.readexactly(length)
         except (asyncio.IncompleteReadError, ConnectionError):
             return None
-        return json.loads(body)
+        message = json.loads(body)
+        if not isinstance(message, dict):
+            raise ConnectionLost("the daemon sent a frame that is not a JSON object")
+        return message
 
 
 @dataclass

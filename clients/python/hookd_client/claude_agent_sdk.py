@@ -146,7 +146,8 @@ def answer_for_claude(
     """What the SDK expects back from a hook callback for the merged output of hookd's hooks."""
     claude_event = str(claude_input.get("hook_event_name", ""))
     merged = final_output or {}
-    specific = merged.get("hookSpecificOutput") if isinstance(merged.get("hookSpecificOutput"), dict) else {}
+    found = merged.get("hookSpecificOutput")
+    specific: dict[str, Any] = found if isinstance(found, dict) else {}
     decision = merged.get("decision")
     blocked = decision in ("deny", "block")
     reason = _text(merged.get("stopReason")) or _text(merged.get("reason")) or "No reason provided"
@@ -176,7 +177,8 @@ def answer_for_claude(
             if _text(merged.get("reason")):
                 claude_specific["permissionDecisionReason"] = merged["reason"]
         if isinstance(specific.get("tool_input"), dict):
-            tool = claude_input.get("tool_name") if isinstance(claude_input.get("tool_name"), str) else ""
+            tool_name = claude_input.get("tool_name")
+            tool = tool_name if isinstance(tool_name, str) else ""
             claude_specific["updatedInput"] = gemini_tool_input_to_claude(tool, specific["tool_input"])
     elif blocked and claude_event in ("PostToolUse", "UserPromptSubmit", "Stop", "SubagentStop", "PreCompact"):
         out["decision"] = "block"
@@ -266,4 +268,7 @@ async def hookd_hooks(
         unreachable=unreachable,
         agent_runs_claude_settings=agent_runs_claude_settings,
     )
-    return {event: [HookMatcher(matcher=None, hooks=[callback])] for event in events or CLAUDE_EVENTS}
+    # The SDK types each input and answer per event; the callback takes and gives plain dicts,
+    # which is what the SDK passes and accepts at run time.
+    sdk_callback: Any = callback
+    return {event: [HookMatcher(matcher=None, hooks=[sdk_callback])] for event in events or CLAUDE_EVENTS}
