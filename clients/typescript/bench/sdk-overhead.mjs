@@ -1,9 +1,10 @@
 // An SDK agent's per-tool-call hook overhead: the same guard hook run by hookd through the
-// adapter, and run by the SDK itself as a command hook (Claude Code's settings), against a
-// session with no hook and one with an empty in-process callback (the SDK's own cost), on the fake model (tests/interop/fakemodel.py). Rounds interleave the
-// three variants; medians are reported.
+// adapter (one-shot, and as a persistent worker) and run by the SDK itself as a command hook
+// (Claude Code's settings), against a session with no hook and one with an empty in-process
+// callback (the SDK's own cost), on the fake model (tests/interop/fakemodel.py). Rounds
+// interleave the variants; medians are reported.
 //
-//   node clients/typescript/bench/sdk-overhead.mjs [--calls 10] [--rounds 3]
+//   node clients/typescript/bench/sdk-overhead.mjs [--calls 20] [--rounds 9]
 
 import { existsSync, mkdirSync, readFileSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
@@ -27,6 +28,20 @@ const runs = join(daemon.dir, "guard-runs");
 const guardBody = `input=$(cat)\necho >> '${runs}'\ncase "$input" in *'rm -rf'*) echo '{"decision":"deny","reason":"no"}' ;; esac`;
 const guard = daemon.script("guard.sh", guardBody);
 daemon.writeSettings(settings([["BeforeTool", "run_shell_command", [commandHook("guard", guard)]]]));
+// The same guard as a persistent worker in a second project: one process for all calls.
+const workerProject = join(daemon.dir, "worker-project");
+mkdirSync(join(workerProject, ".gemini"), { recursive: true });
+const workerScript = join(daemon.dir, "guard-worker.sh");
+writeFileSync(
+  workerScript,
+  `while IFS= read -r line; do\n  echo >> '${runs}'\n  case "$line" in *'rm -rf'*) echo '{"decision":"deny","reason":"no"}' ;; *) echo '{}' ;; esac\ndone\n`,
+);
+writeFileSync(
+  join(workerProject, ".gemini", "settings.json"),
+  JSON.stringify({
+    hooks: { BeforeTool: [{ matcher: "run_shell_command", hooks: [{ name: "guard", type: "command", mode: "persistent", command: `bash ${workerScript}` }] }] },
+  }),
+);
 // The same script as Claude Code's own command hook, for the SDK to run.
 const claudeProject = join(daemon.dir, "claude-project");
 mkdirSync(join(claudeProject, ".claude"), { recursive: true });
@@ -39,6 +54,7 @@ mkdirSync(home, { recursive: true });
 const turns = [...Array.from({ length: calls }, (_, i) => ({ tool: `true ${i}` })), { text: ["done"] }];
 const model = await startFakeModel(daemon.dir, turns);
 const hooks = await hookdHooks({ projectDir: daemon.project, connect: { socket: daemon.socket, env: null } });
+const workerHooks = await hookdHooks({ projectDir: workerProject, connect: { socket: daemon.socket, env: null } });
 const claudeCode = process.env.HOOKD_CLAUDE_CODE ? { pathToClaudeCodeExecutable: process.env.HOOKD_CLAUDE_CODE } : {};
 
 function guardRuns() {
@@ -52,6 +68,7 @@ async function session(variant) {
     env: claudeEnv(home, model.url),
     ...claudeCode,
     ...(variant === "adapter" ? { cwd: daemon.project, hooks, settingSources: [] } : {}),
+    ...(variant === "adapter, worker" ? { cwd: workerProject, hooks: workerHooks, settingSources: [] } : {}),
     ...(variant === "empty callback" ? { cwd: daemon.project, hooks: emptyCallback, settingSources: [] } : {}),
     ...(variant === "command" ? { cwd: claudeProject, settingSources: ["project"] } : {}),
     ...(variant === "none" ? { cwd: daemon.project, settingSources: [] } : {}),
@@ -77,7 +94,7 @@ async function session(variant) {
 
 // The SDK's own cost of an in-process hook callback, with nothing behind it.
 const emptyCallback = { PreToolUse: [{ hooks: [async () => ({})] }] };
-const times = { none: [], "empty callback": [], adapter: [], command: [] };
+const times = { none: [], "empty callback": [], adapter: [], "adapter, worker": [], command: [] };
 try {
   await session("none"); // warm-up
   for (let round = 0; round < rounds; round++) {
