@@ -1,8 +1,10 @@
-//! The shared protocol cases (`tests/protocol/cases.json`), run here over raw frames; the
-//! TypeScript and Python clients run the same file through their own connections. The file's
-//! `about` says how a case reads.
+//! The shared protocol cases (`tests/protocol/cases.json`), run through `hookd-client`'s
+//! connection (`send_raw` and `tap`); the TypeScript and Python clients run the same file
+//! through theirs. The file's `about` says how a case reads.
 
-use hookd_e2e::{Daemon, RawConn};
+use std::time::Duration;
+
+use hookd_e2e::{Daemon, within};
 use serde_json::Value;
 
 /// The shared cases.
@@ -57,14 +59,21 @@ async fn the_shared_protocol_cases_pass() {
     assert!(cases.len() >= 10, "the file has its cases");
     for case in cases {
         let name = case["name"].as_str().expect("name");
-        let mut raw = RawConn::connect_hello(&daemon.socket).await;
+        let client = daemon.client().await;
+        let mut frames = client.tap(1024);
+        let mut next = async || -> Value {
+            let message = within("a frame", Duration::from_secs(20), frames.recv())
+                .await
+                .expect("the connection is open");
+            serde_json::to_value(&message).expect("a message encodes")
+        };
         for step in case["steps"].as_array().expect("steps") {
             let step = substitute(step, &cwd);
             if let Some(message) = step.get("send") {
-                raw.send(message).await;
+                client.send_raw(message).await.expect("sent");
             } else if let Some(expected) = step.get("expect").and_then(Value::as_array) {
                 for expected in expected {
-                    let frame = raw.recv().await.expect("a frame");
+                    let frame = next().await;
                     assert!(
                         matches(expected, Some(&frame)),
                         "{name}: expected {expected}, got {frame}"
@@ -73,7 +82,7 @@ async fn the_shared_protocol_cases_pass() {
             } else if let Some(expected) = step.get("expect_unordered").and_then(Value::as_array) {
                 let mut left: Vec<&Value> = expected.iter().collect();
                 while !left.is_empty() {
-                    let frame = raw.recv().await.expect("a frame");
+                    let frame = next().await;
                     let found = left.iter().position(|e| matches(e, Some(&frame)));
                     let Some(index) = found else {
                         panic!("{name}: got {frame}, expected one of {left:?}");
