@@ -1,8 +1,9 @@
 //! Protocol points a second client implementation relies on, against the real daemon:
 //! `duplicate_id` for every kind of request while its id is in flight (answered in the read
 //! loop or not, allocation-free path included); chunk text given as Gemini API part objects
-//! (`{"text": ...}`) read and filtered like plain strings; and `subscribe` for a directory no
-//! event has named yet reporting the changes that follow.
+//! (`{"text": ...}`) read and filtered like plain strings; `subscribe` for a directory no
+//! event has named yet reporting the changes that follow; and a cancelled subscription's id
+//! free again as soon as its `cancelled` arrives.
 
 use std::time::Duration;
 
@@ -112,6 +113,49 @@ async fn every_request_kind_reusing_an_in_flight_id_gets_duplicate_id() {
     assert_eq!(closed["type"], "stream_closed", "{closed}");
     let pong = ask(&mut raw, &json!({"type": "ping", "id": 7})).await;
     assert_eq!(pong["type"], "pong");
+}
+
+/// `message` as a frame: its length, then its JSON.
+fn frame(message: &Value) -> Vec<u8> {
+    let body = serde_json::to_vec(message).expect("json");
+    let mut frame = u32::try_from(body.len())
+        .expect("small")
+        .to_be_bytes()
+        .to_vec();
+    frame.extend_from_slice(&body);
+    frame
+}
+
+#[tokio::test]
+async fn a_cancelled_subscription_frees_its_id_at_once() {
+    let daemon = Daemon::start(json!({})).await;
+    let cwd = daemon.cwd();
+    let mut raw = RawConn::connect_hello(&daemon.socket).await;
+    let subscriptions = [
+        json!({"type": "subscribe", "id": 5, "cwd": cwd}),
+        json!({"type": "hooked_events", "id": 5, "cwd": cwd, "subscribe": true}),
+    ];
+    for (round, subscription) in subscriptions.iter().enumerate() {
+        let first = ask(&mut raw, subscription).await;
+        assert_ne!(first["type"], "error", "{first}");
+        // The cancel and a ping reusing the id in one write: the daemon reads the ping
+        // right after answering the cancel, before the subscription's task has ended.
+        let cancel = json!({"type": "cancel", "id": 100 + round, "target": 5});
+        let ping = json!({"type": "ping", "id": 5});
+        raw.send_bytes(&[frame(&cancel), frame(&ping)].concat())
+            .await;
+        let cancelled = raw.recv().await.expect("cancelled");
+        assert_eq!(cancelled["type"], "cancelled", "{cancelled}");
+        let pong = raw.recv().await.expect("pong");
+        assert_eq!(pong, json!({"type": "pong", "id": 5}));
+    }
+    // The id works for a new subscription, which a cancel ends again.
+    let again = ask(&mut raw, &subscriptions[0]).await;
+    assert_eq!(again["type"], "subscribed", "{again}");
+    let cancelled = ask(&mut raw, &json!({"type": "cancel", "id": 9, "target": 5})).await;
+    assert_eq!(cancelled["type"], "cancelled", "{cancelled}");
+    let unknown = ask(&mut raw, &json!({"type": "cancel", "id": 10, "target": 5})).await;
+    assert_eq!(unknown["code"], "unknown_id", "{unknown}");
 }
 
 /// A Gemini API chunk: its parts are part objects, with a function call among them.

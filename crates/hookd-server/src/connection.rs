@@ -16,7 +16,7 @@
 //! A client that disconnects cancels its runs (their process groups are killed). A daemon
 //! that is stopping stops reading, lets the runs finish, then closes.
 
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex, PoisonError};
 use std::time::{SystemTime, UNIX_EPOCH};
@@ -83,6 +83,7 @@ pub(crate) async fn serve(stream: UnixStream, shared: Arc<Shared>) {
             sink,
             env,
             inflight: Arc::new(Mutex::new(HashMap::new())),
+            subscriptions: Mutex::new(HashSet::new()),
             runs: TaskTracker::new(),
             output_budget: Arc::new(tokio::sync::Semaphore::new(OUTPUT_BUDGET_KIB as usize)),
             limit: InflightLimit::new(shared.config.max_inflight_per_connection),
@@ -203,6 +204,10 @@ struct Connection {
     env: Env,
     /// Cancellation tokens of this connection's in-flight requests, by request id.
     inflight: Inflight,
+    /// The ids among them that are subscriptions (`subscribe`, `hooked_events` with
+    /// `subscribe`): a `cancel` frees such an id at once, as its `cancelled` is the last
+    /// answer the subscription gets. Only the read loop uses it.
+    subscriptions: Mutex<HashSet<RequestId>>,
     /// The connection's run tasks.
     runs: TaskTracker,
     /// Cancelled when the client disconnects or the daemon stops for good.
@@ -763,6 +768,7 @@ impl Connection {
         let Some(token) = self.register(&request.id).await else {
             return;
         };
+        self.add_subscription(&request.id);
         // Subscribed before the first answer, so no change after it can be missed.
         let mut changes = self.shared.registries.subscribe();
         let snapshot = self.shared.registries.get(&dir).await;
@@ -774,10 +780,10 @@ impl Connection {
         let id = request.id;
         let cwd = request.cwd;
         self.runs.spawn(async move {
-            loop {
+            let cancelled = loop {
                 let change = tokio::select! {
-                    _ = token.cancelled() => break,
-                    _ = shared.shutdown.cancelled() => break,
+                    _ = token.cancelled() => break true,
+                    _ = shared.shutdown.cancelled() => break false,
                     change = changes.recv() => change,
                 };
                 let snapshot = match change {
@@ -790,15 +796,19 @@ impl Connection {
                     Err(tokio::sync::broadcast::error::RecvError::Lagged(_)) => {
                         shared.registries.get(&dir).await
                     }
-                    Err(tokio::sync::broadcast::error::RecvError::Closed) => break,
+                    Err(tokio::sync::broadcast::error::RecvError::Closed) => break false,
                 };
                 let reply = convert::hooked_events(id.clone(), cwd.clone(), &snapshot);
                 send(&sink, &reply).await;
+            };
+            // A cancelled subscription's id was freed by the cancel (or its connection is
+            // gone); the id may be in use by a newer request already.
+            if !cancelled {
+                inflight
+                    .lock()
+                    .unwrap_or_else(PoisonError::into_inner)
+                    .remove(&id);
             }
-            inflight
-                .lock()
-                .unwrap_or_else(PoisonError::into_inner)
-                .remove(&id);
         });
     }
 
@@ -905,6 +915,7 @@ impl Connection {
             if inflight.contains_key(id) {
                 None
             } else {
+                self.forget_subscription(id);
                 let token = self.cancel.child_token();
                 inflight.insert(id.clone(), token.clone());
                 Some(token)
@@ -914,6 +925,26 @@ impl Connection {
             send(&self.sink, &duplicate_id(id.clone()).to_server_message()).await;
         }
         token
+    }
+
+    /// Marks an in-flight id as a subscription's (see [`Connection::subscriptions`]).
+    fn add_subscription(&self, id: &RequestId) {
+        self.subscriptions
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .insert(id.clone());
+    }
+
+    /// Forgets that an id was a subscription's: one that ended by itself (the daemon
+    /// stopping) leaves its mark behind, and a new request may now use the id.
+    fn forget_subscription(&self, id: &RequestId) {
+        let mut subscriptions = self
+            .subscriptions
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner);
+        if !subscriptions.is_empty() {
+            subscriptions.remove(id);
+        }
     }
 
     /// Whether a request with this id is in flight on the connection (an event run, a
@@ -935,6 +966,7 @@ impl Connection {
         let Some(token) = self.register(&request.id).await else {
             return;
         };
+        self.add_subscription(&request.id);
         // Subscribed before the acknowledgement, so no change after it can be missed.
         let mut changes = self.shared.registries.subscribe();
         // The daemon watches the files of the projects it has loaded: a directory no event
@@ -955,10 +987,10 @@ impl Connection {
         let id = request.id;
         self.runs.spawn(async move {
             let mut missed = 0u64;
-            loop {
+            let cancelled = loop {
                 let change = tokio::select! {
-                    _ = token.cancelled() => break,
-                    _ = shutdown.cancelled() => break,
+                    _ = token.cancelled() => break true,
+                    _ = shutdown.cancelled() => break false,
                     change = changes.recv() => change,
                 };
                 match change {
@@ -976,13 +1008,16 @@ impl Connection {
                     Err(tokio::sync::broadcast::error::RecvError::Lagged(lost)) => {
                         missed = missed.saturating_add(lost);
                     }
-                    Err(tokio::sync::broadcast::error::RecvError::Closed) => break,
+                    Err(tokio::sync::broadcast::error::RecvError::Closed) => break false,
                 }
+            };
+            // As for `hooked_events`: a cancel has freed the id already.
+            if !cancelled {
+                inflight
+                    .lock()
+                    .unwrap_or_else(std::sync::PoisonError::into_inner)
+                    .remove(&id);
             }
-            inflight
-                .lock()
-                .unwrap_or_else(std::sync::PoisonError::into_inner)
-                .remove(&id);
         });
     }
 
@@ -1007,12 +1042,23 @@ impl Connection {
             Some(Err(queue)) => drop(queue),
             None => {}
         }
-        let token = self
-            .inflight
+        let is_subscription = self
+            .subscriptions
             .lock()
-            .unwrap_or_else(std::sync::PoisonError::into_inner)
-            .get(&request.target)
-            .cloned();
+            .unwrap_or_else(PoisonError::into_inner)
+            .remove(&request.target);
+        let token = {
+            let mut inflight = self
+                .inflight
+                .lock()
+                .unwrap_or_else(std::sync::PoisonError::into_inner);
+            if is_subscription {
+                // A subscription gets no answer after `cancelled`: its id is free now.
+                inflight.remove(&request.target)
+            } else {
+                inflight.get(&request.target).cloned()
+            }
+        };
         let reply = match token {
             Some(token) => {
                 token.cancel();
