@@ -22,6 +22,8 @@ mod matchers;
 mod parsing;
 mod payload;
 mod policy;
+mod protocol_cases;
+mod protocol_points;
 mod relay;
 mod relay_path;
 mod reload;

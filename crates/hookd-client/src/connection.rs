@@ -49,6 +49,8 @@ pub(crate) struct PendingTable {
     /// Set once the connection is gone; no request can be registered after that.
     closed: bool,
     routes: HashMap<RequestId, Route>,
+    /// Where a copy of every answer goes, when a caller asked ([`crate::Client::tap`]).
+    tap: Option<mpsc::Sender<ServerMessage>>,
 }
 
 /// The shared handle on the pending table.
@@ -72,6 +74,11 @@ impl Pending {
         true
     }
 
+    /// Sends a copy of every answer from now on to `tap` (replacing an earlier tap).
+    pub(crate) fn set_tap(&self, tap: mpsc::Sender<ServerMessage>) {
+        self.lock().tap = Some(tap);
+    }
+
     /// Forgets a request whose caller no longer waits.
     pub(crate) fn remove(&self, id: &RequestId) {
         self.lock().routes.remove(id);
@@ -91,6 +98,10 @@ impl Pending {
     /// Delivers one answer to its request. Unroutable answers (no id, an abandoned request)
     /// are dropped: nobody waits for them.
     async fn deliver(&self, message: ServerMessage) {
+        if let Some(tap) = &self.lock().tap {
+            // Bounded: a tap that is not read loses frames, never holds up the connection.
+            let _ = tap.try_send(message.clone());
+        }
         let Some(id) = message.id().cloned() else {
             return;
         };

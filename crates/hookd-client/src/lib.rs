@@ -479,6 +479,23 @@ impl Client {
         }
     }
 
+    /// A copy of every frame the daemon sends from now on, whatever request it answers (up to
+    /// `capacity` unread; more are dropped). With [`Client::send_raw`], for tests and tools
+    /// that speak the protocol frame by frame over this client's connection.
+    pub fn tap(&self, capacity: usize) -> mpsc::Receiver<ServerMessage> {
+        let (sender, receiver) = mpsc::channel(capacity.max(1));
+        self.shared.pending.set_tap(sender);
+        receiver
+    }
+
+    /// Sends `message` as it is, ids included: nothing is checked, nothing waits for its
+    /// answer (see [`Client::tap`]). An id this client also uses for its own requests gets
+    /// its answers routed there too.
+    pub async fn send_raw(&self, message: &serde_json::Value) -> Result<()> {
+        self.send(Bytes::from(message.to_string().into_bytes()))
+            .await
+    }
+
     fn next_id(&self) -> RequestId {
         RequestId::Number(self.shared.next_id.fetch_add(1, Ordering::Relaxed))
     }

@@ -488,10 +488,8 @@ pub fn replace_response_text(response: &mut Map<String, Value>, content: &str) {
             match candidates[0].as_object_mut() {
                 Some(first) => match first.get_mut("content") {
                     Some(Value::Object(first_content)) => {
-                        first_content.insert(
-                            "parts".to_owned(),
-                            Value::Array(vec![Value::String(content.to_owned())]),
-                        );
+                        let parts = replaced_parts(first_content.get("parts"), content);
+                        first_content.insert("parts".to_owned(), parts);
                     }
                     _ => {
                         first.insert(
@@ -510,6 +508,26 @@ pub fn replace_response_text(response: &mut Map<String, Value>, content: &str) {
             );
         }
     }
+}
+
+/// A candidate's parts with their text replaced by `content`. In the hook format (string
+/// parts) that is `[content]`. When the parts are Gemini API part objects (`{"text": ...}`,
+/// as a client streaming the API's chunks sends them) the answer keeps that form: one
+/// `{"text": content}` part first, then the parts that carry no text (function calls...),
+/// so replacing the text does not drop them.
+fn replaced_parts(original: Option<&Value>, content: &str) -> Value {
+    let objects = match original {
+        Some(Value::Array(parts)) if parts.iter().any(Value::is_object) => parts,
+        _ => return Value::Array(vec![Value::String(content.to_owned())]),
+    };
+    let mut parts = vec![json!({"text": content})];
+    parts.extend(
+        objects
+            .iter()
+            .filter(|part| part.is_object() && crate::payload::part_text(part).is_none())
+            .cloned(),
+    );
+    Value::Array(parts)
 }
 
 /// A candidate whose content is `content`, from the model.
@@ -1058,6 +1076,11 @@ mod tests {
             (
                 json!({"candidates": [{"content": "x", "index": 2}]}),
                 json!({"candidates": [{"content": {"role": "model", "parts": ["new"]}, "index": 2}]}),
+            ),
+            // Gemini API part objects keep their form, and the parts without text stay.
+            (
+                json!({"candidates": [{"content": {"role": "model", "parts": [{"text": "o"}, {"functionCall": {"name": "f"}}, {"text": "ld", "thought": true}]}}]}),
+                json!({"candidates": [{"content": {"role": "model", "parts": [{"text": "new"}, {"functionCall": {"name": "f"}}]}}]}),
             ),
         ];
         for (response, expected) in cases {

@@ -181,8 +181,21 @@ fn derived_fields(
     vec![("content", content), ("full_content", full_content)]
 }
 
-/// The text of one AfterModel chunk in the hook format (spec §7.4): the `text` field when it
-/// is a string, else the concatenated string parts of the first candidate, else `""`.
+/// The text of one part of a candidate's content: the part itself when it is a string (the
+/// hook format), its `text` when it is a Gemini API part object (`{"text": ...}`, a thought
+/// part included); `None` for a part without text (a function call, an image).
+pub fn part_text(part: &Value) -> Option<&str> {
+    match part {
+        Value::String(text) => Some(text),
+        Value::Object(object) => object.get("text").and_then(Value::as_str),
+        _ => None,
+    }
+}
+
+/// The text of one AfterModel chunk (spec §7.4): the `text` field when it is a string, else
+/// the concatenated text parts of the first candidate, else `""`. Parts are read in both
+/// forms, the hook format's strings and the Gemini API's part objects (see [`part_text`]),
+/// so a client that streams the API's chunks as they come has all their text filtered.
 pub fn chunk_text(llm_response: &Value) -> String {
     if let Some(text) = llm_response.get("text").and_then(Value::as_str) {
         return text.to_owned();
@@ -193,7 +206,7 @@ pub fn chunk_text(llm_response: &Value) -> String {
         .and_then(|candidate| candidate.get("content"))
         .and_then(|content| content.get("parts"))
         .and_then(Value::as_array)
-        .map(|parts| parts.iter().filter_map(Value::as_str).collect())
+        .map(|parts| parts.iter().filter_map(part_text).collect())
         .unwrap_or_default()
 }
 
@@ -586,6 +599,13 @@ mod tests {
                 json!({"llm_response": {"candidates": [{"content": {"parts": ["a", 1, "b"]}}, {"content": {"parts": ["z"]}}]}}),
                 p(
                     r#""llm_response":{"candidates":[{"content":{"parts":["a",1,"b"]}},{"content":{"parts":["z"]}}]},"content":"ab","full_content":"ab""#,
+                ),
+            ),
+            // Gemini API part objects are read like strings; parts without text are skipped.
+            (
+                json!({"llm_response": {"candidates": [{"content": {"parts": [{"text": "a"}, {"functionCall": {"name": "f"}}, {"text": "b", "thought": true}, "c"]}}]}}),
+                p(
+                    r#""llm_response":{"candidates":[{"content":{"parts":[{"text":"a"},{"functionCall":{"name":"f"}},{"text":"b","thought":true},"c"]}}]},"content":"abc","full_content":"abc""#,
                 ),
             ),
             // No text at all (e.g. a function call chunk) → empty content.

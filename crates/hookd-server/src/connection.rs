@@ -16,7 +16,7 @@
 //! A client that disconnects cancels its runs (their process groups are killed). A daemon
 //! that is stopping stops reading, lets the runs finish, then closes.
 
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex, PoisonError};
 use std::time::{SystemTime, UNIX_EPOCH};
@@ -30,7 +30,7 @@ use hookd_core::payload::{BaseFields, format_timestamp};
 use hookd_core::relayed::RelayHost;
 use hookd_core::sanitize::EnvRedaction;
 use hookd_core::{HookEventName, MatcherKind};
-use hookd_protocol::fast::{ScannedEvent, ScannedRequest};
+use hookd_protocol::fast::{IdRef, ScannedEvent, ScannedRequest};
 use hookd_protocol::{
     CancelRequest, ChunkRequest, ChunkResultMessage, ClientMessage, ErrorCode, EventRequest,
     EventResult, Frame, HookRecord, HookedEventsRequest, ListRequest, PongMessage, ProtocolError,
@@ -83,6 +83,7 @@ pub(crate) async fn serve(stream: UnixStream, shared: Arc<Shared>) {
             sink,
             env,
             inflight: Arc::new(Mutex::new(HashMap::new())),
+            subscriptions: Mutex::new(HashSet::new()),
             runs: TaskTracker::new(),
             output_budget: Arc::new(tokio::sync::Semaphore::new(OUTPUT_BUDGET_KIB as usize)),
             limit: InflightLimit::new(shared.config.max_inflight_per_connection),
@@ -203,6 +204,10 @@ struct Connection {
     env: Env,
     /// Cancellation tokens of this connection's in-flight requests, by request id.
     inflight: Inflight,
+    /// The ids among them that are subscriptions (`subscribe`, `hooked_events` with
+    /// `subscribe`): a `cancel` frees such an id at once, as its `cancelled` is the last
+    /// answer the subscription gets. Only the read loop uses it.
+    subscriptions: Mutex<HashSet<RequestId>>,
     /// The connection's run tasks.
     runs: TaskTracker,
     /// Cancelled when the client disconnects or the daemon stops for good.
@@ -369,6 +374,12 @@ impl Connection {
                 return !err.code.closes_connection();
             }
         };
+        if let Some(id) = duplicate_candidate(&message)
+            && self.is_inflight(id.as_id_ref())
+        {
+            send(&self.sink, &duplicate_id(id.clone()).to_server_message()).await;
+            return true;
+        }
         match message {
             ClientMessage::Hello(_) => {
                 let error = ProtocolError::new(
@@ -477,6 +488,10 @@ impl Connection {
                 true
             }
             Some(ScannedRequest::Event(event)) => {
+                // A reused id goes to the full path, which answers `duplicate_id`.
+                if self.is_inflight(event.id) {
+                    return false;
+                }
                 let Some(generation) = self.unhooked_generation(&event) else {
                     return false;
                 };
@@ -753,6 +768,7 @@ impl Connection {
         let Some(token) = self.register(&request.id).await else {
             return;
         };
+        self.add_subscription(&request.id);
         // Subscribed before the first answer, so no change after it can be missed.
         let mut changes = self.shared.registries.subscribe();
         let snapshot = self.shared.registries.get(&dir).await;
@@ -764,10 +780,10 @@ impl Connection {
         let id = request.id;
         let cwd = request.cwd;
         self.runs.spawn(async move {
-            loop {
+            let cancelled = loop {
                 let change = tokio::select! {
-                    _ = token.cancelled() => break,
-                    _ = shared.shutdown.cancelled() => break,
+                    _ = token.cancelled() => break true,
+                    _ = shared.shutdown.cancelled() => break false,
                     change = changes.recv() => change,
                 };
                 let snapshot = match change {
@@ -780,15 +796,19 @@ impl Connection {
                     Err(tokio::sync::broadcast::error::RecvError::Lagged(_)) => {
                         shared.registries.get(&dir).await
                     }
-                    Err(tokio::sync::broadcast::error::RecvError::Closed) => break,
+                    Err(tokio::sync::broadcast::error::RecvError::Closed) => break false,
                 };
                 let reply = convert::hooked_events(id.clone(), cwd.clone(), &snapshot);
                 send(&sink, &reply).await;
+            };
+            // A cancelled subscription's id was freed by the cancel (or its connection is
+            // gone); the id may be in use by a newer request already.
+            if !cancelled {
+                inflight
+                    .lock()
+                    .unwrap_or_else(PoisonError::into_inner)
+                    .remove(&id);
             }
-            inflight
-                .lock()
-                .unwrap_or_else(PoisonError::into_inner)
-                .remove(&id);
         });
     }
 
@@ -896,20 +916,45 @@ impl Connection {
             if inflight.contains_key(id) {
                 None
             } else {
+                self.forget_subscription(id);
                 let token = self.cancel.child_token();
                 inflight.insert(id.clone(), token.clone());
                 Some(token)
             }
         };
         if token.is_none() {
-            let error = ProtocolError::new(
-                ErrorCode::DuplicateId,
-                format!("request id {id} is already in flight on this connection"),
-            )
-            .with_id(Some(id.clone()));
-            send(&self.sink, &error.to_server_message()).await;
+            send(&self.sink, &duplicate_id(id.clone()).to_server_message()).await;
         }
         token
+    }
+
+    /// Marks an in-flight id as a subscription's (see [`Connection::subscriptions`]).
+    fn add_subscription(&self, id: &RequestId) {
+        self.subscriptions
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .insert(id.clone());
+    }
+
+    /// Forgets that an id was a subscription's: one that ended by itself (the daemon
+    /// stopping) leaves its mark behind, and a new request may now use the id.
+    fn forget_subscription(&self, id: &RequestId) {
+        let mut subscriptions = self
+            .subscriptions
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner);
+        if !subscriptions.is_empty() {
+            subscriptions.remove(id);
+        }
+    }
+
+    /// Whether a request with this id is in flight on the connection (an event run, a
+    /// subscription or a stream). Allocates nothing: the table is searched by comparison,
+    /// and it is almost always empty or tiny (an agent keeps one `hooked_events`
+    /// subscription open per project).
+    fn is_inflight(&self, id: IdRef<'_>) -> bool {
+        let inflight = self.inflight.lock().unwrap_or_else(PoisonError::into_inner);
+        !inflight.is_empty() && inflight.keys().any(|key| key.as_id_ref() == id)
     }
 
     /// Answers a `subscribe` request, then sends a `registry_changed` frame per swapped
@@ -922,8 +967,15 @@ impl Connection {
         let Some(token) = self.register(&request.id).await else {
             return;
         };
+        self.add_subscription(&request.id);
         // Subscribed before the acknowledgement, so no change after it can be missed.
         let mut changes = self.shared.registries.subscribe();
+        // The daemon watches the files of the projects it has loaded: a directory no event
+        // has named yet is loaded now, so that its files are watched and its changes are
+        // reported from the acknowledgement on.
+        if let Some(cwd) = &request.cwd {
+            self.shared.registries.get(Path::new(cwd)).await;
+        }
         let ack = ServerMessage::Subscribed(hookd_protocol::SubscribedMessage {
             id: request.id.clone(),
             cwd: request.cwd.clone(),
@@ -936,10 +988,10 @@ impl Connection {
         let id = request.id;
         self.runs.spawn(async move {
             let mut missed = 0u64;
-            loop {
+            let cancelled = loop {
                 let change = tokio::select! {
-                    _ = token.cancelled() => break,
-                    _ = shutdown.cancelled() => break,
+                    _ = token.cancelled() => break true,
+                    _ = shutdown.cancelled() => break false,
                     change = changes.recv() => change,
                 };
                 match change {
@@ -957,13 +1009,16 @@ impl Connection {
                     Err(tokio::sync::broadcast::error::RecvError::Lagged(lost)) => {
                         missed = missed.saturating_add(lost);
                     }
-                    Err(tokio::sync::broadcast::error::RecvError::Closed) => break,
+                    Err(tokio::sync::broadcast::error::RecvError::Closed) => break false,
                 }
+            };
+            // As for `hooked_events`: a cancel has freed the id already.
+            if !cancelled {
+                inflight
+                    .lock()
+                    .unwrap_or_else(std::sync::PoisonError::into_inner)
+                    .remove(&id);
             }
-            inflight
-                .lock()
-                .unwrap_or_else(std::sync::PoisonError::into_inner)
-                .remove(&id);
         });
     }
 
@@ -988,12 +1043,23 @@ impl Connection {
             Some(Err(queue)) => drop(queue),
             None => {}
         }
-        let token = self
-            .inflight
+        let is_subscription = self
+            .subscriptions
             .lock()
-            .unwrap_or_else(std::sync::PoisonError::into_inner)
-            .get(&request.target)
-            .cloned();
+            .unwrap_or_else(PoisonError::into_inner)
+            .remove(&request.target);
+        let token = {
+            let mut inflight = self
+                .inflight
+                .lock()
+                .unwrap_or_else(std::sync::PoisonError::into_inner);
+            if is_subscription {
+                // A subscription gets no answer after `cancelled`: its id is free now.
+                inflight.remove(&request.target)
+            } else {
+                inflight.get(&request.target).cloned()
+            }
+        };
         let reply = match token {
             Some(token) => {
                 token.cancel();
@@ -1022,6 +1088,25 @@ impl Connection {
         let message = convert::list(request.id, request.cwd, &snapshot, &self.shared.last_runs);
         send(&self.sink, &ServerMessage::List(message)).await;
     }
+}
+
+/// The id a request must not share with an in-flight request, or `None` for a message that
+/// is not a new request: `hello` has no id, and a stream's `chunk` and `stream_close` carry
+/// the id of the stream they address.
+fn duplicate_candidate(message: &ClientMessage) -> Option<&RequestId> {
+    match message {
+        ClientMessage::Hello(_) | ClientMessage::Chunk(_) | ClientMessage::StreamClose(_) => None,
+        other => other.id(),
+    }
+}
+
+/// The `duplicate_id` error for a request that reuses the id of an in-flight request.
+fn duplicate_id(id: RequestId) -> ProtocolError {
+    ProtocolError::new(
+        ErrorCode::DuplicateId,
+        format!("request id {id} is already in flight on this connection"),
+    )
+    .with_id(Some(id))
 }
 
 /// A relayed AfterModel chunk's place in its response (`crate::relayed`).

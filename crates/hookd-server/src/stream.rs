@@ -43,7 +43,7 @@ use std::time::{Duration, Instant};
 use hookd_core::aggregate::Aggregate;
 use hookd_core::json::push_escaped;
 use hookd_core::output::hook_result;
-use hookd_core::payload::{chunk_text, format_timestamp};
+use hookd_core::payload::{chunk_text, format_timestamp, part_text};
 use hookd_core::policy::{FailurePolicy, apply_failure_policy};
 use hookd_core::redact::StreamRedactor;
 use hookd_core::{
@@ -849,7 +849,7 @@ fn chunk_text_len(llm_response: &Map<String, Value>) -> usize {
         .and_then(|content| content.get("parts"))
         .and_then(Value::as_array)
         .map_or(0, |parts| {
-            parts.iter().filter_map(Value::as_str).map(str::len).sum()
+            parts.iter().filter_map(part_text).map(str::len).sum()
         })
 }
 

@@ -85,6 +85,10 @@ fn read_frames(stream: &mut UnixStream, count: usize, mut check: impl FnMut(usiz
     }
 }
 
+/// Numeric event ids start here, clear of the open stream's id 1 (an in-flight id gets
+/// `duplicate_id`).
+const EVENT_IDS: u64 = 1 << 32;
+
 /// The requests of one round, numbered from `first`: `count` times a chunk of stream 1 and
 /// three events for the project `cwd` that no hook matches.
 fn round(cwd: &str, first: u64, count: u64) -> Vec<u8> {
@@ -107,12 +111,12 @@ fn round(cwd: &str, first: u64, count: u64) -> Vec<u8> {
         // hook at all.
         frame(
             &mut out,
-            &json!({"type": "event", "id": n, "event": "SessionStart", "cwd": cwd,
+            &json!({"type": "event", "id": EVENT_IDS + n, "event": "SessionStart", "cwd": cwd,
                     "input": {"source": "startup"}}),
         );
         frame(
             &mut out,
-            &json!({"type": "event", "id": n, "event": "Notification", "cwd": cwd,
+            &json!({"type": "event", "id": EVENT_IDS + n, "event": "Notification", "cwd": cwd,
                     "input": {"notification_type": "ToolPermission", "message": "m"}}),
         );
     }

@@ -1,0 +1,16 @@
+// hookd's TypeScript client: see README.md ("Clients") and docs/protocol.md.
+
+export {
+  ConnectionLostError,
+  HookdClient,
+  HookdError,
+  HookedEventsWatch,
+  PROTOCOL_VERSION,
+  Stream,
+  Subscription,
+  type ConnectOptions,
+  type EventOptions,
+} from "./client.js";
+export { FrameDecoder, FrameTooLargeError, encodeFrame } from "./framing.js";
+export { UntrustedSocketError, checkSocketPath, resolveSocketPath } from "./socket.js";
+export * from "./types.js";
