@@ -477,6 +477,14 @@ pub fn render_status(status: &StatusResponse) -> String {
         status.hooks_running, status.hooks_queued, status.max_hooks
     );
     let _ = writeln!(out, "events served: {}", status.events_served);
+    if !status.clients.is_empty() {
+        let clients: Vec<String> = status
+            .clients
+            .iter()
+            .map(|client| format!("{} ({})", client.name, client.connections))
+            .collect();
+        let _ = writeln!(out, "clients: {}", clients.join(", "));
+    }
     for registry in &status.registries {
         let _ = writeln!(
             out,
