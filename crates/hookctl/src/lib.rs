@@ -36,6 +36,7 @@ pub(crate) fn read_settings_text_or_empty(path: &Path) -> String {
     }
 }
 
+pub mod doctor;
 pub mod install;
 pub mod manage;
 pub mod migrate;
@@ -67,6 +68,10 @@ pub enum Command {
     Status(StatusArgs),
     /// Check that the daemon answers.
     Ping,
+    /// Check the daemon, its socket and service, each agent CLI's relay wiring, the hooks
+    /// (doubled or never run), trust and the settings files; says how to fix each problem and
+    /// exits 1 when there is one.
+    Doctor(doctor::DoctorArgs),
     /// Install, remove or inspect hookd as a systemd user service.
     Service(service::ServiceArgs),
     /// Enable a hook: remove its name from the disabled lists of the user settings and the
@@ -170,6 +175,36 @@ pub fn run(cli: Cli) -> ExitCode {
             return ExitCode::FAILURE;
         }
     };
+    if let Command::Doctor(args) = &cli.command {
+        let socket = cli
+            .socket
+            .clone()
+            .unwrap_or_else(hookd_protocol::default_socket_path);
+        let project = match absolute_cwd(args.cwd.clone()) {
+            Ok(project) => project,
+            Err(err) => {
+                eprintln!("hookctl: {err:#}");
+                return ExitCode::FAILURE;
+            }
+        };
+        let report = runtime.block_on(doctor::diagnose(&socket, &project));
+        if args.json {
+            match to_json_line(&report) {
+                Ok(line) => print!("{line}"),
+                Err(err) => {
+                    eprintln!("hookctl: {err:#}");
+                    return ExitCode::FAILURE;
+                }
+            }
+        } else {
+            print!("{}", report.render());
+        }
+        return if report.problems == 0 {
+            ExitCode::SUCCESS
+        } else {
+            ExitCode::FAILURE
+        };
+    }
     match runtime.block_on(execute(cli)) {
         Ok(output) => {
             print!("{output}");
@@ -233,8 +268,12 @@ pub async fn execute(cli: Cli) -> anyhow::Result<String> {
         Command::Trust(args) => trust::trust(&connect(&socket, false).await?, args).await,
         Command::Untrust(args) => trust::untrust(&connect(&socket, false).await?, args).await,
         Command::Migrate(args) => migrate::run(args),
-        Command::Relay(_) | Command::Install(_) | Command::Uninstall(_) | Command::Sync(_) => {
-            bail!("this subcommand runs without the async runtime (hookctl::run)")
+        Command::Relay(_)
+        | Command::Install(_)
+        | Command::Uninstall(_)
+        | Command::Sync(_)
+        | Command::Doctor(_) => {
+            bail!("this subcommand runs outside execute (hookctl::run)")
         }
         Command::Ping => {
             let client = connect(&socket, false).await?;
@@ -439,7 +478,7 @@ fn render_wiring(cwd: &Path) -> String {
 }
 
 /// One diagnostic as `severity: path:line:column: key: message`.
-fn render_diagnostic(diagnostic: &hookd_protocol::Diagnostic) -> String {
+pub(crate) fn render_diagnostic(diagnostic: &hookd_protocol::Diagnostic) -> String {
     let severity = match diagnostic.severity {
         hookd_protocol::Severity::Error => "error",
         hookd_protocol::Severity::Warning => "warning",

@@ -481,6 +481,10 @@ pub struct StatusResponse {
     /// that predate the field).
     #[serde(default)]
     pub clients: Vec<ConnectedClient>,
+    /// What an untrusted project hook does (`hookd --project-hooks`): `warn` or `require`;
+    /// `None` from daemons that predate the field.
+    #[serde(default)]
+    pub project_hooks: Option<String>,
 }
 
 /// The clients of one name connected now, in `status`.
@@ -987,13 +991,14 @@ mod tests {
                     name: "hookctl/0.1.0".to_owned(),
                     connections: 1,
                 }],
+                project_hooks: Some("warn".to_owned()),
             }),
             concat!(
                 r#"{"type":"status","id":7,"version":"0.1.0","pid":4242,"uptime_ms":1500,"connections":2,"max_connections":1024,"#,
                 r#""hooks_running":1,"hooks_queued":0,"max_hooks":16,"max_inflight_per_connection":1024,"events_served":40,"#,
                 r#""registries":[{"cwd":"/p","generation":2,"hooks":3,"diagnostics":[]}],"#,
                 r#""audit":{"path":"/var/log/hookd.log","lines_written":39,"lines_dropped":1,"write_errors":0},"#,
-                r#""clients":[{"name":"hookctl/0.1.0","connections":1}]}"#,
+                r#""clients":[{"name":"hookctl/0.1.0","connections":1}],"project_hooks":"warn"}"#,
             ),
         );
         check(
