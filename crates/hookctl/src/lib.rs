@@ -42,6 +42,7 @@ pub mod manage;
 pub mod migrate;
 pub mod relay;
 pub mod service;
+pub mod stats;
 pub mod trust;
 
 /// Talk to a running hookd.
@@ -68,6 +69,9 @@ pub enum Command {
     Status(StatusArgs),
     /// Check that the daemon answers.
     Ping,
+    /// Show what the daemon ran since it started: per hook (runs, failures by kind, timeouts,
+    /// p50/p99 duration, last error), per event, per client and per relaying host.
+    Stats(stats::StatsArgs),
     /// Check the daemon, its socket and service, each agent CLI's relay wiring, the hooks
     /// (doubled or never run), trust and the settings files; says how to fix each problem and
     /// exits 1 when there is one.
@@ -256,6 +260,7 @@ pub async fn execute(cli: Cli) -> anyhow::Result<String> {
             }
         }
         Command::Service(args) => service::run(args),
+        Command::Stats(args) => stats::run(&socket, &args).await,
         Command::Validate(args) => manage::validate(args),
         Command::Enable(args) => manage::enable(&connect(&socket, false).await?, args).await,
         Command::Disable(args) => manage::disable(&connect(&socket, false).await?, args).await,
@@ -289,7 +294,7 @@ pub async fn execute(cli: Cli) -> anyhow::Result<String> {
 }
 
 /// Connects and says hello; `send_env` passes this process's environment for hooks to use.
-async fn connect(socket: &Path, send_env: bool) -> anyhow::Result<Client> {
+pub(crate) async fn connect(socket: &Path, send_env: bool) -> anyhow::Result<Client> {
     let env = send_env.then(|| {
         std::env::vars_os()
             .filter_map(|(name, value)| Some((name.into_string().ok()?, value.into_string().ok()?)))
@@ -359,7 +364,7 @@ fn absolute_cwd(cwd: Option<PathBuf>) -> anyhow::Result<PathBuf> {
 }
 
 /// One JSON object and a newline.
-fn to_json_line<T: serde::Serialize>(value: &T) -> anyhow::Result<String> {
+pub(crate) fn to_json_line<T: serde::Serialize>(value: &T) -> anyhow::Result<String> {
     let mut text = serde_json::to_string(value).context("cannot encode the answer")?;
     text.push('\n');
     Ok(text)
