@@ -41,6 +41,7 @@ pub mod install;
 pub mod manage;
 pub mod migrate;
 pub mod relay;
+pub mod replay;
 pub mod service;
 pub mod stats;
 pub mod trust;
@@ -72,6 +73,11 @@ pub enum Command {
     /// Show what the daemon ran since it started: per hook (runs, failures by kind, timeouts,
     /// p50/p99 duration, last error), per event, per client and per relaying host.
     Stats(stats::StatsArgs),
+    /// Run recorded events (an audit log written with `hookd --audit-stdin`, or hook payloads
+    /// as JSON lines) against the current settings, and show where the decision differs from
+    /// the recorded one. Hooks really run; nothing goes to any agent. Exits 1 when a decision
+    /// differs, 2 on an error.
+    Replay(replay::ReplayArgs),
     /// Check the daemon, its socket and service, each agent CLI's relay wiring, the hooks
     /// (doubled or never run), trust and the settings files; says how to fix each problem and
     /// exits 1 when there is one.
@@ -179,6 +185,13 @@ pub fn run(cli: Cli) -> ExitCode {
             return ExitCode::FAILURE;
         }
     };
+    if let Command::Replay(args) = &cli.command {
+        let socket = cli
+            .socket
+            .clone()
+            .unwrap_or_else(hookd_protocol::default_socket_path);
+        return runtime.block_on(replay::run(&socket, args));
+    }
     if let Command::Doctor(args) = &cli.command {
         let socket = cli
             .socket
@@ -277,7 +290,8 @@ pub async fn execute(cli: Cli) -> anyhow::Result<String> {
         | Command::Install(_)
         | Command::Uninstall(_)
         | Command::Sync(_)
-        | Command::Doctor(_) => {
+        | Command::Doctor(_)
+        | Command::Replay(_) => {
             bail!("this subcommand runs outside execute (hookctl::run)")
         }
         Command::Ping => {
@@ -354,7 +368,7 @@ fn read_input(input: Option<&str>) -> anyhow::Result<Map<String, Value>> {
 }
 
 /// `--cwd` made absolute, or the current directory.
-fn absolute_cwd(cwd: Option<PathBuf>) -> anyhow::Result<PathBuf> {
+pub(crate) fn absolute_cwd(cwd: Option<PathBuf>) -> anyhow::Result<PathBuf> {
     let current = std::env::current_dir().context("cannot determine the current directory")?;
     Ok(match cwd {
         Some(dir) if dir.is_absolute() => dir,
