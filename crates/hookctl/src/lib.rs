@@ -8,7 +8,7 @@
 //! `migrate --from-claude` needs no daemon either: it converts the project's Claude Code
 //! hooks into its `.gemini/settings.json` ([`migrate`]).
 
-use std::io::Read;
+use std::io::{IsTerminal, Read};
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
@@ -40,6 +40,7 @@ pub mod doctor;
 pub mod install;
 pub mod manage;
 pub mod migrate;
+mod offline;
 pub mod relay;
 pub mod replay;
 pub mod service;
@@ -62,7 +63,9 @@ pub struct Cli {
 /// The subcommands.
 #[derive(Debug, Subcommand)]
 pub enum Command {
-    /// Fire one event and print the daemon's aggregate answer as one JSON object.
+    /// Fire one event and print the daemon's answer: a summary on a terminal, else (or with
+    /// --json) one JSON object. Exits 0 when the event was answered, 2 when its final
+    /// decision is `deny` or `block`, 1 on an error.
     Emit(EmitArgs),
     /// Show the hooks registered for a project dir, like Gemini CLI's `/hooks panel`.
     List(ListArgs),
@@ -90,7 +93,10 @@ pub enum Command {
     /// Disable a hook: add its name to the disabled list of the user settings (or, with
     /// --project, of that project's settings).
     Disable(manage::DisableArgs),
-    /// Enable every hook: empty the disabled lists of the user and project settings.
+    /// Enable every hook: empty the `hooksConfig.disabled` lists of the user settings and of
+    /// the project's settings (--project, else the current dir). Hooks disabled by the system
+    /// settings stay disabled (hookd does not edit those), and nothing changes while
+    /// `hooksConfig.enabled` is false. Needs a running daemon.
     EnableAll(manage::AllArgs),
     /// Disable every hook of a project: add all their names to the disabled list of the user
     /// settings (or, with --project, of that project's settings).
@@ -102,7 +108,8 @@ pub enum Command {
     /// Check a settings file (or an extension's hooks/hooks.json) without loading it; exits 1
     /// when it has errors. Needs no daemon.
     Validate(manage::ValidateArgs),
-    /// Trust a project's hooks (decision D8): shows each untrusted project hook's name,
+    /// Trust a project's hooks (under `hookd --project-hooks require` untrusted ones do not
+    /// run; under `warn` they run with a warning): shows each untrusted project hook's name,
     /// command, script and SHA-256, asks, then trusts exactly those; --list shows what is
     /// trusted.
     Trust(trust::TrustArgs),
@@ -131,10 +138,16 @@ pub struct EmitArgs {
     /// The event name (BeforeTool, AfterTool, BeforeAgent, AfterAgent, BeforeModel,
     /// AfterModel, BeforeToolSelection, SessionStart, SessionEnd, PreCompress, Notification).
     pub event: String,
-    /// A JSON object with the event's own fields (tool_name, tool_input, prompt, ...); `-`
-    /// reads it from stdin.
-    #[arg(long)]
+    /// The event's own fields (tool_name, tool_input, prompt, ...) as a JSON object: inline
+    /// (an argument starting with `{`), a file's path, or `-` to read stdin [default: {}].
+    #[arg(long, value_name = "JSON|FILE|-")]
     pub input: Option<String>,
+    /// Print the daemon's answer as one JSON object even on a terminal (it always is when
+    /// stdout is not a terminal): `success`, `final_output`, `all_outputs`, `errors`,
+    /// `total_duration_ms` (the hooks' durations added up, not the wall time: hooks of one
+    /// event run in parallel) and `hooks`.
+    #[arg(long)]
+    pub json: bool,
     /// The session's working directory (also the project dir) [default: the current dir].
     #[arg(long)]
     pub cwd: Option<PathBuf>,
@@ -227,17 +240,61 @@ pub fn run(cli: Cli) -> ExitCode {
             print!("{output}");
             ExitCode::SUCCESS
         }
+        Err(err) if err.downcast_ref::<Denied>().is_some() => ExitCode::from(2),
         Err(err) => match err.downcast_ref::<manage::Reported>() {
             Some(reported) => {
                 print!("{}", reported.report);
                 ExitCode::FAILURE
             }
             None => {
-                eprintln!("hookctl: {err:#}");
+                eprintln!("hookctl: {}", error_text(&err));
                 ExitCode::FAILURE
             }
         },
     }
+}
+
+/// An error as one line that names each cause once (a cause whose text is already said is
+/// left out), then, when the daemon could not be reached, a hint on how to find out why.
+pub fn error_text(err: &anyhow::Error) -> String {
+    use hookd_client::ClientError;
+    let mut parts: Vec<String> = Vec::new();
+    let mut unreachable = false;
+    for cause in err.chain() {
+        let client_error = cause.downcast_ref::<ClientError>();
+        let message = match client_error {
+            Some(ClientError::Connect { source, .. }) => {
+                unreachable = true;
+                match source.kind() {
+                    std::io::ErrorKind::NotFound => "no socket there".to_owned(),
+                    std::io::ErrorKind::ConnectionRefused => {
+                        "nothing listens there (the socket file of a daemon that stopped)"
+                            .to_owned()
+                    }
+                    _ => source.to_string(),
+                }
+            }
+            Some(ClientError::UntrustedSocket(_) | ClientError::HandshakeTimeout { .. }) => {
+                unreachable = true;
+                cause.to_string()
+            }
+            _ => cause.to_string(),
+        };
+        if !parts.iter().any(|part| part.contains(&message)) {
+            parts.push(message);
+        }
+        // The connect error's own cause is said above, in words.
+        if matches!(client_error, Some(ClientError::Connect { .. })) {
+            break;
+        }
+    }
+    let mut text = parts.join(": ");
+    if unreachable {
+        text.push_str(
+            "\nhint: is hookd running? `hookctl doctor` checks the daemon, its socket and service",
+        );
+    }
+    text
 }
 
 /// Runs the subcommand and returns what to print on stdout.
@@ -275,15 +332,42 @@ pub async fn execute(cli: Cli) -> anyhow::Result<String> {
         Command::Service(args) => service::run(args),
         Command::Stats(args) => stats::run(&socket, &args).await,
         Command::Validate(args) => manage::validate(args),
-        Command::Enable(args) => manage::enable(&connect(&socket, false).await?, args).await,
-        Command::Disable(args) => manage::disable(&connect(&socket, false).await?, args).await,
+        Command::Enable(args) => match connect(&socket, false).await {
+            Ok(client) => manage::enable(&client, args).await,
+            Err(err) if offline::daemon_not_running(&err) => {
+                offline::enable(&args.name, &manage::project_dir(args.project)?)
+            }
+            Err(err) => Err(err),
+        },
+        Command::Disable(args) => match connect(&socket, false).await {
+            Ok(client) => manage::disable(&client, args).await,
+            Err(err) if offline::daemon_not_running(&err) => {
+                let project_scope = args.project.is_some();
+                offline::disable(
+                    &args.name,
+                    &manage::project_dir(args.project)?,
+                    project_scope,
+                )
+            }
+            Err(err) => Err(err),
+        },
         Command::EnableAll(args) => manage::enable_all(&connect(&socket, false).await?, args).await,
         Command::DisableAll(args) => {
             manage::disable_all(&connect(&socket, false).await?, args).await
         }
         Command::Reload => manage::reload(&connect(&socket, false).await?).await,
         Command::Watch(args) => manage::watch(&connect(&socket, false).await?, args).await,
-        Command::Trust(args) => trust::trust(&connect(&socket, false).await?, args).await,
+        Command::Trust(args) => match connect(&socket, false).await {
+            Ok(client) => trust::trust(&client, args).await,
+            Err(err) if args.list && offline::daemon_not_running(&err) => {
+                let cwd = args
+                    .cwd
+                    .map(|dir| manage::project_dir(Some(dir)))
+                    .transpose()?;
+                offline::trust_list(cwd.as_deref())
+            }
+            Err(err) => Err(err),
+        },
         Command::Untrust(args) => trust::untrust(&connect(&socket, false).await?, args).await,
         Command::Migrate(args) => migrate::run(args),
         Command::Relay(_)
@@ -330,6 +414,7 @@ async fn emit(socket: &Path, args: EmitArgs) -> anyhow::Result<String> {
     let cwd = absolute_cwd(args.cwd)?;
     // Hooks run with the caller's environment, as they would inside the agent CLI.
     let client = connect(socket, true).await?;
+    let event = args.event.clone();
     let mut request = EventRequest::new(args.event, cwd.display().to_string());
     request.input = input;
     request.session_id = args.session;
@@ -338,13 +423,93 @@ async fn emit(socket: &Path, args: EmitArgs) -> anyhow::Result<String> {
         .event(request)
         .await
         .context("the daemon rejected the event")?;
-    to_json_line(&response.result)
+    let text = if args.json || !std::io::stdout().is_terminal() {
+        to_json_line(&response.result)?
+    } else {
+        render_emit(&event, &response.result)
+    };
+    if is_denial(&response.result) {
+        // Printed here: the exit code says deny, which is not an error.
+        print!("{text}");
+        return Err(Denied.into());
+    }
+    Ok(text)
+}
+
+/// The final decision of an `emit` was `deny` or `block`: exit code 2, the answer printed.
+#[derive(Debug, thiserror::Error)]
+#[error("the event was denied")]
+pub struct Denied;
+
+/// Whether the final decision denies (`deny` or `block`).
+fn is_denial(result: &hookd_protocol::EventResult) -> bool {
+    result
+        .final_output
+        .as_ref()
+        .and_then(|output| output.get("decision"))
+        .and_then(Value::as_str)
+        .is_some_and(|decision| matches!(decision, "deny" | "block"))
+}
+
+/// An `emit` answer for a person: the final decision and reason, then each hook.
+pub fn render_emit(event: &str, result: &hookd_protocol::EventResult) -> String {
+    use std::fmt::Write;
+    let mut out = String::new();
+    let output = result.final_output.as_ref();
+    let field = |key: &str| {
+        output
+            .and_then(|output| output.get(key))
+            .and_then(Value::as_str)
+    };
+    let decision = match field("decision") {
+        Some(decision) => decision.to_owned(),
+        None if output.and_then(|o| o.get("continue")) == Some(&Value::Bool(false)) => {
+            "stop".to_owned()
+        }
+        None if result.hooks.is_empty() => "no hook ran".to_owned(),
+        None => "no decision (the call goes ahead)".to_owned(),
+    };
+    let _ = write!(out, "{event}: {decision}");
+    if let Some(reason) = field("reason").or_else(|| field("stopReason")) {
+        let _ = write!(out, ": {reason}");
+    }
+    out.push('\n');
+    for hook in &result.hooks {
+        let said = hook
+            .output
+            .as_ref()
+            .and_then(|output| output.get("decision"))
+            .and_then(Value::as_str)
+            .map(str::to_owned)
+            .or_else(|| hook.failure.clone())
+            .unwrap_or_else(|| "ok".to_owned());
+        let _ = writeln!(
+            out,
+            "  {} ({}): {said}, {:.1} ms",
+            hook.name, hook.source, hook.duration_ms
+        );
+        if let Some(error) = &hook.error {
+            let _ = writeln!(out, "    error: {error}");
+        }
+        if let Some(warning) = &hook.warning {
+            let _ = writeln!(out, "    warning: {warning}");
+        }
+    }
+    if !result.hooks.is_empty() {
+        let _ = writeln!(
+            out,
+            "hooks' time added up: {:.1} ms (--json for the whole answer)",
+            result.total_duration_ms
+        );
+    }
+    out
 }
 
 /// Reads the `--input` object from a file, from stdin (`-`), or nothing (`{}`).
 fn read_input(input: Option<&str>) -> anyhow::Result<Map<String, Value>> {
     let text = match input {
         None => return Ok(Map::new()),
+        Some(inline) if inline.trim_start().starts_with('{') => inline.to_owned(),
         Some("-") => {
             let mut text = String::new();
             std::io::stdin()

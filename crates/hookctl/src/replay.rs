@@ -223,7 +223,7 @@ pub async fn run(socket: &Path, args: &ReplayArgs) -> ExitCode {
         Ok(false) => ExitCode::SUCCESS,
         Ok(true) => ExitCode::from(1),
         Err(err) => {
-            eprintln!("hookctl: {err:#}");
+            eprintln!("hookctl: {}", crate::error_text(&err));
             ExitCode::from(2)
         }
     }
