@@ -81,6 +81,12 @@ pub enum Command {
     /// the recorded one. Hooks really run; nothing goes to any agent. Exits 1 when a decision
     /// differs, 2 on an error.
     Replay(replay::ReplayArgs),
+    /// Print a shell completion script: `hookctl completions bash > ~/.local/share/bash-completion/completions/hookctl`
+    /// (zsh: a file `_hookctl` on `$fpath`; fish: `~/.config/fish/completions/hookctl.fish`).
+    Completions(CompletionsArgs),
+    /// Print hookctl's man page (roff), or with --out DIR write hookctl.1 and one page per
+    /// subcommand (hookctl-emit.1, ...) there. `hookd --man` prints hookd's.
+    Man(ManArgs),
     /// Check the daemon, its socket and service, each agent CLI's relay wiring, the hooks
     /// (doubled or never run), trust and the settings files; says how to fix each problem and
     /// exits 1 when there is one.
@@ -157,6 +163,21 @@ pub struct EmitArgs {
     /// The transcript path passed to hooks.
     #[arg(long, default_value = "")]
     pub transcript: String,
+}
+
+/// Arguments of `hookctl completions`.
+#[derive(Debug, clap::Args)]
+pub struct CompletionsArgs {
+    /// The shell.
+    pub shell: clap_complete::Shell,
+}
+
+/// Arguments of `hookctl man`.
+#[derive(Debug, clap::Args)]
+pub struct ManArgs {
+    /// Write the pages into this directory instead of printing hookctl's.
+    #[arg(long, value_name = "DIR")]
+    pub out: Option<PathBuf>,
 }
 
 /// Arguments of `hookctl list`.
@@ -330,6 +351,13 @@ pub async fn execute(cli: Cli) -> anyhow::Result<String> {
             }
         }
         Command::Service(args) => service::run(args),
+        Command::Completions(args) => {
+            use clap::CommandFactory;
+            let mut out = Vec::new();
+            clap_complete::generate(args.shell, &mut Cli::command(), "hookctl", &mut out);
+            String::from_utf8(out).context("the completion script is not UTF-8")
+        }
+        Command::Man(args) => man_pages(args.out.as_deref()),
         Command::Stats(args) => stats::run(&socket, &args).await,
         Command::Validate(args) => manage::validate(args),
         Command::Enable(args) => match connect(&socket, false).await {
@@ -530,6 +558,41 @@ fn read_input(input: Option<&str>) -> anyhow::Result<Map<String, Value>> {
             hookd_core::settings::json_type(&other)
         ),
     }
+}
+
+/// hookctl's man page, or (with `out`) every page written into `out`.
+fn man_pages(out: Option<&Path>) -> anyhow::Result<String> {
+    use clap::CommandFactory;
+    let command = Cli::command();
+    let render = |command: clap::Command| -> anyhow::Result<Vec<u8>> {
+        let mut page = Vec::new();
+        clap_mangen::Man::new(command)
+            .render(&mut page)
+            .context("cannot render the man page")?;
+        Ok(page)
+    };
+    let Some(dir) = out else {
+        return String::from_utf8(render(command)?).context("the man page is not UTF-8");
+    };
+    std::fs::create_dir_all(dir).with_context(|| format!("cannot create {}", dir.display()))?;
+    let mut written = Vec::new();
+    let mut pages = vec![("hookctl".to_owned(), command.clone())];
+    for sub in command.get_subcommands() {
+        let name = format!("hookctl-{}", sub.get_name());
+        // clap names a command with a `&'static str` (or its `string` feature, not used here).
+        let page = sub
+            .clone()
+            .bin_name(name.clone())
+            .display_name(name.clone());
+        pages.push((name, page));
+    }
+    for (name, page) in pages {
+        let path = dir.join(format!("{name}.1"));
+        std::fs::write(&path, render(page)?)
+            .with_context(|| format!("cannot write {}", path.display()))?;
+        written.push(path.display().to_string());
+    }
+    Ok(format!("wrote {}\n", written.join(", ")))
 }
 
 /// `--cwd` made absolute, or the current directory.

@@ -171,3 +171,32 @@ fn disable_enable_and_trust_list_work_without_a_daemon() {
         "{output:?}"
     );
 }
+
+#[test]
+fn completions_and_man_pages_come_from_the_definitions() {
+    let dir = tempfile::tempdir().unwrap();
+    for shell in ["bash", "zsh", "fish"] {
+        let output = offline(dir.path(), dir.path(), &["completions", shell]);
+        assert!(output.status.success(), "{shell}: {output:?}");
+        let script = text(&output.stdout);
+        for subcommand in ["doctor", "stats", "replay", "emit"] {
+            assert!(script.contains(subcommand), "{shell} lacks {subcommand}");
+        }
+    }
+    let output = offline(dir.path(), dir.path(), &["man"]);
+    assert!(output.status.success(), "{output:?}");
+    let page = text(&output.stdout);
+    assert!(
+        page.contains(".TH hookctl 1") && page.contains("doctor"),
+        "{page}"
+    );
+    let pages = dir.path().join("man");
+    let output = offline(
+        dir.path(),
+        dir.path(),
+        &["man", "--out", pages.to_str().unwrap()],
+    );
+    assert!(output.status.success(), "{output:?}");
+    let replay = std::fs::read_to_string(pages.join("hookctl-replay.1")).unwrap();
+    assert!(replay.contains(".TH hookctl-replay 1"), "{replay}");
+}

@@ -108,10 +108,27 @@ struct Args {
     /// counted (one line bigger than this still gets in when nothing waits).
     #[arg(long, value_name = "BYTES", default_value_t = hookd_server::AuditConfig::DEFAULT_QUEUE_BYTES, requires = "audit_log")]
     audit_queue_bytes: usize,
+    /// Print this man page (roff) and exit.
+    #[arg(long, hide = true)]
+    man: bool,
 }
 
 fn main() -> std::process::ExitCode {
     let args = Args::parse();
+    if args.man {
+        use clap::CommandFactory;
+        use std::io::Write;
+        let mut page = Vec::new();
+        let rendered = clap_mangen::Man::new(Args::command()).render(&mut page);
+        let written = rendered.and_then(|()| std::io::stdout().write_all(&page));
+        return match written {
+            Ok(()) => std::process::ExitCode::SUCCESS,
+            Err(err) => {
+                eprintln!("hookd: cannot print the man page: {err}");
+                std::process::ExitCode::FAILURE
+            }
+        };
+    }
     match serve(args) {
         Ok(()) => std::process::ExitCode::SUCCESS,
         Err(err) => {

@@ -111,3 +111,17 @@ fn a_user_error_is_one_line_without_a_backtrace() {
     assert!(stderr.starts_with("hookd: cannot listen on"), "{stderr}");
     assert!(!stderr.to_lowercase().contains("backtrace"), "{stderr}");
 }
+
+#[test]
+fn man_prints_the_man_page() {
+    let output = Command::new(env!("CARGO_BIN_EXE_hookd"))
+        .arg("--man")
+        .output()
+        .unwrap();
+    assert!(output.status.success());
+    let page = String::from_utf8(output.stdout).unwrap();
+    assert!(
+        page.contains(".TH hookd 1") && page.contains("audit\\-log"),
+        "{page}"
+    );
+}
