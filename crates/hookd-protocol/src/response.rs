@@ -490,7 +490,7 @@ pub struct StatusResponse {
 /// The clients of one name connected now, in `status`.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct ConnectedClient {
-    /// The name the client gave in its hello (`hookctl/0.1.0`, `hookd-relay/0.1.0`, ...).
+    /// The name the client gave in its hello (`hookctl/0.1.0`, `hookctl-relay/0.1.0`, ...).
     pub name: String,
     /// Its connections open now.
     pub connections: u64,
