@@ -1,10 +1,14 @@
 //! The `hookctl` command line: talk to a running hookd.
 //!
-//! Every subcommand but `validate` and `service` connects to the daemon's socket (`--socket`,
-//! else `HOOKD_SOCKET`, else the default path), sends one request and prints the answer.
-//! Results go to stdout; when the daemon cannot be reached or rejects the request, a one-line
-//! reason goes to stderr and the exit code is non-zero. `validate` prints its report on stdout
-//! and exits 1 when the file has errors.
+//! Most subcommands connect to the daemon's socket (`--socket`, else `HOOKD_SOCKET`, else the
+//! default path), send one request and print the answer. Results go to stdout; when the
+//! daemon cannot be reached or rejects the request, the reason goes to stderr (each cause
+//! once, with a hint to run `hookctl doctor` when the daemon was not reached) and the exit
+//! code is non-zero. `enable`, `disable` and `trust --list` edit or read the files themselves
+//! when no daemon runs (module `offline`); `completions` and `man` need none; `doctor` checks
+//! everything it can with or without one ([`doctor`]); `emit` exits 2 on a deny and `replay`
+//! 1 when a decision differs ([`replay`]). `validate` prints its report on stdout
+//! and exits 1 when the file has errors or warnings.
 //! `migrate --from-claude` needs no daemon either: it converts the project's Claude Code
 //! hooks into its `.gemini/settings.json` ([`migrate`]).
 
