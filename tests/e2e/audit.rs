@@ -378,12 +378,11 @@ async fn a_daemon_whose_audit_log_cannot_be_opened_does_not_start() {
             .into_iter()
             .collect(),
     );
-    config.audit = Some(AuditConfig::new(dir.path().join("no-such-dir/audit.log")));
+    // A missing directory is created (mode 0700); one that is a regular file cannot be.
+    std::fs::write(dir.path().join("not-a-dir"), "").expect("write");
+    config.audit = Some(AuditConfig::new(dir.path().join("not-a-dir/audit.log")));
     let result =
         hookd_server::run(listener, config, tokio_util::sync::CancellationToken::new()).await;
     let error = result.expect_err("the daemon refuses to start");
-    assert!(
-        error.to_string().contains("no-such-dir/audit.log"),
-        "{error}"
-    );
+    assert!(error.to_string().contains("not-a-dir/audit.log"), "{error}");
 }

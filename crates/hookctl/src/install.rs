@@ -2363,6 +2363,53 @@ fn diff_lines<'a>(old: &[&'a str], new: &[&'a str]) -> Vec<Op<'a>> {
     ops
 }
 
+/// The relay entries of one recorded install, for `hookctl doctor`.
+#[derive(Debug, Clone)]
+pub struct InstalledRelays {
+    /// What was installed ("Gemini CLI user hooks", ...).
+    pub description: String,
+    /// The host's settings file.
+    pub host_file: PathBuf,
+    /// The command of each relay entry in it, in file order.
+    pub commands: Vec<String>,
+}
+
+/// The relay entries of every recorded install that applies to `project` (user installs, and
+/// project installs of `project`).
+pub fn installed_relays(locations: &Locations, project: &Path) -> Vec<InstalledRelays> {
+    let Ok(installed) = locations.installed() else {
+        return Vec::new();
+    };
+    let project = std::fs::canonicalize(project).unwrap_or_else(|_| project.to_owned());
+    let mut found = Vec::new();
+    for (target, _) in installed {
+        if target.project.as_ref().is_some_and(|dir| *dir != project) {
+            continue;
+        }
+        let text = crate::read_settings_text_or_empty(&target.host_file);
+        let root = parse_object(&target.host_file, &text).unwrap_or_default();
+        let commands = root
+            .get("hooks")
+            .and_then(Value::as_object)
+            .into_iter()
+            .flat_map(|hooks| hooks.values())
+            .filter_map(Value::as_array)
+            .flatten()
+            .filter_map(|definition| definition.get("hooks").and_then(Value::as_array))
+            .flatten()
+            .filter_map(|hook| hook.get("command").and_then(Value::as_str))
+            .filter(|command| dialect::is_relay_command(command))
+            .map(str::to_owned)
+            .collect();
+        found.push(InstalledRelays {
+            description: target.describe(),
+            host_file: target.host_file.clone(),
+            commands,
+        });
+    }
+    found
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -1,14 +1,18 @@
 //! The `hookctl` command line: talk to a running hookd.
 //!
-//! Every subcommand but `validate` and `service` connects to the daemon's socket (`--socket`,
-//! else `HOOKD_SOCKET`, else the default path), sends one request and prints the answer.
-//! Results go to stdout; when the daemon cannot be reached or rejects the request, a one-line
-//! reason goes to stderr and the exit code is non-zero. `validate` prints its report on stdout
-//! and exits 1 when the file has errors.
+//! Most subcommands connect to the daemon's socket (`--socket`, else `HOOKD_SOCKET`, else the
+//! default path), send one request and print the answer. Results go to stdout; when the
+//! daemon cannot be reached or rejects the request, the reason goes to stderr (each cause
+//! once, with a hint to run `hookctl doctor` when the daemon was not reached) and the exit
+//! code is non-zero. `enable`, `disable` and `trust --list` edit or read the files themselves
+//! when no daemon runs (module `offline`); `completions` and `man` need none; `doctor` checks
+//! everything it can with or without one ([`doctor`]); `emit` exits 2 on a deny and `replay`
+//! 1 when a decision differs ([`replay`]). `validate` prints its report on stdout
+//! and exits 1 when the file has errors or warnings.
 //! `migrate --from-claude` needs no daemon either: it converts the project's Claude Code
 //! hooks into its `.gemini/settings.json` ([`migrate`]).
 
-use std::io::Read;
+use std::io::{IsTerminal, Read};
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
@@ -36,12 +40,16 @@ pub(crate) fn read_settings_text_or_empty(path: &Path) -> String {
     }
 }
 
+pub mod doctor;
 pub mod elf;
 pub mod install;
 pub mod manage;
 pub mod migrate;
+mod offline;
 pub mod relay;
+pub mod replay;
 pub mod service;
+pub mod stats;
 pub mod trust;
 
 /// Talk to a running hookd.
@@ -60,7 +68,9 @@ pub struct Cli {
 /// The subcommands.
 #[derive(Debug, Subcommand)]
 pub enum Command {
-    /// Fire one event and print the daemon's aggregate answer as one JSON object.
+    /// Fire one event and print the daemon's answer: a summary on a terminal, else (or with
+    /// --json) one JSON object. Exits 0 when the event was answered, 2 when its final
+    /// decision is `deny` or `block`, 1 on an error.
     Emit(EmitArgs),
     /// Show the hooks registered for a project dir, like Gemini CLI's `/hooks panel`.
     List(ListArgs),
@@ -68,6 +78,24 @@ pub enum Command {
     Status(StatusArgs),
     /// Check that the daemon answers.
     Ping,
+    /// Show what the daemon ran since it started: per hook (runs, failures by kind, timeouts,
+    /// p50/p99 duration, last error), per event, per client and per relaying host.
+    Stats(stats::StatsArgs),
+    /// Run recorded events (an audit log written with `hookd --audit-stdin`, or hook payloads
+    /// as JSON lines) against the current settings, and show where the decision differs from
+    /// the recorded one. Hooks really run; nothing goes to any agent. Exits 1 when a decision
+    /// differs, 2 on an error.
+    Replay(replay::ReplayArgs),
+    /// Print a shell completion script: `hookctl completions bash > ~/.local/share/bash-completion/completions/hookctl`
+    /// (zsh: a file `_hookctl` on `$fpath`; fish: `~/.config/fish/completions/hookctl.fish`).
+    Completions(CompletionsArgs),
+    /// Print hookctl's man page (roff), or with --out DIR write hookctl.1 and one page per
+    /// subcommand (hookctl-emit.1, ...) there. `hookd --man` prints hookd's.
+    Man(ManArgs),
+    /// Check the daemon, its socket and service, each agent CLI's relay wiring, the hooks
+    /// (doubled or never run), trust and the settings files; says how to fix each problem and
+    /// exits 1 when there is one.
+    Doctor(doctor::DoctorArgs),
     /// Install, remove or inspect hookd as a systemd user service.
     Service(service::ServiceArgs),
     /// Enable a hook: remove its name from the disabled lists of the user settings and the
@@ -76,7 +104,10 @@ pub enum Command {
     /// Disable a hook: add its name to the disabled list of the user settings (or, with
     /// --project, of that project's settings).
     Disable(manage::DisableArgs),
-    /// Enable every hook: empty the disabled lists of the user and project settings.
+    /// Enable every hook: empty the `hooksConfig.disabled` lists of the user settings and of
+    /// the project's settings (--project, else the current dir). Hooks disabled by the system
+    /// settings stay disabled (hookd does not edit those), and nothing changes while
+    /// `hooksConfig.enabled` is false. Needs a running daemon.
     EnableAll(manage::AllArgs),
     /// Disable every hook of a project: add all their names to the disabled list of the user
     /// settings (or, with --project, of that project's settings).
@@ -88,7 +119,8 @@ pub enum Command {
     /// Check a settings file (or an extension's hooks/hooks.json) without loading it; exits 1
     /// when it has errors. Needs no daemon.
     Validate(manage::ValidateArgs),
-    /// Trust a project's hooks (decision D8): shows each untrusted project hook's name,
+    /// Trust a project's hooks (under `hookd --project-hooks require` untrusted ones do not
+    /// run; under `warn` they run with a warning): shows each untrusted project hook's name,
     /// command, script and SHA-256, asks, then trusts exactly those; --list shows what is
     /// trusted.
     Trust(trust::TrustArgs),
@@ -117,10 +149,16 @@ pub struct EmitArgs {
     /// The event name (BeforeTool, AfterTool, BeforeAgent, AfterAgent, BeforeModel,
     /// AfterModel, BeforeToolSelection, SessionStart, SessionEnd, PreCompress, Notification).
     pub event: String,
-    /// A JSON object with the event's own fields (tool_name, tool_input, prompt, ...); `-`
-    /// reads it from stdin.
-    #[arg(long)]
+    /// The event's own fields (tool_name, tool_input, prompt, ...) as a JSON object: inline
+    /// (an argument starting with `{`), a file's path, or `-` to read stdin [default: {}].
+    #[arg(long, value_name = "JSON|FILE|-")]
     pub input: Option<String>,
+    /// Print the daemon's answer as one JSON object even on a terminal (it always is when
+    /// stdout is not a terminal): `success`, `final_output`, `all_outputs`, `errors`,
+    /// `total_duration_ms` (the hooks' durations added up, not the wall time: hooks of one
+    /// event run in parallel) and `hooks`.
+    #[arg(long)]
+    pub json: bool,
     /// The session's working directory (also the project dir) [default: the current dir].
     #[arg(long)]
     pub cwd: Option<PathBuf>,
@@ -130,6 +168,21 @@ pub struct EmitArgs {
     /// The transcript path passed to hooks.
     #[arg(long, default_value = "")]
     pub transcript: String,
+}
+
+/// Arguments of `hookctl completions`.
+#[derive(Debug, clap::Args)]
+pub struct CompletionsArgs {
+    /// The shell.
+    pub shell: clap_complete::Shell,
+}
+
+/// Arguments of `hookctl man`.
+#[derive(Debug, clap::Args)]
+pub struct ManArgs {
+    /// Write the pages into this directory instead of printing hookctl's.
+    #[arg(long, value_name = "DIR")]
+    pub out: Option<PathBuf>,
 }
 
 /// Arguments of `hookctl list`.
@@ -171,22 +224,103 @@ pub fn run(cli: Cli) -> ExitCode {
             return ExitCode::FAILURE;
         }
     };
+    if let Command::Replay(args) = &cli.command {
+        let socket = cli
+            .socket
+            .clone()
+            .unwrap_or_else(hookd_protocol::default_socket_path);
+        return runtime.block_on(replay::run(&socket, args));
+    }
+    if let Command::Doctor(args) = &cli.command {
+        let socket = cli
+            .socket
+            .clone()
+            .unwrap_or_else(hookd_protocol::default_socket_path);
+        let project = match absolute_cwd(args.cwd.clone()) {
+            Ok(project) => project,
+            Err(err) => {
+                eprintln!("hookctl: {err:#}");
+                return ExitCode::FAILURE;
+            }
+        };
+        let report = runtime.block_on(doctor::diagnose(&socket, &project));
+        if args.json {
+            match to_json_line(&report) {
+                Ok(line) => print!("{line}"),
+                Err(err) => {
+                    eprintln!("hookctl: {err:#}");
+                    return ExitCode::FAILURE;
+                }
+            }
+        } else {
+            print!("{}", report.render());
+        }
+        return if report.problems == 0 {
+            ExitCode::SUCCESS
+        } else {
+            ExitCode::FAILURE
+        };
+    }
     match runtime.block_on(execute(cli)) {
         Ok(output) => {
             print!("{output}");
             ExitCode::SUCCESS
         }
+        Err(err) if err.downcast_ref::<Denied>().is_some() => ExitCode::from(2),
         Err(err) => match err.downcast_ref::<manage::Reported>() {
             Some(reported) => {
                 print!("{}", reported.report);
                 ExitCode::FAILURE
             }
             None => {
-                eprintln!("hookctl: {err:#}");
+                eprintln!("hookctl: {}", error_text(&err));
                 ExitCode::FAILURE
             }
         },
     }
+}
+
+/// An error as one line that names each cause once (a cause whose text is already said is
+/// left out), then, when the daemon could not be reached, a hint on how to find out why.
+pub fn error_text(err: &anyhow::Error) -> String {
+    use hookd_client::ClientError;
+    let mut parts: Vec<String> = Vec::new();
+    let mut unreachable = false;
+    for cause in err.chain() {
+        let client_error = cause.downcast_ref::<ClientError>();
+        let message = match client_error {
+            Some(ClientError::Connect { source, .. }) => {
+                unreachable = true;
+                match source.kind() {
+                    std::io::ErrorKind::NotFound => "no socket there".to_owned(),
+                    std::io::ErrorKind::ConnectionRefused => {
+                        "nothing listens there (the socket file of a daemon that stopped)"
+                            .to_owned()
+                    }
+                    _ => source.to_string(),
+                }
+            }
+            Some(ClientError::UntrustedSocket(_) | ClientError::HandshakeTimeout { .. }) => {
+                unreachable = true;
+                cause.to_string()
+            }
+            _ => cause.to_string(),
+        };
+        if !parts.iter().any(|part| part.contains(&message)) {
+            parts.push(message);
+        }
+        // The connect error's own cause is said above, in words.
+        if matches!(client_error, Some(ClientError::Connect { .. })) {
+            break;
+        }
+    }
+    let mut text = parts.join(": ");
+    if unreachable {
+        text.push_str(
+            "\nhint: is hookd running? `hookctl doctor` checks the daemon, its socket and service",
+        );
+    }
+    text
 }
 
 /// Runs the subcommand and returns what to print on stdout.
@@ -222,20 +356,60 @@ pub async fn execute(cli: Cli) -> anyhow::Result<String> {
             }
         }
         Command::Service(args) => service::run(args),
+        Command::Completions(args) => {
+            use clap::CommandFactory;
+            let mut out = Vec::new();
+            clap_complete::generate(args.shell, &mut Cli::command(), "hookctl", &mut out);
+            String::from_utf8(out).context("the completion script is not UTF-8")
+        }
+        Command::Man(args) => man_pages(args.out.as_deref()),
+        Command::Stats(args) => stats::run(&socket, &args).await,
         Command::Validate(args) => manage::validate(args),
-        Command::Enable(args) => manage::enable(&connect(&socket, false).await?, args).await,
-        Command::Disable(args) => manage::disable(&connect(&socket, false).await?, args).await,
+        Command::Enable(args) => match connect(&socket, false).await {
+            Ok(client) => manage::enable(&client, args).await,
+            Err(err) if offline::daemon_not_running(&err) => {
+                offline::enable(&args.name, &manage::project_dir(args.project)?)
+            }
+            Err(err) => Err(err),
+        },
+        Command::Disable(args) => match connect(&socket, false).await {
+            Ok(client) => manage::disable(&client, args).await,
+            Err(err) if offline::daemon_not_running(&err) => {
+                let project_scope = args.project.is_some();
+                offline::disable(
+                    &args.name,
+                    &manage::project_dir(args.project)?,
+                    project_scope,
+                )
+            }
+            Err(err) => Err(err),
+        },
         Command::EnableAll(args) => manage::enable_all(&connect(&socket, false).await?, args).await,
         Command::DisableAll(args) => {
             manage::disable_all(&connect(&socket, false).await?, args).await
         }
         Command::Reload => manage::reload(&connect(&socket, false).await?).await,
         Command::Watch(args) => manage::watch(&connect(&socket, false).await?, args).await,
-        Command::Trust(args) => trust::trust(&connect(&socket, false).await?, args).await,
+        Command::Trust(args) => match connect(&socket, false).await {
+            Ok(client) => trust::trust(&client, args).await,
+            Err(err) if args.list && offline::daemon_not_running(&err) => {
+                let cwd = args
+                    .cwd
+                    .map(|dir| manage::project_dir(Some(dir)))
+                    .transpose()?;
+                offline::trust_list(cwd.as_deref())
+            }
+            Err(err) => Err(err),
+        },
         Command::Untrust(args) => trust::untrust(&connect(&socket, false).await?, args).await,
         Command::Migrate(args) => migrate::run(args),
-        Command::Relay(_) | Command::Install(_) | Command::Uninstall(_) | Command::Sync(_) => {
-            bail!("this subcommand runs without the async runtime (hookctl::run)")
+        Command::Relay(_)
+        | Command::Install(_)
+        | Command::Uninstall(_)
+        | Command::Sync(_)
+        | Command::Doctor(_)
+        | Command::Replay(_) => {
+            bail!("this subcommand runs outside execute (hookctl::run)")
         }
         Command::Ping => {
             let client = connect(&socket, false).await?;
@@ -251,7 +425,7 @@ pub async fn execute(cli: Cli) -> anyhow::Result<String> {
 }
 
 /// Connects and says hello; `send_env` passes this process's environment for hooks to use.
-async fn connect(socket: &Path, send_env: bool) -> anyhow::Result<Client> {
+pub(crate) async fn connect(socket: &Path, send_env: bool) -> anyhow::Result<Client> {
     let env = send_env.then(|| {
         std::env::vars_os()
             .filter_map(|(name, value)| Some((name.into_string().ok()?, value.into_string().ok()?)))
@@ -273,6 +447,7 @@ async fn emit(socket: &Path, args: EmitArgs) -> anyhow::Result<String> {
     let cwd = absolute_cwd(args.cwd)?;
     // Hooks run with the caller's environment, as they would inside the agent CLI.
     let client = connect(socket, true).await?;
+    let event = args.event.clone();
     let mut request = EventRequest::new(args.event, cwd.display().to_string());
     request.input = input;
     request.session_id = args.session;
@@ -281,13 +456,93 @@ async fn emit(socket: &Path, args: EmitArgs) -> anyhow::Result<String> {
         .event(request)
         .await
         .context("the daemon rejected the event")?;
-    to_json_line(&response.result)
+    let text = if args.json || !std::io::stdout().is_terminal() {
+        to_json_line(&response.result)?
+    } else {
+        render_emit(&event, &response.result)
+    };
+    if is_denial(&response.result) {
+        // Printed here: the exit code says deny, which is not an error.
+        print!("{text}");
+        return Err(Denied.into());
+    }
+    Ok(text)
+}
+
+/// The final decision of an `emit` was `deny` or `block`: exit code 2, the answer printed.
+#[derive(Debug, thiserror::Error)]
+#[error("the event was denied")]
+pub struct Denied;
+
+/// Whether the final decision denies (`deny` or `block`).
+fn is_denial(result: &hookd_protocol::EventResult) -> bool {
+    result
+        .final_output
+        .as_ref()
+        .and_then(|output| output.get("decision"))
+        .and_then(Value::as_str)
+        .is_some_and(|decision| matches!(decision, "deny" | "block"))
+}
+
+/// An `emit` answer for a person: the final decision and reason, then each hook.
+pub fn render_emit(event: &str, result: &hookd_protocol::EventResult) -> String {
+    use std::fmt::Write;
+    let mut out = String::new();
+    let output = result.final_output.as_ref();
+    let field = |key: &str| {
+        output
+            .and_then(|output| output.get(key))
+            .and_then(Value::as_str)
+    };
+    let decision = match field("decision") {
+        Some(decision) => decision.to_owned(),
+        None if output.and_then(|o| o.get("continue")) == Some(&Value::Bool(false)) => {
+            "stop".to_owned()
+        }
+        None if result.hooks.is_empty() => "no hook ran".to_owned(),
+        None => "no decision (the call goes ahead)".to_owned(),
+    };
+    let _ = write!(out, "{event}: {decision}");
+    if let Some(reason) = field("reason").or_else(|| field("stopReason")) {
+        let _ = write!(out, ": {reason}");
+    }
+    out.push('\n');
+    for hook in &result.hooks {
+        let said = hook
+            .output
+            .as_ref()
+            .and_then(|output| output.get("decision"))
+            .and_then(Value::as_str)
+            .map(str::to_owned)
+            .or_else(|| hook.failure.clone())
+            .unwrap_or_else(|| "ok".to_owned());
+        let _ = writeln!(
+            out,
+            "  {} ({}): {said}, {:.1} ms",
+            hook.name, hook.source, hook.duration_ms
+        );
+        if let Some(error) = &hook.error {
+            let _ = writeln!(out, "    error: {error}");
+        }
+        if let Some(warning) = &hook.warning {
+            let _ = writeln!(out, "    warning: {warning}");
+        }
+    }
+    if !result.hooks.is_empty() {
+        let _ = writeln!(
+            out,
+            "hooks' time added up: {:.1} ms (--json for the whole answer)",
+            result.total_duration_ms
+        );
+    }
+    out
 }
 
 /// Reads the `--input` object from a file, from stdin (`-`), or nothing (`{}`).
 fn read_input(input: Option<&str>) -> anyhow::Result<Map<String, Value>> {
     let text = match input {
         None => return Ok(Map::new()),
+        Some(inline) if inline.trim_start().starts_with('{') => inline.to_owned(),
         Some("-") => {
             let mut text = String::new();
             std::io::stdin()
@@ -310,8 +565,43 @@ fn read_input(input: Option<&str>) -> anyhow::Result<Map<String, Value>> {
     }
 }
 
+/// hookctl's man page, or (with `out`) every page written into `out`.
+fn man_pages(out: Option<&Path>) -> anyhow::Result<String> {
+    use clap::CommandFactory;
+    let command = Cli::command();
+    let render = |command: clap::Command| -> anyhow::Result<Vec<u8>> {
+        let mut page = Vec::new();
+        clap_mangen::Man::new(command)
+            .render(&mut page)
+            .context("cannot render the man page")?;
+        Ok(page)
+    };
+    let Some(dir) = out else {
+        return String::from_utf8(render(command)?).context("the man page is not UTF-8");
+    };
+    std::fs::create_dir_all(dir).with_context(|| format!("cannot create {}", dir.display()))?;
+    let mut written = Vec::new();
+    let mut pages = vec![("hookctl".to_owned(), command.clone())];
+    for sub in command.get_subcommands() {
+        let name = format!("hookctl-{}", sub.get_name());
+        // clap names a command with a `&'static str` (or its `string` feature, not used here).
+        let page = sub
+            .clone()
+            .bin_name(name.clone())
+            .display_name(name.clone());
+        pages.push((name, page));
+    }
+    for (name, page) in pages {
+        let path = dir.join(format!("{name}.1"));
+        std::fs::write(&path, render(page)?)
+            .with_context(|| format!("cannot write {}", path.display()))?;
+        written.push(path.display().to_string());
+    }
+    Ok(format!("wrote {}\n", written.join(", ")))
+}
+
 /// `--cwd` made absolute, or the current directory.
-fn absolute_cwd(cwd: Option<PathBuf>) -> anyhow::Result<PathBuf> {
+pub(crate) fn absolute_cwd(cwd: Option<PathBuf>) -> anyhow::Result<PathBuf> {
     let current = std::env::current_dir().context("cannot determine the current directory")?;
     Ok(match cwd {
         Some(dir) if dir.is_absolute() => dir,
@@ -321,7 +611,7 @@ fn absolute_cwd(cwd: Option<PathBuf>) -> anyhow::Result<PathBuf> {
 }
 
 /// One JSON object and a newline.
-fn to_json_line<T: serde::Serialize>(value: &T) -> anyhow::Result<String> {
+pub(crate) fn to_json_line<T: serde::Serialize>(value: &T) -> anyhow::Result<String> {
     let mut text = serde_json::to_string(value).context("cannot encode the answer")?;
     text.push('\n');
     Ok(text)
@@ -440,7 +730,7 @@ fn render_wiring(cwd: &Path) -> String {
 }
 
 /// One diagnostic as `severity: path:line:column: key: message`.
-fn render_diagnostic(diagnostic: &hookd_protocol::Diagnostic) -> String {
+pub(crate) fn render_diagnostic(diagnostic: &hookd_protocol::Diagnostic) -> String {
     let severity = match diagnostic.severity {
         hookd_protocol::Severity::Error => "error",
         hookd_protocol::Severity::Warning => "warning",
@@ -478,6 +768,14 @@ pub fn render_status(status: &StatusResponse) -> String {
         status.hooks_running, status.hooks_queued, status.max_hooks
     );
     let _ = writeln!(out, "events served: {}", status.events_served);
+    if !status.clients.is_empty() {
+        let clients: Vec<String> = status
+            .clients
+            .iter()
+            .map(|client| format!("{} ({})", client.name, client.connections))
+            .collect();
+        let _ = writeln!(out, "clients: {}", clients.join(", "));
+    }
     for registry in &status.registries {
         let _ = writeln!(
             out,

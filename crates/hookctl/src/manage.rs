@@ -1,5 +1,5 @@
-//! Managing hooks from the command line, mirroring Gemini CLI's `/hooks` commands (spec §1.7,
-//! decision D7): `enable`, `disable`, `enable-all`, `disable-all`, plus `reload`, `watch` and
+//! Managing hooks from the command line, mirroring Gemini CLI's `/hooks` commands
+//! (`disable` writes the user settings unless `--project` names a project): `enable`, `disable`, `enable-all`, `disable-all`, plus `reload`, `watch` and
 //! `validate`.
 //!
 //! Edits are made by the daemon (it owns the registries and rebuilds them before answering);
@@ -128,7 +128,7 @@ pub(crate) fn project_dir(project: Option<PathBuf>) -> anyhow::Result<PathBuf> {
     Ok(clean)
 }
 
-/// `--project DIR` chooses the project scope; without it the user settings are written (D7).
+/// `--project DIR` chooses the project scope; without it the user settings are written.
 fn scope_of(project: &Option<PathBuf>) -> Scope {
     if project.is_some() {
         Scope::Project
@@ -184,8 +184,10 @@ pub async fn watch(client: &Client, args: WatchArgs) -> anyhow::Result<String> {
 }
 
 /// `hookctl validate`: parses a settings file (or an extension's hooks file) the way the
-/// daemon does and reports every problem. Fails (exit code 1, report on stdout) when the file
-/// has errors, that is, when something in it would be skipped entirely.
+/// daemon does and reports every problem, including matchers that are not valid regular
+/// expressions (Gemini CLI then compares them as plain text). Fails (exit code 1, report on
+/// stdout) when the file has errors or warnings: something in it would be skipped (a hook
+/// dropped, an unknown event name) or not work as written.
 pub fn validate(args: ValidateArgs) -> anyhow::Result<String> {
     let path = match args.file {
         Some(file) => crate::absolute_cwd(Some(file))?,
@@ -197,11 +199,14 @@ pub fn validate(args: ValidateArgs) -> anyhow::Result<String> {
         anyhow::bail!("cannot read {}: no such file", path.display());
     };
     let text = String::from_utf8_lossy(&bytes);
-    let (hooks, diagnostics) = if is_extension_hooks_file(&path) {
+    let (hooks, mut diagnostics) = if is_extension_hooks_file(&path) {
         check_extension_hooks(&path, &text)
     } else {
         check_settings(&path, &text)
     };
+    if !is_extension_hooks_file(&path) {
+        diagnostics.extend(check_matchers(&path, &text));
+    }
     let errors = diagnostics
         .iter()
         .filter(|d| d.severity == Severity::Error)
@@ -218,10 +223,44 @@ pub fn validate(args: ValidateArgs) -> anyhow::Result<String> {
         "{}: {hooks} hook(s), {errors} error(s), {warnings} warning(s)\n",
         path.display()
     ));
-    if errors > 0 {
+    if errors + warnings > 0 {
         return Err(Reported { report }.into());
     }
     Ok(report)
+}
+
+/// A warning per matcher that is not a valid regular expression: Gemini CLI (and hookd) then
+/// match it as the exact tool name, which is rarely what was meant.
+fn check_matchers(path: &Path, text: &str) -> Vec<Diagnostic> {
+    let lookup = |name: &str| std::env::var(name).ok();
+    let parsed = parse_settings(Source::Project, path, text, &lookup);
+    let Some(layer) = parsed.layer else {
+        return Vec::new();
+    };
+    let mut found = Vec::new();
+    for event_hooks in &layer.hooks {
+        for (index, definition) in event_hooks.definitions.iter().enumerate() {
+            let Some(matcher) = definition.matcher.as_deref() else {
+                continue;
+            };
+            let compiled = hookd_core::matcher::Matcher::compile(
+                Some(matcher),
+                event_hooks.event.matcher_kind(),
+            );
+            if compiled.is_exact_fallback() {
+                found.push(
+                    Diagnostic::warning(format!(
+                        "matcher {matcher:?} is not a valid regular expression; it only matches \
+                         a tool named exactly {:?}",
+                        matcher.trim()
+                    ))
+                    .with_path(path)
+                    .with_key(format!("hooks.{}[{index}].matcher", event_hooks.event)),
+                );
+            }
+        }
+    }
+    found
 }
 
 /// An extension's hooks file lives at `<extension>/hooks/hooks.json`.
@@ -331,7 +370,7 @@ mod tests {
             ".gemini/settings.json",
             r#"{"hooks": {"BeforeTol": []}}"#,
             0,
-            false,
+            true,
             "Invalid hook event name",
         );
         check("ext/hooks/hooks.json", hook, 1, false, "0 error(s)");

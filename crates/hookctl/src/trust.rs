@@ -1,4 +1,4 @@
-//! Trusting project hooks (decision D8): `hookctl trust`, `hookctl untrust` and
+//! Trusting project hooks: `hookctl trust`, `hookctl untrust` and
 //! `hookctl trust --list`.
 //!
 //! `trust` first asks the daemon what it would trust (the project's hooks that are not trusted,

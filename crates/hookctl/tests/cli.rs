@@ -26,7 +26,7 @@ const GATE: &str = r#"{
 }"#;
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn emit_prints_exactly_the_six_keys_and_exits_zero() {
+async fn emit_prints_exactly_the_six_keys_and_exits_two_on_deny() {
     let fixture = Fixture::start(GATE, None).await;
     let cwd = fixture.project.display().to_string();
     let output = fixture
@@ -35,7 +35,7 @@ async fn emit_prints_exactly_the_six_keys_and_exits_zero() {
             r#"{"tool_name":"run_shell_command","tool_input":{"command":"rm -rf /"}}"#,
         )
         .await;
-    assert!(output.status.success(), "{output:?}");
+    assert_eq!(output.status.code(), Some(2), "{output:?}");
     let answer: Value = serde_json::from_slice(&output.stdout).unwrap();
     let keys: Vec<&str> = answer
         .as_object()
@@ -110,8 +110,13 @@ async fn emit_fails_with_one_line_on_bad_input_unknown_event_or_no_daemon() {
     .unwrap();
     assert!(!output.status.success());
     let stderr = String::from_utf8(output.stderr).unwrap();
-    assert_eq!(stderr.lines().count(), 1, "{stderr}");
-    assert!(stderr.contains("cannot reach hookd"), "{stderr}");
+    let lines: Vec<&str> = stderr.lines().collect();
+    assert_eq!(lines.len(), 2, "{stderr}");
+    assert!(
+        lines[0].contains("cannot reach hookd") && lines[0].ends_with(": no socket there"),
+        "{stderr}"
+    );
+    assert!(lines[1].contains("hookctl doctor"), "{stderr}");
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

@@ -294,6 +294,17 @@ impl Client {
         }
     }
 
+    /// Asks for the daemon's run counters since start (per hook, event, client and relaying
+    /// host).
+    pub async fn stats(&self) -> Result<hookd_protocol::StatsResponse> {
+        let id = self.next_id();
+        let message = ClientMessage::Stats(hookd_protocol::StatsRequest { id: id.clone() });
+        match self.request(id, message, false).await? {
+            ServerMessage::Stats(response) => Ok(response),
+            other => Err(unexpected_or_server_error("stats", other)),
+        }
+    }
+
     /// Checks that the daemon answers.
     pub async fn ping(&self) -> Result<()> {
         let id = self.next_id();

@@ -22,6 +22,7 @@ mod parse;
 mod request;
 mod response;
 mod socket;
+mod stats;
 
 pub use codec::{CodecError, Frame, FrameCodec, LENGTH_PREFIX_BYTES};
 pub use encode::{WireMessage, encode, encode_within, parse_server_message};
@@ -31,22 +32,23 @@ pub use parse::parse_client_message;
 pub use request::{
     CancelRequest, ChunkRequest, ClientHello, ClientMessage, DisableAllRequest, DisableRequest,
     EnableAllRequest, EnableRequest, EventRequest, HookedEventsRequest, ListRequest, PingRequest,
-    ReloadRequest, Scope, StatusRequest, StreamCloseRequest, StreamOpenRequest, SubscribeRequest,
-    TrustListRequest, TrustPreviewRequest, TrustRequest, UntrustRequest, WireEnv,
+    ReloadRequest, Scope, StatsRequest, StatusRequest, StreamCloseRequest, StreamOpenRequest,
+    SubscribeRequest, TrustListRequest, TrustPreviewRequest, TrustRequest, UntrustRequest, WireEnv,
 };
 pub use response::{
-    AuditStatus, CancelledMessage, ChunkResultMessage, Diagnostic, EditedMessage, ErrorMessage,
-    EventResult, HookRecord, HookResultMessage, HookedEventsMessage, LastRun, ListResponse,
-    ListedHook, Outcome, OutputFormat, PongMessage, RegistryChangedMessage, RegistryStatus,
-    ReloadedMessage, ResultMessage, ServerHello, ServerMessage, Severity, StatusResponse,
-    StreamClosedMessage, StreamName, StreamOpenedMessage, SubscribedMessage, TrustListMessage,
-    TrustPreviewMessage, TrustedHook, TrustedProject, TrustedScript,
+    AuditStatus, CancelledMessage, ChunkResultMessage, ConnectedClient, Diagnostic, EditedMessage,
+    ErrorMessage, EventResult, HookRecord, HookResultMessage, HookedEventsMessage, LastRun,
+    ListResponse, ListedHook, Outcome, OutputFormat, PongMessage, RegistryChangedMessage,
+    RegistryStatus, ReloadedMessage, ResultMessage, ServerHello, ServerMessage, Severity,
+    StatusResponse, StreamClosedMessage, StreamName, StreamOpenedMessage, SubscribedMessage,
+    TrustListMessage, TrustPreviewMessage, TrustedHook, TrustedProject, TrustedScript,
 };
 pub use socket::{
     SOCKET_DIR_NAME, SOCKET_ENV_VAR, SOCKET_FILE_NAME, SocketTrustError, check_peer,
     check_socket_directory, check_socket_path, default_socket_path, peer_uid_allowed,
     resolve_socket_path, socket_directory, verify_peer, verify_socket_path,
 };
+pub use stats::{ClientStats, EventStats, HookStats, RelayStats, StatsResponse};
 
 /// The protocol version this crate speaks, exchanged in the `hello` handshake.
 pub const PROTOCOL_VERSION: u32 = 1;

@@ -164,7 +164,7 @@ fn schema(type_name: &str) -> Option<&'static [Field]> {
         "event" => Some(EVENT),
         "cancel" => Some(CANCEL),
         "list" => Some(LIST),
-        "status" | "ping" | "reload" => Some(ID_ONLY),
+        "status" | "ping" | "reload" | "stats" => Some(ID_ONLY),
         "subscribe" => Some(SUBSCRIBE),
         "enable" => Some(ENABLE),
         "disable" => Some(DISABLE),

@@ -29,6 +29,8 @@ pub enum ClientMessage {
     List(ListRequest),
     /// Ask for the daemon's state.
     Status(StatusRequest),
+    /// Ask for the daemon's run counters since start (per hook, event, client and relay host).
+    Stats(StatsRequest),
     /// Check that the daemon answers.
     Ping(PingRequest),
     /// Receive a `registry_changed` frame each time a registry is rebuilt.
@@ -63,7 +65,7 @@ pub enum ClientMessage {
 
 impl ClientMessage {
     /// The `"type"` tag of every client message, in declaration order.
-    pub const TYPES: [&'static str; 20] = [
+    pub const TYPES: [&'static str; 21] = [
         "hello",
         "event",
         "cancel",
@@ -84,6 +86,7 @@ impl ClientMessage {
         "chunk",
         "stream_close",
         "hooked_events",
+        "stats",
     ];
 
     /// The message's `"type"` tag.
@@ -109,6 +112,7 @@ impl ClientMessage {
             ClientMessage::Chunk(_) => "chunk",
             ClientMessage::StreamClose(_) => "stream_close",
             ClientMessage::HookedEvents(_) => "hooked_events",
+            ClientMessage::Stats(_) => "stats",
         }
     }
 
@@ -120,6 +124,7 @@ impl ClientMessage {
             ClientMessage::Cancel(request) => Some(&request.id),
             ClientMessage::List(request) => Some(&request.id),
             ClientMessage::Status(request) => Some(&request.id),
+            ClientMessage::Stats(request) => Some(&request.id),
             ClientMessage::Ping(request) => Some(&request.id),
             ClientMessage::Subscribe(request) => Some(&request.id),
             ClientMessage::Reload(request) => Some(&request.id),
@@ -260,6 +265,13 @@ pub struct ListRequest {
 /// Ask for the daemon's state.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct StatusRequest {
+    /// The request's id.
+    pub id: RequestId,
+}
+
+/// Ask for the daemon's run counters since start (`stats`).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct StatsRequest {
     /// The request's id.
     pub id: RequestId,
 }

@@ -25,6 +25,8 @@ pub enum ServerMessage {
     List(ListResponse),
     /// The answer to a `status` request.
     Status(StatusResponse),
+    /// The answer to a `stats` request.
+    Stats(crate::stats::StatsResponse),
     /// The answer to a `ping` request.
     Pong(PongMessage),
     /// A request (or a frame that could not become one) failed.
@@ -53,7 +55,7 @@ pub enum ServerMessage {
 
 impl ServerMessage {
     /// The `"type"` tag of every server message, in declaration order.
-    pub const TYPES: [&'static str; 18] = [
+    pub const TYPES: [&'static str; 19] = [
         "hello",
         "hook_result",
         "result",
@@ -72,6 +74,7 @@ impl ServerMessage {
         "chunk_result",
         "stream_closed",
         "hooked_events",
+        "stats",
     ];
 
     /// The message's `"type"` tag.
@@ -95,6 +98,7 @@ impl ServerMessage {
             ServerMessage::ChunkResult(_) => "chunk_result",
             ServerMessage::StreamClosed(_) => "stream_closed",
             ServerMessage::HookedEvents(_) => "hooked_events",
+            ServerMessage::Stats(_) => "stats",
         }
     }
 
@@ -108,6 +112,7 @@ impl ServerMessage {
             ServerMessage::Cancelled(message) => Some(&message.id),
             ServerMessage::List(message) => Some(&message.id),
             ServerMessage::Status(message) => Some(&message.id),
+            ServerMessage::Stats(message) => Some(&message.id),
             ServerMessage::Pong(message) => Some(&message.id),
             ServerMessage::Error(message) => message.id.as_ref(),
             ServerMessage::Subscribed(message) => Some(&message.id),
@@ -472,6 +477,23 @@ pub struct StatusResponse {
     /// The audit log's state, or `None` when the daemon keeps none (or predates it).
     #[serde(default)]
     pub audit: Option<AuditStatus>,
+    /// The clients connected now, by the name each gave in its hello (empty from daemons
+    /// that predate the field).
+    #[serde(default)]
+    pub clients: Vec<ConnectedClient>,
+    /// What an untrusted project hook does (`hookd --project-hooks`): `warn` or `require`;
+    /// `None` from daemons that predate the field.
+    #[serde(default)]
+    pub project_hooks: Option<String>,
+}
+
+/// The clients of one name connected now, in `status`.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ConnectedClient {
+    /// The name the client gave in its hello (`hookctl/0.1.0`, `hookctl-relay/0.1.0`, ...).
+    pub name: String,
+    /// Its connections open now.
+    pub connections: u64,
 }
 
 /// The audit log's state, in `status`.
@@ -965,12 +987,18 @@ mod tests {
                     lines_dropped: 1,
                     write_errors: 0,
                 }),
+                clients: vec![ConnectedClient {
+                    name: "hookctl/0.1.0".to_owned(),
+                    connections: 1,
+                }],
+                project_hooks: Some("warn".to_owned()),
             }),
             concat!(
                 r#"{"type":"status","id":7,"version":"0.1.0","pid":4242,"uptime_ms":1500,"connections":2,"max_connections":1024,"#,
                 r#""hooks_running":1,"hooks_queued":0,"max_hooks":16,"max_inflight_per_connection":1024,"events_served":40,"#,
                 r#""registries":[{"cwd":"/p","generation":2,"hooks":3,"diagnostics":[]}],"#,
-                r#""audit":{"path":"/var/log/hookd.log","lines_written":39,"lines_dropped":1,"write_errors":0}}"#,
+                r#""audit":{"path":"/var/log/hookd.log","lines_written":39,"lines_dropped":1,"write_errors":0},"#,
+                r#""clients":[{"name":"hookctl/0.1.0","connections":1}],"project_hooks":"warn"}"#,
             ),
         );
         check(

@@ -243,6 +243,10 @@ impl AuditLog {
     /// The file cannot be opened for appending, or the thread cannot be started: a daemon
     /// told to keep an audit log should not start without one.
     pub(crate) fn start(config: &AuditConfig) -> Result<AuditLog, AuditError> {
+        create_log_dir(&config.path).map_err(|error| AuditError::Open {
+            path: config.path.clone(),
+            error,
+        })?;
         let file = open_log(&config.path).map_err(|error| AuditError::Open {
             path: config.path.clone(),
             error,
@@ -371,6 +375,19 @@ impl AuditLog {
                 "the audit log writer did not finish in time; some lines may be lost"
             ),
         }
+    }
+}
+
+/// Creates the log's directory (and its parents) with mode 0700 when it does not exist: what
+/// hooks decided is nobody else's business. An existing directory is left as it is.
+fn create_log_dir(path: &Path) -> io::Result<()> {
+    use std::os::unix::fs::DirBuilderExt;
+    match path.parent() {
+        Some(dir) if !dir.as_os_str().is_empty() && !dir.exists() => std::fs::DirBuilder::new()
+            .recursive(true)
+            .mode(0o700)
+            .create(dir),
+        _ => Ok(()),
     }
 }
 
@@ -686,6 +703,23 @@ fn rename_if_present(from: &Path, to: &Path) -> io::Result<()> {
 
 #[cfg(test)]
 mod tests {
+    #[test]
+    fn the_log_directory_is_created_private() {
+        use std::os::unix::fs::PermissionsExt;
+        let dir = tempfile::tempdir().unwrap_or_else(|err| panic!("{err}"));
+        let path = dir.path().join("a/b/audit.log");
+        super::create_log_dir(&path).unwrap_or_else(|err| panic!("{err}"));
+        for created in [dir.path().join("a"), dir.path().join("a/b")] {
+            let mode = std::fs::metadata(&created)
+                .unwrap_or_else(|err| panic!("{err}"))
+                .permissions()
+                .mode();
+            assert_eq!(mode & 0o777, 0o700, "{}", created.display());
+        }
+        // An existing directory is left alone.
+        super::create_log_dir(&path).unwrap_or_else(|err| panic!("{err}"));
+    }
+
     use std::time::Duration;
 
     use hookd_core::policy::FailureKind;
@@ -983,13 +1017,12 @@ mod tests {
 
     #[test]
     fn a_log_that_cannot_be_opened_is_an_error() {
+        // Its directory is a regular file: nothing can be created there.
         let dir = tempfile::tempdir().unwrap();
-        let config = AuditConfig::new(dir.path().join("missing-dir/audit.log"));
+        std::fs::write(dir.path().join("not-a-dir"), "").unwrap();
+        let config = AuditConfig::new(dir.path().join("not-a-dir/audit.log"));
         let error = AuditLog::start(&config).err().unwrap();
-        assert!(
-            error.to_string().contains("missing-dir/audit.log"),
-            "{error}"
-        );
+        assert!(error.to_string().contains("not-a-dir/audit.log"), "{error}");
     }
 
     #[test]

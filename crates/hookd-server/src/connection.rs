@@ -48,8 +48,10 @@ use crate::io::{FrameReader, FrameWriter};
 use crate::limits::InflightLimit;
 use crate::manage::Manager;
 use crate::results;
+use crate::runstats::{ClientEntry, ClientHandle};
 use crate::shared::Shared;
 use crate::stats::Stats;
+use crate::story::RunContext;
 use crate::stream::{
     ChunkRoute, Command, FilterStream, Removed, StreamRun, Streams, is_filter_plan,
     needs_blocking_filter,
@@ -75,9 +77,12 @@ pub(crate) async fn serve(stream: UnixStream, shared: Arc<Shared>) {
     );
     let sink: Sink = Arc::new(writer);
 
-    if let Some(env) = handshake(&mut reader, &sink, &shared).await {
+    if let Some((env, client_name)) = handshake(&mut reader, &sink, &shared).await {
         reader.set_max_frame_bytes(shared.config.max_frame_bytes);
+        let client = shared.run_stats.connect(&client_name);
+        tracing::debug!(client = %client_name, "client connected");
         let connection = Connection {
+            client,
             cancel: shared.hard_stop.child_token(),
             shared: Arc::clone(&shared),
             sink,
@@ -99,8 +104,8 @@ pub(crate) async fn serve(stream: UnixStream, shared: Arc<Shared>) {
     Stats::sub(&shared.stats.connections, 1);
 }
 
-/// Waits for the client's `hello`; answers it and returns the connection's hook environment,
-/// or answers with an error and returns `None` (the connection then closes).
+/// Waits for the client's `hello`; answers it and returns the connection's hook environment
+/// and the client's name, or answers with an error and returns `None` (the connection then closes).
 ///
 /// A first frame that is not a request at all keeps its own code (`bad_json`, `unknown_type`,
 /// ...); a valid request other than `hello` gets `handshake_required`. Either way the
@@ -119,7 +124,11 @@ fn frame_budget_spent(declared: u64, shared: &Shared) -> ProtocolError {
     )
 }
 
-async fn handshake(reader: &mut FrameReader, sink: &Sink, shared: &Shared) -> Option<Env> {
+async fn handshake(
+    reader: &mut FrameReader,
+    sink: &Sink,
+    shared: &Shared,
+) -> Option<(Env, String)> {
     let frame = tokio::select! {
         // Accepted before the stop: a client that has sent its hello already (a relay sends
         // it with its event, in one write) is served; one that has not is closed.
@@ -162,7 +171,7 @@ async fn handshake(reader: &mut FrameReader, sink: &Sink, shared: &Shared) -> Op
                         Some(env) => wire_env(env),
                         None => Arc::clone(&shared.daemon_env),
                     };
-                    return Some(env);
+                    return Some((env, hello.client));
                 }
                 Err(err) => err,
             },
@@ -199,6 +208,8 @@ pub(crate) async fn send(sink: &Sink, message: &ServerMessage) {
 /// The state of an established connection.
 struct Connection {
     shared: Arc<Shared>,
+    /// The client's counters (by the name it gave in its hello).
+    client: ClientHandle,
     sink: Sink,
     /// The environment hooks of this connection run with unless a request brings its own.
     env: Env,
@@ -459,6 +470,14 @@ impl Connection {
             ClientMessage::Chunk(request) => self.chunk(request).await,
             ClientMessage::StreamClose(request) => self.stream_close(request).await,
             ClientMessage::HookedEvents(request) => self.hooked_events(request).await,
+            ClientMessage::Stats(request) => {
+                let reply = ServerMessage::Stats(self.shared.run_stats.response(
+                    request.id,
+                    self.shared.started.elapsed().as_millis() as u64,
+                    Stats::get(&self.shared.stats.events_served),
+                ));
+                send(&self.sink, &reply).await;
+            }
         }
         true
     }
@@ -482,6 +501,7 @@ impl Connection {
                     return false;
                 }
                 Stats::add(&self.shared.stats.events_served, 1);
+                self.client.entry().count_event();
                 self.sink
                     .queue_with(|out| hookd_protocol::fast::write_plain_chunk_result(out, id, seq))
                     .await;
@@ -495,7 +515,14 @@ impl Connection {
                 let Some(generation) = self.unhooked_generation(&event) else {
                     return false;
                 };
+                tracing::debug!(
+                    client = &*self.client.entry().name,
+                    event = event.event,
+                    tool = event.tool_name.unwrap_or("-"),
+                    "event matched no hook"
+                );
                 Stats::add(&self.shared.stats.events_served, 1);
+                self.client.entry().count_event();
                 self.sink
                     .queue_with(|out| {
                         hookd_protocol::fast::write_empty_result(out, event.id, generation)
@@ -616,7 +643,12 @@ impl Connection {
             process_keys: ProcessKeys::default(),
         };
         if is_filter_plan(&plan) {
-            let filters = FilterStream::new(fire, &plan, snapshot.generation);
+            let filters = FilterStream::new(
+                fire,
+                &plan,
+                snapshot.generation,
+                Arc::clone(self.client.entry()),
+            );
             self.streams.insert_filtered(request.id, filters);
             return;
         }
@@ -625,6 +657,7 @@ impl Connection {
         let capacity = self.shared.config.max_inflight_per_connection.max(1) + 1;
         let (queue, commands) = mpsc::channel(capacity);
         let run = StreamRun {
+            client: Arc::clone(self.client.entry()),
             shared: Arc::clone(&self.shared),
             sink: Arc::clone(&self.sink),
             inflight: Arc::clone(&self.inflight),
@@ -646,6 +679,7 @@ impl Connection {
         match self.streams.route_chunk(request.id.as_id_ref()) {
             ChunkRoute::Plain => {
                 Stats::add(&self.shared.stats.events_served, 1);
+                self.client.entry().count_event();
                 let reply = ServerMessage::ChunkResult(ChunkResultMessage {
                     id: request.id,
                     seq: request.seq,
@@ -828,10 +862,25 @@ impl Connection {
         let project_dir = request.project_dir.as_deref().unwrap_or(&request.cwd);
         let snapshot = self.shared.registries.get(Path::new(project_dir)).await;
         Stats::add(&self.shared.stats.events_served, 1);
+        self.client.entry().count_event();
+        if let Some(host) = relayed_by {
+            self.shared.run_stats.count_relayed(host);
+        }
         let Some(plan) = snapshot
             .registry
             .plan_relayed(event, &request.input, relayed_by)
         else {
+            tracing::debug!(
+                client = &*self.client.entry().name,
+                event = event.as_str(),
+                tool = request
+                    .input
+                    .get("tool_name")
+                    .and_then(serde_json::Value::as_str)
+                    .unwrap_or("-"),
+                relayed_by = relayed_by.map_or("-", RelayHost::as_str),
+                "event matched no hook"
+            );
             let message = convert::empty_result(request.id, snapshot.generation);
             send(&self.sink, &message).await;
             return;
@@ -867,6 +916,9 @@ impl Connection {
             RelayedChunk { key, series, last }
         });
         let run = Run {
+            started: std::time::Instant::now(),
+            client: Arc::clone(self.client.entry()),
+            relayed_by,
             shared: Arc::clone(&self.shared),
             sink: Arc::clone(&self.sink),
             inflight: Arc::clone(&self.inflight),
@@ -1124,6 +1176,12 @@ struct Run {
     inflight: Inflight,
     token: CancellationToken,
     event: HookEventName,
+    /// When the request was read.
+    started: std::time::Instant,
+    /// The client's counters.
+    client: Arc<ClientEntry>,
+    /// The host whose relay sent the event.
+    relayed_by: Option<RelayHost>,
     /// Set for a relayed AfterModel chunk.
     series: Option<RelayedChunk>,
     /// The host that relayed the event: Claude Code's events merge by its rules.
@@ -1296,7 +1354,19 @@ impl Run {
             .remove(&request.id);
         send_frame(&self.sink, frame).await;
         // The bookkeeping is done while the client reads the answer.
-        crate::audit::record_run(&self.shared, &fire, self.generation, &results, &aggregate);
+        let context = RunContext {
+            client: &self.client,
+            relayed_by: self.relayed_by,
+            wall: Some(self.started.elapsed()),
+        };
+        crate::story::finished_run(
+            &self.shared,
+            &context,
+            &fire,
+            self.generation,
+            &results,
+            &aggregate,
+        );
         self.shared.last_runs.record(&plan.hooks, &results);
         hookd_runner::spawn::settle();
     }

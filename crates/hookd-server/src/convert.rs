@@ -272,5 +272,7 @@ pub(crate) async fn status(shared: &Arc<Shared>, id: RequestId) -> wire::StatusR
         events_served: Stats::get(&shared.stats.events_served),
         registries,
         audit: shared.audit.as_ref().map(crate::audit::status),
+        clients: shared.run_stats.connected(),
+        project_hooks: Some(shared.config.project_hooks.as_str().to_owned()),
     }
 }

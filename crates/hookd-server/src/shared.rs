@@ -26,6 +26,8 @@ pub(crate) struct Shared {
     pub(crate) runner: RunnerConfig,
     /// Counters for `status`.
     pub(crate) stats: Stats,
+    /// What ran since start, for `stats`.
+    pub(crate) run_stats: crate::runstats::RunStats,
     /// The latest run of each hook, for `list`.
     pub(crate) last_runs: LastRuns,
     /// Serializes edits of settings files.
@@ -78,6 +80,7 @@ impl Shared {
             registries: Registries::new(&config),
             runner,
             stats: Stats::default(),
+            run_stats: Default::default(),
             last_runs: LastRuns::default(),
             edit_lock: tokio::sync::Mutex::new(()),
             daemon_env: Arc::new(daemon_env),

@@ -61,8 +61,10 @@ use tokio_util::sync::CancellationToken;
 use crate::connection::{Inflight, OUTPUT_BUDGET_KIB, Sink, send, send_frame, unix_millis_now};
 use crate::convert;
 use crate::results;
+use crate::runstats::ClientEntry;
 use crate::shared::Shared;
 use crate::stats::Stats;
+use crate::story::RunContext;
 
 /// At most this much of the text emitted so far is kept for `full_content`; beyond it the
 /// oldest text is dropped (on a character boundary).
@@ -303,6 +305,8 @@ struct Filter {
 
 /// A stream with hooks, owned by its task.
 pub(crate) struct StreamRun {
+    /// The client's counters.
+    pub(crate) client: Arc<ClientEntry>,
     pub(crate) shared: Arc<Shared>,
     pub(crate) sink: Sink,
     pub(crate) inflight: Inflight,
@@ -447,8 +451,13 @@ impl StreamRun {
                     drop(slot);
                     // The bookkeeping is done while the client reads the answer.
                     let Answered { results, aggregate } = &answered;
-                    crate::audit::record_run(
+                    crate::story::finished_run(
                         &self.shared,
+                        &RunContext {
+                            client: &self.client,
+                            relayed_by: None,
+                            wall: None,
+                        },
                         &self.fire,
                         self.generation,
                         results,
@@ -589,12 +598,21 @@ pub(crate) struct FilterStream {
     chunks: u64,
     /// Hooks in the plan.
     hooks: usize,
+    /// The client's counters.
+    client: Arc<ClientEntry>,
 }
 
 impl FilterStream {
-    /// The stream of `plan`, whose hooks are all builtin filters (see [`is_filter_plan`]).
-    pub(crate) fn new(fire: FireRequest, plan: &Plan, generation: u64) -> FilterStream {
+    /// The stream of `plan`, whose hooks are all builtin filters (see [`is_filter_plan`]),
+    /// opened by `client`.
+    pub(crate) fn new(
+        fire: FireRequest,
+        plan: &Plan,
+        generation: u64,
+        client: Arc<ClientEntry>,
+    ) -> FilterStream {
         FilterStream {
+            client,
             fire,
             state: StreamState::new(plan),
             generation,
@@ -666,8 +684,13 @@ impl FilterStream {
             &filtered,
             body,
         );
-        crate::audit::record_run(
+        crate::story::finished_run(
             shared,
+            &RunContext {
+                client: &self.client,
+                relayed_by: None,
+                wall: None,
+            },
             &self.fire,
             self.generation,
             &filtered.results,

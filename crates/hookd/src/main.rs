@@ -25,22 +25,25 @@ struct Args {
     /// /tmp/hookd-<uid>/hookd.sock].
     #[arg(long)]
     socket: Option<PathBuf>,
-    /// Log level or filter (tracing `EnvFilter` syntax); `RUST_LOG` is used when absent.
+    /// Log level or filter (tracing `EnvFilter` syntax: `debug`, `hookd::run=info,warn`, ...)
+    /// [default: $RUST_LOG, else info].
     #[arg(long)]
     log_level: Option<String>,
-    /// Maximum number of hook processes running at once; more queue.
+    /// Maximum number of hook processes running at once; more queue [default: 16 per core,
+    /// at least 32, at most 256].
     #[arg(long)]
     max_hooks: Option<usize>,
-    /// Maximum number of client connections served at once.
+    /// Maximum number of client connections served at once [default: 1024].
     #[arg(long)]
     max_connections: Option<usize>,
-    /// Cap on each hook's captured stdout and stderr, in bytes.
+    /// Cap on each hook's captured stdout and stderr, in bytes [default: 1048576].
     #[arg(long)]
     max_output_bytes: Option<usize>,
-    /// Largest request frame accepted, in bytes.
+    /// Largest request frame accepted, in bytes [default: 67108864].
     #[arg(long)]
     max_frame_bytes: Option<usize>,
-    /// Largest first frame (the hello) accepted from a new connection, in bytes.
+    /// Largest first frame (the hello) accepted from a new connection, in bytes [default:
+    /// 1048576].
     #[arg(long)]
     max_hello_frame_bytes: Option<usize>,
     /// Bytes of partly received frames (over 64 KiB each) held across all connections; a frame
@@ -54,14 +57,16 @@ struct Args {
     /// Milliseconds a new connection has to send its hello [default: 10000].
     #[arg(long)]
     handshake_timeout_ms: Option<u64>,
-    /// Milliseconds between SIGTERM and SIGKILL for a timed-out hook.
+    /// Milliseconds between SIGTERM and SIGKILL for a timed-out hook [default: 2000].
     #[arg(long)]
     kill_grace_ms: Option<u64>,
-    /// Milliseconds a graceful stop waits for in-flight runs before killing them.
+    /// Milliseconds a graceful stop waits for in-flight runs before killing them [default:
+    /// 10000].
     #[arg(long)]
     shutdown_grace_ms: Option<u64>,
     /// What a failing hook (crash, timeout, spawn error, no decision) decides when its
-    /// settings entry has no `on_failure` key: allow (Gemini CLI's behaviour), deny or ask.
+    /// settings entry has no `on_failure` key: allow (Gemini CLI's behaviour), deny or ask
+    /// [default: allow].
     #[arg(long, value_name = "allow|deny|ask")]
     on_failure: Option<FailurePolicy>,
     /// What a project hook the user has not trusted (`hookctl trust`) does: warn (run it and
@@ -81,7 +86,8 @@ struct Args {
     #[arg(long, default_value_t = 1)]
     threads: usize,
     /// Write an audit log: one JSON line per event run that had hooks to run (each hook's
-    /// decision, exit code, duration and failure, and the final decision). Off by default.
+    /// decision, exit code, duration and failure, and the final decision). Its directory is
+    /// created (mode 0700) when missing. Off by default.
     #[arg(long, value_name = "PATH")]
     audit_log: Option<PathBuf>,
     /// Rotate the audit log before it would exceed this many bytes.
@@ -102,10 +108,40 @@ struct Args {
     /// counted (one line bigger than this still gets in when nothing waits).
     #[arg(long, value_name = "BYTES", default_value_t = hookd_server::AuditConfig::DEFAULT_QUEUE_BYTES, requires = "audit_log")]
     audit_queue_bytes: usize,
+    /// Print this man page (roff) and exit.
+    #[arg(long, hide = true)]
+    man: bool,
 }
 
-fn main() -> anyhow::Result<()> {
+fn main() -> std::process::ExitCode {
     let args = Args::parse();
+    if args.man {
+        use clap::CommandFactory;
+        use std::io::Write;
+        let mut page = Vec::new();
+        let rendered = clap_mangen::Man::new(Args::command()).render(&mut page);
+        let written = rendered.and_then(|()| std::io::stdout().write_all(&page));
+        return match written {
+            Ok(()) => std::process::ExitCode::SUCCESS,
+            Err(err) => {
+                eprintln!("hookd: cannot print the man page: {err}");
+                std::process::ExitCode::FAILURE
+            }
+        };
+    }
+    match serve(args) {
+        Ok(()) => std::process::ExitCode::SUCCESS,
+        Err(err) => {
+            // One line per cause, never a backtrace: these are the user's errors (a socket in
+            // use, a bad path), whatever RUST_BACKTRACE says.
+            eprintln!("hookd: {err:#}");
+            std::process::ExitCode::FAILURE
+        }
+    }
+}
+
+/// Sets everything up and serves until stopped.
+fn serve(args: Args) -> anyhow::Result<()> {
     logging::init(args.log_level.as_deref());
     // First, while this is the only thread: taking the socket edits the process environment.
     let activated = activation::take_listener()?;

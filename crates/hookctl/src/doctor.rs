@@ -1,0 +1,718 @@
+//! `hookctl doctor`: checks what can keep hooks from running as configured, and says how to
+//! fix each problem.
+//!
+//! Each check gives one or more findings: `ok`, a `problem` (something is wrong: the exit code
+//! is 1) or a `note` (worth knowing, nothing to fix). Every problem carries its fix. The checks:
+//!
+//! - `socket`: the socket's directory and file are safe to use (ours, not writable by others,
+//!   not a link) and, when the systemd units are installed, the socket is the one they listen
+//!   on;
+//! - `daemon`: a daemon answers there, and which binary and version it is;
+//! - `service`: the systemd units' state matches what is listening;
+//! - `wiring`: each installed host's relay entries are in step with hookd's hooks and run a
+//!   relay that exists, of this hookctl's version;
+//! - `hooks`: hooks that would run twice (the same command for the same event and matcher in
+//!   two places) or not at all (hooks turned off);
+//! - `trust`: untrusted project hooks, which do not run under `--project-hooks require`;
+//! - `settings`: problems the daemon found reading the settings files;
+//! - `system-files`: system settings files refused as insecure.
+
+use std::collections::BTreeMap;
+use std::fmt::Write;
+use std::os::unix::fs::PermissionsExt;
+use std::path::{Path, PathBuf};
+use std::process::Command;
+use std::time::Duration;
+
+use hookd_client::{Client, ConnectOptions};
+use hookd_protocol::{ListResponse, Severity, StatusResponse};
+use serde::Serialize;
+
+/// Arguments of `hookctl doctor`.
+#[derive(Debug, clap::Args)]
+pub struct DoctorArgs {
+    /// The project dir whose hooks and wiring to check [default: the current dir].
+    #[arg(long)]
+    pub cwd: Option<PathBuf>,
+    /// Print the findings as one JSON object.
+    #[arg(long)]
+    pub json: bool,
+}
+
+/// How a finding counts.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Status {
+    /// The check passed.
+    Ok,
+    /// Something is wrong; `fix` says what to do.
+    Problem,
+    /// Worth knowing; nothing to fix.
+    Note,
+}
+
+/// One finding of one check.
+#[derive(Debug, Clone, Serialize)]
+pub struct Finding {
+    /// The check (`socket`, `daemon`, `service`, `wiring`, `hooks`, `trust`, `settings`,
+    /// `system-files`).
+    pub check: &'static str,
+    /// How it counts.
+    pub status: Status,
+    /// What was found.
+    pub message: String,
+    /// What to do about a problem.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub fix: Option<String>,
+}
+
+impl Finding {
+    fn ok(check: &'static str, message: impl Into<String>) -> Finding {
+        Finding {
+            check,
+            status: Status::Ok,
+            message: message.into(),
+            fix: None,
+        }
+    }
+
+    fn note(check: &'static str, message: impl Into<String>) -> Finding {
+        Finding {
+            check,
+            status: Status::Note,
+            message: message.into(),
+            fix: None,
+        }
+    }
+
+    fn problem(check: &'static str, message: impl Into<String>, fix: impl Into<String>) -> Finding {
+        Finding {
+            check,
+            status: Status::Problem,
+            message: message.into(),
+            fix: Some(fix.into()),
+        }
+    }
+}
+
+/// What `doctor` found, in check order.
+#[derive(Debug, Clone, Serialize)]
+pub struct Report {
+    /// The socket checked.
+    pub socket: String,
+    /// The project dir checked.
+    pub project: String,
+    /// Every finding.
+    pub findings: Vec<Finding>,
+    /// How many findings are problems.
+    pub problems: usize,
+}
+
+impl Report {
+    /// The report as text: one line per finding, problems followed by their fix.
+    pub fn render(&self) -> String {
+        let mut out = String::new();
+        for finding in &self.findings {
+            let mark = match finding.status {
+                Status::Ok => "ok     ",
+                Status::Problem => "PROBLEM",
+                Status::Note => "note   ",
+            };
+            let _ = writeln!(out, "{mark} {:<12} {}", finding.check, finding.message);
+            if let Some(fix) = &finding.fix {
+                let _ = writeln!(out, "        {:<12} fix: {fix}", "");
+            }
+        }
+        match self.problems {
+            0 => out.push_str("No problems found.\n"),
+            1 => out.push_str("1 problem found.\n"),
+            n => {
+                let _ = writeln!(out, "{n} problems found.");
+            }
+        }
+        out
+    }
+}
+
+/// The version this hookctl is.
+const VERSION: &str = env!("CARGO_PKG_VERSION");
+
+/// Runs every check for the daemon at `socket` and the project `project`.
+pub async fn diagnose(socket: &Path, project: &Path) -> Report {
+    let mut findings = Vec::new();
+    let socket_safe = check_socket(socket, &mut findings);
+    let mut daemon = None;
+    if socket_safe {
+        daemon = check_daemon(socket, &mut findings).await;
+    }
+    check_service(socket, daemon.is_some(), &mut findings);
+    check_wiring(project, &mut findings);
+    match &daemon {
+        Some((client, status)) => match client.list(project.display().to_string()).await {
+            Ok(listing) => {
+                check_hooks(&listing, &mut findings);
+                check_trust(&listing, status, &mut findings);
+                check_settings(&listing, status, &mut findings);
+            }
+            Err(err) => findings.push(Finding::problem(
+                "hooks",
+                format!(
+                    "the daemon could not list the hooks of {}: {err}",
+                    project.display()
+                ),
+                "see the daemon's log (`journalctl --user -u hookd` under systemd)",
+            )),
+        },
+        None => findings.push(Finding::note(
+            "hooks",
+            "hooks, trust and settings not checked: no daemon to ask",
+        )),
+    }
+    let problems = findings
+        .iter()
+        .filter(|finding| finding.status == Status::Problem)
+        .count();
+    Report {
+        socket: socket.display().to_string(),
+        project: project.display().to_string(),
+        findings,
+        problems,
+    }
+}
+
+/// The socket path the systemd units listen on, when `XDG_RUNTIME_DIR` is set.
+fn unit_socket() -> Option<PathBuf> {
+    std::env::var_os("XDG_RUNTIME_DIR")
+        .map(PathBuf::from)
+        .filter(|dir| dir.is_absolute())
+        .map(|dir| dir.join("hookd/hookd.sock"))
+}
+
+/// The systemd user unit directory, when it can be found.
+fn unit_dir() -> Option<PathBuf> {
+    crate::service::unit_dir(
+        std::env::var_os("XDG_CONFIG_HOME").as_deref(),
+        std::env::var_os("HOME").as_deref(),
+    )
+    .ok()
+}
+
+/// Whether hookd's units are installed.
+fn units_installed() -> bool {
+    unit_dir().is_some_and(|dir| dir.join(crate::service::SOCKET_NAME).is_file())
+}
+
+/// `socket`: the socket file and its directory; returns whether a client may use it.
+fn check_socket(socket: &Path, findings: &mut Vec<Finding>) -> bool {
+    use hookd_protocol::SocketTrustError as E;
+    let safe = match hookd_protocol::verify_socket_path(socket) {
+        Ok(()) => {
+            findings.push(Finding::ok(
+                "socket",
+                format!(
+                    "{} is a socket of yours in a private directory",
+                    socket.display()
+                ),
+            ));
+            true
+        }
+        Err(E::Missing { path }) => {
+            findings.push(Finding::problem(
+                "socket",
+                format!("{} does not exist: no daemon listens there", path.display()),
+                "start hookd (`hookd &`, or `hookctl service install` to run it under systemd), \
+                 or point hookctl at its socket with --socket or HOOKD_SOCKET",
+            ));
+            false
+        }
+        Err(err @ (E::DirectoryWritable { .. } | E::DirectoryNotOwned { .. })) => {
+            findings.push(Finding::problem(
+                "socket",
+                format!("{err}; no client will use it"),
+                format!(
+                    "stop the daemon, remove {} (or make it yours and `chmod 700` it), and \
+                     start hookd again: it creates the directory with mode 0700",
+                    hookd_protocol::socket_directory(socket).display()
+                ),
+            ));
+            false
+        }
+        Err(err @ E::SocketNotOwned { .. }) => {
+            findings.push(Finding::problem(
+                "socket",
+                format!("{err}: another user's daemon holds it"),
+                "stop that daemon, remove the socket file, and start your own hookd",
+            ));
+            false
+        }
+        Err(err) => {
+            findings.push(Finding::problem(
+                "socket",
+                err.to_string(),
+                "remove what is at that path and start hookd again",
+            ));
+            false
+        }
+    };
+    if let Some(expected) = unit_socket().filter(|_| units_installed())
+        && expected != socket
+    {
+        findings.push(Finding::problem(
+            "socket",
+            format!(
+                "hookctl uses {}, but the installed systemd units listen on {}",
+                socket.display(),
+                expected.display()
+            ),
+            "unset HOOKD_SOCKET (or drop --socket) so that clients use the service's socket, \
+             or `hookctl service uninstall` if you run hookd yourself",
+        ));
+    }
+    safe
+}
+
+/// `daemon`: connects and asks for the status; returns the connection and status.
+async fn check_daemon(
+    socket: &Path,
+    findings: &mut Vec<Finding>,
+) -> Option<(Client, StatusResponse)> {
+    let options = ConnectOptions {
+        client_name: format!("hookctl-doctor/{VERSION}"),
+        env: None,
+        handshake_timeout: Duration::from_secs(2),
+    };
+    let connected =
+        tokio::time::timeout(Duration::from_secs(3), Client::connect(socket, options)).await;
+    let client = match connected {
+        Ok(Ok(client)) => client,
+        Ok(Err(err)) => {
+            findings.push(Finding::problem(
+                "daemon",
+                format!("no daemon answers at {}: {err}", socket.display()),
+                "start hookd (`hookd &`, or `hookctl service install`); a stale socket file \
+                 left by a killed daemon is replaced when hookd starts",
+            ));
+            return None;
+        }
+        Err(_) => {
+            findings.push(Finding::problem(
+                "daemon",
+                format!(
+                    "the daemon at {} did not answer within 3 s",
+                    socket.display()
+                ),
+                "the daemon may be stuck: see its log, then restart it",
+            ));
+            return None;
+        }
+    };
+    let hello = client.server_hello().clone();
+    let binary = std::fs::read_link(format!("/proc/{}/exe", hello.pid)).map_or_else(
+        |_| "an unknown binary".to_owned(),
+        |path| path.display().to_string(),
+    );
+    let status = match client.status().await {
+        Ok(status) => status,
+        Err(err) => {
+            findings.push(Finding::problem(
+                "daemon",
+                format!(
+                    "{} (pid {}) does not answer status: {err}",
+                    hello.server, hello.pid
+                ),
+                "restart the daemon",
+            ));
+            return None;
+        }
+    };
+    if status.version == VERSION {
+        findings.push(Finding::ok(
+            "daemon",
+            format!(
+                "hookd {} answers (pid {}, {binary}), up {} s",
+                status.version,
+                hello.pid,
+                status.uptime_ms / 1000
+            ),
+        ));
+    } else {
+        findings.push(Finding::problem(
+            "daemon",
+            format!(
+                "hookd {} answers (pid {}, {binary}), but this hookctl is {VERSION}",
+                status.version, hello.pid
+            ),
+            "restart the daemon from the same build as hookctl (`hookctl service install` \
+             points the service at a new binary)",
+        ));
+    }
+    Some((client, status))
+}
+
+/// `service`: the state of hookd's systemd units against what is listening.
+fn check_service(socket: &Path, reachable: bool, findings: &mut Vec<Finding>) {
+    if !units_installed() {
+        findings.push(Finding::note(
+            "service",
+            "the systemd units are not installed (`hookctl service install` runs hookd at login)",
+        ));
+        return;
+    }
+    let active = |unit: &str| -> Option<bool> {
+        let output = Command::new("systemctl")
+            .args(["--user", "is-active", unit])
+            .output()
+            .ok()?;
+        let state = String::from_utf8_lossy(&output.stdout).trim().to_owned();
+        if state.is_empty() {
+            return None;
+        }
+        Some(state == "active")
+    };
+    match active(crate::service::SOCKET_NAME) {
+        None => findings.push(Finding::note(
+            "service",
+            "the systemd units are installed, but systemctl --user cannot be asked here",
+        )),
+        Some(true) if reachable => findings.push(Finding::ok(
+            "service",
+            format!(
+                "{} is active and the daemon answers",
+                crate::service::SOCKET_NAME
+            ),
+        )),
+        Some(true) => findings.push(Finding::problem(
+            "service",
+            format!(
+                "{} is active, but nothing answers at {}",
+                crate::service::SOCKET_NAME,
+                socket.display()
+            ),
+            "`systemctl --user restart hookd.socket`, then `journalctl --user -u hookd` for why \
+             the service fails",
+        )),
+        Some(false) if reachable => findings.push(Finding::problem(
+            "service",
+            format!(
+                "{} is not active, yet a daemon answers: one started by hand holds the socket",
+                crate::service::SOCKET_NAME
+            ),
+            "stop the hand-started daemon and `systemctl --user start hookd.socket`",
+        )),
+        Some(false) => findings.push(Finding::problem(
+            "service",
+            format!(
+                "{} is installed but not active",
+                crate::service::SOCKET_NAME
+            ),
+            "`systemctl --user enable --now hookd.socket`",
+        )),
+    }
+}
+
+/// The program a relay command runs: the first word, after variable assignments and `exec`,
+/// of its first simple command that is one.
+fn relay_program(command: &str) -> Option<String> {
+    hookd_core::command::simple_commands(command)
+        .into_iter()
+        .filter(|words| {
+            let quoted: Vec<String> = words
+                .iter()
+                .map(|word| hookd_core::command::shell_quote(word))
+                .collect();
+            hookd_core::dialect::is_relay_command(&quoted.join(" "))
+        })
+        .find_map(|words| {
+            words.into_iter().find(|word| {
+                !word.contains('=') && !matches!(word.as_str(), "exec" | "env" | "command")
+            })
+        })
+}
+
+/// Where `program` is: itself when it has a slash, else the first match on `PATH`.
+fn find_program(program: &str) -> Option<PathBuf> {
+    let is_executable = |path: &Path| {
+        std::fs::metadata(path)
+            .is_ok_and(|meta| meta.is_file() && meta.permissions().mode() & 0o111 != 0)
+    };
+    if program.contains('/') {
+        let path = PathBuf::from(program);
+        return is_executable(&path).then_some(path);
+    }
+    std::env::split_paths(&std::env::var_os("PATH").unwrap_or_default())
+        .map(|dir| dir.join(program))
+        .find(|path| is_executable(path))
+}
+
+/// The version `hookctl --version` at `path` prints (`hookctl 0.1.0` → `0.1.0`).
+fn hookctl_version(path: &Path) -> Option<String> {
+    let output = Command::new(path).arg("--version").output().ok()?;
+    let text = String::from_utf8_lossy(&output.stdout);
+    text.split_whitespace().nth(1).map(str::to_owned)
+}
+
+/// `wiring`: installed hosts' relay entries, and the relay they run.
+fn check_wiring(project: &Path, findings: &mut Vec<Finding>) {
+    let locations = crate::install::Locations::from_process();
+    let installed = crate::install::installed_relays(&locations, project);
+    if installed.is_empty() {
+        findings.push(Finding::note(
+            "wiring",
+            "no agent CLI is wired to hookd (`hookctl install --host gemini|claude`)",
+        ));
+        return;
+    }
+    let stale = crate::install::stale_wiring(&locations, project);
+    for line in &stale {
+        findings.push(Finding::problem(
+            "wiring",
+            line.clone(),
+            "`hookctl sync`, then restart the CLI's sessions",
+        ));
+    }
+    let mut programs: BTreeMap<String, Vec<String>> = BTreeMap::new();
+    for install in &installed {
+        for command in &install.commands {
+            if let Some(program) = relay_program(command) {
+                programs
+                    .entry(program)
+                    .or_default()
+                    .push(install.host_file.display().to_string());
+            }
+        }
+    }
+    let mut wiring_problems = false;
+    for (program, files) in &programs {
+        let mut files = files.clone();
+        files.dedup();
+        let Some(path) = find_program(program) else {
+            wiring_problems = true;
+            findings.push(Finding::problem(
+                "wiring",
+                format!(
+                    "the relay entries in {} run `{program}`, which is not an executable on PATH: \
+                     every relayed event fails in the CLI",
+                    files.join(", ")
+                ),
+                "install the binaries on PATH (`cargo install --locked --path crates/hookctl`), \
+                 then `hookctl sync`",
+            ));
+            continue;
+        };
+        let hookctl = if path.file_name().is_some_and(|name| name == "hookctl") {
+            Some(path.clone())
+        } else {
+            path.parent()
+                .map(|dir| dir.join("hookctl"))
+                .filter(|sibling| sibling.is_file())
+        };
+        if let Some(version) = hookctl.as_deref().and_then(hookctl_version)
+            && version != VERSION
+        {
+            wiring_problems = true;
+            findings.push(Finding::problem(
+                "wiring",
+                format!(
+                    "the relay entries run {} from hookd {version}, but this hookctl is {VERSION}",
+                    path.display()
+                ),
+                "install the same build of hookd, hookctl and hookd-relay \
+                 (`cargo install --locked --path crates/hookctl` and `--path crates/hookd`)",
+            ));
+        }
+    }
+    if stale.is_empty() && !wiring_problems {
+        let described: Vec<&str> = installed
+            .iter()
+            .map(|install| install.description.as_str())
+            .collect();
+        findings.push(Finding::ok(
+            "wiring",
+            format!(
+                "relay entries in step with hookd's hooks: {}",
+                described.join("; ")
+            ),
+        ));
+    }
+}
+
+/// `hooks`: hooks that would run twice, or not at all.
+fn check_hooks(listing: &ListResponse, findings: &mut Vec<Finding>) {
+    if !listing.hooks_enabled && !listing.hooks.is_empty() {
+        findings.push(Finding::problem(
+            "hooks",
+            format!(
+                "hooksConfig.enabled is false: none of the {} hooks runs",
+                listing.hooks.len()
+            ),
+            "remove `\"enabled\": false` from hooksConfig (in the file `hookctl list` names) \
+             if the hooks should run",
+        ));
+        return;
+    }
+    let mut seen: BTreeMap<(String, String, String), Vec<String>> = BTreeMap::new();
+    for hook in listing.hooks.iter().filter(|hook| hook.enabled) {
+        let Some(command) = &hook.command else {
+            continue;
+        };
+        let key = (
+            hook.event.clone(),
+            command.clone(),
+            hook.matcher.clone().unwrap_or_default(),
+        );
+        let place = match &hook.path {
+            Some(path) => format!("{} ({path})", hook.source),
+            None => hook.source.clone(),
+        };
+        seen.entry(key).or_default().push(place);
+    }
+    let mut doubled = false;
+    for ((event, command, _), places) in &seen {
+        if places.len() < 2 {
+            continue;
+        }
+        doubled = true;
+        findings.push(Finding::problem(
+            "hooks",
+            format!(
+                "`{command}` runs {} times on each {event}: it is configured in {}",
+                places.len(),
+                places.join(" and ")
+            ),
+            "keep one of them (or `hookctl disable NAME` the others)",
+        ));
+    }
+    let disabled = listing.hooks.iter().filter(|hook| !hook.enabled).count();
+    if !doubled {
+        findings.push(Finding::ok(
+            "hooks",
+            format!(
+                "{} hooks, none configured twice",
+                listing.hooks.len() - disabled
+            ),
+        ));
+    }
+    if disabled > 0 {
+        findings.push(Finding::note(
+            "hooks",
+            format!("{disabled} hooks are disabled (`hookctl enable NAME` turns one back on)"),
+        ));
+    }
+}
+
+/// `trust`: untrusted project hooks.
+fn check_trust(listing: &ListResponse, status: &StatusResponse, findings: &mut Vec<Finding>) {
+    let untrusted: Vec<&str> = listing
+        .hooks
+        .iter()
+        .filter(|hook| hook.untrusted && hook.enabled)
+        .map(|hook| hook.name.as_str())
+        .collect();
+    if untrusted.is_empty() {
+        findings.push(Finding::ok("trust", "no untrusted project hooks"));
+        return;
+    }
+    let names = untrusted.join(", ");
+    if status.project_hooks.as_deref() == Some("require") {
+        findings.push(Finding::problem(
+            "trust",
+            format!("untrusted project hooks do not run (hookd --project-hooks require): {names}"),
+            format!("review them, then `hookctl trust --cwd {}`", listing.cwd),
+        ));
+    } else {
+        findings.push(Finding::note(
+            "trust",
+            format!(
+                "untrusted project hooks run with a warning (`hookctl trust` to trust them): \
+                 {names}"
+            ),
+        ));
+    }
+}
+
+/// Whether a diagnostic is about a system file refused as insecure.
+fn is_refused_system_file(message: &str) -> bool {
+    message.contains("settings file not loaded, as Gemini CLI does not load it")
+}
+
+/// `settings` and `system-files`: what the daemon found reading the settings.
+fn check_settings(listing: &ListResponse, status: &StatusResponse, findings: &mut Vec<Finding>) {
+    let mut diagnostics: Vec<&hookd_protocol::Diagnostic> = listing.diagnostics.iter().collect();
+    for registry in status.registries.iter().filter(|r| r.cwd == listing.cwd) {
+        for diagnostic in &registry.diagnostics {
+            if !diagnostics.contains(&diagnostic) {
+                diagnostics.push(diagnostic);
+            }
+        }
+    }
+    let (system, settings): (Vec<_>, Vec<_>) = diagnostics
+        .into_iter()
+        .partition(|diagnostic| is_refused_system_file(&diagnostic.message));
+    for diagnostic in &system {
+        findings.push(Finding::problem(
+            "system-files",
+            crate::render_diagnostic(diagnostic),
+            "make the file owned by root and writable by nobody else \
+             (`sudo chown root:root FILE && sudo chmod 644 FILE`), as Gemini CLI requires",
+        ));
+    }
+    if system.is_empty() {
+        findings.push(Finding::ok(
+            "system-files",
+            "no system settings file refused",
+        ));
+    }
+    let mut problems = 0;
+    for diagnostic in &settings {
+        match diagnostic.severity {
+            Severity::Error | Severity::Warning => {
+                problems += 1;
+                findings.push(Finding::problem(
+                    "settings",
+                    crate::render_diagnostic(diagnostic),
+                    match &diagnostic.path {
+                        Some(path) => format!("edit {path}; hookd picks the change up on save"),
+                        None => "edit the settings file; hookd picks the change up on save".into(),
+                    },
+                ));
+            }
+            Severity::Info => {
+                findings.push(Finding::note(
+                    "settings",
+                    crate::render_diagnostic(diagnostic),
+                ));
+            }
+        }
+    }
+    if problems == 0 {
+        findings.push(Finding::ok(
+            "settings",
+            "the settings files read without problems",
+        ));
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_relay_program_is_the_first_word_after_assignments() {
+        let cases = [
+            ("hookd-relay BeforeTool", Some("hookd-relay")),
+            (
+                "FOO=1 exec /usr/bin/hookctl relay X",
+                Some("/usr/bin/hookctl"),
+            ),
+            (
+                "'/opt/my bin/hookd-relay' X",
+                Some("/opt/my bin/hookd-relay"),
+            ),
+            ("cd /tmp && hookd-relay AfterTool", Some("hookd-relay")),
+            ("", None),
+        ];
+        for (command, expected) in cases {
+            assert_eq!(relay_program(command).as_deref(), expected, "{command}");
+        }
+    }
+}

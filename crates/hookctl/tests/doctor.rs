@@ -1,0 +1,244 @@
+//! `hookctl doctor` against a real daemon: clean on a good setup (a daemon, an installed and
+//! current relay wiring, hooks once each), and one test per problem it claims to find, each
+//! with a fix and exit code 1.
+
+// Test fixtures may unwrap: a failure here is a failed test, not a daemon bug.
+#![allow(clippy::unwrap_used)]
+
+mod common;
+
+use std::collections::HashMap;
+use std::os::unix::fs::PermissionsExt;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output, Stdio};
+
+use common::Fixture;
+use serde_json::{Value, json};
+
+/// A user settings file with one BeforeTool hook.
+const USER_HOOK: &str = r#"{"hooks":{"BeforeTool":[{"matcher":"run_shell_command",
+  "hooks":[{"name":"guard","type":"command","command":"guard.sh"}]}]}}"#;
+
+/// Runs hookctl with `args` in an environment of the fixture's own (home, state, units,
+/// runtime dir), with the directory of the built binaries first on `PATH`.
+fn hookctl(socket: &Path, home: &Path, project: &Path, args: &[&str]) -> Output {
+    let bin_dir = Path::new(env!("CARGO_BIN_EXE_hookctl")).parent().unwrap();
+    let path = format!(
+        "{}:{}",
+        bin_dir.display(),
+        std::env::var("PATH").unwrap_or_default()
+    );
+    Command::new(env!("CARGO_BIN_EXE_hookctl"))
+        .arg("--socket")
+        .arg(socket)
+        .args(args)
+        .current_dir(project)
+        .env("HOME", home)
+        .env("PATH", path)
+        .env_remove("XDG_CONFIG_HOME")
+        .env_remove("XDG_STATE_HOME")
+        .env_remove("XDG_RUNTIME_DIR")
+        .env_remove("GEMINI_CLI_HOME")
+        .env_remove("HOOKD_SOCKET")
+        .stdin(Stdio::null())
+        .output()
+        .unwrap()
+}
+
+/// `hookctl doctor --json`, off the runtime: the exit code and the report.
+async fn doctor(fixture: &Fixture) -> (i32, Value) {
+    let view = View::of(fixture);
+    tokio::task::spawn_blocking(move || {
+        let output = view.run(&["doctor", "--json"]);
+        let report: Value = serde_json::from_slice(&output.stdout)
+            .unwrap_or_else(|err| panic!("not JSON ({err}): {output:?}"));
+        (output.status.code().unwrap_or(-1), report)
+    })
+    .await
+    .unwrap()
+}
+
+/// The paths hookctl needs, to run it off the runtime.
+struct View {
+    socket: PathBuf,
+    home: PathBuf,
+    project: PathBuf,
+}
+
+impl View {
+    fn of(fixture: &Fixture) -> View {
+        View {
+            socket: fixture.socket.clone(),
+            home: fixture.home.clone(),
+            project: fixture.project.clone(),
+        }
+    }
+
+    fn run(&self, args: &[&str]) -> Output {
+        hookctl(&self.socket, &self.home, &self.project, args)
+    }
+}
+
+/// The findings of `check` with `status`.
+fn findings<'a>(report: &'a Value, check: &str, status: &str) -> Vec<&'a Value> {
+    report["findings"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|finding| finding["check"] == check && finding["status"] == status)
+        .collect()
+}
+
+/// Asserts that `check` reports a problem whose message contains `needle`, with a fix.
+fn assert_problem(report: &Value, check: &str, needle: &str) {
+    let problems = findings(report, check, "problem");
+    assert!(
+        problems.iter().any(|finding| {
+            finding["message"].as_str().unwrap().contains(needle)
+                && finding["fix"].as_str().is_some_and(|fix| !fix.is_empty())
+        }),
+        "no {check} problem mentioning {needle:?}:\n{report:#}"
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn doctor_is_clean_on_a_good_setup_and_says_so_in_text() {
+    let fixture = Fixture::start("{}", Some(USER_HOOK)).await;
+    let installed = {
+        let view = View::of(&fixture);
+        tokio::task::spawn_blocking(move || view.run(&["install", "--host", "gemini", "--yes"]))
+            .await
+            .unwrap()
+    };
+    assert!(installed.status.success(), "{installed:?}");
+    let (code, report) = doctor(&fixture).await;
+    assert_eq!(report["problems"], 0, "{report:#}");
+    assert_eq!(code, 0);
+    for check in [
+        "socket",
+        "daemon",
+        "wiring",
+        "hooks",
+        "trust",
+        "settings",
+        "system-files",
+    ] {
+        assert!(
+            !findings(&report, check, "ok").is_empty(),
+            "no ok finding for {check}:\n{report:#}"
+        );
+    }
+    let view = View::of(&fixture);
+    let text = tokio::task::spawn_blocking(move || view.run(&["doctor"]))
+        .await
+        .unwrap();
+    let text = String::from_utf8(text.stdout).unwrap();
+    assert!(text.ends_with("No problems found.\n"), "{text}");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn doctor_finds_stale_wiring() {
+    let fixture = Fixture::start("{}", Some(USER_HOOK)).await;
+    let view = View::of(&fixture);
+    let installed =
+        tokio::task::spawn_blocking(move || view.run(&["install", "--host", "gemini", "--yes"]))
+            .await
+            .unwrap();
+    assert!(installed.status.success(), "{installed:?}");
+    // hookd's hooks file gets a hook on an event the CLI does not relay.
+    let hooks_file = fixture.home.join(".config/hookd/hooks.json");
+    let mut hooks: Value =
+        serde_json::from_str(&std::fs::read_to_string(&hooks_file).unwrap()).unwrap();
+    hooks["hooks"]["SessionStart"] = json!([{"hooks": [{"type": "command", "command": "hi.sh"}]}]);
+    std::fs::write(&hooks_file, hooks.to_string()).unwrap();
+    let (code, report) = doctor(&fixture).await;
+    assert_eq!(code, 1, "{report:#}");
+    assert_problem(&report, "wiring", "no relay entry on SessionStart");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn doctor_finds_a_relay_that_is_not_on_path() {
+    let fixture = Fixture::start("{}", Some(USER_HOOK)).await;
+    let view = View::of(&fixture);
+    let installed =
+        tokio::task::spawn_blocking(move || view.run(&["install", "--host", "gemini", "--yes"]))
+            .await
+            .unwrap();
+    assert!(installed.status.success(), "{installed:?}");
+    // The relay entries are pointed at a binary that does not exist.
+    let settings = fixture.home.join(".gemini/settings.json");
+    let text = std::fs::read_to_string(&settings).unwrap();
+    assert!(text.contains("hookd-relay"), "{text}");
+    std::fs::write(
+        &settings,
+        text.replace("hookd-relay", "/nonexistent/hookd-relay"),
+    )
+    .unwrap();
+    let (code, report) = doctor(&fixture).await;
+    assert_eq!(code, 1, "{report:#}");
+    assert_problem(&report, "wiring", "/nonexistent/hookd-relay");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn doctor_finds_a_doubled_hook() {
+    let project = r#"{"hooks":{"BeforeTool":[{"matcher":"run_shell_command",
+      "hooks":[{"name":"guard-again","type":"command","command":"guard.sh"}]}]}}"#;
+    let fixture = Fixture::start(project, Some(USER_HOOK)).await;
+    let (code, report) = doctor(&fixture).await;
+    assert_eq!(code, 1, "{report:#}");
+    assert_problem(
+        &report,
+        "hooks",
+        "`guard.sh` runs 2 times on each BeforeTool",
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn doctor_finds_a_socket_directory_others_can_write() {
+    let fixture = Fixture::start("{}", None).await;
+    let dir = fixture.socket.parent().unwrap().to_owned();
+    std::fs::set_permissions(&dir, std::fs::Permissions::from_mode(0o777)).unwrap();
+    let (code, report) = doctor(&fixture).await;
+    std::fs::set_permissions(&dir, std::fs::Permissions::from_mode(0o700)).unwrap();
+    assert_eq!(code, 1, "{report:#}");
+    assert_problem(&report, "socket", "no client will use it");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn doctor_finds_an_unreachable_daemon() {
+    // The socket file is left behind by a daemon that is gone: it exists, nobody listens.
+    let fixture = Fixture::prepare("{}", None);
+    let listener = std::os::unix::net::UnixListener::bind(&fixture.socket).unwrap();
+    drop(listener);
+    let (code, report) = doctor(&fixture).await;
+    assert_eq!(code, 1, "{report:#}");
+    assert_problem(&report, "daemon", "no daemon answers");
+
+    // And with no socket file at all.
+    std::fs::remove_file(&fixture.socket).unwrap();
+    let (code, report) = doctor(&fixture).await;
+    assert_eq!(code, 1, "{report:#}");
+    assert_problem(&report, "socket", "does not exist");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn doctor_finds_untrusted_project_hooks_under_require() {
+    let project = r#"{"hooks":{"BeforeTool":[{"hooks":[
+      {"name":"project-guard","type":"command","command":"echo '{}'"}]}]}}"#;
+    let fixture = Fixture::prepare(project, None);
+    let mut env = HashMap::new();
+    env.insert("HOME".to_owned(), fixture.home.display().to_string());
+    env.insert(
+        "GEMINI_CLI_SYSTEM_SETTINGS_PATH".to_owned(),
+        fixture.dir.path().join("none.json").display().to_string(),
+    );
+    let mut config = hookd_server::ServerConfig::new(env);
+    config.project_hooks = hookd_core::trust::ProjectHookPolicy::Require;
+    let listener = hookd_server::bind_socket(&fixture.socket).await.unwrap();
+    let cancel = tokio_util::sync::CancellationToken::new();
+    tokio::spawn(hookd_server::run(listener, config, cancel.clone()));
+    let (code, report) = doctor(&fixture).await;
+    cancel.cancel();
+    assert_eq!(code, 1, "{report:#}");
+    assert_problem(&report, "trust", "project-guard");
+}

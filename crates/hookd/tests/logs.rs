@@ -1,0 +1,205 @@
+//! The real `hookd` binary's log: one `info` line per event that ran hooks, with every field,
+//! and a `warn` line per hook that failed (here, one that timed out and was killed); the
+//! client's name is in both and in `status`.
+
+// Test fixtures may unwrap: a failure here is a failed test, not a daemon bug.
+#![allow(clippy::unwrap_used)]
+
+use std::os::unix::fs::PermissionsExt;
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+use hookd_client::{Client, ConnectOptions, EventRequest};
+use serde_json::json;
+
+/// How long any single condition may take before the test fails.
+const PATIENCE: Duration = Duration::from_secs(30);
+
+/// A hookd process logging at `info` to a file, with a home and a project of its own.
+struct Daemon {
+    child: Child,
+    dir: tempfile::TempDir,
+    socket: PathBuf,
+    log: PathBuf,
+}
+
+impl Daemon {
+    /// Starts hookd with `settings` as the project's settings.
+    fn start(settings: serde_json::Value) -> Daemon {
+        let dir = tempfile::tempdir().unwrap();
+        let project = dir.path().join("project");
+        std::fs::create_dir_all(project.join(".gemini")).unwrap();
+        std::fs::create_dir_all(dir.path().join("home/.gemini")).unwrap();
+        std::fs::write(
+            project.join(".gemini/settings.json"),
+            settings
+                .to_string()
+                .replace("$DIR", &dir.path().display().to_string()),
+        )
+        .unwrap();
+        let socket = dir.path().join("run/hookd.sock");
+        let log = dir.path().join("hookd.log");
+        let child = Command::new(env!("CARGO_BIN_EXE_hookd"))
+            .arg("--socket")
+            .arg(&socket)
+            .args(["--log-level", "info"])
+            .env("HOME", dir.path().join("home"))
+            .env(
+                "GEMINI_CLI_SYSTEM_SETTINGS_PATH",
+                dir.path().join("none.json"),
+            )
+            .env_remove("JOURNAL_STREAM")
+            .env_remove("INVOCATION_ID")
+            .env_remove("RUST_LOG")
+            .stdin(Stdio::null())
+            .stdout(Stdio::null())
+            .stderr(std::fs::File::create(&log).unwrap())
+            .spawn()
+            .unwrap();
+        Daemon {
+            child,
+            dir,
+            socket,
+            log,
+        }
+    }
+
+    fn project(&self) -> String {
+        self.dir.path().join("project").display().to_string()
+    }
+
+    /// Connects as `name`, retrying until the daemon listens.
+    async fn client(&self, name: &str) -> Client {
+        let deadline = Instant::now() + PATIENCE;
+        loop {
+            match Client::connect(&self.socket, ConnectOptions::new(name)).await {
+                Ok(client) => return client,
+                Err(err) => {
+                    assert!(Instant::now() < deadline, "hookd never answered: {err}");
+                    tokio::time::sleep(Duration::from_millis(20)).await;
+                }
+            }
+        }
+    }
+
+    /// Waits for a log line that contains every one of `parts`, and returns it.
+    async fn line_with(&self, parts: &[&str]) -> String {
+        let deadline = Instant::now() + PATIENCE;
+        loop {
+            let text = std::fs::read_to_string(&self.log).unwrap_or_default();
+            if let Some(line) = text
+                .lines()
+                .find(|line| parts.iter().all(|part| line.contains(part)))
+            {
+                return line.to_owned();
+            }
+            assert!(
+                Instant::now() < deadline,
+                "no log line with {parts:?}; the log:\n{text}"
+            );
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
+    }
+}
+
+impl Drop for Daemon {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+/// Writes an executable script into `dir` and returns its path.
+fn script(dir: &Path, name: &str, body: &str) -> String {
+    let path = dir.join(name);
+    std::fs::write(&path, format!("#!/usr/bin/env bash\n{body}\n")).unwrap();
+    std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o755)).unwrap();
+    path.display().to_string()
+}
+
+fn hooks(definitions: serde_json::Value) -> serde_json::Value {
+    json!({ "hooks": { "BeforeTool": [ { "matcher": "run_shell_command", "hooks": definitions } ] } })
+}
+
+#[tokio::test]
+async fn a_hooked_event_logs_one_info_line_with_every_field() {
+    let scripts = tempfile::tempdir().unwrap();
+    let gate = script(
+        scripts.path(),
+        "gate.sh",
+        r#"cat >/dev/null; echo '{"decision":"deny","reason":"no"}'"#,
+    );
+    let quiet = script(scripts.path(), "quiet.sh", "cat >/dev/null; exit 0");
+    let daemon = Daemon::start(hooks(json!([
+        {"name": "gate", "type": "command", "command": gate},
+        {"name": "quiet", "type": "command", "command": quiet},
+    ])));
+    let client = daemon.client("log-test/7").await;
+    let mut request = EventRequest::new("BeforeTool", daemon.project());
+    request.input = serde_json::from_value(
+        json!({"tool_name": "run_shell_command", "tool_input": {"command": "ls"}}),
+    )
+    .unwrap();
+    let answer = client.event(request).await.unwrap();
+    assert_eq!(answer.result.final_output.unwrap()["decision"], "deny");
+
+    let line = daemon.line_with(&["event ran hooks", "log-test/7"]).await;
+    for part in [
+        " INFO ",
+        "hookd::run",
+        "event=\"BeforeTool\"",
+        "tool=\"run_shell_command\"",
+        "relayed_by=\"-\"",
+        &format!("project=\"{}\"", daemon.project()),
+        "gate=deny/",
+        "quiet=ok/",
+        "decision=\"deny\"",
+        "success=true",
+        "total=",
+    ] {
+        assert!(line.contains(part), "{part:?} missing from {line}");
+    }
+
+    // An event no hook matches is not logged at info.
+    let mut request = EventRequest::new("BeforeTool", daemon.project());
+    request.input = serde_json::from_value(json!({"tool_name": "read_file"})).unwrap();
+    client.event(request).await.unwrap();
+    let status = client.status().await.unwrap();
+    assert!(
+        status
+            .clients
+            .iter()
+            .any(|entry| entry.name == "log-test/7" && entry.connections == 1),
+        "{:?}",
+        status.clients
+    );
+    let text = std::fs::read_to_string(&daemon.log).unwrap();
+    assert_eq!(text.matches("event ran hooks").count(), 1, "{text}");
+}
+
+#[tokio::test]
+async fn a_timed_out_hook_logs_a_warn_line() {
+    let scripts = tempfile::tempdir().unwrap();
+    let slow = script(scripts.path(), "slow.sh", "cat >/dev/null; exec sleep 30");
+    let daemon = Daemon::start(hooks(json!([
+        {"name": "slow", "type": "command", "command": slow, "timeout": 200},
+    ])));
+    let client = daemon.client("log-test/timeout").await;
+    let mut request = EventRequest::new("BeforeTool", daemon.project());
+    request.input = serde_json::from_value(json!({"tool_name": "run_shell_command"})).unwrap();
+    client.event(request).await.unwrap();
+    let line = daemon.line_with(&["hook failed", "slow"]).await;
+    for part in [
+        " WARN ",
+        "client=\"log-test/timeout\"",
+        "hook=\"slow\"",
+        "source=\"project\"",
+        "failure=\"timed_out\"",
+        "outcome=\"timed_out\"",
+    ] {
+        assert!(line.contains(part), "{part:?} missing from {line}");
+    }
+    let line = daemon.line_with(&["event ran hooks"]).await;
+    assert!(line.contains("slow=timed_out/"), "{line}");
+}
