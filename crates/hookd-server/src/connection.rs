@@ -925,7 +925,6 @@ impl Connection {
             token,
             event,
             series,
-            relayed_by,
             env,
             env_redaction: Arc::clone(snapshot.registry.env_redaction()),
             generation: snapshot.generation,
@@ -1180,12 +1179,10 @@ struct Run {
     started: std::time::Instant,
     /// The client's counters.
     client: Arc<ClientEntry>,
-    /// The host whose relay sent the event.
+    /// The host whose relay sent the event: Claude Code's events merge by its rules.
     relayed_by: Option<RelayHost>,
     /// Set for a relayed AfterModel chunk.
     series: Option<RelayedChunk>,
-    /// The host that relayed the event: Claude Code's events merge by its rules.
-    relayed_by: Option<RelayHost>,
     env: Env,
     /// The project's redaction settings for `env`.
     env_redaction: Arc<EnvRedaction>,
