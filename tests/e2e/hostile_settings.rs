@@ -611,3 +611,71 @@ async fn an_extension_hooks_file_turned_hostile_keeps_its_last_good_version() {
     }
     daemon.stop().await;
 }
+
+/// A hook's `if` written to stall the daemon: hundreds of wildcards against a 100 KB command
+/// line match in linear time, and an `if` too long to compile leaves its gate closed (the hook
+/// runs) rather than open; another project is answered meanwhile.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn hostile_if_conditions_are_linear_and_never_open_a_gate() {
+    let mut wildcards = gate("g-wildcards");
+    wildcards["if"] = json!(format!("Bash({}b)", "*a".repeat(40)));
+    // Too many wildcards to compile within the size limit: undecidable, so it runs.
+    let mut huge = gate("g-huge");
+    huge["if"] = json!(format!("Bash({}b)", "*a".repeat(400)));
+    let mut too_long = gate("g-too-long");
+    too_long["if"] = json!(format!("Bash({})", "x".repeat(4096)));
+    let settings = json!({"hooks": {"BeforeTool": [
+        {"matcher": "run_shell_command", "hooks": [wildcards, huge, too_long]}
+    ]}});
+    let daemon = Daemon::start(settings).await;
+    let client = daemon.client().await;
+    let cwd = daemon.cwd();
+    let other = other_project(&daemon, "other");
+
+    let long_command = "a".repeat(100_000);
+    let attack = {
+        let (socket, cwd, command) = (daemon.socket.clone(), cwd.clone(), long_command.clone());
+        tokio::spawn(async move {
+            let client = Client::connect(&socket, ConnectOptions::default())
+                .await
+                .expect("connect");
+            within(
+                "the attacked project's event",
+                ATTACKED_BOUND,
+                fire(
+                    &client,
+                    &cwd,
+                    "BeforeTool",
+                    json!({"tool_name": "run_shell_command", "tool_input": {"command": command}}),
+                ),
+            )
+            .await
+        })
+    };
+    OtherClient::start(&daemon.socket, &other).answered_within("if conditions");
+    let result = attack.await.expect("attack task");
+    let mut names: Vec<String> = result.hooks.iter().map(|hook| hook.name.clone()).collect();
+    names.sort();
+    // No `b` in the command: the wildcard gate does not apply; those that cannot be compiled
+    // run, and deny.
+    assert_eq!(names, ["g-huge", "g-too-long"]);
+    assert_eq!(
+        result
+            .final_output
+            .and_then(|output| output.get("decision").cloned()),
+        Some(json!("deny"))
+    );
+    // With a `b` at the end the wildcard gate applies too.
+    let matching = format!("{long_command}b");
+    let result = fire(
+        &client,
+        &cwd,
+        "BeforeTool",
+        json!({"tool_name": "run_shell_command", "tool_input": {"command": matching}}),
+    )
+    .await;
+    let mut names: Vec<String> = result.hooks.into_iter().map(|hook| hook.name).collect();
+    names.sort();
+    assert_eq!(names, ["g-huge", "g-too-long", "g-wildcards"]);
+    daemon.stop().await;
+}
