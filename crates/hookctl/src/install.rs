@@ -48,8 +48,8 @@ use hookd_core::{HookEventName, Source};
 use hookd_runner::loader::{LayerPaths, LoaderEnv};
 use serde_json::{Map, Value, json};
 
-/// The name every relay entry carries (Gemini CLI shows and disables hooks by name).
-pub const RELAY_NAME: &str = "hookd-relay";
+/// The name Gemini CLI's relay entries carry (it shows and disables hooks by name).
+pub use hookd_core::dialect::gemini::RELAY_NAME;
 
 /// The relay's own binary, installed next to `hookctl`: `hookctl relay` without the rest of
 /// `hookctl`, so it starts faster.
@@ -62,42 +62,16 @@ pub const STATIC_RELAY_BUILD: &str = "RUSTFLAGS='-C target-feature=+crt-static' 
      --locked --path crates/hookctl --bin hookd-relay --target \
      \"$(rustc -vV | sed -n 's/^host: //p')\"";
 
-/// What a hook waits when it sets no `timeout`, under Gemini CLI's rules (60 s).
-const GEMINI_DEFAULT_TIMEOUT_MS: u64 = hookd_core::DEFAULT_TIMEOUT_MS;
-
-/// What a hook waits when it sets no `timeout`, under Claude Code's rules (600 s): the
-/// daemon gives Claude-dialect hooks the same default.
-const CLAUDE_DEFAULT_TIMEOUT_MS: u64 = 600_000;
-
 /// What a relay entry waits on top of its hooks' timeouts: the relay's retries while the
 /// daemon restarts, connecting, spawning and answering.
 const RELAY_MARGIN_MS: u64 = 10_000;
 
-/// The agent CLI whose hooks are handed over.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
-pub enum Host {
-    /// Gemini CLI.
-    Gemini,
-    /// Claude Code.
-    Claude,
-}
+/// The agent CLI whose hooks are handed over: one of the registered host dialects.
+pub use hookd_core::dialect::Dialect as Host;
 
-impl Host {
-    /// The spelling on the command line and in manifests.
-    pub fn as_str(self) -> &'static str {
-        match self {
-            Host::Gemini => "gemini",
-            Host::Claude => "claude",
-        }
-    }
-
-    fn parse(text: &str) -> Option<Host> {
-        match text {
-            "gemini" => Some(Host::Gemini),
-            "claude" => Some(Host::Claude),
-            _ => None,
-        }
-    }
+/// A registered host's name, for clap.
+fn host_name(text: &str) -> Result<Host, String> {
+    Host::parse(text).ok_or_else(|| format!("one of {}", Host::names()))
 }
 
 /// Which settings files: the user's or one project's.
@@ -130,7 +104,7 @@ impl InstallScope {
 #[derive(Debug, Clone, clap::Args)]
 pub struct InstallArgs {
     /// The agent CLI whose hooks hookd takes over.
-    #[arg(long, value_enum)]
+    #[arg(long, value_parser = host_name)]
     pub host: Host,
     /// The user's settings or one project's.
     #[arg(long, value_enum, default_value_t = InstallScope::User)]
@@ -150,7 +124,7 @@ pub struct InstallArgs {
 #[derive(Debug, Clone, clap::Args)]
 pub struct UninstallArgs {
     /// The agent CLI given to install.
-    #[arg(long, value_enum)]
+    #[arg(long, value_parser = host_name)]
     pub host: Host,
     /// The scope given to install.
     #[arg(long, value_enum, default_value_t = InstallScope::User)]
@@ -329,20 +303,19 @@ impl Locations {
     }
 
     fn target(&self, host: Host, project: Option<PathBuf>) -> Target {
-        let (host_file, hookd_file) = match (&project, host) {
-            (None, Host::Gemini) => (self.paths.user.clone(), self.paths.hookd_user.clone()),
-            (None, Host::Claude) => (
-                self.paths.claude_user.clone(),
-                self.paths.hookd_user.clone(),
-            ),
-            (Some(dir), Host::Gemini) => (
-                LayerPaths::project_settings(dir),
+        let (host_file, hookd_file) = match &project {
+            None => {
+                let var = |name: &str| self.env.var(name).map(str::to_owned);
+                let env = dialect::HomeEnv {
+                    home: &self.env.home_dir,
+                    var: &var,
+                };
+                (host.user_settings_file(&env), self.paths.hookd_user.clone())
+            }
+            Some(dir) => (
+                host.project_settings_file(dir),
                 LayerPaths::hookd_project(dir),
             ),
-            (Some(dir), Host::Claude) => {
-                let [settings, _local] = LayerPaths::claude_project(dir);
-                (settings, LayerPaths::hookd_project(dir))
-            }
         };
         let scope = if project.is_some() {
             InstallScope::Project
@@ -465,12 +438,8 @@ struct Target {
 impl Target {
     fn describe(&self) -> String {
         match &self.project {
-            Some(dir) => format!(
-                "{} hooks of project {}",
-                host_label(self.host),
-                dir.display()
-            ),
-            None => format!("{} user hooks", host_label(self.host)),
+            Some(dir) => format!("{} hooks of project {}", self.host.product(), dir.display()),
+            None => format!("{} user hooks", self.host.product()),
         }
     }
 
@@ -485,26 +454,6 @@ impl Target {
             );
         }
         command
-    }
-}
-
-fn host_label(host: Host) -> &'static str {
-    match host {
-        Host::Gemini => "Gemini CLI",
-        Host::Claude => "Claude Code",
-    }
-}
-
-/// What each host needs to see changed relay entries.
-fn pickup_note(host: Host) -> &'static str {
-    match host {
-        Host::Gemini => {
-            "Gemini CLI reads its hooks when a session starts: restart running sessions."
-        }
-        Host::Claude => {
-            "Claude Code takes a snapshot of its hooks when a session starts: restart running \
-             sessions (or review the change in /hooks)."
-        }
     }
 }
 
@@ -622,7 +571,7 @@ pub fn install(
                 "Nothing to install: {} has no hooks to move and hookd has none for {} to \
                  relay. Add hooks to {}, then run `{}` again.",
                 target.host_file.display(),
-                host_label(target.host),
+                target.host.product(),
                 target.hookd_file.display(),
                 target.command("install")
             );
@@ -690,7 +639,7 @@ pub fn install(
         "Installed: hookd now runs the {} (`{}` gives them back). {}",
         target.describe(),
         target.command("uninstall"),
-        pickup_note(target.host)
+        target.host.pickup_note()
     );
     Ok(report)
 }
@@ -742,7 +691,7 @@ fn rewire(
             report,
             "note: {kept_count} hook definition(s) hookd cannot run stay in {}, run by {} itself.",
             target.host_file.display(),
-            host_label(target.host)
+            target.host.product()
         );
     }
     let text = if host_root.get("hooks") == Some(&relay_hooks)
@@ -926,7 +875,11 @@ fn relayed_layers(target: &Target, locations: &Locations, hookd_text: &str) -> V
     if let Some(project) = &target.project {
         files.push((Source::Project, LayerPaths::hookd_project(project)));
     }
-    if target.host == Host::Claude {
+    // Gemini CLI's files, which the daemon reads, when the host does not run them itself.
+    if !target
+        .host
+        .runs_layer(Source::User, hookd_core::LayerFile::Gemini)
+    {
         files.push((
             Source::SystemDefaults,
             locations.paths.system_defaults.clone(),
@@ -983,10 +936,9 @@ pub fn wiring(host: Host, layers: &[SettingsLayer]) -> Vec<WireEntry> {
                 {
                     continue;
                 }
-                let timeout = config.timeout_ms.unwrap_or(match config.dialect() {
-                    hookd_core::exec::Dialect::Claude => CLAUDE_DEFAULT_TIMEOUT_MS,
-                    hookd_core::exec::Dialect::Gemini => GEMINI_DEFAULT_TIMEOUT_MS,
-                });
+                let timeout = config
+                    .timeout_ms
+                    .unwrap_or_else(|| config.dialect().default_timeout_ms());
                 let slot = match per_event
                     .iter()
                     .position(|(event, _, _)| *event == event_hooks.event)
@@ -1012,27 +964,14 @@ pub fn wiring(host: Host, layers: &[SettingsLayer]) -> Vec<WireEntry> {
         }
     }
     let mut entries = Vec::new();
-    for event in relay_event_names(host) {
-        let gemini = match host {
-            Host::Gemini => event.parse::<HookEventName>().ok(),
-            Host::Claude => dialect::claude_event_to_gemini(event),
-        };
-        let Some((gemini, matchers, total)) =
-            gemini.and_then(|gemini| per_event.iter().find(|(event, _, _)| *event == gemini))
+    for event in host.events() {
+        let Some((gemini, matchers, total)) = host
+            .event_to_hookd(event)
+            .and_then(|gemini| per_event.iter().find(|(event, _, _)| *event == gemini))
         else {
             continue;
         };
-        let matcher = if matches!(gemini, HookEventName::BeforeTool | HookEventName::AfterTool) {
-            match host {
-                Host::Gemini => gemini_matcher(matchers),
-                Host::Claude => claude_matcher(matchers),
-            }
-        } else if gemini.claude_only().is_some() && gemini.matcher_field() == Some("tool_name") {
-            // Claude Code's own tool events: hookd's matchers already use Claude's names.
-            claude_only_matcher(matchers)
-        } else {
-            None
-        };
+        let matcher = host.relay_matcher(*gemini, matchers);
         entries.push(WireEntry {
             event: event.to_owned(),
             matcher,
@@ -1040,106 +979,6 @@ pub fn wiring(host: Host, layers: &[SettingsLayer]) -> Vec<WireEntry> {
         });
     }
     entries
-}
-
-/// One Gemini CLI matcher covering all of `matchers` (`None` in them: a hook that matches
-/// every tool): the one matcher, else their alternation. A matcher Gemini CLI would not
-/// compile as a regular expression (it then compares it as a plain name) cannot be put in an
-/// alternation: the entry matches every tool.
-fn gemini_matcher(matchers: &[Option<String>]) -> Option<String> {
-    let mut patterns = Vec::new();
-    for matcher in matchers {
-        let pattern = matcher.as_deref()?;
-        let compiled = hookd_core::matcher::Matcher::compile(
-            Some(pattern),
-            hookd_core::event::MatcherKind::ToolName,
-        );
-        if compiled.is_exact_fallback() || compiled.matches_everything() {
-            return None;
-        }
-        patterns.push(pattern);
-    }
-    match patterns.as_slice() {
-        [] => None,
-        [one] => Some((*one).to_owned()),
-        many => Some(
-            many.iter()
-                .map(|pattern| format!("(?:{pattern})"))
-                .collect::<Vec<_>>()
-                .join("|"),
-        ),
-    }
-}
-
-/// One Claude Code matcher covering all of `matchers`, which are Gemini CLI matchers: the
-/// Claude names of the tools they name, as an exact list (`Bash|Edit|MultiEdit`), when every
-/// one of them is a list of names (`run_shell_command`, `write_file|replace`,
-/// `^(?:replace|write_file)$`); else `*`.
-fn claude_matcher(matchers: &[Option<String>]) -> Option<String> {
-    let mut names: Vec<String> = Vec::new();
-    for matcher in matchers {
-        let Some(listed) = matcher.as_deref().and_then(tool_names) else {
-            return Some("*".to_owned());
-        };
-        for gemini in listed {
-            for claude in dialect::claude_tools_for_gemini(&gemini) {
-                if !names.contains(&claude) {
-                    names.push(claude);
-                }
-            }
-        }
-    }
-    if names.is_empty() {
-        Some("*".to_owned())
-    } else {
-        Some(names.join("|"))
-    }
-}
-
-/// One Claude Code matcher covering `matchers`, hookd matchers of a Claude-only tool event
-/// (regular expressions over Claude's tool names): the exact list of names when every one is
-/// an anchored list (`^Bash$`, `^(?:Bash|Write)$`, as a converted Claude matcher is), else
-/// none (every call is relayed).
-fn claude_only_matcher(matchers: &[Option<String>]) -> Option<String> {
-    let mut names: Vec<String> = Vec::new();
-    for matcher in matchers {
-        let matcher = matcher.as_deref()?;
-        if !(matcher.starts_with('^') && matcher.ends_with('$')) {
-            return None;
-        }
-        for name in tool_names(matcher)? {
-            if !names.contains(&name) {
-                names.push(name);
-            }
-        }
-    }
-    (!names.is_empty()).then(|| names.join("|"))
-}
-
-/// The tool names of a Gemini matcher that is a plain list of them: `a`, `a|b`, `^a$`,
-/// `^(?:a|b)$` or `^(a|b)$`; `None` for anything else. An unanchored name is a regular
-/// expression that also matches longer names; it counts as the name itself only when it is
-/// one of Gemini CLI's built-in tools (`run_shell_command`), whose names contain no other's.
-fn tool_names(matcher: &str) -> Option<Vec<String>> {
-    let anchored_matcher = matcher.starts_with('^') && matcher.ends_with('$');
-    let inner = match matcher
-        .strip_prefix('^')
-        .and_then(|rest| rest.strip_suffix('$'))
-    {
-        Some(anchored) => anchored
-            .strip_prefix("(?:")
-            .or_else(|| anchored.strip_prefix('('))
-            .and_then(|rest| rest.strip_suffix(')'))
-            .unwrap_or(anchored),
-        None => matcher,
-    };
-    let names: Vec<String> = inner.split('|').map(str::to_owned).collect();
-    let plain = |name: &String| {
-        !name.is_empty()
-            && name.chars().all(|c| c.is_ascii_alphanumeric() || c == '_')
-            && (anchored_matcher || dialect::gemini_tool_to_claude(name) != name.as_str())
-    };
-    names.iter().all(plain).then_some(names)
 }
 
 /// `hookctl sync`: rewrites the relay entries of every recorded install to match hookd's
@@ -1194,7 +1033,7 @@ pub fn sync(args: &SyncArgs, locations: &Locations) -> anyhow::Result<String> {
         manifest.record_changes(&target.backup_dir, &changes)?;
         manifest.save(&target.backup_dir)?;
         write_atomic(&change.path, &change.after, file_mode(&change.path))?;
-        let _ = writeln!(report, "{}", pickup_note(target.host));
+        let _ = writeln!(report, "{}", target.host.pickup_note());
     }
     if args.dry_run {
         report.push_str("Dry run: nothing was written.\n");
@@ -1491,7 +1330,7 @@ pub fn uninstall(args: &UninstallArgs, locations: &Locations) -> anyhow::Result<
         } else {
             ""
         },
-        pickup_note(target.host)
+        target.host.pickup_note()
     );
     Ok(report)
 }
@@ -1583,7 +1422,7 @@ fn give_back(
                 (position, plan.hookd_hooks.get_mut(event))
             {
                 taken = Some(list[index].clone());
-                if target.host == Host::Gemini {
+                if target.host.is_native() {
                     list.remove(index);
                 }
             }
@@ -1605,26 +1444,23 @@ fn give_back(
             }
             continue;
         }
-        match target.host {
-            // Gemini CLI reads hookd's format: the edited version goes back as it is now.
-            Host::Gemini => {
-                for (event, definition) in edited {
-                    push_definition(&mut plan.host_hooks, &event, definition);
-                }
+        if target.host.is_native() {
+            // The host reads hookd's format: the edited version goes back as it is now.
+            for (event, definition) in edited {
+                push_definition(&mut plan.host_hooks, &event, definition);
             }
-            // The edited version stays in hookd's file (with --force), and Claude Code gets
-            // its own definition back.
-            Host::Claude => {
-                for (event, definition) in &edited {
-                    plan.edited_claude
-                        .push(describe_definition(event, definition));
-                }
-                push_definition(
-                    &mut plan.host_hooks,
-                    &record.host_event,
-                    record.host_definition.clone(),
-                );
+        } else {
+            // The edited version stays in hookd's file (with --force), and the host gets its
+            // own definition back.
+            for (event, definition) in &edited {
+                plan.edited_claude
+                    .push(describe_definition(event, definition));
             }
+            push_definition(
+                &mut plan.host_hooks,
+                &record.host_event,
+                record.host_definition.clone(),
+            );
         }
     }
     prune_empty(&mut plan.hookd_hooks);
@@ -1768,41 +1604,38 @@ fn split_hooks(host: Host, root: &Map<String, Value>) -> Split {
     for (event, definitions) in hooks {
         let Value::Array(definitions) = definitions else {
             // Not a list: hookd reports it where Gemini CLI would; Claude's stays.
-            match host {
-                Host::Claude => {
-                    split.kept.insert(event, definitions);
-                }
-                Host::Gemini => split.moved.push(MovedDefinition::new(
+            if host.is_native() {
+                split.moved.push(MovedDefinition::new(
                     &event,
                     definitions.clone(),
                     vec![(event.clone(), definitions)],
-                )),
+                ));
+            } else {
+                split.kept.insert(event, definitions);
             }
             continue;
         };
-        if host == Host::Claude && dialect::claude_event_to_gemini(&event).is_none() {
+        if !host.is_native() && host.event_to_hookd(&event).is_none() {
             split.kept.insert(event, Value::Array(definitions));
             continue;
         }
         for definition in definitions {
             let (moves, stays) = divide_definition(host, definition);
             if let Some(stays) = stays {
-                split.problems.extend(stays_with_claude(&event, &stays));
+                split.problems.extend(stays_with_host(host, &event, &stays));
                 push_definition(&mut split.kept, &event, stays);
             }
             let Some(moves) = moves else {
                 continue;
             };
-            match host {
-                Host::Gemini => split.moved.push(MovedDefinition::new(
+            let settings = json!({"hooks": {event.clone(): [moves.clone()]}});
+            match host.convert_settings(&settings, dialect::Purpose::Layer) {
+                None => split.moved.push(MovedDefinition::new(
                     &event,
                     moves.clone(),
                     vec![(event.clone(), moves)],
                 )),
-                Host::Claude => {
-                    let settings = json!({"hooks": {event.clone(): [moves.clone()]}});
-                    let conversion =
-                        dialect::convert_claude_settings(&settings, dialect::Purpose::Layer);
+                Some(conversion) => {
                     split
                         .problems
                         .extend(conversion.problems.iter().map(ToString::to_string));
@@ -1827,23 +1660,28 @@ fn split_hooks(host: Host, root: &Map<String, Value>) -> Split {
     split
 }
 
-/// One line per hook of a definition that stays in Claude Code's file, saying why hookd
-/// cannot run it.
-fn stays_with_claude(event: &str, definition: &Value) -> Vec<String> {
+/// One line per hook of a definition that stays in the host's file, saying why hookd cannot
+/// run it.
+fn stays_with_host(host: Host, event: &str, definition: &Value) -> Vec<String> {
     let hooks = definition.get("hooks").and_then(Value::as_array);
     hooks
         .into_iter()
         .flatten()
         .map(|hook| {
             let kind = hook.get("type").and_then(Value::as_str).unwrap_or("");
+            let product = host.product();
             let why = match kind {
-                "prompt" => "a prompt hook asks Claude Code's model, which hookd cannot reach",
-                "agent" => "an agent hook runs a subagent inside Claude Code",
-                "mcp_tool" => "an mcp_tool hook calls an MCP server Claude Code is connected to",
-                "http" => "hookd runs command hooks only, not http hooks",
-                _ => "hookd runs command hooks only",
+                "prompt" => {
+                    format!("a prompt hook asks {product}'s model, which hookd cannot reach")
+                }
+                "agent" => format!("an agent hook runs a subagent inside {product}"),
+                "mcp_tool" => {
+                    format!("an mcp_tool hook calls an MCP server {product} is connected to")
+                }
+                "http" => "hookd runs command hooks only, not http hooks".to_owned(),
+                _ => "hookd runs command hooks only".to_owned(),
             };
-            format!("{event} {kind:?} hook stays in Claude Code's settings: {why}")
+            format!("{event} {kind:?} hook stays in {product}'s settings: {why}")
         })
         .collect()
 }
@@ -1866,7 +1704,7 @@ fn divide_definition(host: Host, definition: Value) -> (Option<Value>, Option<Va
             continue;
         }
         let runs_command = hook.get("type").and_then(Value::as_str) == Some("command");
-        if host == Host::Claude && !runs_command {
+        if !host.is_native() && !runs_command {
             staying.push(hook.clone());
         } else {
             moving.push(hook.clone());
@@ -1928,21 +1766,6 @@ fn keep_in_host(relay_hooks: &mut Value, kept: Map<String, Value>) -> usize {
     count
 }
 
-/// The host's event names, in its settings' order.
-fn relay_event_names(host: Host) -> Vec<&'static str> {
-    match host {
-        Host::Gemini => HookEventName::ALL
-            .iter()
-            .map(|event| event.as_str())
-            .collect(),
-        // Claude Code's events with a Gemini counterpart, then its own.
-        Host::Claude => dialect::CLAUDE_EVENTS
-            .into_iter()
-            .chain(hookd_core::ClaudeEvent::ALL.map(hookd_core::ClaudeEvent::as_str))
-            .collect(),
-    }
-}
-
 /// The host's new `hooks`: one relay entry per wired event. `--socket` rides along in the
 /// command, so the relay asks the daemon the install was made for.
 fn relay_entries(host: Host, program: &str, socket: Option<&str>, wiring: &[WireEntry]) -> Value {
@@ -1952,21 +1775,15 @@ fn relay_entries(host: Host, program: &str, socket: Option<&str>, wiring: &[Wire
     let mut hooks = Map::new();
     for entry in wiring {
         let event = &entry.event;
-        // The hosts differ only in the relay entry itself: Gemini CLI names it and counts in
-        // milliseconds, Claude Code needs the dialect and counts in seconds.
-        let relay = match host {
-            Host::Gemini => json!({
-                "type": "command",
-                "name": RELAY_NAME,
-                "command": format!("{program} {event}{socket}"),
-                "timeout": entry.timeout_ms,
-            }),
-            Host::Claude => json!({
-                "type": "command",
-                "command": format!("{program} {event} --dialect claude{socket}"),
-                "timeout": entry.timeout_ms.div_ceil(1000),
-            }),
+        // The hosts differ only in the relay entry itself (its name, the unit of its
+        // timeout) and in the dialect the relay is told.
+        let dialect = if host.is_native() {
+            String::new()
+        } else {
+            format!(" --dialect {}", host.as_str())
         };
+        let command = format!("{program} {event}{dialect}{socket}");
+        let relay = host.relay_handler(event, &command, entry.timeout_ms);
         let mut definition = Map::new();
         if let Some(matcher) = &entry.matcher {
             definition.insert("matcher".to_owned(), Value::from(matcher.clone()));
@@ -2464,15 +2281,15 @@ mod tests {
         // (host, hooks, expected (event, matcher, timeout ms))
         type Case = (Host, Value, Vec<(&'static str, Option<&'static str>, u64)>);
         let cases: Vec<Case> = vec![
-            (Host::Gemini, json!({}), vec![]),
+            (Host::GEMINI, json!({}), vec![]),
             // Relay entries are not hooks.
             (
-                Host::Gemini,
+                Host::GEMINI,
                 json!({"BeforeTool": [{"hooks": [{"type": "command", "command": "hookd-relay BeforeTool"}]}]}),
                 vec![],
             ),
             (
-                Host::Gemini,
+                Host::GEMINI,
                 json!({
                     "BeforeTool": [
                         {"matcher": "run_shell_command", "hooks": [command(json!({"timeout": 5000}))]},
@@ -2491,14 +2308,14 @@ mod tests {
             ),
             // One hook on every tool: the entry sees every tool.
             (
-                Host::Gemini,
+                Host::GEMINI,
                 json!({"AfterTool": [{"matcher": "read_file", "hooks": [command(json!({}))]},
                                      {"hooks": [command(json!({"timeout": 1}))]}]}),
                 vec![("AfterTool", None, 70_001)],
             ),
             // A matcher Gemini CLI compares as a plain name cannot join an alternation.
             (
-                Host::Gemini,
+                Host::GEMINI,
                 json!({"BeforeTool": [{"matcher": "[bad", "hooks": [command(json!({}))]},
                                       {"matcher": "x", "hooks": [command(json!({}))]}]}),
                 vec![("BeforeTool", None, 130_000)],
@@ -2506,7 +2323,7 @@ mod tests {
             // Claude Code: the Claude names of the tools; Stop and SubagentStop are both
             // AfterAgent; no model events.
             (
-                Host::Claude,
+                Host::CLAUDE,
                 json!({
                     "BeforeTool": [
                         {"matcher": "^run_shell_command$", "hooks": [command(json!({"dialect": "claude"}))]},
@@ -2522,20 +2339,20 @@ mod tests {
                 ],
             ),
             (
-                Host::Claude,
+                Host::CLAUDE,
                 json!({"AfterTool": [{"matcher": "mcp_.*", "hooks": [command(json!({}))]}]}),
                 vec![("PostToolUse", Some("*"), 70_000)],
             ),
             // An unanchored name also matches longer names: every tool is relayed.
             (
-                Host::Claude,
+                Host::CLAUDE,
                 json!({"BeforeTool": [{"matcher": "read", "hooks": [command(json!({}))]}]}),
                 vec![("PreToolUse", Some("*"), 70_000)],
             ),
             // Claude Code's own events: wired under their names, tool events with the exact
             // names of converted matchers; Gemini CLI is never wired to them.
             (
-                Host::Claude,
+                Host::CLAUDE,
                 json!({
                     "PermissionRequest": [{"matcher": "^(?:Bash|Write)$", "hooks": [command(json!({"dialect": "claude"}))]}],
                     "PostToolUseFailure": [{"matcher": "Ba.*", "hooks": [command(json!({}))]}],
@@ -2548,7 +2365,7 @@ mod tests {
                 ],
             ),
             (
-                Host::Gemini,
+                Host::GEMINI,
                 json!({"PermissionRequest": [{"hooks": [command(json!({}))]}]}),
                 vec![],
             ),
@@ -2570,27 +2387,6 @@ mod tests {
     }
 
     #[test]
-    fn tool_name_lists_are_recognised() {
-        let cases: [(&str, Option<&[&str]>); 9] = [
-            ("run_shell_command", Some(&["run_shell_command"])),
-            ("write_file|replace", Some(&["write_file", "replace"])),
-            // Unanchored, `read` also matches `read_file`: not a list of names.
-            ("read", None),
-            ("^read$", Some(&["read"])),
-            ("^replace$", Some(&["replace"])),
-            ("^(?:replace|write_file)$", Some(&["replace", "write_file"])),
-            ("^(a|b)$", Some(&["a", "b"])),
-            ("mcp_.*", None),
-            ("a||b", None),
-        ];
-        for (matcher, expected) in cases {
-            let got = tool_names(matcher);
-            let expected = expected.map(|names| names.iter().map(|n| (*n).to_owned()).collect());
-            assert_eq!(got, expected, "{matcher}");
-        }
-    }
-
-    #[test]
     fn claude_hooks_hookd_cannot_run_stay_with_claude() {
         let root = json!({"hooks": {
             "PreToolUse": [{"matcher": "Bash", "hooks": [
@@ -2603,7 +2399,7 @@ mod tests {
         let Value::Object(root) = root else {
             unreachable!()
         };
-        let split = split_hooks(Host::Claude, &root);
+        let split = split_hooks(Host::CLAUDE, &root);
         assert_eq!(
             Value::Object(split.kept.clone()),
             json!({

@@ -55,8 +55,7 @@ use std::process::ExitCode;
 use std::time::{Duration, Instant};
 
 use hookd_core::HookEventName;
-use hookd_core::dialect::{self, HostAnswer};
-use hookd_core::exec::Dialect;
+use hookd_core::dialect::{Dialect, DialectError, HostAnswer, RelayInput};
 use hookd_protocol::{
     ClientHello, ClientMessage, EventRequest, EventResult, RequestId, ServerMessage, WireEnv,
 };
@@ -125,7 +124,7 @@ pub struct RelayArgs {
 }
 
 /// The usage line, for messages.
-pub const USAGE: &str = "hookctl relay EVENT [--dialect gemini|claude] [--unreachable allow|deny] \
+pub const USAGE: &str = "hookctl relay EVENT [--dialect HOST] [--unreachable allow|deny] \
                          [--socket PATH] [--retry-ms MS]";
 
 impl RelayArgs {
@@ -186,8 +185,10 @@ impl RelayArgs {
                     if let Some(text) = value("--dialect") {
                         match Dialect::parse(text.trim()) {
                             Some(dialect) => relay.dialect = dialect,
-                            None => problems
-                                .push(format!("--dialect must be gemini or claude, not {text:?}")),
+                            None => problems.push(format!(
+                                "--dialect must be one of {}, not {text:?}",
+                                Dialect::names()
+                            )),
                         }
                     }
                 }
@@ -248,7 +249,7 @@ pub struct RelayCommand {
     /// PreToolUse, ...).
     pub event: String,
     /// The agent CLI whose hook this stands in for.
-    #[arg(long, default_value = "gemini", value_parser = ["gemini", "claude"])]
+    #[arg(long, default_value = "gemini", value_parser = dialect_name)]
     pub dialect: String,
     /// What to answer when hookd cannot be reached or cannot answer: allow (the default: exit
     /// 0, a warning on stderr) or deny (the host's blocking answer) [default:
@@ -259,6 +260,13 @@ pub struct RelayCommand {
     /// lost) before answering by the policy [default: $HOOKD_RELAY_RETRY_MS, else 3000].
     #[arg(long, value_name = "MS")]
     pub retry_ms: Option<u64>,
+}
+
+/// A registered dialect's name, for clap.
+fn dialect_name(text: &str) -> Result<String, String> {
+    Dialect::parse(text)
+        .map(|dialect| dialect.as_str().to_owned())
+        .ok_or_else(|| format!("one of {}", Dialect::names()))
 }
 
 impl RelayCommand {
@@ -276,14 +284,12 @@ impl RelayCommand {
     }
 }
 
-/// The event in both languages: the host's name, the Gemini event hookd runs, and for
-/// Claude Code the stdin object it sent (its tool names shape the answer).
+/// The event in both languages: the host that relayed it and its translation (the host's
+/// object shapes the answer).
 #[derive(Debug, Clone)]
 struct Event {
-    host_name: String,
-    gemini: HookEventName,
     dialect: Dialect,
-    claude_input: Map<String, Value>,
+    relayed: RelayInput,
 }
 
 /// Why hookd gave no answer.
@@ -377,7 +383,7 @@ fn ask_daemon(
             .display()
             .to_string(),
     };
-    let mut request = EventRequest::new(REQUEST_ID, event.gemini.as_str(), cwd);
+    let mut request = EventRequest::new(REQUEST_ID, event.relayed.event.as_str(), cwd);
     request.input = input;
     request.session_id = text("session_id");
     request.transcript_path = text("transcript_path");
@@ -419,11 +425,7 @@ pub fn host_project_dir(
     dialect: Dialect,
     var: impl Fn(&str) -> Option<OsString>,
 ) -> Option<String> {
-    let name = match dialect {
-        Dialect::Gemini => "GEMINI_PROJECT_DIR",
-        Dialect::Claude => "CLAUDE_PROJECT_DIR",
-    };
-    var(name)
+    var(dialect.project_dir_var()?)
         .and_then(|value| value.into_string().ok())
         .filter(|dir| Path::new(dir).is_absolute())
 }
@@ -445,70 +447,43 @@ fn parse_payload(stdin: &[u8]) -> Result<Map<String, Value>, RelayError> {
     }
 }
 
-/// The host's event in Gemini's terms, and the event's own input fields.
+/// The host's event in hookd's terms, and the event's own input fields.
 fn translate(
     args: &RelayArgs,
-    mut payload: Map<String, Value>,
+    payload: Map<String, Value>,
 ) -> Result<(Event, Map<String, Value>), RelayError> {
-    let mut claude_input = Map::new();
-    let (gemini, input) = match args.dialect {
-        Dialect::Gemini => {
-            // Gemini CLI's own eleven: Claude Code's events are relayed with `--dialect claude`.
-            let gemini = gemini_event(&args.event).ok_or_else(|| {
-                RelayError::Usage(format!(
-                    "{:?} is not a Gemini CLI hook event (use --dialect claude for Claude \
-                     Code's events)",
-                    args.event
-                ))
-            })?;
-            (gemini, payload)
-        }
-        Dialect::Claude => {
-            if dialect::claude_event_to_gemini(&args.event).is_none() {
-                return Err(RelayError::Usage(format!(
-                    "{:?} is not a Claude Code hook event hookd can run",
-                    args.event
-                )));
-            }
-            // The event named on the command line is the one being answered.
-            payload.insert(
-                "hook_event_name".to_owned(),
-                Value::String(args.event.clone()),
-            );
-            let translated = dialect::claude_input_to_gemini(&payload).map_err(|err| {
-                RelayError::Payload(format!("cannot translate the Claude Code payload: {err}"))
-            })?;
-            claude_input = payload;
-            translated
-        }
-    };
+    let dialect = args.dialect;
+    let relayed = dialect
+        .relay_input(&args.event, payload)
+        .map_err(|err| match err {
+            DialectError::UnknownEvent(_) => RelayError::Usage(format!(
+                "{:?} is not a {} hook event hookd can run (--dialect names the host: {})",
+                args.event,
+                dialect.product(),
+                Dialect::names()
+            )),
+            other => RelayError::Payload(format!(
+                "cannot translate the {} payload: {other}",
+                dialect.product()
+            )),
+        })?;
     // Kept in order (`Map::remove` would swap the last field into the gap).
-    let input: Map<String, Value> = input
-        .into_iter()
+    let input: Map<String, Value> = relayed
+        .input
+        .iter()
         .filter(|(key, _)| !BASE_FIELDS.contains(&key.as_str()))
+        .map(|(key, value)| (key.clone(), value.clone()))
         .collect();
-    let event = Event {
-        host_name: args.event.clone(),
-        gemini,
-        dialect: args.dialect,
-        claude_input,
-    };
-    Ok((event, input))
+    Ok((Event { dialect, relayed }, input))
 }
 
 /// The host's answer for a result (or for a decision the relay makes itself).
 fn answer(event: &Event, result: Option<&EventResult>) -> HostAnswer {
     let final_output = result.and_then(|result| result.final_output.as_ref());
     let errors = result.map_or(&[][..], |result| result.errors.as_slice());
-    match event.dialect {
-        Dialect::Gemini => dialect::answer_for_gemini(event.gemini, final_output, errors),
-        Dialect::Claude if event.claude_input.is_empty() => {
-            dialect::answer_for_claude(&event.host_name, final_output, errors)
-        }
-        Dialect::Claude => {
-            dialect::answer_for_claude_input(&event.claude_input, final_output, errors)
-        }
-    }
+    event
+        .dialect
+        .relay_answer(&event.relayed, final_output, errors)
 }
 
 /// The answer when hookd gave none, by policy. The reason goes to the relay log
@@ -551,7 +526,7 @@ fn fallback_answer(
     };
     let reason =
         format!("hookd could not decide ({error}); denied by hookctl relay --unreachable deny");
-    let keeps_going = matches!(event.gemini, HookEventName::AfterAgent);
+    let keeps_going = matches!(event.relayed.event, HookEventName::AfterAgent);
     if keeps_going && stop_hook_active {
         // The agent is already continuing because of a stop hook: let it stop.
         return allow();
@@ -664,25 +639,17 @@ pub fn utc_timestamp(seconds: u64) -> String {
     )
 }
 
-/// One of Gemini CLI's events by its name (not one of Claude Code's own, which hookd also
-/// holds).
-fn gemini_event(name: &str) -> Option<HookEventName> {
-    name.parse::<HookEventName>()
-        .ok()
-        .filter(|event| event.claude_only().is_none())
-}
-
 /// The event of the arguments, when it is one the dialect knows.
 fn known_event(args: &RelayArgs) -> Option<Event> {
-    let gemini = match args.dialect {
-        Dialect::Gemini => gemini_event(&args.event)?,
-        Dialect::Claude => dialect::claude_event_to_gemini(&args.event)?,
-    };
+    let event = args.dialect.event_to_hookd(&args.event)?;
     Some(Event {
-        host_name: args.event.clone(),
-        gemini,
         dialect: args.dialect,
-        claude_input: Map::new(),
+        relayed: RelayInput {
+            host_event: args.event.clone(),
+            event,
+            input: Map::new(),
+            host_input: Map::new(),
+        },
     })
 }
 
@@ -983,7 +950,7 @@ mod tests {
             (
                 &["relay", "BeforeTool"],
                 "BeforeTool",
-                Dialect::Gemini,
+                Dialect::GEMINI,
                 None,
                 None,
                 false,
@@ -998,7 +965,7 @@ mod tests {
                     "claude",
                 ],
                 "PreToolUse",
-                Dialect::Claude,
+                Dialect::CLAUDE,
                 None,
                 Some("/s"),
                 false,
@@ -1006,7 +973,7 @@ mod tests {
             (
                 &["relay", "AfterTool", "--unreachable=deny", "--socket=/t"],
                 "AfterTool",
-                Dialect::Gemini,
+                Dialect::GEMINI,
                 Some(Unreachable::Deny),
                 Some("/t"),
                 false,
@@ -1020,17 +987,17 @@ mod tests {
                     "ALLOW",
                 ],
                 "Stop",
-                Dialect::Claude,
+                Dialect::CLAUDE,
                 Some(Unreachable::Allow),
                 None,
                 false,
             ),
-            (&["relay"], "", Dialect::Gemini, None, None, true),
-            (&["relay", "A", "B"], "A", Dialect::Gemini, None, None, true),
+            (&["relay"], "", Dialect::GEMINI, None, None, true),
+            (&["relay", "A", "B"], "A", Dialect::GEMINI, None, None, true),
             (
                 &["relay", "A", "--dialect", "codex"],
                 "A",
-                Dialect::Gemini,
+                Dialect::GEMINI,
                 None,
                 None,
                 true,
@@ -1038,7 +1005,7 @@ mod tests {
             (
                 &["relay", "A", "--frobnicate"],
                 "A",
-                Dialect::Gemini,
+                Dialect::GEMINI,
                 None,
                 None,
                 true,
@@ -1102,7 +1069,7 @@ mod tests {
         )
         .expect("payload");
         let (event, input) = translate(&relay, payload).expect("translated");
-        assert_eq!(event.gemini, HookEventName::BeforeTool);
+        assert_eq!(event.relayed.event, HookEventName::BeforeTool);
         let keys: Vec<&str> = input.keys().map(String::as_str).collect();
         assert_eq!(keys, ["tool_name", "tool_input"]);
         assert!(parse_payload(b"[1]").is_err());
@@ -1200,16 +1167,16 @@ mod tests {
             ("GEMINI_PROJECT_DIR", "/p/gemini"),
         ];
         assert_eq!(
-            host_project_dir(Dialect::Claude, env(both)).as_deref(),
+            host_project_dir(Dialect::CLAUDE, env(both)).as_deref(),
             Some("/p/claude")
         );
         assert_eq!(
-            host_project_dir(Dialect::Gemini, env(both)).as_deref(),
+            host_project_dir(Dialect::GEMINI, env(both)).as_deref(),
             Some("/p/gemini")
         );
-        assert_eq!(host_project_dir(Dialect::Claude, env(&[])), None);
+        assert_eq!(host_project_dir(Dialect::CLAUDE, env(&[])), None);
         assert_eq!(
-            host_project_dir(Dialect::Gemini, env(&[("GEMINI_PROJECT_DIR", "rel")])),
+            host_project_dir(Dialect::GEMINI, env(&[("GEMINI_PROJECT_DIR", "rel")])),
             None
         );
     }

@@ -19,8 +19,6 @@
 //! message for the settings diagnostics; a wrong key never discards the hook, its default
 //! applies.
 
-use std::fmt;
-
 use serde_json::{Map, Value};
 
 /// The most workers a persistent hook may have.
@@ -29,54 +27,9 @@ pub const MAX_POOL: usize = 16;
 /// How long an unused worker or pre-started process is kept, by default (10 minutes).
 pub const DEFAULT_IDLE_TIMEOUT_MS: u64 = 600_000;
 
-/// The language a hook speaks: the payload it reads and the output it writes.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default)]
-pub enum Dialect {
-    /// Gemini CLI's events, tool names and output fields.
-    #[default]
-    Gemini,
-    /// Claude Code's events (`PreToolUse`, ...), tool names (`Bash`, ...) and output fields
-    /// (`hookSpecificOutput.permissionDecision`, ...).
-    Claude,
-}
-
-/// Claude Code's default hook timeout in milliseconds (600 s).
-pub const CLAUDE_DEFAULT_TIMEOUT_MS: u64 = 600_000;
-
-impl Dialect {
-    /// The spelling in settings and on the wire.
-    pub fn as_str(self) -> &'static str {
-        match self {
-            Dialect::Gemini => "gemini",
-            Dialect::Claude => "claude",
-        }
-    }
-
-    /// The timeout of a hook of this dialect that sets none, in milliseconds: the host's own
-    /// default (Gemini CLI's 60 s, Claude Code's 600 s), so a hook written for a host is given
-    /// the time that host would give it.
-    pub fn default_timeout_ms(self) -> u64 {
-        match self {
-            Dialect::Gemini => crate::model::DEFAULT_TIMEOUT_MS,
-            Dialect::Claude => CLAUDE_DEFAULT_TIMEOUT_MS,
-        }
-    }
-
-    /// Parses `"gemini"` or `"claude"`.
-    pub fn parse(text: &str) -> Option<Dialect> {
-        match text {
-            "gemini" => Some(Dialect::Gemini),
-            "claude" => Some(Dialect::Claude),
-            _ => None,
-        }
-    }
-}
-
-impl fmt::Display for Dialect {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(self.as_str())
-    }
-}
+/// The language a hook speaks: the payload it reads and the output it writes (one of the
+/// registered host dialects, [`crate::dialect::Dialect`]).
+pub use crate::dialect::Dialect;
 
 /// The settings of a persistent hook's workers.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
@@ -121,21 +74,22 @@ pub struct KeyProblem {
 /// Reads the hook's `dialect` key.
 pub fn parse_dialect(raw: &Map<String, Value>) -> (Dialect, Option<KeyProblem>) {
     match raw.get("dialect") {
-        None | Some(Value::Null) => (Dialect::Gemini, None),
+        None | Some(Value::Null) => (Dialect::GEMINI, None),
         Some(Value::String(text)) => match Dialect::parse(text) {
             Some(dialect) => (dialect, None),
             None => (
-                Dialect::Gemini,
+                Dialect::GEMINI,
                 Some(KeyProblem {
                     key: "dialect",
                     message: format!(
-                        "dialect must be \"gemini\" or \"claude\", not {text:?}; gemini applies"
+                        "dialect must be one of {}, not {text:?}; gemini applies",
+                        Dialect::names()
                     ),
                 }),
             ),
         },
         Some(other) => (
-            Dialect::Gemini,
+            Dialect::GEMINI,
             Some(KeyProblem {
                 key: "dialect",
                 message: format!(
@@ -471,19 +425,19 @@ mod tests {
     fn dialects() {
         // (entry, dialect, problem?)
         let cases = [
-            (json!({}), Dialect::Gemini, false),
-            (json!({"dialect": null}), Dialect::Gemini, false),
-            (json!({"dialect": "gemini"}), Dialect::Gemini, false),
-            (json!({"dialect": "claude"}), Dialect::Claude, false),
-            (json!({"dialect": "Claude"}), Dialect::Gemini, true),
-            (json!({"dialect": 2}), Dialect::Gemini, true),
+            (json!({}), Dialect::GEMINI, false),
+            (json!({"dialect": null}), Dialect::GEMINI, false),
+            (json!({"dialect": "gemini"}), Dialect::GEMINI, false),
+            (json!({"dialect": "claude"}), Dialect::CLAUDE, false),
+            (json!({"dialect": "Claude"}), Dialect::GEMINI, true),
+            (json!({"dialect": 2}), Dialect::GEMINI, true),
         ];
         for (entry, expected, problem) in cases {
             let (dialect, found) = parse_dialect(&raw(entry.clone()));
             assert_eq!(dialect, expected, "{entry}");
             assert_eq!(found.is_some(), problem, "{entry}: {found:?}");
         }
-        assert_eq!(Dialect::Claude.to_string(), "claude");
-        assert_eq!(Dialect::parse("gemini"), Some(Dialect::Gemini));
+        assert_eq!(Dialect::CLAUDE.to_string(), "claude");
+        assert_eq!(Dialect::parse("gemini"), Some(Dialect::GEMINI));
     }
 }

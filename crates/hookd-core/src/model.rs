@@ -110,7 +110,7 @@ impl HookType {
 }
 
 /// The default hook timeout in milliseconds (spec §4.5); a Claude-dialect hook's is
-/// [`crate::exec::CLAUDE_DEFAULT_TIMEOUT_MS`].
+/// [`crate::dialect::claude::CLAUDE_DEFAULT_TIMEOUT_MS`].
 pub const DEFAULT_TIMEOUT_MS: u64 = 60_000;
 
 /// One validated hook config entry (the inner `hooks[]` element of a definition).

@@ -56,13 +56,14 @@ use std::sync::Arc;
 use serde_json::{Map, Value};
 
 use crate::condition::Condition;
+use crate::dialect::Dialect;
 use crate::dialect::is_relay_command;
 use crate::event::HookEventName;
 use crate::extension::{self, ExtensionInput};
 use crate::matcher::{MatchContext, Matcher};
 use crate::model::{HookEntry, LayerFile, Origin, Source};
 use crate::plan::Plan;
-use crate::relayed::{RelayHost, runs_in_hookd};
+use crate::relayed::runs_in_hookd;
 use crate::sanitize::EnvRedaction;
 use crate::settings::{self, Diagnostic, EventHooks, SettingsLayer};
 use crate::trust::{HookTrust, HookTrustInput, ProjectHookPolicy};
@@ -567,7 +568,7 @@ impl Registry {
                 self.trust_policy == ProjectHookPolicy::Require && entry.trust.is_untrusted();
             let key = match dedup {
                 DedupRule::Gemini => hook.dedup_key.as_str(),
-                DedupRule::Claude => hook.claude_dedup_key.as_str(),
+                DedupRule::Command => hook.claude_dedup_key.as_str(),
             };
             if seen.contains(key) {
                 continue;
@@ -624,7 +625,7 @@ impl Registry {
         &self,
         event: HookEventName,
         input: &Map<String, Value>,
-        relayed_by: Option<RelayHost>,
+        relayed_by: Option<Dialect>,
     ) -> Option<Plan> {
         let context = MatchContext::from_input(event, input);
         self.plan_with(
@@ -632,13 +633,16 @@ impl Registry {
             &context,
             Some(input),
             |entry| {
-                entry.config.dialect() != crate::exec::Dialect::Claude
-                    || crate::dialect::claude_hook_applies(&entry.config, event, input)
+                entry
+                    .config
+                    .dialect()
+                    .hook_applies(&entry.config, event, input)
             },
             |entry| runs_in_hookd(entry.source, entry.origin.file, relayed_by),
-            match relayed_by {
-                Some(RelayHost::Claude) => DedupRule::Claude,
-                _ => DedupRule::Gemini,
+            if relayed_by.is_some_and(|host| host.dedups_by_command()) {
+                DedupRule::Command
+            } else {
+                DedupRule::Gemini
             },
         )
     }
@@ -649,8 +653,9 @@ impl Registry {
 enum DedupRule {
     /// Gemini CLI's: the same `name:command`.
     Gemini,
-    /// Claude Code's, for the events it relays: the same command string, whatever the names.
-    Claude,
+    /// The same command string, whatever the names: for the events of a host that
+    /// de-duplicates that way (Claude Code).
+    Command,
 }
 
 #[cfg(test)]
@@ -1656,7 +1661,7 @@ mod tests {
         let tool_input = json!({"tool_name": "t"});
         let tool_input = tool_input.as_object().cloned().unwrap_or_default();
         // (relayed by, planned hooks)
-        let cases: [(Option<RelayHost>, &[&str]); 3] = [
+        let cases: [(Option<Dialect>, &[&str]); 3] = [
             (
                 None,
                 &[
@@ -1672,11 +1677,11 @@ mod tests {
             ),
             // Gemini CLI runs its own "both"; hookd's copy is not run a second time.
             (
-                Some(RelayHost::Gemini),
+                Some(Dialect::GEMINI),
                 &["project hookd-project", "project claude", "user hookd-user"],
             ),
             (
-                Some(RelayHost::Claude),
+                Some(Dialect::CLAUDE),
                 &[
                     "project project",
                     "project hookd-project",
@@ -1727,7 +1732,7 @@ mod tests {
         let tool_input = json!({"tool_name": "t"});
         let tool_input = tool_input.as_object().cloned().unwrap_or_default();
         // (relayed by, planned hooks)
-        let cases: [(Option<RelayHost>, &[&str]); 3] = [
+        let cases: [(Option<Dialect>, &[&str]); 3] = [
             (
                 None,
                 &[
@@ -1738,14 +1743,11 @@ mod tests {
                 ],
             ),
             (
-                Some(RelayHost::Gemini),
+                Some(Dialect::GEMINI),
                 &["project claude-only", "user guard", "user other"],
             ),
             // Claude Code runs `claude-only` itself, and `guard` twice is one `guard`.
-            (
-                Some(RelayHost::Claude),
-                &["user gemini-guard", "user other"],
-            ),
+            (Some(Dialect::CLAUDE), &["user gemini-guard", "user other"]),
         ];
         for (host, expected) in cases {
             let planned: Vec<String> = registry

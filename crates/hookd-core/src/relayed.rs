@@ -14,53 +14,14 @@
 //! A skipped hook still takes part in de-duplication: it runs, only in the host, so a copy
 //! of the same `name:command` in one of hookd's files is not run a second time.
 
-use std::fmt;
-
+use crate::dialect::Dialect;
 use crate::model::{LayerFile, Source};
-
-/// The host CLI that relayed an event (the request's `relayed_by`).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
-pub enum RelayHost {
-    /// Gemini CLI.
-    Gemini,
-    /// Claude Code.
-    Claude,
-}
-
-impl RelayHost {
-    /// Parses the wire spelling, `"gemini"` or `"claude"`; anything else is `None`.
-    pub fn parse(text: &str) -> Option<RelayHost> {
-        match text {
-            "gemini" => Some(RelayHost::Gemini),
-            "claude" => Some(RelayHost::Claude),
-            _ => None,
-        }
-    }
-
-    /// The wire spelling.
-    pub fn as_str(self) -> &'static str {
-        match self {
-            RelayHost::Gemini => "gemini",
-            RelayHost::Claude => "claude",
-        }
-    }
-}
-
-impl fmt::Display for RelayHost {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(self.as_str())
-    }
-}
 
 /// Whether hookd runs a hook of layer `source`, defined in a file of kind `file`, for an
 /// event relayed by `relayed_by` (`None`: a client that is no host's relay, which gets every
 /// hook). See the module documentation for the table.
-pub fn runs_in_hookd(source: Source, file: LayerFile, relayed_by: Option<RelayHost>) -> bool {
-    match relayed_by {
-        None => true,
-        Some(RelayHost::Gemini) => source != Source::Extension && file != LayerFile::Gemini,
-        Some(RelayHost::Claude) => file != LayerFile::Claude,
-    }
+pub fn runs_in_hookd(source: Source, file: LayerFile, relayed_by: Option<Dialect>) -> bool {
+    relayed_by.is_none_or(|host| !host.runs_layer(source, file))
 }
 
 #[cfg(test)]
@@ -71,8 +32,8 @@ mod tests {
     fn each_host_skips_the_files_it_runs_itself() {
         use LayerFile::{Claude, Gemini, Hookd};
         use Source::{Extension, Project, System, SystemDefaults, User};
-        let gemini = Some(RelayHost::Gemini);
-        let claude = Some(RelayHost::Claude);
+        let gemini = Some(Dialect::GEMINI);
+        let claude = Some(Dialect::CLAUDE);
         // (source, file, relayed by, runs in hookd)
         let cases = [
             (SystemDefaults, Gemini, gemini, false),
@@ -111,14 +72,14 @@ mod tests {
     #[test]
     fn hosts_parse_their_wire_spelling_only() {
         let cases = [
-            ("gemini", Some(RelayHost::Gemini)),
-            ("claude", Some(RelayHost::Claude)),
+            ("gemini", Some(Dialect::GEMINI)),
+            ("claude", Some(Dialect::CLAUDE)),
             ("Gemini", None),
-            ("codex", None),
+            ("cursor", None),
             ("", None),
         ];
         for (text, expected) in cases {
-            assert_eq!(RelayHost::parse(text), expected, "{text:?}");
+            assert_eq!(Dialect::parse(text), expected, "{text:?}");
             if let Some(host) = expected {
                 assert_eq!(host.as_str(), text);
             }

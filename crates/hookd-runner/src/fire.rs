@@ -57,10 +57,8 @@ use futures_util::StreamExt;
 use futures_util::stream::FuturesUnordered;
 use hookd_core::chain::apply_chain;
 use hookd_core::command::{CommandVars, expand_command};
-use hookd_core::dialect::{claude_hook_result, gemini_payload_to_claude};
 use hookd_core::env::hook_environment;
 use hookd_core::event::HookEventName;
-use hookd_core::exec::Dialect;
 use hookd_core::exec::ExecMode;
 use hookd_core::model::{HookEntry, HookType};
 use hookd_core::output::hook_result;
@@ -577,19 +575,23 @@ impl<'a> Firing<'a> {
         input: &Map<String, Value>,
         stdin: Bytes,
     ) -> HookResult {
-        // A hook that speaks Claude Code's dialect reads Claude's payload and is interpreted
-        // by Claude Code's rules, against the Gemini payload of the firing.
+        // A hook that speaks another host's dialect reads that host's payload and is
+        // interpreted by that host's rules, against the hookd payload of the firing.
         // A hook that drops payload keys (`drop_fields`) gets a payload of its own too.
         let is_process = entry.config.hook_type != HookType::Builtin;
-        let claude = is_process && entry.config.dialect() == Dialect::Claude;
+        let dialect = entry.config.dialect();
         let dropped = if is_process {
             entry.config.drop_fields()
         } else {
             Vec::new()
         };
-        let (stdin, claude_payload) = if claude {
-            let payload = build_payload(self.request.event, &self.request.base, input);
-            let mut shaped = gemini_payload_to_claude(self.request.event, &payload);
+        let payload = (is_process && !dialect.is_native())
+            .then(|| build_payload(self.request.event, &self.request.base, input))
+            .and_then(|payload| {
+                let shaped = dialect.hook_payload(self.request.event, &payload)?;
+                Some((payload, shaped))
+            });
+        let (stdin, dialect_payload) = if let Some((payload, mut shaped)) = payload {
             for key in &dropped {
                 shaped.shift_remove(key);
             }
@@ -624,8 +626,8 @@ impl<'a> Firing<'a> {
             .config
             .on_failure()
             .unwrap_or(self.config.default_on_failure);
-        let interpreted = match &claude_payload {
-            Some(payload) => claude_hook_result(entry, run, payload),
+        let interpreted = match &dialect_payload {
+            Some(payload) => dialect.hook_result(entry, run, payload),
             None => hook_result(entry, run),
         };
         let mut result = apply_failure_policy(interpreted, policy);

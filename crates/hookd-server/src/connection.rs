@@ -25,9 +25,9 @@ use crate::relayed::{Series, SeriesKey, is_last_chunk};
 use bytes::Bytes;
 use futures_util::FutureExt;
 use hookd_core::HookResult;
+use hookd_core::dialect::Dialect;
 use hookd_core::matcher::MatchContext;
 use hookd_core::payload::{BaseFields, format_timestamp};
-use hookd_core::relayed::RelayHost;
 use hookd_core::sanitize::EnvRedaction;
 use hookd_core::{HookEventName, MatcherKind};
 use hookd_protocol::fast::{IdRef, ScannedEvent, ScannedRequest};
@@ -878,7 +878,7 @@ impl Connection {
                     .get("tool_name")
                     .and_then(serde_json::Value::as_str)
                     .unwrap_or("-"),
-                relayed_by = relayed_by.map_or("-", RelayHost::as_str),
+                relayed_by = relayed_by.map_or("-", Dialect::as_str),
                 "event matched no hook"
             );
             let message = convert::empty_result(request.id, snapshot.generation);
@@ -1180,7 +1180,7 @@ struct Run {
     /// The client's counters.
     client: Arc<ClientEntry>,
     /// The host whose relay sent the event: Claude Code's events merge by its rules.
-    relayed_by: Option<RelayHost>,
+    relayed_by: Option<Dialect>,
     /// Set for a relayed AfterModel chunk.
     series: Option<RelayedChunk>,
     env: Env,
@@ -1318,10 +1318,8 @@ impl Run {
         let (results, ()) = tokio::join!(run, forward);
 
         let aggregate = match self.relayed_by {
-            Some(RelayHost::Claude) => {
-                hookd_core::dialect::aggregate_claude(self.event, &results, &fire.input)
-            }
-            _ => hookd_core::aggregate::aggregate(self.event, &results, &fire.input),
+            Some(host) => host.aggregate(self.event, &results, &fire.input),
+            None => hookd_core::aggregate::aggregate(self.event, &results, &fire.input),
         };
         if let (Some(series), Some(filtered), Some(chunk)) = (&mut series, &filtered, &relayed) {
             series.emitted(filtered, &aggregate);
@@ -1449,14 +1447,17 @@ fn parse_event(id: &RequestId, name: &str) -> Result<HookEventName, ProtocolErro
 fn parse_relayed_by(
     id: &RequestId,
     relayed_by: Option<&str>,
-) -> Result<Option<RelayHost>, ProtocolError> {
+) -> Result<Option<Dialect>, ProtocolError> {
     let Some(name) = relayed_by else {
         return Ok(None);
     };
-    RelayHost::parse(name).map(Some).ok_or_else(|| {
+    Dialect::parse(name).map(Some).ok_or_else(|| {
         ProtocolError::new(
             ErrorCode::BadRequest,
-            format!("relayed_by must be \"gemini\" or \"claude\", not {name:?}"),
+            format!(
+                "relayed_by must be one of {}, not {name:?}",
+                Dialect::names()
+            ),
         )
         .with_id(Some(id.clone()))
     })

@@ -13,7 +13,7 @@ use std::sync::{Arc, Mutex, PoisonError};
 use std::time::Duration;
 
 use hookd_core::aggregate::Aggregate;
-use hookd_core::relayed::RelayHost;
+use hookd_core::dialect::Dialect;
 use hookd_core::{HookEventName, HookOutcome, HookResult};
 use hookd_protocol::{
     ClientStats, ConnectedClient, EventStats, HookStats, RelayStats, RequestId, StatsResponse,
@@ -184,7 +184,7 @@ impl RunStats {
     }
 
     /// Counts one event relayed by `host`.
-    pub(crate) fn count_relayed(&self, host: RelayHost) {
+    pub(crate) fn count_relayed(&self, host: Dialect) {
         let mut tables = self.tables.lock().unwrap_or_else(PoisonError::into_inner);
         *tables.relays.entry(host.as_str()).or_default() += 1;
     }

@@ -18,7 +18,7 @@ use std::time::Duration;
 
 use hookd_core::HookResult;
 use hookd_core::aggregate::Aggregate;
-use hookd_core::relayed::RelayHost;
+use hookd_core::dialect::Dialect;
 use hookd_runner::fire::FireRequest;
 use serde_json::Value;
 
@@ -30,7 +30,7 @@ pub(crate) struct RunContext<'a> {
     /// The client (by the name it gave in its hello).
     pub(crate) client: &'a ClientEntry,
     /// The host whose relay sent the event, if one did.
-    pub(crate) relayed_by: Option<RelayHost>,
+    pub(crate) relayed_by: Option<Dialect>,
     /// The run's wall time, from the request to the aggregate; `None` for stream chunks, whose
     /// hooks' summed durations are logged instead.
     pub(crate) wall: Option<Duration>,
@@ -103,7 +103,7 @@ fn log_run(
         .get("tool_name")
         .and_then(Value::as_str)
         .unwrap_or("-");
-    let relayed_by = context.relayed_by.map_or("-", RelayHost::as_str);
+    let relayed_by = context.relayed_by.map_or("-", Dialect::as_str);
     for result in results {
         let Some(failure) = result.failure else {
             continue;

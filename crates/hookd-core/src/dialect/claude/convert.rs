@@ -40,8 +40,8 @@ use super::matchers::{
     is_valid_claude_matcher,
 };
 use super::names::claude_event_to_gemini;
-use super::relay::is_relay_command;
 use crate::condition::Condition;
+use crate::dialect::relay::is_relay_command;
 use crate::event::{ClaudeEvent, HookEventName};
 use crate::settings::json_type;
 
@@ -920,7 +920,7 @@ mod tests {
                 })
             })
             .collect();
-        let claude = crate::exec::Dialect::Claude;
+        let claude = crate::exec::Dialect::CLAUDE;
         assert_eq!(
             hooks,
             [

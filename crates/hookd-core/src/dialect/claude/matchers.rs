@@ -215,8 +215,8 @@ fn has_group_references(pattern: &str) -> bool {
 
 #[cfg(test)]
 mod tests {
+    use super::super::names::gemini_tool_to_claude;
     use super::*;
-    use crate::dialect::names::gemini_tool_to_claude;
     use crate::event::MatcherKind;
     use crate::matcher::{MatchContext, Matcher};
 

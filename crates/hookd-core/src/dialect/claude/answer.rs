@@ -30,18 +30,7 @@ use serde_json::{Map, Value};
 
 use super::events::{BlockStyle, claude_block_style, claude_specific_fields};
 use super::names::{claude_tool_to_gemini, gemini_tool_input_to_claude};
-use crate::event::{HookEventName, MergeStrategy};
-
-/// What the relay prints and exits with.
-#[derive(Debug, Clone, PartialEq, Eq, Default)]
-pub struct HostAnswer {
-    /// Standard output (JSON and a newline, or nothing).
-    pub stdout: String,
-    /// Standard error.
-    pub stderr: String,
-    /// The exit code.
-    pub exit_code: i32,
-}
+use crate::dialect::HostAnswer;
 
 /// Claude Code's answer for `claude_event` (see the module documentation).
 ///
@@ -217,45 +206,11 @@ fn claude_answer(
     }
 }
 
-/// What one Gemini command hook prints and exits with so that Gemini CLI decides for `event`
-/// what the daemon's hooks decided (see the module documentation).
-pub fn answer_for_gemini(
-    event: HookEventName,
-    final_output: Option<&Value>,
-    errors: &[String],
-) -> HostAnswer {
-    let stdout = final_output.map_or_else(String::new, |output| format!("{output}\n"));
-    if errors.is_empty() {
-        return HostAnswer {
-            stdout,
-            stderr: String::new(),
-            exit_code: 0,
-        };
-    }
-    let quiet = final_output.is_none() && event.merge_strategy() == MergeStrategy::ToolSelection;
-    let stderr = if quiet {
-        String::new()
-    } else {
-        errors.iter().map(|error| format!("{error}\n")).collect()
-    };
-    HostAnswer {
-        stdout,
-        stderr,
-        exit_code: 1,
-    }
-}
-
 #[cfg(test)]
 mod tests {
-    use std::time::Duration;
-
     use serde_json::json;
 
     use super::*;
-    use crate::aggregate::aggregate;
-    use crate::model::Source;
-    use crate::output::parse_output;
-    use crate::result::{HookOutcome, HookResult};
 
     fn check_claude(
         claude_event: &str,
@@ -685,154 +640,5 @@ mod tests {
             answer.stdout,
             "{\"hookSpecificOutput\":{\"hookEventName\":\"PreToolUse\",\"updatedInput\":{\"dir_path\":\"/a\"}}}\n"
         );
-    }
-
-    /// Gemini CLI, reading the relay's answer as one hook's output, aggregates to the same
-    /// final output the daemon sent.
-    #[test]
-    fn gemini_answers_aggregate_to_the_same_output() {
-        let cases: Vec<(HookEventName, Vec<Value>)> = vec![
-            (
-                HookEventName::BeforeTool,
-                vec![
-                    json!({"decision": "deny", "reason": "a"}),
-                    json!({"decision": "ask", "systemMessage": "s", "hookSpecificOutput": {"tool_input": {"x": 1}}}),
-                ],
-            ),
-            (
-                HookEventName::BeforeTool,
-                vec![
-                    json!({"continue": false, "stopReason": "stop"}),
-                    json!({"reason": "r2"}),
-                ],
-            ),
-            (
-                HookEventName::AfterTool,
-                vec![
-                    json!({"hookSpecificOutput": {"additionalContext": "a"}}),
-                    json!({"hookSpecificOutput": {"additionalContext": "b"}}),
-                ],
-            ),
-            (
-                HookEventName::AfterAgent,
-                vec![json!({"decision": "block", "hookSpecificOutput": {"clearContext": true}})],
-            ),
-            (
-                HookEventName::SessionStart,
-                vec![
-                    json!({"systemMessage": "one"}),
-                    json!({"systemMessage": "two"}),
-                ],
-            ),
-            (
-                HookEventName::BeforeModel,
-                vec![
-                    json!({"decision": "block"}),
-                    json!({"decision": "allow", "hookSpecificOutput": {"llm_request": {"model": "m"}}}),
-                ],
-            ),
-            (
-                HookEventName::BeforeToolSelection,
-                vec![
-                    json!({"hookSpecificOutput": {"toolConfig": {"mode": "ANY", "allowedFunctionNames": ["b", "a"]}}}),
-                    json!({}),
-                ],
-            ),
-            (
-                HookEventName::Notification,
-                vec![
-                    json!({"systemMessage": "x"}),
-                    json!({"suppressOutput": true}),
-                ],
-            ),
-            (HookEventName::PreCompress, vec![json!({})]),
-        ];
-        for (event, outputs) in cases {
-            let results: Vec<HookResult> =
-                outputs.iter().map(|output| result(event, output)).collect();
-            let daemon = aggregate(event, &results, &Map::new());
-            let answer = answer_for_gemini(event, daemon.final_output.as_ref(), &[]);
-            assert_eq!(answer.exit_code, 0);
-            let (output, _) = parse_output(event, &answer.stdout, &answer.stderr, answer.exit_code);
-            let output = output.expect("an output");
-            let relayed = aggregate(event, &[result(event, &output)], &Map::new());
-            assert_eq!(
-                relayed.final_output, daemon.final_output,
-                "{event}: {outputs:?}"
-            );
-        }
-    }
-
-    fn result(event: HookEventName, output: &Value) -> HookResult {
-        HookResult {
-            name: "h".to_owned(),
-            source: Source::Project,
-            event,
-            success: true,
-            output: Some(output.clone()),
-            output_format: None,
-            stdout: String::new(),
-            stderr: String::new(),
-            exit_code: Some(0),
-            duration: Duration::ZERO,
-            error: None,
-            outcome: HookOutcome::Exited { code: 0 },
-            failure: None,
-            warning: None,
-        }
-    }
-
-    #[test]
-    fn gemini_answers_report_errors() {
-        let errors = ["Hook timed out after 500ms".to_owned()];
-        let deny = json!({"decision": "deny"});
-        let cases = [
-            (HookEventName::BeforeTool, None, &[][..], "", "", 0),
-            (
-                HookEventName::BeforeTool,
-                Some(&deny),
-                &[][..],
-                "{\"decision\":\"deny\"}\n",
-                "",
-                0,
-            ),
-            (
-                HookEventName::BeforeTool,
-                Some(&deny),
-                &errors[..],
-                "{\"decision\":\"deny\"}\n",
-                "Hook timed out after 500ms\n",
-                1,
-            ),
-            (
-                HookEventName::AfterAgent,
-                None,
-                &errors[..],
-                "",
-                "Hook timed out after 500ms\n",
-                1,
-            ),
-            // Any output would select tools: the error is reported by the exit code only.
-            (
-                HookEventName::BeforeToolSelection,
-                None,
-                &errors[..],
-                "",
-                "",
-                1,
-            ),
-        ];
-        for (event, final_output, errors, stdout, stderr, code) in cases {
-            let answer = answer_for_gemini(event, final_output, errors);
-            assert_eq!(
-                answer,
-                HostAnswer {
-                    stdout: stdout.to_owned(),
-                    stderr: stderr.to_owned(),
-                    exit_code: code,
-                },
-                "{event}"
-            );
-        }
     }
 }
