@@ -458,7 +458,10 @@ fn check_wiring(project: &Path, findings: &mut Vec<Finding>) {
     if installed.is_empty() {
         findings.push(Finding::note(
             "wiring",
-            "no agent CLI is wired to hookd (`hookctl install --host gemini|claude`)",
+            format!(
+                "no agent CLI is wired to hookd (`hookctl install --host {}`)",
+                hookd_core::dialect::Dialect::names().replace(", ", "|")
+            ),
         ));
         return;
     }

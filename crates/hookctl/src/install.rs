@@ -507,6 +507,7 @@ pub fn install(
     let host_root = parse_object(&target.host_file, &host_text)?;
     let hookd_root = parse_object(&target.hookd_file, &hookd_text)?;
 
+    refuse_problems(&target, &host_text)?;
     let mut report = String::new();
     let split = split_hooks(args.host, &host_root);
     for problem in &split.problems {
@@ -553,7 +554,9 @@ pub fn install(
         hookd_before,
         new_hookd_text,
     );
+    let companions = companion_changes(&target, &new_host_text)?;
     push_change(&mut changes, &target.host_file, host_before, new_host_text);
+    changes.extend(companions);
     let trust = trust_moved(&target, locations, &changes, &moved_records, &mut report)?;
     if let Some((path, before, after)) = trust {
         push_change(&mut changes, &path, before, after);
@@ -998,6 +1001,7 @@ pub fn sync(args: &SyncArgs, locations: &Locations) -> anyhow::Result<String> {
         let hookd_text = read_file(&target.hookd_file)?
             .map(|bytes| String::from_utf8_lossy(&bytes).into_owned())
             .unwrap_or_default();
+        refuse_problems(&target, &host_text)?;
         let kept = split_hooks(target.host, &host_root).kept_and_unmoved();
         let (new_text, wiring) = rewire(
             &target,
@@ -1009,17 +1013,21 @@ pub fn sync(args: &SyncArgs, locations: &Locations) -> anyhow::Result<String> {
             manifest.socket.as_deref(),
             &mut report,
         )?;
+        let companions = companion_changes(&target, &new_text)?;
         let mut changes = Vec::new();
         push_change(&mut changes, &target.host_file, host_before, new_text);
-        let Some(change) = changes.first() else {
+        changes.extend(companions);
+        if changes.is_empty() {
             let _ = writeln!(report, "{}: in step.", target.describe());
             continue;
-        };
-        report.push_str(&unified_diff(
-            &change.path,
-            change.before.as_deref(),
-            &change.after,
-        ));
+        }
+        for change in &changes {
+            report.push_str(&unified_diff(
+                &change.path,
+                change.before.as_deref(),
+                &change.after,
+            ));
+        }
         let _ = writeln!(
             report,
             "{}: {} now relays {}.",
@@ -1032,7 +1040,9 @@ pub fn sync(args: &SyncArgs, locations: &Locations) -> anyhow::Result<String> {
         }
         manifest.record_changes(&target.backup_dir, &changes)?;
         manifest.save(&target.backup_dir)?;
-        write_atomic(&change.path, &change.after, file_mode(&change.path))?;
+        for change in &changes {
+            write_atomic(&change.path, &change.after, file_mode(&change.path))?;
+        }
         let _ = writeln!(report, "{}", target.host.pickup_note());
     }
     if args.dry_run {
@@ -1053,6 +1063,12 @@ pub fn stale_wiring(locations: &Locations, project: &Path) -> Vec<String> {
     for (target, _) in installed {
         if target.project.as_ref().is_some_and(|dir| *dir != project) {
             continue;
+        }
+        for problem in host_wiring_problems(&target) {
+            lines.push(format!(
+                "{}: {problem}: run `hookctl sync`, then restart the CLI's sessions",
+                target.describe()
+            ));
         }
         let host_text = crate::read_settings_text_or_empty(&target.host_file);
         let Ok(host_root) = parse_object(&target.host_file, &host_text) else {
@@ -1250,6 +1266,7 @@ pub fn uninstall(args: &UninstallArgs, locations: &Locations) -> anyhow::Result<
             &Value::Object(plan.hookd_hooks.clone()),
         )
         .with_context(|| format!("cannot edit {}", target.hookd_file.display()))?;
+        let companions = companion_changes(&target, &new_host)?;
         for (path, before, after) in [
             (&target.host_file, host_before, new_host),
             (&target.hookd_file, hookd_before, new_hookd),
@@ -1273,6 +1290,7 @@ pub fn uninstall(args: &UninstallArgs, locations: &Locations) -> anyhow::Result<
                 });
             }
         }
+        changes.extend(companions);
     }
     for change in &changes {
         if change.remove {
@@ -1333,6 +1351,63 @@ pub fn uninstall(args: &UninstallArgs, locations: &Locations) -> anyhow::Result<
         target.host.pickup_note()
     );
     Ok(report)
+}
+
+/// Refuses to edit a host settings file the host would not load (it would drop the relay
+/// entries with the rest).
+fn refuse_problems(target: &Target, host_text: &str) -> anyhow::Result<()> {
+    let problems = target.host.settings_problems(host_text);
+    if problems.is_empty() {
+        return Ok(());
+    }
+    bail!(
+        "{} would not load {} as it is, so relay entries written there would not run: {}. Fix \
+         the file first; nothing was changed.",
+        target.host.product(),
+        target.host_file.display(),
+        problems.join("; ")
+    )
+}
+
+/// The changes of the host's companion files (a trust record, say) for the settings file's
+/// new text.
+fn companion_changes(target: &Target, host_text: &str) -> anyhow::Result<Vec<Change>> {
+    let mut changes = Vec::new();
+    for path in target.host.companion_files(&target.host_file) {
+        let before = read_file(&path)?;
+        let current = before
+            .as_deref()
+            .map(|bytes| text_of(&path, Some(bytes)))
+            .transpose()?;
+        let after = target
+            .host
+            .companion_text(&target.host_file, host_text, &path, current.as_deref())
+            .map_err(|message| anyhow::anyhow!("cannot edit {}: {message}", path.display()))?;
+        if let Some(after) = after {
+            push_change(&mut changes, &path, before, after);
+        }
+    }
+    Ok(changes)
+}
+
+/// Why the host would not run the relay entries of an installed target as they are.
+fn host_wiring_problems(target: &Target) -> Vec<String> {
+    let text = crate::read_settings_text_or_empty(&target.host_file);
+    let companions: Vec<(PathBuf, Option<String>)> = target
+        .host
+        .companion_files(&target.host_file)
+        .into_iter()
+        .map(|path| {
+            let text = read_file(&path)
+                .ok()
+                .flatten()
+                .map(|bytes| String::from_utf8_lossy(&bytes).into_owned());
+            (path, text)
+        })
+        .collect();
+    target
+        .host
+        .wiring_problems(&target.host_file, &text, &companions)
 }
 
 /// Whether a settings text is empty, or an object with nothing but an empty `hooks`.

@@ -221,6 +221,44 @@ pub trait HostDialect: Send + Sync + 'static {
 
     /// What a user must do for running sessions to see changed relay entries.
     fn pickup_note(&self) -> &'static str;
+
+    /// Why the host would not load its settings text as it is (a host that drops a whole file
+    /// for one malformed entry); `hookctl install` refuses to edit a file with any, since the
+    /// relay entries it adds would be dropped with the rest. Default: none.
+    fn settings_problems(&self, _settings_text: &str) -> Vec<String> {
+        Vec::new()
+    }
+
+    /// Other files the host must see changed before it runs the hooks of `settings_file` (a
+    /// trust record, say). Default: none.
+    fn companion_files(&self, _settings_file: &Path) -> Vec<PathBuf> {
+        Vec::new()
+    }
+
+    /// The new text of the companion file `companion` (`current`: its text now, `None`: it does
+    /// not exist) once `settings_file` holds `settings_text`; `Ok(None)`: no change. Called by
+    /// `install`, `sync` and `uninstall` after every edit of the settings file.
+    fn companion_text(
+        &self,
+        _settings_file: &Path,
+        _settings_text: &str,
+        _companion: &Path,
+        _current: Option<&str>,
+    ) -> Result<Option<String>, String> {
+        Ok(None)
+    }
+
+    /// Why the host would not run the relay entries of `settings_file` as they are (a stale
+    /// trust record, say), given its text and its companions' texts: one line each, for
+    /// `hookctl doctor` and `hookctl list`. Default: none.
+    fn wiring_problems(
+        &self,
+        _settings_file: &Path,
+        _settings_text: &str,
+        _companions: &[(PathBuf, Option<String>)],
+    ) -> Vec<String> {
+        Vec::new()
+    }
 }
 
 /// A handle on one registered host dialect: `Copy`, compared and hashed by name.
