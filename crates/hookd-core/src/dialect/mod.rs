@@ -25,6 +25,7 @@
 //! mapping is listed in `docs/dialects.md`.
 
 pub mod claude;
+pub mod condition;
 pub mod gemini;
 mod relay;
 pub mod wiring;
@@ -38,6 +39,7 @@ use serde_json::{Map, Value};
 
 use crate::aggregate::{Aggregate, aggregate};
 use crate::event::HookEventName;
+use crate::exec::KeyProblem;
 use crate::model::{HookConfig, HookEntry, LayerFile, Source};
 use crate::result::{HookResult, HookRun};
 
@@ -261,6 +263,52 @@ pub trait HostDialect: Send + Sync + 'static {
     }
 }
 
+/// Reads the hook's `dialect` key.
+pub fn parse_dialect(raw: &Map<String, Value>) -> (Dialect, Option<KeyProblem>) {
+    match raw.get("dialect") {
+        None | Some(Value::Null) => (Dialect::GEMINI, None),
+        Some(Value::String(text)) => match Dialect::parse(text) {
+            Some(dialect) => (dialect, None),
+            None => (
+                Dialect::GEMINI,
+                Some(KeyProblem {
+                    key: "dialect",
+                    message: format!(
+                        "dialect must be one of {}, not {text:?}; gemini applies",
+                        Dialect::names()
+                    ),
+                }),
+            ),
+        },
+        Some(other) => (
+            Dialect::GEMINI,
+            Some(KeyProblem {
+                key: "dialect",
+                message: format!(
+                    "dialect must be a string, not {}; gemini applies",
+                    crate::json::json_type(other)
+                ),
+            }),
+        ),
+    }
+}
+
+/// What a hook's dialect decides about it, defined here so that the hook model needs no
+/// knowledge of the hosts.
+impl HookConfig {
+    /// The language the hook speaks (its `dialect` key; Gemini CLI's by default).
+    pub fn dialect(&self) -> Dialect {
+        parse_dialect(&self.raw).0
+    }
+
+    /// The effective timeout in milliseconds: the entry's own, else its dialect's default
+    /// (60 s for Gemini CLI's, 600 s for Claude Code's; [`HostDialect::default_timeout_ms`]).
+    pub fn timeout_ms(&self) -> u64 {
+        self.timeout_ms
+            .unwrap_or_else(|| self.dialect().default_timeout_ms())
+    }
+}
+
 /// A handle on one registered host dialect: `Copy`, compared and hashed by name.
 #[derive(Clone, Copy)]
 pub struct Dialect(&'static dyn HostDialect);
@@ -349,6 +397,8 @@ impl fmt::Display for Dialect {
 
 #[cfg(test)]
 mod tests {
+    use serde_json::json;
+
     use super::*;
 
     #[test]
@@ -365,6 +415,26 @@ mod tests {
         let mut names: Vec<_> = Dialect::ALL.iter().map(|d| d.name()).collect();
         names.dedup();
         assert_eq!(names.len(), Dialect::ALL.len(), "names are unique");
+    }
+
+    #[test]
+    fn dialects() {
+        // (entry, dialect, problem?)
+        let cases = [
+            (json!({}), Dialect::GEMINI, false),
+            (json!({"dialect": null}), Dialect::GEMINI, false),
+            (json!({"dialect": "gemini"}), Dialect::GEMINI, false),
+            (json!({"dialect": "claude"}), Dialect::CLAUDE, false),
+            (json!({"dialect": "Claude"}), Dialect::GEMINI, true),
+            (json!({"dialect": 2}), Dialect::GEMINI, true),
+        ];
+        for (entry, expected, problem) in cases {
+            let (dialect, found) = parse_dialect(entry.as_object().expect("object"));
+            assert_eq!(dialect, expected, "{entry}");
+            assert_eq!(found.is_some(), problem, "{entry}: {found:?}");
+        }
+        assert_eq!(Dialect::CLAUDE.to_string(), "claude");
+        assert_eq!(Dialect::parse("gemini"), Some(Dialect::GEMINI));
     }
 
     #[test]

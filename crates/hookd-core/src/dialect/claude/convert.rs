@@ -18,7 +18,7 @@
 //!   reported, never dropped silently). `timeout` is in seconds in Claude Code and in
 //!   milliseconds in Gemini CLI and hookd, so it is multiplied by 1000. `statusMessage`
 //!   becomes `description`. In a layer, `if` is kept (hookd checks it before spawning, see
-//!   [`crate::condition`]) and `onFailure: "block"` becomes `on_failure: "deny"`. Keys with
+//!   [`crate::dialect::condition`]) and `onFailure: "block"` becomes `on_failure: "deny"`. Keys with
 //!   no counterpart (`async`, `shell`, ...) are reported and dropped; `once`, which
 //!   Claude Code ignores in settings files, is dropped silently.
 //! - **Variables**: `$CLAUDE_PROJECT_DIR` is written `${...}` so that the shell, not Gemini
@@ -40,10 +40,10 @@ use super::matchers::{
     is_valid_claude_matcher,
 };
 use super::names::claude_event_to_gemini;
-use crate::condition::Condition;
+use crate::dialect::condition::Condition;
 use crate::dialect::relay::is_relay_command;
 use crate::event::{ClaudeEvent, HookEventName};
-use crate::settings::json_type;
+use crate::json::json_type;
 
 /// What the converted hooks are for.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -550,7 +550,7 @@ fn convert_hook(
             // A settings file's `once` hook runs on every matching event in Claude Code
             // 2.1.328 (interop scenario `claude-once`), as it does here.
             "once" => {}
-            // hookd checks `if` itself (`crate::condition`), for both dialects; Gemini CLI
+            // hookd checks `if` itself (`crate::dialect::condition`), for both dialects; Gemini CLI
             // does not.
             "if" => match (options.purpose, Condition::parse(value)) {
                 (Purpose::Layer, Ok(_)) => {
@@ -904,7 +904,7 @@ mod tests {
         );
         assert!(parsed.diagnostics.is_empty(), "{:?}", parsed.diagnostics);
         let layer = parsed.layer.expect("a layer");
-        let hooks: Vec<(String, Option<String>, u64, crate::exec::Dialect)> = layer
+        let hooks: Vec<(String, Option<String>, u64, crate::dialect::Dialect)> = layer
             .hooks
             .iter()
             .flat_map(|event| {
@@ -920,7 +920,7 @@ mod tests {
                 })
             })
             .collect();
-        let claude = crate::exec::Dialect::CLAUDE;
+        let claude = crate::dialect::Dialect::CLAUDE;
         assert_eq!(
             hooks,
             [

@@ -79,7 +79,7 @@ use std::sync::Arc;
 use regex::{Regex, RegexBuilder, RegexSet, RegexSetBuilder};
 use serde_json::{Map, Value};
 
-use crate::settings::json_type;
+use crate::json::json_type;
 
 /// The value of the `builtin` key that selects this filter.
 pub const BUILTIN_NAME: &str = "redact";

@@ -11,7 +11,7 @@
 //! | `pool` | 1–16 (default 1) | persistent only: how many workers may serve the hook at once |
 //! | `idle_timeout` | milliseconds (default 600000) | persistent and pre-warmed hooks: how long an unused process is kept |
 //! | `prewarm` | `true`, `false` (default) | one-shot only: keep one process already started, waiting on its stdin |
-//! | `dialect` | `"gemini"` (default), `"claude"` | which CLI's payload and output shapes the hook speaks |
+//! | `dialect` | a host's name: `"gemini"` (default), `"claude"`, ... | which CLI's payload and output shapes the hook speaks (`crate::dialect`) |
 //! | `max_memory_mb` | MiB, 1 or more (default: no limit) | the most private writable memory (heap, anonymous mappings) the hook's process may allocate, enforced by the kernel (`RLIMIT_DATA`); meant for persistent workers, applies to any command hook |
 //! | `drop_fields` | array of payload keys | keys left out of the hook's stdin payload, such as `llm_request` or `full_content` for an AfterModel filter that only reads `content` |
 //!
@@ -26,10 +26,6 @@ pub const MAX_POOL: usize = 16;
 
 /// How long an unused worker or pre-started process is kept, by default (10 minutes).
 pub const DEFAULT_IDLE_TIMEOUT_MS: u64 = 600_000;
-
-/// The language a hook speaks: the payload it reads and the output it writes (one of the
-/// registered host dialects, [`crate::dialect::Dialect`]).
-pub use crate::dialect::Dialect;
 
 /// The settings of a persistent hook's workers.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
@@ -71,36 +67,6 @@ pub struct KeyProblem {
     pub message: String,
 }
 
-/// Reads the hook's `dialect` key.
-pub fn parse_dialect(raw: &Map<String, Value>) -> (Dialect, Option<KeyProblem>) {
-    match raw.get("dialect") {
-        None | Some(Value::Null) => (Dialect::GEMINI, None),
-        Some(Value::String(text)) => match Dialect::parse(text) {
-            Some(dialect) => (dialect, None),
-            None => (
-                Dialect::GEMINI,
-                Some(KeyProblem {
-                    key: "dialect",
-                    message: format!(
-                        "dialect must be one of {}, not {text:?}; gemini applies",
-                        Dialect::names()
-                    ),
-                }),
-            ),
-        },
-        Some(other) => (
-            Dialect::GEMINI,
-            Some(KeyProblem {
-                key: "dialect",
-                message: format!(
-                    "dialect must be a string, not {}; gemini applies",
-                    crate::settings::json_type(other)
-                ),
-            }),
-        ),
-    }
-}
-
 /// Reads the hook's `drop_fields` key: the payload keys the hook does not want on its stdin.
 /// `hook_event_name` cannot be dropped (a hook needs to know what it answers); a value that is
 /// not an array of strings drops nothing.
@@ -132,7 +98,7 @@ pub fn parse_drop_fields(raw: &Map<String, Value>) -> (Vec<String>, Option<KeyPr
                             Vec::new(),
                             problem(format!(
                                 "drop_fields must list key names, not {}; nothing is dropped",
-                                crate::settings::json_type(other)
+                                crate::json::json_type(other)
                             )),
                         );
                     }
@@ -144,7 +110,7 @@ pub fn parse_drop_fields(raw: &Map<String, Value>) -> (Vec<String>, Option<KeyPr
             Vec::new(),
             problem(format!(
                 "drop_fields must be an array of key names, not {}; nothing is dropped",
-                crate::settings::json_type(other)
+                crate::json::json_type(other)
             )),
         ),
     }
@@ -216,7 +182,7 @@ pub fn parse_exec_mode(raw: &Map<String, Value>) -> (ExecMode, Vec<KeyProblem>) 
                 message: format!(
                     "idle_timeout must be a number of milliseconds, not {}; \
                      {DEFAULT_IDLE_TIMEOUT_MS} applies",
-                    crate::settings::json_type(other)
+                    crate::json::json_type(other)
                 ),
             });
             DEFAULT_IDLE_TIMEOUT_MS
@@ -252,7 +218,7 @@ pub fn parse_exec_mode(raw: &Map<String, Value>) -> (ExecMode, Vec<KeyProblem>) 
                 key: "prewarm",
                 message: format!(
                     "prewarm must be true or false, not {}; false applies",
-                    crate::settings::json_type(other)
+                    crate::json::json_type(other)
                 ),
             });
             false
@@ -419,25 +385,5 @@ mod tests {
             assert_eq!(fields, expected, "{entry}");
             assert_eq!(found.is_some(), problem, "{entry}: {found:?}");
         }
-    }
-
-    #[test]
-    fn dialects() {
-        // (entry, dialect, problem?)
-        let cases = [
-            (json!({}), Dialect::GEMINI, false),
-            (json!({"dialect": null}), Dialect::GEMINI, false),
-            (json!({"dialect": "gemini"}), Dialect::GEMINI, false),
-            (json!({"dialect": "claude"}), Dialect::CLAUDE, false),
-            (json!({"dialect": "Claude"}), Dialect::GEMINI, true),
-            (json!({"dialect": 2}), Dialect::GEMINI, true),
-        ];
-        for (entry, expected, problem) in cases {
-            let (dialect, found) = parse_dialect(&raw(entry.clone()));
-            assert_eq!(dialect, expected, "{entry}");
-            assert_eq!(found.is_some(), problem, "{entry}: {found:?}");
-        }
-        assert_eq!(Dialect::CLAUDE.to_string(), "claude");
-        assert_eq!(Dialect::parse("gemini"), Some(Dialect::GEMINI));
     }
 }

@@ -55,8 +55,8 @@ use std::sync::Arc;
 
 use serde_json::{Map, Value};
 
-use crate::condition::Condition;
 use crate::dialect::Dialect;
+use crate::dialect::condition::Condition;
 use crate::dialect::is_relay_command;
 use crate::event::HookEventName;
 use crate::extension::{self, ExtensionInput};
@@ -123,7 +123,7 @@ struct RegisteredHook {
     dedup_key: String,
     /// The key Claude Code de-duplicates by (for events it relays).
     claude_dedup_key: String,
-    /// The hook's `if` ([`crate::condition`]), compiled; `None` without one (or with one that
+    /// The hook's `if` ([`crate::dialect::condition`]), compiled; `None` without one (or with one that
     /// cannot be read, which settings validation reports).
     condition: Option<Arc<Condition>>,
 }

@@ -5,10 +5,8 @@ use std::path::PathBuf;
 
 use serde_json::{Map, Value};
 
-use crate::exec::{
-    Dialect, ExecMode, parse_dialect, parse_drop_fields, parse_exec_mode, parse_max_memory,
-};
-use crate::policy::{FailurePolicy, parse_on_failure};
+use crate::exec::{ExecMode, parse_drop_fields, parse_exec_mode, parse_max_memory};
+use crate::failure::{FailurePolicy, parse_on_failure};
 
 /// The layer a hook was defined in (decision D1: real labels, not Gemini CLI's blanket `project`).
 ///
@@ -183,13 +181,6 @@ impl HookConfig {
         format!("{name}:{command}")
     }
 
-    /// The effective timeout in milliseconds: the entry's own, else its dialect's default
-    /// (60 s for Gemini CLI's, 600 s for Claude Code's; `Dialect::default_timeout_ms`).
-    pub fn timeout_ms(&self) -> u64 {
-        self.timeout_ms
-            .unwrap_or_else(|| self.dialect().default_timeout_ms())
-    }
-
     /// Whether this hook runs a command (`command` and `plugin` types).
     pub fn runs_command(&self) -> bool {
         matches!(self.hook_type, HookType::Command | HookType::Plugin)
@@ -218,11 +209,6 @@ impl HookConfig {
     /// The payload keys left out of the hook's stdin (its `drop_fields` key; none by default).
     pub fn drop_fields(&self) -> Vec<String> {
         parse_drop_fields(&self.raw).0
-    }
-
-    /// The language the hook speaks (its `dialect` key; Gemini CLI's by default).
-    pub fn dialect(&self) -> Dialect {
-        parse_dialect(&self.raw).0
     }
 }
 
@@ -261,7 +247,7 @@ pub struct HookEntry {
     pub enabled: bool,
     /// Whether the hook needs the user's trust to run, and whether it has it (decision D8):
     /// only project hooks that run a command do.
-    pub trust: crate::trust::HookTrust,
+    pub trust: crate::hooktrust::HookTrust,
     /// The compiled filter of a `builtin` hook (compiled once per registry build); `None` for
     /// every other type.
     pub builtin: Option<std::sync::Arc<crate::redact::Redactor>>,
@@ -392,7 +378,7 @@ mod tests {
             matcher: None,
             sequential: false,
             enabled: true,
-            trust: crate::trust::HookTrust::NotRequired,
+            trust: crate::hooktrust::HookTrust::NotRequired,
             builtin: None,
             identity: Memo::default(),
         }

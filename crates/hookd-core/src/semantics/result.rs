@@ -5,8 +5,8 @@ use std::time::Duration;
 use serde_json::Value;
 
 use crate::event::HookEventName;
+use crate::failure::FailureKind;
 use crate::model::Source;
-use crate::policy::FailureKind;
 
 /// Which captured stream a message is about.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

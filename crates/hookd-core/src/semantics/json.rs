@@ -368,6 +368,19 @@ impl std::ops::Deref for EscapeBytes {
     }
 }
 
+/// The JSON type name of a value with its article (`a string`, `an object`, `null`), for
+/// messages.
+pub fn json_type(value: &Value) -> &'static str {
+    match value {
+        Value::Null => "null",
+        Value::Bool(_) => "a boolean",
+        Value::Number(_) => "a number",
+        Value::String(_) => "a string",
+        Value::Array(_) => "an array",
+        Value::Object(_) => "an object",
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use serde_json::json;

@@ -591,10 +591,10 @@ fn parse_entry(
             format!("on_failure: {error}; the daemon's default applies"),
         );
     }
-    // `if`: a condition on the tool call (`crate::condition`); one that cannot be read is
+    // `if`: a condition on the tool call (`crate::dialect::condition`); one that cannot be read is
     // ignored, so the hook runs on every matching event rather than never.
     if let Some(value) = raw.get("if") {
-        if let Err(error) = crate::condition::Condition::parse(value) {
+        if let Err(error) = crate::dialect::condition::Condition::parse(value) {
             warn(
                 diagnostics,
                 format!("{key_path}.if"),
@@ -620,7 +620,7 @@ fn parse_entry(
             problem.message,
         );
     }
-    if let (_, Some(problem)) = crate::exec::parse_dialect(raw) {
+    if let (_, Some(problem)) = crate::dialect::parse_dialect(raw) {
         warn(
             diagnostics,
             format!("{key_path}.{}", problem.key),
@@ -823,18 +823,7 @@ fn parse_env_redaction(
     settings
 }
 
-/// The JSON type name of a value with its article (`a string`, `an object`, `null`), for
-/// messages.
-pub fn json_type(value: &Value) -> &'static str {
-    match value {
-        Value::Null => "null",
-        Value::Bool(_) => "a boolean",
-        Value::Number(_) => "a number",
-        Value::String(_) => "a string",
-        Value::Array(_) => "an array",
-        Value::Object(_) => "an object",
-    }
-}
+pub use crate::json::json_type;
 
 #[cfg(test)]
 mod tests {
