@@ -1,7 +1,7 @@
 //! `hookctl install`, `hookctl uninstall` and `hookctl sync`: hand an agent CLI's hooks to
 //! hookd, keep the CLI's relay entries in step with hookd's hooks, and give everything back.
 //!
-//! `install --host gemini|claude --scope user|project`:
+//! `install --host HOST --scope user|project`:
 //!
 //! 1. reads the host's settings file of that scope (Gemini CLI: `~/.gemini/settings.json` or
 //!    `<project>/.gemini/settings.json`; Claude Code: `~/.claude/settings.json` or

@@ -1,4 +1,4 @@
-//! `hookd-relay EVENT [--dialect gemini|claude] [--unreachable allow|deny] [--socket PATH]`:
+//! `hookd-relay EVENT [--dialect HOST] [--unreachable allow|deny] [--socket PATH]`:
 //! `hookctl relay` as a binary of its own, for measuring what the relay path costs without
 //! the rest of `hookctl` (the same code: [`hookctl::relay::run`]).
 
