@@ -444,7 +444,8 @@ fn find_program(program: &str) -> Option<PathBuf> {
         .find(|path| is_executable(path))
 }
 
-/// The version `hookctl --version` at `path` prints (`hookctl 0.1.0` → `0.1.0`).
+/// The version `hookctl --version` (or `hookd-relay --version`) at `path` prints
+/// (`hookctl 0.1.0` → `0.1.0`).
 fn hookctl_version(path: &Path) -> Option<String> {
     let output = Command::new(path).arg("--version").output().ok()?;
     let text = String::from_utf8_lossy(&output.stdout);
@@ -502,14 +503,19 @@ fn check_wiring(project: &Path, findings: &mut Vec<Finding>) {
             ));
             continue;
         };
-        let hookctl = if path.file_name().is_some_and(|name| name == "hookctl") {
+        // `hookctl` and `hookd-relay` both answer `--version`; another program (a wrapper)
+        // is judged by the hookctl next to it.
+        let asked = if path
+            .file_name()
+            .is_some_and(|name| name == "hookctl" || name == crate::install::RELAY_BINARY)
+        {
             Some(path.clone())
         } else {
             path.parent()
                 .map(|dir| dir.join("hookctl"))
                 .filter(|sibling| sibling.is_file())
         };
-        if let Some(version) = hookctl.as_deref().and_then(hookctl_version)
+        if let Some(version) = asked.as_deref().and_then(hookctl_version)
             && version != VERSION
         {
             wiring_problems = true;

@@ -200,3 +200,25 @@ fn completions_and_man_pages_come_from_the_definitions() {
     let replay = std::fs::read_to_string(pages.join("hookctl-replay.1")).unwrap();
     assert!(replay.contains(".TH hookctl-replay 1"), "{replay}");
 }
+
+#[test]
+fn the_relay_binary_says_its_version() {
+    let version = Command::new(env!("CARGO_BIN_EXE_hookd-relay"))
+        .arg("--version")
+        .output()
+        .unwrap();
+    assert!(version.status.success(), "{version:?}");
+    assert_eq!(
+        text(&version.stdout),
+        format!("hookd-relay {}\n", env!("CARGO_PKG_VERSION"))
+    );
+    let hookctl = Command::new(env!("CARGO_BIN_EXE_hookctl"))
+        .arg("--version")
+        .output()
+        .unwrap();
+    // The same build: doctor compares the two numbers.
+    assert_eq!(
+        text(&hookctl.stdout).split_whitespace().nth(1),
+        text(&version.stdout).split_whitespace().nth(1)
+    );
+}
