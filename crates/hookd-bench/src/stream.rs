@@ -46,7 +46,7 @@ const CHUNK_TEXT: &str = "The quick brown fox jumps over the lazy dog while foo 
 const STREAM_ID: u64 = 7;
 
 /// Chunks of one model response: after this many the stream is closed and the next response
-/// opens a new one (untimed), as an agent does. D6's `full_content` grows with every chunk of
+/// opens a new one (untimed), as an agent does. hookd's chunk text `full_content` grows with every chunk of
 /// a response, so a stream that never ends would measure an ever larger payload.
 const RESPONSE_CHUNKS: u64 = 100;
 

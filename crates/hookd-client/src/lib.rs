@@ -406,7 +406,7 @@ impl Client {
     }
 
     /// Asks which project hooks of `cwd` are not trusted: what [`Client::trust`] would trust
-    /// (decision D8).
+    /// (hookd's project-hook trust).
     pub async fn trust_preview(&self, cwd: impl Into<String>) -> Result<TrustPreviewMessage> {
         let id = self.next_id();
         let message = ClientMessage::TrustPreview(TrustPreviewRequest {

@@ -12,7 +12,7 @@
 //!
 //! - `interpret` never panics; only an exit with code 0 succeeds; an output comes with its
 //!   format and is a JSON object or array; the exit code and the error follow the outcome;
-//! - the failure classification and the failure policy (decision D9) never panic, never call a
+//! - the failure classification and the failure policy never panic, never call a
 //!   success or a cancelled run a failure, leave `allow` outputs alone, and under `deny`/`ask`
 //!   leave no failed hook with an output weaker than the policy (BeforeToolSelection aside,
 //!   whose merge ignores decisions);
@@ -320,7 +320,7 @@ fn printed(event: HookEventName, output: Value) -> HookResult {
     }
 }
 
-/// An event payload with the fields chaining and D6 read, in any shape.
+/// An event payload with the fields chaining and chunk text read, in any shape.
 fn event_input() -> impl Strategy<Value = Map<String, Value>> {
     (
         any_json(),

@@ -47,7 +47,7 @@ pub enum ClientMessage {
     DisableAll(DisableAllRequest),
     /// Ask which project hooks `trust` would trust.
     TrustPreview(TrustPreviewRequest),
-    /// Trust project hooks (decision D8).
+    /// Trust project hooks (hookd's project-hook trust).
     Trust(TrustRequest),
     /// Forget a project's trusted hooks.
     Untrust(UntrustRequest),
@@ -304,7 +304,7 @@ pub struct ReloadRequest {
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum Scope {
-    /// The user settings, `~/.gemini/settings.json` (the default, decision D7).
+    /// The user settings, `~/.gemini/settings.json` (the default, hookd's edit scopes).
     #[default]
     User,
     /// The project settings, `<cwd>/.gemini/settings.json`.

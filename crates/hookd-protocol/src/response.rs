@@ -232,7 +232,7 @@ pub struct HookRecord {
     pub error: Option<String>,
     /// How the run ended.
     pub outcome: Outcome,
-    /// Which way the hook failed, for its failure policy (decision D9): `spawn_failed`,
+    /// Which way the hook failed, for its failure policy: `spawn_failed`,
     /// `refused`, `timed_out`, `signalled`, `output_too_large` or `exited_without_decision`;
     /// `null` when it did not fail or was cancelled. A string rather than an enum so that a
     /// kind added later does not make older clients reject the whole record; absent in
@@ -240,7 +240,7 @@ pub struct HookRecord {
     #[serde(default)]
     pub failure: Option<String>,
     /// A note for the user that is not an error: the first run of an untrusted project hook
-    /// under the `warn` trust policy says so here (decision D8). Absent when there is none.
+    /// under the `warn` trust policy says so here (hookd's project-hook trust). Absent when there is none.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub warning: Option<String>,
 }
@@ -384,7 +384,7 @@ pub struct ListedHook {
     /// How its latest run went, if it ran since the daemon started.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub last_run: Option<LastRun>,
-    /// `true` for a project hook that is not trusted (decision D8): under the `require`
+    /// `true` for a project hook that is not trusted (hookd's project-hook trust): under the `require`
     /// policy it does not run. Absent (false) for every other hook.
     #[serde(default, skip_serializing_if = "is_false")]
     pub untrusted: bool,

@@ -14,11 +14,11 @@
 //! from just before it is spawned until its result is known, so the number of hook processes
 //! across all clients is bounded; hooks beyond the cap wait in line and are never dropped.
 //!
-//! Each hook's record gets its failure policy (decision D9) applied right after its output is
+//! Each hook's record gets its failure policy applied right after its output is
 //! interpreted: the hook's own `on_failure`, else [`RunnerConfig::default_on_failure`]. So the
 //! streamed records, sequential chaining and the aggregate all see the same record.
 //!
-//! Project hooks need the user's trust (decision D8; the registry marks them, see
+//! Project hooks need the user's trust (hookd's project-hook trust; the registry marks them, see
 //! `hookd_core::trust`). Under [`RunnerConfig::project_hooks`] `require` an untrusted one is
 //! not spawned: its record's outcome is `Refused`, with an error naming the hook and the
 //! command that trusts it, and everything a trusted one's key covers is read and hashed again
@@ -38,7 +38,7 @@
 //!
 //! A builtin filter (`"type": "builtin"`, `hookd_core::redact`) on a plain AfterModel firing
 //! runs in the firing's task with no process and no hook slot: its record is a success whose
-//! output replaces the chunk's text (`{"content": ...}`, decision D6) when the filter changed
+//! output replaces the chunk's text (`{"content": ...}`, hookd's chunk text) when the filter changed
 //! it. The filters run before the plan's other hooks, which get the filtered text as
 //! `content` and in `llm_response` ([`set_chunk_text`]). (Streamed AfterModel chunks run their
 //! filters in the server, with state across chunks.)
@@ -960,7 +960,7 @@ async fn run_builtin_bounded(entry: &HookEntry, input: &Map<String, Value>) -> H
 }
 
 /// The filter and the text a builtin hook filters: the input's `content` when it is a string
-/// (decision D6), else the text of its `llm_response` chunk. `Err` is the run of a hook that
+/// (hookd's chunk text), else the text of its `llm_response` chunk. `Err` is the run of a hook that
 /// cannot filter.
 fn builtin_text<'i>(
     entry: &HookEntry,
@@ -1916,7 +1916,7 @@ mod tests {
                 json!({"content": redacted}).to_string(),
                 Some(redacted),
             ),
-            // D6: `content`, when the client sent it, is what is filtered.
+            // chunk text: `content`, when the client sent it, is what is filtered.
             (
                 json!({"llm_response": chunk("other"), "content": format!("key {key} here")}),
                 json!({"content": redacted}).to_string(),

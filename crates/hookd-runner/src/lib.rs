@@ -3,7 +3,7 @@
 //! `hookd-core` decides what happens when a hook event fires; this crate does the parts that
 //! touch the outside world: reading settings files from disk and running hook processes.
 //! [`process`] runs one command in its own process group with bounded output and a timeout
-//! that always bounds latency (decisions D2 and D3), started by [`spawn`]; [`worker`] keeps persistent workers that
+//! that always bounds latency (hookd's hard timeouts and output caps), started by [`spawn`]; [`worker`] keeps persistent workers that
 //! answer one JSON line per event; [`prewarm`] keeps one-shot hooks' next process started
 //! ahead of their event; [`fire`] runs a whole plan for one firing, in parallel or
 //! sequentially with chaining, under a daemon-wide cap on concurrently running hook processes

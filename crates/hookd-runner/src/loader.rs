@@ -33,7 +33,7 @@
 //!
 //! hookd's own hooks files have the settings schema (`hooks` and `hooksConfig`) and are
 //! layers of their scope: the user file is labelled `user`, the project file `project`, so
-//! folder trust and project-hook trust (D8) apply to the latter as to `.gemini/settings.json`.
+//! folder trust and project-hook trust apply to the latter as to `.gemini/settings.json`.
 //! Claude Code's files are read as written and converted by
 //! [`hookd_core::dialect::convert_claude_settings`] when the registry input is assembled
 //! ([`convert_claude_layers`]): their hooks keep Claude's language (`"dialect": "claude"`),
@@ -80,7 +80,7 @@
 //! 4. No matching rule, or an invalid file, means untrusted. Gemini CLI would ask the user (or
 //!    consult the IDE, or trust a headless session); a daemon cannot ask, so it refuses.
 //!
-//! # Project-hook trust (decision D8)
+//! # Project-hook trust
 //!
 //! The trust store is hookd's own file, `$XDG_CONFIG_HOME/hookd/trusted-hooks.json` (an
 //! absolute `XDG_CONFIG_HOME` only), else `<home>/.config/hookd/trusted-hooks.json` with the

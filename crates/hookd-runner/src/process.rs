@@ -1,4 +1,4 @@
-//! Running one hook command as a child process (spec §4.1, §4.5; decisions D2 and D3).
+//! Running one hook command as a child process (spec §4.1, §4.5; hookd's hard timeouts and output caps).
 //!
 //! Each run is a small state machine: *spawning* → *running* → *terminating* → *done*.
 //!
@@ -62,10 +62,10 @@ use tokio_util::sync::CancellationToken;
 
 use crate::spawn::{self, HookChild, HookEnv, Launch, ReadNow, SpawnError};
 
-/// The default cap on each captured stream (decision D3).
+/// The default cap on each captured stream (hookd's output caps).
 pub const DEFAULT_MAX_OUTPUT_BYTES: usize = 1024 * 1024;
 
-/// The default time between `SIGTERM` and `SIGKILL` (decision D2).
+/// The default time between `SIGTERM` and `SIGKILL` (hookd's hard timeouts).
 pub const DEFAULT_KILL_GRACE: Duration = Duration::from_secs(2);
 
 /// How long a hook is waited for by its exit alone before its output pipes are drained as it
@@ -97,9 +97,9 @@ const FAR_FUTURE: Duration = Duration::from_secs(100 * 365 * 24 * 60 * 60);
 /// Limits that apply to every hook process, whatever its own configuration says.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct ProcessLimits {
-    /// The most bytes captured from each of stdout and stderr (decision D3).
+    /// The most bytes captured from each of stdout and stderr (hookd's output caps).
     pub max_output_bytes: usize,
-    /// How long a terminated process group gets between `SIGTERM` and `SIGKILL` (decision D2).
+    /// How long a terminated process group gets between `SIGTERM` and `SIGKILL` (hookd's hard timeouts).
     pub kill_grace: Duration,
 }
 
@@ -469,7 +469,7 @@ impl Drop for GroupGuard {
     }
 }
 
-/// Stops a process group the way a timed-out hook is stopped (decision D2): `SIGTERM` to the
+/// Stops a process group the way a timed-out hook is stopped (hookd's hard timeouts): `SIGTERM` to the
 /// group, up to `grace` for the leader to exit, `SIGKILL`, a short wait for the leader, and a
 /// last `SIGKILL` for whatever is left of the group. Pipes are not drained meanwhile: nothing
 /// more is wanted from the process. Returns within `grace` plus a small slack.

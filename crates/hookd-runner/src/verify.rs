@@ -1,5 +1,5 @@
 //! Reading what a project hook's trust key covers from disk, and running verified bytes
-//! (decision D8).
+//! (hookd's project-hook trust).
 //!
 //! [`collect`] turns `hookd_core::trust::coverage` into file contents: it reads the scripts
 //! the command runs (and, for shell scripts, what they source and start, a few levels deep),

@@ -35,9 +35,9 @@ pub struct ServerConfig {
     /// client pipelining thousands of requests is served in order without the daemon holding
     /// thousands of runs.
     pub max_inflight_per_connection: usize,
-    /// Each hook's stdout and stderr are captured up to this many bytes (decision D3).
+    /// Each hook's stdout and stderr are captured up to this many bytes (hookd's output caps).
     pub max_output_bytes: usize,
-    /// Time between SIGTERM and SIGKILL to a timed-out hook's process group (decision D2).
+    /// Time between SIGTERM and SIGKILL to a timed-out hook's process group (hookd's hard timeouts).
     pub kill_grace: Duration,
     /// How long a graceful stop lets in-flight runs finish before killing them.
     pub shutdown_grace: Duration,
@@ -45,10 +45,10 @@ pub struct ServerConfig {
     pub handshake_timeout: Duration,
     /// The shell that runs hook command lines.
     pub shell: PathBuf,
-    /// The failure policy (decision D9) of hooks whose settings entry has no valid
+    /// The failure policy of hooks whose settings entry has no valid
     /// `on_failure` key: `allow` (Gemini CLI's behaviour) unless changed.
     pub default_on_failure: FailurePolicy,
-    /// What an untrusted project hook does (decision D8): `warn` (run it and say so once,
+    /// What an untrusted project hook does (hookd's project-hook trust): `warn` (run it and say so once,
     /// Gemini CLI's behaviour) unless changed to `require` (do not run it).
     pub project_hooks: ProjectHookPolicy,
     /// The daemon's own environment: used to find the settings layers, to expand `$VAR` in

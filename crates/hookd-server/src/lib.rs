@@ -12,7 +12,7 @@
 //! when their files change), `watcher` (watches the settings files and triggers the
 //! rebuilds), `lastgood` (a bad save keeps the last good version of a file in force),
 //! `manage` (enable/disable by editing settings files), `trust` (the project-hook trust
-//! requests, decision D8), `lastrun` (each hook's latest run),
+//! requests, hookd's project-hook trust), `lastrun` (each hook's latest run),
 //! `convert` (engine types to wire types), `audit` (the audit log and its writer thread),
 //! `limits` (the connection limit's saturation log, each connection's in-flight cap).
 

@@ -1,7 +1,7 @@
 //! Enabling and disabling hooks by editing settings files, as Gemini CLI's `/hooks enable`,
 //! `/hooks disable`, `/hooks enable-all` and `/hooks disable-all` do (spec §1.7).
 //!
-//! hookd departs in the scope written (decision D7): `disable` writes the user settings unless
+//! hookd departs in the scope written (hookd's edit scopes): `disable` writes the user settings unless
 //! the project scope is asked for; `enable` and `enable-all` clear the name from both writable
 //! scopes, the user settings and the project settings of the request's directory, as Gemini
 //! CLI clears it from the user and workspace scopes. System and system-defaults settings are

@@ -80,7 +80,7 @@ impl Snapshot {
         self.input.folder_trusted
     }
 
-    /// The script files its project hooks run (decision D8), for the watcher: editing one
+    /// The script files its project hooks run (hookd's project-hook trust), for the watcher: editing one
     /// changes the hooks' trust keys.
     pub(crate) fn script_files(&self) -> impl Iterator<Item = &Path> {
         self.input

@@ -968,7 +968,7 @@ pub(crate) fn replacement_text(aggregate: &hookd_core::aggregate::Aggregate) -> 
 }
 
 /// The record of a builtin filter's run on one chunk: a hook that exited 0, whose output
-/// replaces the chunk's text (`{"content": ...}`, decision D6) when the filter changed it.
+/// replaces the chunk's text (`{"content": ...}`, hookd's chunk text) when the filter changed it.
 fn builtin_record(entry: &HookEntry, filtered: Option<String>, duration: Duration) -> HookResult {
     let output = filtered.map(|content| json!({ "content": content }));
     HookResult {

@@ -1,4 +1,4 @@
-//! The trust requests (decision D8): what `trust` would trust, trusting, untrusting, listing.
+//! The trust requests (hookd's project-hook trust): what `trust` would trust, trusting, untrusting, listing.
 //!
 //! The registry already knows, for every project hook, its trust key (name, command, and the
 //! SHA-256 of each project script its command runs) and whether the trust store holds it. A

@@ -14,7 +14,7 @@
 //! directory, each loaded project's `.gemini/` and `.hookd/` directories (and `.claude/` with
 //! `--claude-settings`; plus the project directory itself
 //! when extensions may read its `.env`), and the directory of every script a loaded project's
-//! hooks run (decision D8: editing a trusted script must make its hook untrusted).
+//! hooks run (hookd's project-hook trust: editing a trusted script must make its hook untrusted).
 //!
 //! A directory that does not exist yet (a project without `.hookd/`, a machine without
 //! `/etc/gemini-cli/`) is not watched through an ancestor: inotify reports every file opened

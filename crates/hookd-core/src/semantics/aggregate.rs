@@ -29,11 +29,11 @@
 //!
 //! hookd's departures:
 //!
-//! - D5: an `allowedFunctionNames` string is split on commas (items trimmed, empty ones
+//! - tool lists: an `allowedFunctionNames` string is split on commas (items trimmed, empty ones
 //!   dropped) where Gemini CLI iterates it character by character; and a tool config in the
 //!   seeds' nested shape `toolConfig.functionCallingConfig.{mode, allowedFunctionNames}` is
 //!   read when `toolConfig` itself has neither key.
-//! - D6: an AfterModel output with a string `content` (and no `llm_response` of its own)
+//! - chunk text: an AfterModel output with a string `content` (and no `llm_response` of its own)
 //!   replaces this chunk's text: before merging, `hookSpecificOutput.llm_response` is
 //!   synthesised from the input's `llm_response`, so the final output carries the replacement
 //!   where Gemini CLI's client reads it. `all_outputs` keeps what the hooks printed.
@@ -80,7 +80,7 @@ pub struct Aggregate {
 }
 
 /// Aggregates the results of one firing of `event`; `input` is the firing's payload (read for
-/// D6's AfterModel content replacement).
+/// hookd's chunk text AfterModel content replacement).
 pub fn aggregate(
     event: HookEventName,
     results: &[HookResult],
@@ -335,7 +335,7 @@ fn simple_merge(outputs: &[Value]) -> Map<String, Value> {
     merged
 }
 
-/// §5.3 (with D5): the union of tool configs.
+/// §5.3 (with tool lists): the union of tool configs.
 fn tool_selection(outputs: &[Value]) -> Result<Map<String, Value>, JsTypeError> {
     let mut names: Vec<Value> = Vec::new();
     let mut has_none = false;
@@ -399,7 +399,7 @@ fn tool_selection(outputs: &[Value]) -> Result<Map<String, Value>, JsTypeError> 
     Ok(merged)
 }
 
-/// D5: reads the seeds' nested `toolConfig.functionCallingConfig` when `toolConfig` itself
+/// tool lists: reads the seeds' nested `toolConfig.functionCallingConfig` when `toolConfig` itself
 /// has neither `mode` nor `allowedFunctionNames`.
 fn effective_tool_config(tool_config: &Value) -> &Value {
     match tool_config {
@@ -429,7 +429,7 @@ fn add_to_set(set: &mut Vec<Value>, value: &Value) {
     }
 }
 
-/// D6: an AfterModel output with a string `content` and no `llm_response` of its own gets
+/// chunk text: an AfterModel output with a string `content` and no `llm_response` of its own gets
 /// `hookSpecificOutput.llm_response` synthesised from the input's `llm_response`, with this
 /// chunk's text replaced by `content`.
 fn with_content_replacement(output: &Value, input: &Map<String, Value>) -> Value {
@@ -969,14 +969,14 @@ mod tests {
                 tc("AUTO", json!([])),
             ),
             (vec![json!(["array"])], tc("AUTO", json!([]))),
-            // D5: a string allowedFunctionNames is split on commas.
+            // tool lists: a string allowedFunctionNames is split on commas.
             (
                 vec![out(
                     json!({"mode": "ANY", "allowedFunctionNames": " read_file, glob,,"}),
                 )],
                 tc("ANY", json!(["glob", "read_file"])),
             ),
-            // D5: the seeds' nested functionCallingConfig shape.
+            // tool lists: the seeds' nested functionCallingConfig shape.
             (
                 vec![out(json!({"functionCallingConfig": {"mode": "ANY",
                     "allowedFunctionNames": ["read_file", "write_file", "replace"]}}))],
@@ -989,7 +989,7 @@ mod tests {
                 )],
                 tc("AUTO", json!([])),
             ),
-            // D5 plain-text list output (as interpret produces it) merges like JSON.
+            // tool lists plain-text list output (as interpret produces it) merges like JSON.
             (
                 vec![
                     tc("ANY", json!(["write_file", "read_file"])),

@@ -330,7 +330,7 @@ impl HookEventName {
     }
 
     /// The event-specific input fields, in the order Gemini CLI serialises them (spec §4.4),
-    /// followed by hookd's own additions (D6 for AfterModel).
+    /// followed by hookd's own additions (chunk text for AfterModel).
     pub fn input_fields(self) -> &'static [&'static str] {
         match self {
             HookEventName::BeforeTool => &[

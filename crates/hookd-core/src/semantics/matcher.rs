@@ -1,4 +1,4 @@
-//! Matchers: which firings of an event a hook definition applies to (spec §2, decision D4).
+//! Matchers: which firings of an event a hook definition applies to (spec §2, hookd's JavaScript regexes).
 //!
 //! A matcher is compiled once when the registry is built and evaluated against a
 //! [`MatchContext`] derived from the event's input:

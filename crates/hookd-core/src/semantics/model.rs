@@ -8,7 +8,7 @@ use serde_json::{Map, Value};
 use crate::exec::{ExecMode, parse_drop_fields, parse_exec_mode, parse_max_memory};
 use crate::failure::{FailurePolicy, parse_on_failure};
 
-/// The layer a hook was defined in (decision D1: real labels, not Gemini CLI's blanket `project`).
+/// The layer a hook was defined in (hookd's real layers: real labels, not Gemini CLI's blanket `project`).
 ///
 /// The derived order is the precedence order used for planning: project first, extensions last.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
@@ -186,7 +186,7 @@ impl HookConfig {
         matches!(self.hook_type, HookType::Command | HookType::Plugin)
     }
 
-    /// The hook's own failure policy (its `on_failure` key, decision D9); `None` when the key
+    /// The hook's own failure policy (its `on_failure` key, hookd's failure policy); `None` when the key
     /// is absent or invalid, so that the daemon's default applies. Settings parsing reports an
     /// invalid value as a warning.
     pub fn on_failure(&self) -> Option<FailurePolicy> {
@@ -245,7 +245,7 @@ pub struct HookEntry {
     /// `false` when the display name is in `hooksConfig.disabled`; disabled hooks are listed but
     /// never planned.
     pub enabled: bool,
-    /// Whether the hook needs the user's trust to run, and whether it has it (decision D8):
+    /// Whether the hook needs the user's trust to run, and whether it has it (hookd's project-hook trust):
     /// only project hooks that run a command do.
     pub trust: crate::hooktrust::HookTrust,
     /// The compiled filter of a `builtin` hook (compiled once per registry build); `None` for

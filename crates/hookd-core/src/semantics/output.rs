@@ -24,7 +24,7 @@
 //! The other outcomes: a process killed by a signal reports exit code 0, fails, and its output
 //! is parsed as for code 0, with no error (Gemini CLI reports none). A timeout discards the
 //! output and reports `Hook timed out after <N>ms`. A spawn failure, a cancellation and a
-//! refusal report their message and no output. A stream over the capture cap (decision D3)
+//! refusal report their message and no output. A stream over the capture cap (hookd's output caps)
 //! fails with an error naming the stream and the cap. What it kept still decides when it
 //! can: if the text the output is read from (see above) starts with a JSON object whose
 //! `decision` (or `continue: false`) came before the cut, the object's complete members are
@@ -33,7 +33,7 @@
 //! stderr over the cap next to a stdout that is not blank does not touch the decision (stdout
 //! is complete and parsed as usual); the runner reports such a run as an ordinary exit.
 //!
-//! Decision D5 (BeforeToolSelection only): where the plain-text path applies with exit code 0
+//! hookd's tool lists (BeforeToolSelection only): where the plain-text path applies with exit code 0
 //! and the text is a comma-separated list of tool names, the output selects exactly those
 //! tools with mode `ANY`, as the seed documents describe.
 //!
@@ -65,7 +65,7 @@ pub struct Interpretation {
     pub error: Option<String>,
 }
 
-/// Interprets one hook run for `event` (spec §4.6 plus decisions D3 and D5).
+/// Interprets one hook run for `event` (spec §4.6 plus hookd's output caps and tool lists).
 pub fn interpret(event: HookEventName, run: &HookRun) -> Interpretation {
     match &run.outcome {
         HookOutcome::Exited { code } => {
@@ -251,7 +251,7 @@ pub fn parse_output(
     }
 }
 
-/// The output a plain-text answer stands for, by exit code (and D5 for BeforeToolSelection).
+/// The output a plain-text answer stands for, by exit code (and tool lists for BeforeToolSelection).
 pub fn plain_text_output(event: HookEventName, text: &str, code: i32) -> Value {
     if code == 0 && event == HookEventName::BeforeToolSelection {
         if let Some(names) = tool_name_list(text) {
@@ -284,7 +284,7 @@ pub fn plain_text_output(event: HookEventName, text: &str, code: i32) -> Value {
     Value::Object(output)
 }
 
-/// Splits `text` into tool names if it is a comma-separated list of them (decision D5):
+/// Splits `text` into tool names if it is a comma-separated list of them (hookd's tool lists):
 /// every item, trimmed, must be a non-empty `[A-Za-z_][A-Za-z0-9_.:-]*`. A single name is a
 /// list of one.
 pub fn tool_name_list(text: &str) -> Option<Vec<String>> {

@@ -5,7 +5,7 @@
 //! other key the caller gave, in the caller's order. Optional fields the caller did not give
 //! stay absent; nothing is invented as `null`.
 //!
-//! AfterModel also carries hookd's `content` and `full_content` (decision D6): this chunk's
+//! AfterModel also carries hookd's `content` and `full_content` (hookd's chunk text): this chunk's
 //! text and the text accumulated so far in the response. The caller normally gives both; when
 //! it does not, `content` is derived from the chunk's `llm_response` and `full_content`
 //! defaults to `content`.
@@ -158,7 +158,7 @@ fn base_value<'a>(base: &'a BaseFields, key: &str) -> &'a str {
     }
 }
 
-/// Fields the payload derives when the caller did not give them (AfterModel only, D6).
+/// Fields the payload derives when the caller did not give them (AfterModel only, chunk text).
 fn derived_fields(
     event: HookEventName,
     event_input: &Map<String, Value>,

@@ -1,4 +1,4 @@
-//! What a failing hook decides (decision D9): the hook's `on_failure` policy.
+//! What a failing hook decides (hookd's failure policy): the hook's `on_failure` policy.
 //!
 //! Gemini CLI treats a failing hook as non-blocking: a gate that crashes, hangs or cannot be
 //! started lets the tool call through. hookd keeps that as the default (`"allow"`) and lets a
@@ -10,7 +10,7 @@
 //! - could not be started (`spawn_failed`) or hookd would not run it (`refused`);
 //! - outlived its timeout (`timed_out`);
 //! - was killed by a signal hookd did not send (`signalled`);
-//! - printed more than the capture cap (`output_too_large`, decision D3);
+//! - printed more than the capture cap (`output_too_large`, hookd's output caps);
 //! - exited with a non-zero code and printed no JSON output with a string `decision`
 //!   (`exited_without_decision`): plain text, a stack trace, nothing at all, or JSON without a
 //!   decision.

@@ -45,7 +45,7 @@ pub enum HookOutcome {
         /// The timeout that expired, in milliseconds.
         timeout_ms: u64,
     },
-    /// A captured stream exceeded its cap (decision D3). The process still ran to completion.
+    /// A captured stream exceeded its cap (hookd's output caps). The process still ran to completion.
     OutputTooLarge {
         /// The stream that overflowed (stdout if both did).
         stream: StreamName,
@@ -142,10 +142,10 @@ pub struct HookResult {
     pub error: Option<String>,
     /// The typed outcome.
     pub outcome: HookOutcome,
-    /// Which way the run failed (decision D9), or `None` when it did not fail or was
+    /// Which way the run failed (hookd's failure policy), or `None` when it did not fail or was
     /// cancelled; see [`crate::policy`].
     pub failure: Option<FailureKind>,
     /// A note for the user that is not an error: the first run of an untrusted project hook
-    /// under the `warn` trust policy says so here (decision D8).
+    /// under the `warn` trust policy says so here (hookd's project-hook trust).
     pub warning: Option<String>,
 }

@@ -1,4 +1,4 @@
-//! The hook registry and planner (spec §1.2, §1.3, §1.6, §1.7, §3; decision D1).
+//! The hook registry and planner (spec §1.2, §1.3, §1.6, §1.7, §3; hookd's real layers).
 //!
 //! [`Registry::build`] takes the text of every settings layer, the extensions and a few facts
 //! about the workspace, and produces the ordered list of hooks with compiled matchers:
@@ -15,11 +15,11 @@
 //! - **Folder trust.** In an untrusted folder every settings-file hook is skipped, user and
 //!   system ones included (Gemini CLI's behaviour, spec §10.18), with a diagnostic; extension
 //!   hooks still run.
-//! - **Labels and order (D1).** Each hook keeps its real layer. The registry order is project,
+//! - **Labels and order (real layers).** Each hook keeps its real layer. The registry order is project,
 //!   user, system, system defaults, then extensions in the order given; within a layer the
 //!   file's order. Gemini CLI instead concatenates system defaults, user, workspace and system
 //!   and labels them all `project`; hookd follows the precedence its users document.
-//! - **Project-hook trust (D8).** Every project hook that runs a command is marked trusted or
+//! - **Project-hook trust.** Every project hook that runs a command is marked trusted or
 //!   untrusted ([`HookEntry::trust`]) from the trust store's keys for the project and the
 //!   digests of the script files its command runs ([`RegistryInput::hook_trust`]); the runner
 //!   decides what an untrusted hook does. Other layers are never gated, and under the
@@ -265,7 +265,7 @@ impl Registry {
             return registry;
         }
 
-        // Settings-file hooks, in precedence order (D1); the sort is stable.
+        // Settings-file hooks, in precedence order (real layers); the sort is stable.
         let mut by_precedence: Vec<(&SettingsLayer, LayerFile)> =
             layers.iter().zip(files.iter().copied()).collect();
         by_precedence.sort_by_key(|(layer, _)| layer.source);
@@ -1520,7 +1520,7 @@ mod tests {
         ];
         // (policy, planned hooks)
         let cases: [(ProjectHookPolicy, &[&str]); 2] = [
-            // Gemini CLI's (and D1's) rule: the first copy wins.
+            // Gemini CLI's (and hookd's) rule: the first copy wins.
             (ProjectHookPolicy::Warn, &["project gate", "project p"]),
             // The untrusted project copy is still planned (its record says it was refused),
             // once, and the user's own copy runs too.

@@ -1,4 +1,4 @@
-//! Project-hook trust (decision D8): which project hooks the user has reviewed, by content.
+//! Project-hook trust: which project hooks the user has reviewed, by content.
 //!
 //! Gemini CLI fingerprints a project hook by `"<name>:<command>"` and only warns, once, when a
 //! fingerprint is new (spec §1.8). hookd keeps that as the `warn` policy and adds `require`,

@@ -570,7 +570,7 @@ fn convert_hook(
                     ),
                 ),
             },
-            // Claude Code's `onFailure` is hookd's `on_failure` (decision D9).
+            // Claude Code's `onFailure` is hookd's `on_failure` (hookd's failure policy).
             "onFailure" => match value.as_str() {
                 Some("block") if options.purpose == Purpose::Layer => {
                     // `onFailure` stays too: a Claude hook's failure is worded as Claude

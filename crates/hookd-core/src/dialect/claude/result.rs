@@ -6,7 +6,7 @@
 //! |---|---|---|
 //! | 0 | JSON on stdout is the answer; plain stdout is context for `UserPromptSubmit` and `SessionStart`, shown in the transcript only for the others | the JSON translated (below); plain text: `additionalContext` for those two events, no output for the others |
 //! | 2 | blocks, with stderr as the reason; stdout is ignored | `PreToolUse`: `decision: "deny"`; `PostToolUse`, `UserPromptSubmit`, `Stop`, `SubagentStop`, `PreCompact`: `decision: "block"`; both with `reason` = stderr; `SessionStart`, `SessionEnd`, `Notification` (which cannot block): `systemMessage` = stderr |
-//! | other | a non-blocking error: stderr is shown, stdout is ignored | `systemMessage: "Warning: <stderr>"`, no decision, so the hook's failure policy (decision D9) applies |
+//! | other | a non-blocking error: stderr is shown, stdout is ignored | `systemMessage: "Warning: <stderr>"`, no decision, so the hook's failure policy applies |
 //!
 //! JSON fields: `continue`, `stopReason`, `suppressOutput` and `systemMessage` keep their
 //! names. `PreToolUse`'s `hookSpecificOutput.permissionDecision` (`allow`/`deny`/`ask`; the
