@@ -11,6 +11,7 @@
 //! every rule testable by tables and makes the daemon's behaviour reproducible.
 
 pub mod aggregate;
+pub mod breaker;
 pub mod chain;
 pub mod command;
 pub mod condition;

@@ -620,6 +620,13 @@ fn parse_entry(
             problem.message,
         );
     }
+    if let (_, Some(problem)) = crate::exec::parse_async(raw) {
+        warn(
+            diagnostics,
+            format!("{key_path}.{}", problem.key),
+            problem.message,
+        );
+    }
     if let (_, Some(problem)) = crate::exec::parse_dialect(raw) {
         warn(
             diagnostics,
