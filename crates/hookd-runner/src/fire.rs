@@ -78,6 +78,7 @@ use serde_json::{Map, Value};
 use tokio::sync::Semaphore;
 use tokio_util::sync::CancellationToken;
 
+use crate::breakers::Breakers;
 use crate::prewarm::{PrewarmRequest, Prewarmer};
 use crate::process::{ProcessLimits, ProcessSpec, run_one_shot, run_process};
 use crate::slots::SlotSource;
@@ -125,6 +126,8 @@ pub struct RunnerConfig {
     pub prewarm: Arc<Prewarmer>,
     /// Hook environments already built, shared by every firing.
     pub envs: Arc<EnvCache>,
+    /// Every hook's circuit breaker, shared by every firing (`crate::breakers`).
+    pub breakers: Arc<Breakers>,
 }
 
 impl RunnerConfig {
@@ -182,6 +185,7 @@ impl Default for RunnerConfig {
             workers: Arc::new(WorkerPools::new()),
             prewarm: Arc::new(Prewarmer::new()),
             envs: Arc::new(EnvCache::default()),
+            breakers: Arc::new(Breakers::default()),
         }
     }
 }
@@ -609,7 +613,20 @@ impl<'a> Firing<'a> {
         } else {
             (stdin, None)
         };
-        let (run, warning) = match self.trust_verdict(entry).await {
+        // A hook paused by its circuit breaker is not spawned; it fails as "refused",
+        // which its failure policy then turns into its decision.
+        let admitted = if is_process {
+            self.config.breakers.admit(entry)
+        } else {
+            Ok(false)
+        };
+        let verdict = match &admitted {
+            Ok(_) => self.trust_verdict(entry).await,
+            Err(message) => TrustVerdict::Refuse {
+                message: message.clone(),
+            },
+        };
+        let (run, warning) = match verdict {
             TrustVerdict::Run { warning, verified } => {
                 let run = if entry.config.hook_type == HookType::Builtin {
                     run_builtin_bounded(entry, input).await
@@ -629,6 +646,9 @@ impl<'a> Firing<'a> {
             None => hook_result(entry, run),
         };
         let mut result = apply_failure_policy(interpreted, policy);
+        if let (true, Ok(trial)) = (is_process, admitted) {
+            self.config.breakers.record(entry, trial, &result);
+        }
         if let (HookType::Builtin, HookOutcome::TimedOut { timeout_ms }) =
             (&entry.config.hook_type, &result.outcome)
         {
