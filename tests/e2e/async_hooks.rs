@@ -167,9 +167,11 @@ async fn a_relayed_session_end_returns_within_the_hosts_budget_and_its_hook_fini
     assert!(!done.exists(), "the relay did not wait for the hook");
 
     // The relay (the daemon's only client) has exited; the hook still finishes.
-    wait_until("the SessionEnd hook finished", Duration::from_secs(20), || {
-        done.exists()
-    })
+    wait_until(
+        "the SessionEnd hook finished",
+        Duration::from_secs(20),
+        || done.exists(),
+    )
     .await;
     let line = wait_for_audit(&audit, "SessionEnd", "detached").await;
     assert_eq!(line["session_id"], "s-end");
@@ -299,7 +301,9 @@ async fn daemon_with_background_sleeper(
         None,
         vec![hook(
             "sync-up",
-            &format!("echo $$ > '{dir}/pid'; touch '{dir}/started'; sleep {seconds}; touch '{dir}/done'"),
+            &format!(
+                "echo $$ > '{dir}/pid'; touch '{dir}/started'; sleep {seconds}; touch '{dir}/done'"
+            ),
             json!({"async": true}),
         )],
     )]);
@@ -326,9 +330,11 @@ async fn start_background_work(daemon: &Daemon, outside: &Path) {
         .await
         .expect("answered");
     let started = outside.join("started");
-    wait_until("the background hook started", Duration::from_secs(20), || {
-        started.exists()
-    })
+    wait_until(
+        "the background hook started",
+        Duration::from_secs(20),
+        || started.exists(),
+    )
     .await;
 }
 
@@ -436,7 +442,10 @@ async fn a_failing_guard_is_paused_denies_while_paused_and_resumes_after_the_bac
     assert!(reason.contains("paused by the circuit breaker"), "{reason}");
     assert_eq!(runs(), 2, "a paused hook is not spawned");
     let listing = client.list(daemon.cwd()).await.expect("list");
-    let paused = listing.hooks[0].paused.clone().expect("list shows it paused");
+    let paused = listing.hooks[0]
+        .paused
+        .clone()
+        .expect("list shows it paused");
     assert_eq!(paused.failures, 2);
     let status = client.status().await.expect("status");
     let breaker = status.breaker.expect("breaker status");
@@ -446,7 +455,9 @@ async fn a_failing_guard_is_paused_denies_while_paused_and_resumes_after_the_bac
     assert_eq!(stats.breaker.expect("breaker").paused[0].name, "guard");
     let skipped = audit_lines(&audit);
     assert!(
-        skipped.iter().any(|line| line["hooks"][0]["failure"] == "refused"),
+        skipped
+            .iter()
+            .any(|line| line["hooks"][0]["failure"] == "refused"),
         "the skipped run is audited: {skipped:?}"
     );
 

@@ -35,7 +35,13 @@ pub fn render(background: Option<&BackgroundStatus>, breaker: Option<&BreakerSta
             );
         }
         for hook in &breaker.paused {
-            let _ = writeln!(out, "  paused: {} ({}): {}", hook.name, hook.event, paused(hook));
+            let _ = writeln!(
+                out,
+                "  paused: {} ({}): {}",
+                hook.name,
+                hook.event,
+                paused(hook)
+            );
         }
     }
     out

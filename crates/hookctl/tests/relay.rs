@@ -260,7 +260,11 @@ fn assert_detached_answer(run: &Run, event: &str) {
         let answer = run.json();
         assert_eq!(answer.get("systemMessage"), None, "{event}: {answer}");
     }
-    assert!(run.elapsed < Duration::from_secs(2), "{event}: {:?}", run.elapsed);
+    assert!(
+        run.elapsed < Duration::from_secs(2),
+        "{event}: {:?}",
+        run.elapsed
+    );
 }
 
 /// Waits (by polling the file system) until `path` exists: a detached hook writes it after
@@ -268,7 +272,11 @@ fn assert_detached_answer(run: &Run, event: &str) {
 async fn wait_for_file(path: &Path) {
     let deadline = Instant::now() + Duration::from_secs(20);
     while !path.exists() {
-        assert!(Instant::now() < deadline, "{} never appeared", path.display());
+        assert!(
+            Instant::now() < deadline,
+            "{} never appeared",
+            path.display()
+        );
         tokio::time::sleep(Duration::from_millis(20)).await;
     }
 }

@@ -427,7 +427,10 @@ mod tests {
         assert!(breaker.is_idle() && !breaker.is_paused());
         breaker.record(&settings, false, Failed, now);
         assert!(!breaker.is_idle() && breaker.is_paused());
-        assert_eq!(breaker.admit(&settings, now + Duration::from_secs(10)), Admission::Trial);
+        assert_eq!(
+            breaker.admit(&settings, now + Duration::from_secs(10)),
+            Admission::Trial
+        );
         assert!(breaker.is_paused());
         breaker.record(&settings, true, Succeeded, now);
         assert!(breaker.is_idle());

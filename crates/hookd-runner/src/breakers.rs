@@ -142,10 +142,7 @@ impl Breakers {
         let Some(tracked) = hooks.get_mut(identity) else {
             return;
         };
-        match tracked
-            .breaker
-            .record(&self.settings, trial, verdict, now)
-        {
+        match tracked.breaker.record(&self.settings, trial, verdict, now) {
             Transition::None => {}
             Transition::Paused { backoff, failures } => {
                 self.pauses.fetch_add(1, Ordering::Relaxed);

@@ -209,9 +209,9 @@ pub const DEFAULT_MAX_PENDING_FRAME_BYTES: usize = 256 * 1024 * 1024;
 /// The default bound on background runs in flight (async hooks, detached events).
 pub const DEFAULT_MAX_BACKGROUND_RUNS: usize = 64;
 
-/// The default time a graceful stop gives background runs: 30 s, well inside systemd's
-/// default stop timeout of 90 s.
-pub const DEFAULT_BACKGROUND_GRACE: Duration = Duration::from_secs(30);
+/// The default time a graceful stop gives background runs: 20 s, so that with the kill grace
+/// the stop stays inside the `TimeoutStopSec=30` of the systemd unit.
+pub const DEFAULT_BACKGROUND_GRACE: Duration = Duration::from_secs(20);
 
 /// The default cap on in-flight event runs per connection: far more than an agent has at
 /// once, far fewer than a runaway client could pipeline.

@@ -874,13 +874,14 @@ impl Connection {
         }
         // Async hooks, and every hook of a detached event, run in the background
         // (`crate::background`); the rest of the plan, if any, answers the client.
-        let (plan, background) = match snapshot
-            .registry
-            .plan_relayed(event, &request.input, relayed_by)
-        {
-            Some(plan) => crate::background::split(plan, request.detach),
-            None => (None, None),
-        };
+        let (plan, background) =
+            match snapshot
+                .registry
+                .plan_relayed(event, &request.input, relayed_by)
+            {
+                Some(plan) => crate::background::split(plan, request.detach),
+                None => (None, None),
+            };
         if let Some((kind, background)) = background {
             let env = match &request.env {
                 Some(env) => wire_env(env.clone()),

@@ -51,8 +51,8 @@ pub use audit::AuditError;
 pub use config::{
     AuditConfig, DEFAULT_BACKGROUND_GRACE, DEFAULT_MAX_BACKGROUND_RUNS, ServerConfig,
 };
-pub use hookd_core::breaker::BreakerSettings;
 pub use control::{Control, Lifecycle};
+pub use hookd_core::breaker::BreakerSettings;
 pub use hookd_runner::spawn::{OpenFilesLimit, raise_open_files_limit};
 pub use socket::{BindError, BoundSocket, bind_socket, bind_socket_file};
 

@@ -70,7 +70,7 @@ struct Args {
     #[arg(long, value_name = "N")]
     max_background: Option<usize>,
     /// Milliseconds a graceful stop lets background runs finish, from the stop's start,
-    /// before killing their hooks and recording the runs as cut short [default: 30000].
+    /// before killing their hooks and recording the runs as cut short [default: 20000].
     #[arg(long, value_name = "MS")]
     background_grace_ms: Option<u64>,
     /// Failed runs in a row after which the circuit breaker pauses a hook (it then decides

@@ -515,7 +515,9 @@ fn convert_hook(
         Purpose::Migrate => rename_variable(command, "CLAUDE_PROJECT_DIR", "GEMINI_PROJECT_DIR"),
     };
 
-    let rewake = hook.get("asyncRewake").is_some_and(|value| value != &Value::Bool(false));
+    let rewake = hook
+        .get("asyncRewake")
+        .is_some_and(|value| value != &Value::Bool(false));
     let mut gemini = Map::new();
     gemini.insert("type".to_owned(), Value::from("command"));
     gemini.insert("command".to_owned(), Value::from(command));
@@ -1049,7 +1051,11 @@ mod tests {
                     "hooks.Stop[0].hooks[0]: converted with a change: asyncRewake cannot wake Claude Code through the relay once it has answered; the event waits for the hook, so its exit 2 reaches the model at once",
                 ],
             ),
-            (json!({"async": true, "asyncRewake": false}), Some(true), vec![]),
+            (
+                json!({"async": true, "asyncRewake": false}),
+                Some(true),
+                vec![],
+            ),
         ];
         for (keys, expected_async, expected_problems) in cases {
             let mut hook = json!({"type": "command", "command": "x.sh"});
