@@ -487,3 +487,44 @@ async fn a_failing_guard_is_paused_denies_while_paused_and_resumes_after_the_bac
     assert_eq!(decide(&result).0, "allow");
     assert_eq!(runs(), 4);
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_background_run_past_the_bound_is_dropped_and_recorded_not_queued() {
+    let settings = settings(&[(
+        "AfterTool",
+        None,
+        vec![hook(
+            "index",
+            "echo run >> runs; touch started; sleep 2",
+            json!({"async": true}),
+        )],
+    )]);
+    let (daemon, audit) = daemon_with_audit(settings, |config| {
+        config.max_background_runs = 1;
+    })
+    .await;
+    let client = daemon.client().await;
+    let fields = json!({"tool_name": "write_file", "tool_input": {}, "tool_response": {}});
+    let first = fire(&client, &daemon.cwd(), "AfterTool", fields.clone()).await;
+    assert!(first.hooks.is_empty(), "answered without the async hook");
+    let started = daemon.project.join("started");
+    wait_until("the first run started", Duration::from_secs(20), || {
+        started.exists()
+    })
+    .await;
+
+    // The one background slot is taken: the second run is dropped at once, not queued.
+    let second = fire(&client, &daemon.cwd(), "AfterTool", fields).await;
+    assert!(second.success && second.hooks.is_empty());
+    let line = wait_for_audit(&audit, "AfterTool", "dropped").await;
+    assert_eq!(line["hooks"][0]["name"], "index");
+    assert_eq!(line["hooks"][0]["failure"], "refused");
+    let status = client.status().await.expect("status");
+    let background = status.background.expect("background");
+    assert_eq!((background.started, background.dropped), (1, 1));
+    assert_eq!(background.max, 1);
+
+    wait_for_audit(&audit, "AfterTool", "async").await;
+    let runs = std::fs::read_to_string(daemon.project.join("runs")).expect("runs");
+    assert_eq!(runs.lines().count(), 1, "the dropped run never ran");
+}
