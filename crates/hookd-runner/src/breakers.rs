@@ -200,13 +200,6 @@ impl Breakers {
         paused
     }
 
-    /// Whether the hook of this identity is paused now.
-    pub fn is_paused(&self, identity: &str) -> Option<PausedHook> {
-        self.paused()
-            .into_iter()
-            .find(|hook| hook.identity == identity)
-    }
-
     /// Runs not spawned because their hook was paused, since start.
     pub fn skipped(&self) -> u64 {
         self.skipped.load(Ordering::Relaxed)
