@@ -1390,6 +1390,65 @@ mod tests {
     }
 
     #[tokio::test]
+    async fn a_paused_hook_is_not_spawned_and_fails_by_its_policy() {
+        use hookd_core::breaker::BreakerSettings;
+        use hookd_core::policy::FailureKind;
+        let dir = tempfile::tempdir().expect("tempdir");
+        let mut hook = (*command("echo run >> runs; exit 1")).clone();
+        hook.config
+            .raw
+            .insert("on_failure".to_owned(), Value::from("deny"));
+        let hook = Arc::new(hook);
+        let config = RunnerConfig {
+            breakers: Arc::new(Breakers::new(BreakerSettings {
+                threshold: 2,
+                backoff: Duration::from_secs(3600),
+                max_backoff: Duration::from_secs(3600),
+            })),
+            ..config(4)
+        };
+        let runs = || {
+            std::fs::read_to_string(dir.path().join("runs"))
+                .unwrap_or_default()
+                .lines()
+                .count()
+        };
+        // (runs so far after this firing, paused?)
+        for (expected_runs, paused) in [(1, false), (2, false), (2, true), (2, true)] {
+            let results = run_plan(
+                &plan(vec![Arc::clone(&hook)], false),
+                &request(dir.path()),
+                &config,
+                &CancellationToken::new(),
+                &mut |_, _| {},
+            )
+            .await;
+            let result = &results[0];
+            assert_eq!(runs(), expected_runs);
+            let decision = result
+                .output
+                .as_ref()
+                .and_then(|output| output.get("decision"));
+            assert_eq!(decision, Some(&Value::from("deny")), "{result:?}");
+            if paused {
+                assert_eq!(result.failure, Some(FailureKind::Refused));
+                assert!(
+                    matches!(&result.outcome, HookOutcome::Refused { message } if message.contains("paused by the circuit breaker after 2 failures")),
+                    "{:?}",
+                    result.outcome
+                );
+            } else {
+                assert_eq!(result.failure, Some(FailureKind::ExitedWithoutDecision));
+            }
+        }
+        assert_eq!(config.breakers.paused().len(), 1);
+        assert_eq!(
+            (config.breakers.pauses(), config.breakers.skipped()),
+            (1, 2)
+        );
+    }
+
+    #[tokio::test]
     async fn failure_policy_applies_to_streamed_and_returned_records() {
         use hookd_core::policy::FailureKind;
         let dir = tempfile::tempdir().expect("tempdir");
