@@ -140,8 +140,8 @@ pub(crate) fn status(audit: &AuditLog) -> hookd_protocol::AuditStatus {
 ///
 /// Keys, in order: `time`, `event`, `session_id`, `cwd`, `tool_name` (tool events only),
 /// `generation`, `hooks` (each `name`, `source`, `decision`, `exit_code`, `duration_ms`,
-/// `outcome`, `failure`, `success`), `decision`, `continue`, `success`, then `stdin` when
-/// included. A hook's `decision` is the string `decision` of its output (after its failure
+/// `outcome`, `failure`, `success`), `decision`, `continue`, `success`, `background` for a
+/// run no client waited for (`crate::background`), then `stdin` when included. A hook's `decision` is the string `decision` of its output (after its failure
 /// policy), else `null`; the run's `decision` and `continue` are those of the merged output,
 /// `null` where it has none.
 pub(crate) fn format_line(record: &RunRecord<'_>) -> String {
