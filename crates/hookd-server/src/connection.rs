@@ -882,6 +882,7 @@ impl Connection {
                 Some(plan) => crate::background::split(plan, request.detach),
                 None => (None, None),
             };
+        let backgrounded = background.is_some();
         if let Some((kind, background)) = background {
             let env = match &request.env {
                 Some(env) => wire_env(env.clone()),
@@ -902,6 +903,12 @@ impl Connection {
             crate::background::Background::start(&self.shared, job);
         }
         let Some(plan) = plan else {
+            if backgrounded {
+                // Logged by the background run when it ends.
+                let message = convert::empty_result(request.id, snapshot.generation);
+                send(&self.sink, &message).await;
+                return;
+            }
             tracing::debug!(
                 client = &*self.client.entry().name,
                 event = event.as_str(),
@@ -911,7 +918,7 @@ impl Connection {
                     .and_then(serde_json::Value::as_str)
                     .unwrap_or("-"),
                 relayed_by = relayed_by.map_or("-", RelayHost::as_str),
-                "event answered without waiting for a hook (none matched, or all run in the background)"
+                "event matched no hook"
             );
             let message = convert::empty_result(request.id, snapshot.generation);
             send(&self.sink, &message).await;

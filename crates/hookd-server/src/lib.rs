@@ -14,7 +14,9 @@
 //! `manage` (enable/disable by editing settings files), `trust` (the project-hook trust
 //! requests, decision D8), `lastrun` (each hook's latest run),
 //! `convert` (engine types to wire types), `audit` (the audit log and its writer thread),
-//! `limits` (the connection limit's saturation log, each connection's in-flight cap).
+//! `limits` (the connection limit's saturation log, each connection's in-flight cap),
+//! `background` (async hooks and detached events, run apart from any connection under their
+//! own bound and stop grace).
 
 mod audit;
 mod background;
