@@ -528,3 +528,42 @@ async fn a_background_run_past_the_bound_is_dropped_and_recorded_not_queued() {
     let runs = std::fs::read_to_string(daemon.project.join("runs")).expect("runs");
     assert_eq!(runs.lines().count(), 1, "the dropped run never ran");
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_reload_resumes_paused_hooks_at_once() {
+    let settings = settings(&[(
+        "BeforeTool",
+        None,
+        vec![hook("flaky", "echo run >> runs; exit 1", json!({}))],
+    )]);
+    let daemon = Daemon::start_with(
+        settings,
+        DaemonOptions {
+            configure: Box::new(|config: &mut ServerConfig| {
+                config.breaker.threshold = 1;
+                config.breaker.backoff = Duration::from_secs(3600);
+            }),
+            ..DaemonOptions::default()
+        },
+    )
+    .await;
+    let client = daemon.client().await;
+    let runs = || {
+        std::fs::read_to_string(daemon.project.join("runs"))
+            .unwrap_or_default()
+            .lines()
+            .count()
+    };
+    let tool = json!({"tool_name": "run_shell_command", "tool_input": {"command": "ls"}});
+    fire(&client, &daemon.cwd(), "BeforeTool", tool.clone()).await;
+    fire(&client, &daemon.cwd(), "BeforeTool", tool.clone()).await;
+    assert_eq!(runs(), 1, "paused after one failure for an hour");
+    let listing = client.list(daemon.cwd()).await.expect("list");
+    assert!(listing.hooks[0].paused.is_some());
+
+    client.reload().await.expect("reload");
+    let listing = client.list(daemon.cwd()).await.expect("list");
+    assert_eq!(listing.hooks[0].paused, None, "a reload forgets the pause");
+    fire(&client, &daemon.cwd(), "BeforeTool", tool).await;
+    assert_eq!(runs(), 2, "the hook runs again at once");
+}

@@ -170,6 +170,19 @@ impl Breakers {
         }
     }
 
+    /// Forgets every hook's failures and pauses (a reload: the user may have fixed what
+    /// failed); returns how many hooks were paused.
+    pub fn reset(&self) -> usize {
+        let mut hooks = self.hooks.lock().unwrap_or_else(|e| e.into_inner());
+        let paused = hooks
+            .values()
+            .filter(|tracked| tracked.breaker.is_paused())
+            .count();
+        hooks.clear();
+        self.full_warned.store(false, Ordering::Relaxed);
+        paused
+    }
+
     /// The hooks paused now.
     pub fn paused(&self) -> Vec<PausedHook> {
         let now = Instant::now();

@@ -329,3 +329,15 @@ pub(crate) fn split(plan: Plan, detach: bool) -> (Option<Plan>, Option<(Kind, Pl
         part(background).map(|plan| (Kind::Async, plan)),
     )
 }
+
+/// A reload (`hookctl reload`, SIGHUP) forgets the circuit breaker's counts and pauses: the
+/// user may have fixed what made a hook fail, and the next event tries every hook again.
+pub(crate) fn resume_paused_hooks(shared: &Shared) {
+    let paused = shared.runner.breakers.reset();
+    if paused > 0 {
+        tracing::info!(
+            paused,
+            "reload: hooks paused by the circuit breaker run again"
+        );
+    }
+}

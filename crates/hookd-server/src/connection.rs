@@ -419,6 +419,7 @@ impl Connection {
             ClientMessage::Subscribe(request) => self.subscribe(request).await,
             ClientMessage::Reload(request) => {
                 self.shared.registries.reload_all().await;
+                crate::background::resume_paused_hooks(&self.shared);
                 let registries = self
                     .shared
                     .registries

@@ -135,6 +135,7 @@ pub async fn run(
                 }
                 tracing::info!("reloading every settings layer");
                 shared.registries.reload_all().await;
+                background::resume_paused_hooks(&shared);
                 if let Some(lifecycle) = &lifecycle {
                     lifecycle.ready(&shared.registries.summary());
                 }
