@@ -567,3 +567,41 @@ async fn a_reload_resumes_paused_hooks_at_once() {
     fire(&client, &daemon.cwd(), "BeforeTool", tool).await;
     assert_eq!(runs(), 2, "the hook runs again at once");
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_guard_that_blocks_every_time_is_never_paused() {
+    // Exit 2 with a message denies: an answer, not a failure. Were it paused, its failure
+    // policy (allow, by default) would let through what it blocks.
+    let settings = settings(&[(
+        "BeforeTool",
+        None,
+        vec![hook(
+            "no-rm",
+            "echo run >> runs; echo 'no rm -rf here' >&2; exit 2",
+            json!({}),
+        )],
+    )]);
+    let daemon = Daemon::start_with(
+        settings,
+        DaemonOptions {
+            configure: Box::new(|config: &mut ServerConfig| {
+                config.breaker.threshold = 2;
+                config.breaker.backoff = Duration::from_secs(3600);
+            }),
+            ..DaemonOptions::default()
+        },
+    )
+    .await;
+    let client = daemon.client().await;
+    let tool = json!({"tool_name": "run_shell_command", "tool_input": {"command": "rm -rf /"}});
+    for n in 1..=4 {
+        let result = fire(&client, &daemon.cwd(), "BeforeTool", tool.clone()).await;
+        let output = result.final_output.expect("output");
+        assert_eq!(output["decision"], "deny", "run {n}");
+        assert_eq!(output["reason"], "no rm -rf here", "run {n}");
+    }
+    let runs = std::fs::read_to_string(daemon.project.join("runs")).expect("runs");
+    assert_eq!(runs.lines().count(), 4, "spawned every time");
+    let status = client.status().await.expect("status");
+    assert!(status.breaker.expect("breaker").paused.is_empty());
+}

@@ -109,11 +109,11 @@ impl Breakers {
     }
 
     /// Records the result of a run [`Breakers::admit`] let through.
-    pub fn record(&self, entry: &HookEntry, trial: bool, result: &HookResult) {
+    /// `verdict` is [`verdict`] of the run's result before its failure policy applied.
+    pub fn record(&self, entry: &HookEntry, trial: bool, verdict: RunVerdict) {
         if !self.settings.enabled() {
             return;
         }
-        let verdict = verdict(result);
         let now = Instant::now();
         let mut hooks = self.hooks.lock().unwrap_or_else(|e| e.into_inner());
         let identity = entry.identity();
@@ -167,6 +167,17 @@ impl Breakers {
         }
         if tracked.breaker.is_idle() {
             hooks.remove(identity);
+        }
+    }
+
+    /// Records that a trial run ended without a result (its future was dropped): the next
+    /// run is a trial again, so a hook is never left paused by a trial that cannot finish.
+    fn abandon_trial(&self, entry: &HookEntry) {
+        let mut hooks = self.hooks.lock().unwrap_or_else(|e| e.into_inner());
+        if let Some(tracked) = hooks.get_mut(entry.identity()) {
+            tracked
+                .breaker
+                .record(&self.settings, true, RunVerdict::Neither, Instant::now());
         }
     }
 
@@ -224,14 +235,201 @@ impl Breakers {
     }
 }
 
-/// What a result means to the breaker: a failure of the hook itself (not a refusal by hookd,
-/// such as an untrusted project hook or a paused one) counts; a cancelled run counts for
-/// nothing.
-fn verdict(result: &HookResult) -> RunVerdict {
-    match (&result.outcome, result.failure) {
-        (hookd_core::HookOutcome::Cancelled, _) => RunVerdict::Neither,
-        (_, Some(FailureKind::Refused)) => RunVerdict::Neither,
-        (_, Some(_)) => RunVerdict::Failed,
-        (_, None) => RunVerdict::Succeeded,
+/// Held while a trial run is in flight; dropped before [`TrialGuard::finished`] (the run's
+/// future was dropped), it gives the trial back, so the next run is a trial again.
+pub struct TrialGuard<'a> {
+    breakers: &'a Breakers,
+    entry: &'a HookEntry,
+    finished: bool,
+}
+
+impl<'a> TrialGuard<'a> {
+    /// Guards the trial run of `entry`.
+    pub fn new(breakers: &'a Breakers, entry: &'a HookEntry) -> TrialGuard<'a> {
+        TrialGuard {
+            breakers,
+            entry,
+            finished: false,
+        }
+    }
+
+    /// The trial's result was recorded ([`Breakers::record`]).
+    pub fn finished(mut self) {
+        self.finished = true;
+    }
+}
+
+impl Drop for TrialGuard<'_> {
+    fn drop(&mut self) {
+        if !self.finished {
+            self.breakers.abandon_trial(self.entry);
+        }
+    }
+}
+
+/// What a run means to the breaker, read from its result as the output rules interpreted it,
+/// **before** its failure policy replaced anything (`interpreted`).
+///
+/// Only a run that failed *and did not stop anything* counts as a failure: a hook whose
+/// output blocks, denies, asks or stops the agent (`continue: false`) answered, whatever its
+/// exit code — a guard that blocks with exit 2 and a message every time (or whose missing
+/// command makes bash exit 127, which denies) must never be paused, since its failure policy
+/// (allow, by default) would then let through what it stops. (The `allow` that Gemini CLI's
+/// rules give exit 1 with plain text is no answer: a paused hook allows as well.) A refusal
+/// by hookd (an untrusted project hook, a paused one) says nothing about the hook, and a
+/// cancelled run counts for nothing.
+pub fn verdict(interpreted: &HookResult) -> RunVerdict {
+    if matches!(interpreted.outcome, hookd_core::HookOutcome::Cancelled) {
+        return RunVerdict::Neither;
+    }
+    match hookd_core::policy::classify(interpreted) {
+        None => RunVerdict::Succeeded,
+        Some(FailureKind::Refused) => RunVerdict::Neither,
+        Some(_) if answers(interpreted) => RunVerdict::Succeeded,
+        Some(_) => RunVerdict::Failed,
+    }
+}
+
+/// Whether the hook's own output stops something: a `block`, `deny` or `ask` decision, or
+/// `continue: false`.
+fn answers(result: &HookResult) -> bool {
+    let Some(serde_json::Value::Object(output)) = &result.output else {
+        return false;
+    };
+    output.get("continue") == Some(&serde_json::Value::Bool(false))
+        || matches!(
+            output.get("decision").and_then(serde_json::Value::as_str),
+            Some("block" | "deny" | "ask")
+        )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use hookd_core::model::{HookConfig, HookType, Origin, Source};
+    use hookd_core::{HookEventName, HookOutcome, HookRun};
+
+    fn entry() -> HookEntry {
+        HookEntry {
+            event: HookEventName::BeforeTool,
+            config: HookConfig {
+                hook_type: HookType::Command,
+                command: Some("check.sh".to_owned()),
+                name: Some("check".to_owned()),
+                description: None,
+                timeout_ms: None,
+                env: Vec::new(),
+                raw: serde_json::Map::new(),
+            },
+            source: Source::User,
+            origin: Origin::default(),
+            matcher: None,
+            sequential: false,
+            enabled: true,
+            trust: hookd_core::trust::HookTrust::NotRequired,
+            builtin: None,
+            identity: Default::default(),
+        }
+    }
+
+    fn result(entry: &HookEntry, outcome: HookOutcome) -> HookResult {
+        let run = HookRun {
+            outcome,
+            stdout: String::new(),
+            stderr: "not this command".to_owned(),
+            duration: Duration::ZERO,
+        };
+        hookd_core::output::hook_result(entry, run)
+    }
+
+    /// The verdict of a run with `outcome` (stderr a plain message).
+    fn run(entry: &HookEntry, outcome: HookOutcome) -> RunVerdict {
+        verdict(&result(entry, outcome))
+    }
+
+    fn breakers(backoff: Duration) -> Breakers {
+        Breakers::new(BreakerSettings {
+            threshold: 1,
+            backoff,
+            max_backoff: Duration::from_secs(3600),
+        })
+    }
+
+    #[test]
+    fn what_counts_as_a_failure() {
+        let entry = entry();
+        // (outcome, paused after one such run?)
+        let cases = [
+            (HookOutcome::Exited { code: 0 }, false),
+            // Exit 2 (and bash's 127) with a message deny: an answer, not a failure.
+            (HookOutcome::Exited { code: 2 }, false),
+            (HookOutcome::Exited { code: 127 }, false),
+            // Exit 1 with a message is a warning that allows: a failure.
+            (HookOutcome::Exited { code: 1 }, true),
+            (HookOutcome::Exited { code: 3 }, false),
+            (HookOutcome::TimedOut { timeout_ms: 5 }, true),
+            (HookOutcome::Signalled { signal: 9 }, true),
+            (
+                HookOutcome::SpawnFailed {
+                    message: "no such file".to_owned(),
+                },
+                true,
+            ),
+            (HookOutcome::Cancelled, false),
+            // Output over the cap: a failure (its stdout here decides nothing).
+            (
+                HookOutcome::OutputTooLarge {
+                    stream: hookd_core::StreamName::Stdout,
+                    cap_bytes: 16,
+                    code: Some(0),
+                },
+                true,
+            ),
+            // hookd's own refusals (an untrusted project hook) say nothing of the hook.
+            (
+                HookOutcome::Refused {
+                    message: "untrusted".to_owned(),
+                },
+                false,
+            ),
+        ];
+        for (outcome, paused) in cases {
+            let breakers = breakers(Duration::from_secs(3600));
+            breakers.record(&entry, false, run(&entry, outcome.clone()));
+            assert_eq!(breakers.admit(&entry).is_err(), paused, "{outcome:?}");
+            assert_eq!(breakers.paused().len(), usize::from(paused), "{outcome:?}");
+        }
+    }
+
+    #[test]
+    fn a_trial_dropped_before_its_result_is_given_back() {
+        let entry = entry();
+        let breakers = breakers(Duration::ZERO);
+        breakers.record(&entry, false, run(&entry, HookOutcome::Exited { code: 1 }));
+        assert_eq!(
+            breakers.admit(&entry),
+            Ok(true),
+            "the pause is over: a trial"
+        );
+        // While the trial is in flight, other runs are skipped.
+        assert!(breakers.admit(&entry).is_err());
+        drop(TrialGuard::new(&breakers, &entry));
+        assert_eq!(breakers.admit(&entry), Ok(true), "a trial again");
+        let guard = TrialGuard::new(&breakers, &entry);
+        breakers.record(&entry, true, run(&entry, HookOutcome::Exited { code: 0 }));
+        guard.finished();
+        assert_eq!(breakers.admit(&entry), Ok(false), "resumed");
+        assert!(breakers.paused().is_empty());
+    }
+
+    #[test]
+    fn a_reset_forgets_pauses() {
+        let entry = entry();
+        let breakers = breakers(Duration::from_secs(3600));
+        breakers.record(&entry, false, run(&entry, HookOutcome::Exited { code: 1 }));
+        assert!(breakers.admit(&entry).is_err());
+        assert_eq!(breakers.reset(), 1);
+        assert_eq!(breakers.admit(&entry), Ok(false));
+        assert_eq!((breakers.pauses(), breakers.skipped()), (1, 1));
     }
 }

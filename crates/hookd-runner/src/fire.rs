@@ -620,6 +620,8 @@ impl<'a> Firing<'a> {
         } else {
             Ok(false)
         };
+        let trial = matches!(admitted, Ok(true))
+            .then(|| crate::breakers::TrialGuard::new(&self.config.breakers, entry));
         let verdict = match &admitted {
             Ok(_) => self.trust_verdict(entry).await,
             Err(message) => TrustVerdict::Refuse {
@@ -645,9 +647,15 @@ impl<'a> Firing<'a> {
             Some(payload) => claude_hook_result(entry, run, payload),
             None => hook_result(entry, run),
         };
+        // The breaker reads the run before its policy replaced the output: a hook that
+        // answered on purpose (exit 2 with a message) has not failed.
+        let breaker_verdict = crate::breakers::verdict(&interpreted);
         let mut result = apply_failure_policy(interpreted, policy);
         if let (true, Ok(trial)) = (is_process, admitted) {
-            self.config.breakers.record(entry, trial, &result);
+            self.config.breakers.record(entry, trial, breaker_verdict);
+        }
+        if let Some(trial) = trial {
+            trial.finished();
         }
         if let (HookType::Builtin, HookOutcome::TimedOut { timeout_ms }) =
             (&entry.config.hook_type, &result.outcome)
