@@ -5,6 +5,7 @@
 //! Tests are independent and run in parallel; none waits by sleeping, and no assertion is
 //! tighter than seconds.
 
+mod async_hooks;
 mod audit;
 mod decisions;
 mod execution;

@@ -9,6 +9,7 @@ given, and what reached the model afterwards (every `CTX-...` word a hook put in
 
 import json
 import re
+import time
 
 from harness import Claude, read_lines, write_json, write_script
 from scenarios import Session, Verdict, compare, scenario
@@ -448,4 +449,54 @@ def claude_defer(ctx, host):
     facts = run_both(ctx, host, "defer", setup, turns)
     v.expect("native defers: the tool does not run (reference sane)", facts["native"]["tool_ran"], [])
     compare(v, facts["native"], facts["hookd"])
+    return v
+
+
+@scenario("claude-session-end", ["claude"], "a SessionEnd hook that takes 4 s: natively Claude Code kills it when it exits; via hookd the CLI exits as fast and the hook finishes afterwards")
+def claude_session_end(ctx, host):
+    v = Verdict()
+    seen = {}
+    for mode in ("native", "hookd"):
+        with Session(ctx, host, mode, "sessionend") as s:
+            done = s.w.root / "session-end.done"
+            script = write_script(
+                s.w.hooks_dir / "slow-end.sh",
+                "#!/bin/sh\ncat > /dev/null\nsleep 4\ntouch '%s'\n" % done,
+            )
+            # No `timeout`: Claude Code 2.1.328 gives SessionEnd hooks 1.5 s, or the largest
+            # SessionEnd hook timeout up to 60 s, and kills them when it runs out.
+            host.add_hooks(
+                s.user_settings(), "SessionEnd", None,
+                [{"type": "command", "command": str(script)}],
+            )
+            if mode == "hookd":
+                s.install()
+                s.start_daemon()
+            started = time.monotonic()
+            # Not `s.go`, which waits for the daemon's background work: here the point is
+            # what exists when the CLI has exited.
+            s.w.start_model(host.api, [{"text": ["bye"]}])
+            env = {"HOOKD_SOCKET": str(s.w.socket)} if mode == "hookd" else {}
+            run = host.run(s.w, "say bye", env_extra=env)
+            cli_s = time.monotonic() - started
+            at_exit = done.exists()
+            # The hook sleeps 4 s from when the CLI started it, before the CLI exited.
+            deadline = time.monotonic() + 6
+            while not done.exists() and time.monotonic() < deadline:
+                time.sleep(0.1)
+            seen[mode] = {"exit": run.code, "at_exit": at_exit, "later": done.exists(), "cli_s": cli_s}
+    v.expect("native: the CLI exits 0 (reference sane)", seen["native"]["exit"], 0)
+    v.check(
+        "native: the hook is killed with the CLI (reference sane)",
+        not seen["native"]["later"],
+        "the native CLI run took %.1f s" % seen["native"]["cli_s"],
+    )
+    v.expect("hookd: the CLI exits 0", seen["hookd"]["exit"], 0)
+    v.expect("hookd: the hook has not finished when the CLI exits", seen["hookd"]["at_exit"], False)
+    v.expect("hookd: the hook finishes after the CLI has exited", seen["hookd"]["later"], True)
+    v.check(
+        "hookd: the CLI exits about as fast as natively",
+        seen["hookd"]["cli_s"] < seen["native"]["cli_s"] + 2.0,
+        "CLI run: native %.1f s, hookd %.1f s" % (seen["native"]["cli_s"], seen["hookd"]["cli_s"]),
+    )
     return v

@@ -291,6 +291,23 @@ class World:
             )
         return out
 
+    def wait_background_done(self, timeout_s=20):
+        """Waits until the daemon holds no background run (async hooks, a detached SessionEnd
+        that outlives the CLI), so facts read after the CLI exits include their effects.
+        Returns at once when no daemon answers."""
+        deadline = time.monotonic() + timeout_s
+        while time.monotonic() < deadline:
+            out = self.hookctl("status", "--json", check=False)
+            if out.returncode != 0:
+                return
+            try:
+                background = json.loads(out.stdout).get("background") or {}
+            except ValueError:
+                return
+            if not background.get("running"):
+                return
+            time.sleep(0.05)
+
     # --- hookd ---
     def daemon_args(self, extra):
         return [str(self.tools.hookd), "--socket", str(self.socket), *extra]

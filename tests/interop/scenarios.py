@@ -199,6 +199,9 @@ class Session:
             env["HOOKD_SOCKET"] = str(self.w.socket)
         env.update(env_extra or {})
         self.run = self.host.run(self.w, prompt, env_extra=env)
+        if self.mode == "hookd" and self.w.daemon is not None:
+            # A relayed SessionEnd's hooks finish after the CLI has exited.
+            self.w.wait_background_done()
         return self.run
 
     def facts(self):

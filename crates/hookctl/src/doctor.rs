@@ -14,6 +14,7 @@
 //! - `hooks`: hooks that would run twice (the same command for the same event and matcher in
 //!   two places) or not at all (hooks turned off);
 //! - `trust`: untrusted project hooks, which do not run under `--project-hooks require`;
+//! - `breaker`: hooks the circuit breaker has paused (only when there are some);
 //! - `settings`: problems the daemon found reading the settings files;
 //! - `system-files`: system settings files refused as insecure.
 
@@ -152,6 +153,7 @@ pub async fn diagnose(socket: &Path, project: &Path) -> Report {
             Ok(listing) => {
                 check_hooks(&listing, &mut findings);
                 check_trust(&listing, status, &mut findings);
+                check_paused(&listing, &mut findings);
                 check_settings(&listing, status, &mut findings);
             }
             Err(err) => findings.push(Finding::problem(
@@ -635,6 +637,31 @@ fn check_trust(listing: &ListResponse, status: &StatusResponse, findings: &mut V
                 "untrusted project hooks run with a warning (`hookctl trust` to trust them): \
                  {names}"
             ),
+        ));
+    }
+}
+
+/// `breaker`: hooks the circuit breaker has paused (said only when there are some).
+fn check_paused(listing: &ListResponse, findings: &mut Vec<Finding>) {
+    let paused: Vec<String> = listing
+        .hooks
+        .iter()
+        .filter_map(|hook| {
+            let paused = hook.paused.as_ref()?;
+            Some(format!(
+                "{} ({}, {} failures in a row)",
+                hook.name, hook.event, paused.failures
+            ))
+        })
+        .collect();
+    if !paused.is_empty() {
+        findings.push(Finding::problem(
+            "breaker",
+            format!(
+                "hooks paused by the circuit breaker, deciding as their failure would: {}",
+                paused.join(", ")
+            ),
+            "see why in `hookctl list` (Last run) or the log, fix the hook, then `hookctl reload`",
         ));
     }
 }

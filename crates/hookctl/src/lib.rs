@@ -40,6 +40,7 @@ pub(crate) fn read_settings_text_or_empty(path: &Path) -> String {
     }
 }
 
+pub mod background;
 pub mod doctor;
 pub mod elf;
 pub mod install;
@@ -672,6 +673,16 @@ pub fn render_list(listing: &ListResponse) -> String {
             if hook.untrusted {
                 out.push_str("    Untrusted: review it, then `hookctl trust` to trust it\n");
             }
+            if hook.is_async {
+                out.push_str("    Async: runs in the background, outside the decision\n");
+            }
+            if let Some(paused) = &hook.paused {
+                let _ = writeln!(
+                    out,
+                    "    Paused by the circuit breaker: {}",
+                    background::paused(paused)
+                );
+            }
             if let Some(run) = &hook.last_run {
                 let result = if run.success { "ok" } else { "failed" };
                 let _ = write!(
@@ -768,6 +779,10 @@ pub fn render_status(status: &StatusResponse) -> String {
         status.hooks_running, status.hooks_queued, status.max_hooks
     );
     let _ = writeln!(out, "events served: {}", status.events_served);
+    out.push_str(&background::render(
+        status.background.as_ref(),
+        status.breaker.as_ref(),
+    ));
     if !status.clients.is_empty() {
         let clients: Vec<String> = status
             .clients

@@ -12,7 +12,9 @@
 //! hooks' environment, `relayed_by` (the dialect: the daemon then skips hooks in files the
 //! host runs itself) and `project_dir` from the host ([`host_project_dir`]: Claude Code's
 //! `CLAUDE_PROJECT_DIR`, Gemini CLI's `GEMINI_PROJECT_DIR`), never from the payload's `cwd`,
-//! which a `cd` in the shell tool moves.
+//! which a `cd` in the shell tool moves. A `SessionEnd` event is sent with `detach`: the
+//! daemon answers at once (an empty result, which both hosts ignore for `SessionEnd`
+//! anyway) and finishes the hooks after the host has killed the relay and exited.
 //!
 //! It runs once per event, so it must start and finish fast: no async runtime, no clap on the
 //! hot path (the arguments are read by hand), one blocking Unix socket, and the `hello` and the
@@ -390,6 +392,9 @@ fn ask_daemon(
     request.env = Some(process_env());
     request.project_dir = host_project_dir(args.dialect, |name| std::env::var_os(name));
     request.relayed_by = Some(args.dialect.as_str().to_owned());
+    // The host kills a SessionEnd hook after a second or two (Claude Code ~1.5 s) and ignores
+    // its answer: the daemon answers at once and finishes the hooks on its own.
+    request.detach = event.relayed.event == HookEventName::SessionEnd;
     let socket = args
         .socket
         .clone()

@@ -161,5 +161,10 @@ pub fn render(stats: &StatsResponse) -> String {
             .collect();
         let _ = writeln!(out, "\nrelayed events: {}", relays.join(", "));
     }
+    let background = crate::background::render(stats.background.as_ref(), stats.breaker.as_ref());
+    if !background.is_empty() {
+        out.push('\n');
+        out.push_str(&background);
+    }
     out
 }

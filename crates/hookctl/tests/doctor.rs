@@ -242,3 +242,36 @@ async fn doctor_finds_untrusted_project_hooks_under_require() {
     assert_eq!(code, 1, "{report:#}");
     assert_problem(&report, "trust", "project-guard");
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn doctor_finds_hooks_the_circuit_breaker_paused() {
+    let project = r#"{"hooks":{"BeforeTool":[{"hooks":[
+      {"name":"broken-guard","type":"command","command":"exit 1"}]}]}}"#;
+    let fixture = Fixture::start(project, None).await;
+    let client = hookd_client::Client::connect(&fixture.socket, Default::default())
+        .await
+        .unwrap();
+    // The default threshold: five failures in a row pause the hook.
+    for _ in 0..5 {
+        let mut input = serde_json::Map::new();
+        input.insert("tool_name".to_owned(), Value::from("run_shell_command"));
+        let request =
+            hookd_client::EventRequest::new("BeforeTool", fixture.project.display().to_string())
+                .with_input(input);
+        client.event(request).await.unwrap();
+    }
+    let (code, report) = doctor(&fixture).await;
+    assert_eq!(code, 1, "{report:#}");
+    assert_problem(
+        &report,
+        "breaker",
+        "broken-guard (BeforeTool, 5 failures in a row)",
+    );
+
+    client.reload().await.unwrap();
+    let (_, report) = doctor(&fixture).await;
+    assert!(
+        findings(&report, "breaker", "problem").is_empty(),
+        "{report:#}"
+    );
+}

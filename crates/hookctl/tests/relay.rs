@@ -252,6 +252,35 @@ const CLAUDE_EVENTS: [(&str, &str); 9] = [
 
 /// User settings with a recording hook on every Gemini event: it appends the event it got to
 /// `runs.log`, keeps its stdin and its `RELAY_MARK` variable, and says which event it saw.
+/// A relayed `SessionEnd` is sent detached: the daemon answers at once with an empty result,
+/// so the host hears nothing from the hooks (both hosts ignore a SessionEnd answer anyway).
+fn assert_detached_answer(run: &Run, event: &str) {
+    let stdout = run.stdout.trim();
+    if !stdout.is_empty() {
+        let answer = run.json();
+        assert_eq!(answer.get("systemMessage"), None, "{event}: {answer}");
+    }
+    assert!(
+        run.elapsed < Duration::from_secs(2),
+        "{event}: {:?}",
+        run.elapsed
+    );
+}
+
+/// Waits (by polling the file system) until `path` exists: a detached hook writes it after
+/// the relay has returned.
+async fn wait_for_file(path: &Path) {
+    let deadline = Instant::now() + Duration::from_secs(20);
+    while !path.exists() {
+        assert!(
+            Instant::now() < deadline,
+            "{} never appeared",
+            path.display()
+        );
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+}
+
 async fn recording_daemon() -> (Fixture, tempfile::TempDir) {
     let scratch = tempfile::tempdir().unwrap();
     let record = script(
@@ -288,8 +317,12 @@ async fn every_gemini_event_is_relayed_with_its_payload_and_environment() {
             .await;
         assert_eq!(run.code, 0, "{event}: {}", run.stderr);
         assert_eq!(run.stderr, "", "{event}");
-        let answer = run.json();
-        if event == "BeforeToolSelection" {
+        if event == "SessionEnd" {
+            // Detached: answered at once with nothing to say; the hook finishes on its own.
+            assert_detached_answer(&run, event);
+            wait_for_file(&scratch.join(format!("{event}.mark"))).await;
+        } else if event == "BeforeToolSelection" {
+            let answer = run.json();
             // Only a tool selection counts for this event.
             assert_eq!(
                 answer["hookSpecificOutput"]["toolConfig"]["mode"],
@@ -297,6 +330,7 @@ async fn every_gemini_event_is_relayed_with_its_payload_and_environment() {
                 "{event}: {answer}"
             );
         } else {
+            let answer = run.json();
             assert_eq!(
                 answer["systemMessage"],
                 json!(format!("seen {event}")),
@@ -351,12 +385,17 @@ async fn every_claude_event_is_relayed_as_its_gemini_event() {
             )
             .await;
         assert_eq!(run.code, 0, "{claude}: {}", run.stderr);
-        let answer = run.json();
-        assert_eq!(
-            answer["systemMessage"],
-            json!(format!("seen {gemini}")),
-            "{claude}: {answer}"
-        );
+        if claude == "SessionEnd" {
+            assert_detached_answer(&run, claude);
+            wait_for_file(&scratch.join(format!("{gemini}.mark"))).await;
+        } else {
+            let answer = run.json();
+            assert_eq!(
+                answer["systemMessage"],
+                json!(format!("seen {gemini}")),
+                "{claude}: {answer}"
+            );
+        }
         assert_eq!(
             lines(&scratch.join("runs.log"))[before..],
             [gemini.to_owned()],

@@ -32,6 +32,8 @@ pub struct EventRequest {
     pub plans_dir: Option<String>,
     /// The project's root when it is not `cwd` (the wire request's `project_dir`).
     pub project_dir: Option<String>,
+    /// Answer at once and run the hooks in the background (the wire request's `detach`).
+    pub detach: bool,
 }
 
 impl EventRequest {
@@ -46,6 +48,7 @@ impl EventRequest {
             env: None,
             plans_dir: None,
             project_dir: None,
+            detach: false,
         }
     }
 
@@ -69,6 +72,7 @@ impl EventRequest {
             plans_dir: self.plans_dir,
             project_dir: self.project_dir,
             relayed_by: None,
+            detach: self.detach,
         }
     }
 }

@@ -38,8 +38,8 @@ pub mod settings;
 pub use dialect::condition;
 pub use hookenv::{command, env, envexpand, sanitize};
 pub use semantics::{
-    aggregate, chain, event, exec, failure, hooktrust, json, jsregex, matcher, model, output,
-    payload, plan, policy, redact, result,
+    aggregate, breaker, chain, event, exec, failure, hooktrust, json, jsregex, matcher, model,
+    output, payload, plan, policy, redact, result,
 };
 pub use settings::{edit, extension, jsonc, limits, registry, relayed, trust};
 

@@ -13,6 +13,7 @@
 //!
 //! These are wire types, deliberately independent of the engine's domain types.
 
+mod background;
 mod codec;
 mod encode;
 mod error;
@@ -24,6 +25,7 @@ mod response;
 mod socket;
 mod stats;
 
+pub use background::{BackgroundStatus, BreakerStatus, PausedHook};
 pub use codec::{CodecError, Frame, FrameCodec, LENGTH_PREFIX_BYTES};
 pub use encode::{WireMessage, encode, encode_within, parse_server_message};
 pub use error::{ErrorCode, ProtocolError};

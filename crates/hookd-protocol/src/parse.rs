@@ -82,6 +82,7 @@ const EVENT: &[Field] = &[
     optional("plans_dir", Kind::String),
     optional("project_dir", Kind::AbsolutePath),
     optional("relayed_by", Kind::String),
+    optional("detach", Kind::Bool),
 ];
 
 const CANCEL: &[Field] = &[required("id", Kind::Id), required("target", Kind::Id)];

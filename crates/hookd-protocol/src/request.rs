@@ -223,6 +223,12 @@ pub struct EventRequest {
     /// both in the host and in hookd.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub relayed_by: Option<String>,
+    /// Answer at once and run the event's hooks in the background, outside the answer and
+    /// unaffected by the client disconnecting (what a relay sends for `SessionEnd`, whose
+    /// host kills it after a second or two). The answer is an empty result; the hooks' results
+    /// go to the daemon's log, audit log and `stats`.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub detach: bool,
 }
 
 impl EventRequest {
@@ -240,6 +246,7 @@ impl EventRequest {
             plans_dir: None,
             project_dir: None,
             relayed_by: None,
+            detach: false,
         }
     }
 }

@@ -388,6 +388,13 @@ pub struct ListedHook {
     /// policy it does not run. Absent (false) for every other hook.
     #[serde(default, skip_serializing_if = "is_false")]
     pub untrusted: bool,
+    /// `true` for an async hook (`"async": true`): it runs in the background, outside the
+    /// event's decision. Absent (false) for every other hook.
+    #[serde(default, skip_serializing_if = "is_false", rename = "async")]
+    pub is_async: bool,
+    /// Set while the circuit breaker has paused the hook.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub paused: Option<crate::PausedHook>,
 }
 
 fn is_false(flag: &bool) -> bool {
@@ -485,6 +492,12 @@ pub struct StatusResponse {
     /// `None` from daemons that predate the field.
     #[serde(default)]
     pub project_hooks: Option<String>,
+    /// Background runs (async hooks, detached events); `None` from daemons that predate it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub background: Option<crate::BackgroundStatus>,
+    /// The circuit breaker and the hooks it has paused; `None` from daemons that predate it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub breaker: Option<crate::BreakerStatus>,
 }
 
 /// The clients of one name connected now, in `status`.
@@ -917,6 +930,8 @@ mod tests {
                             error: Some("Hook timed out after 5ms".to_owned()),
                         }),
                         untrusted: true,
+                        is_async: false,
+                        paused: None,
                     },
                     ListedHook {
                         event: "SessionStart".to_owned(),
@@ -933,6 +948,8 @@ mod tests {
                         hook_type: "runtime".to_owned(),
                         last_run: None,
                         untrusted: false,
+                        is_async: false,
+                        paused: None,
                     },
                 ],
                 diagnostics: vec![
@@ -992,6 +1009,8 @@ mod tests {
                     connections: 1,
                 }],
                 project_hooks: Some("warn".to_owned()),
+                background: None,
+                breaker: None,
             }),
             concat!(
                 r#"{"type":"status","id":7,"version":"0.1.0","pid":4242,"uptime_ms":1500,"connections":2,"max_connections":1024,"#,

@@ -28,6 +28,12 @@ pub struct StatsResponse {
     /// their events only.
     #[serde(default)]
     pub hooks_untracked: u64,
+    /// Background runs (async hooks, detached events); `None` from daemons that predate it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub background: Option<crate::BackgroundStatus>,
+    /// The circuit breaker and the hooks it has paused; `None` from daemons that predate it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub breaker: Option<crate::BreakerStatus>,
 }
 
 /// What one hook did since start.

@@ -76,6 +76,7 @@ use serde_json::{Map, Value};
 use tokio::sync::Semaphore;
 use tokio_util::sync::CancellationToken;
 
+use crate::breakers::Breakers;
 use crate::prewarm::{PrewarmRequest, Prewarmer};
 use crate::process::{ProcessLimits, ProcessSpec, run_one_shot, run_process};
 use crate::slots::SlotSource;
@@ -123,6 +124,8 @@ pub struct RunnerConfig {
     pub prewarm: Arc<Prewarmer>,
     /// Hook environments already built, shared by every firing.
     pub envs: Arc<EnvCache>,
+    /// Every hook's circuit breaker, shared by every firing (`crate::breakers`).
+    pub breakers: Arc<Breakers>,
 }
 
 impl RunnerConfig {
@@ -180,6 +183,7 @@ impl Default for RunnerConfig {
             workers: Arc::new(WorkerPools::new()),
             prewarm: Arc::new(Prewarmer::new()),
             envs: Arc::new(EnvCache::default()),
+            breakers: Arc::new(Breakers::default()),
         }
     }
 }
@@ -611,7 +615,22 @@ impl<'a> Firing<'a> {
         } else {
             (stdin, None)
         };
-        let (run, warning) = match self.trust_verdict(entry).await {
+        // A hook paused by its circuit breaker is not spawned; it fails as "refused",
+        // which its failure policy then turns into its decision.
+        let admitted = if is_process {
+            self.config.breakers.admit(entry)
+        } else {
+            Ok(false)
+        };
+        let trial = matches!(admitted, Ok(true))
+            .then(|| crate::breakers::TrialGuard::new(&self.config.breakers, entry));
+        let verdict = match &admitted {
+            Ok(_) => self.trust_verdict(entry).await,
+            Err(message) => TrustVerdict::Refuse {
+                message: message.clone(),
+            },
+        };
+        let (run, warning) = match verdict {
             TrustVerdict::Run { warning, verified } => {
                 let run = if entry.config.hook_type == HookType::Builtin {
                     run_builtin_bounded(entry, input).await
@@ -630,7 +649,16 @@ impl<'a> Firing<'a> {
             Some(payload) => dialect.hook_result(entry, run, payload),
             None => hook_result(entry, run),
         };
+        // The breaker reads the run before its policy replaced the output: a hook that
+        // answered on purpose (exit 2 with a message) has not failed.
+        let breaker_verdict = crate::breakers::verdict(&interpreted);
         let mut result = apply_failure_policy(interpreted, policy);
+        if let (true, Ok(trial)) = (is_process, admitted) {
+            self.config.breakers.record(entry, trial, breaker_verdict);
+        }
+        if let Some(trial) = trial {
+            trial.finished();
+        }
         if let (HookType::Builtin, HookOutcome::TimedOut { timeout_ms }) =
             (&entry.config.hook_type, &result.outcome)
         {
@@ -1369,6 +1397,65 @@ mod tests {
             );
             assert!(fired.elapsed < Duration::from_secs(10));
         }
+    }
+
+    #[tokio::test]
+    async fn a_paused_hook_is_not_spawned_and_fails_by_its_policy() {
+        use hookd_core::breaker::BreakerSettings;
+        use hookd_core::policy::FailureKind;
+        let dir = tempfile::tempdir().expect("tempdir");
+        let mut hook = (*command("echo run >> runs; exit 1")).clone();
+        hook.config
+            .raw
+            .insert("on_failure".to_owned(), Value::from("deny"));
+        let hook = Arc::new(hook);
+        let config = RunnerConfig {
+            breakers: Arc::new(Breakers::new(BreakerSettings {
+                threshold: 2,
+                backoff: Duration::from_secs(3600),
+                max_backoff: Duration::from_secs(3600),
+            })),
+            ..config(4)
+        };
+        let runs = || {
+            std::fs::read_to_string(dir.path().join("runs"))
+                .unwrap_or_default()
+                .lines()
+                .count()
+        };
+        // (runs so far after this firing, paused?)
+        for (expected_runs, paused) in [(1, false), (2, false), (2, true), (2, true)] {
+            let results = run_plan(
+                &plan(vec![Arc::clone(&hook)], false),
+                &request(dir.path()),
+                &config,
+                &CancellationToken::new(),
+                &mut |_, _| {},
+            )
+            .await;
+            let result = &results[0];
+            assert_eq!(runs(), expected_runs);
+            let decision = result
+                .output
+                .as_ref()
+                .and_then(|output| output.get("decision"));
+            assert_eq!(decision, Some(&Value::from("deny")), "{result:?}");
+            if paused {
+                assert_eq!(result.failure, Some(FailureKind::Refused));
+                assert!(
+                    matches!(&result.outcome, HookOutcome::Refused { message } if message.contains("paused by the circuit breaker after 2 failures")),
+                    "{:?}",
+                    result.outcome
+                );
+            } else {
+                assert_eq!(result.failure, Some(FailureKind::ExitedWithoutDecision));
+            }
+        }
+        assert_eq!(config.breakers.paused().len(), 1);
+        assert_eq!(
+            (config.breakers.pauses(), config.breakers.skipped()),
+            (1, 2)
+        );
     }
 
     #[tokio::test]

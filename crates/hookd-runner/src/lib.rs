@@ -11,6 +11,7 @@
 //! [`verify`] reads and hashes what a project hook's trust key covers and runs the verified
 //! bytes of its scripts.
 
+pub mod breakers;
 pub mod configfile;
 mod direct;
 pub mod fire;

@@ -90,6 +90,9 @@ pub(crate) struct RunRecord<'a> {
     /// The stdin payload the plan's hooks were given (the first hook's, for a sequential
     /// chain), when the log includes it.
     pub(crate) stdin: Option<Map<String, Value>>,
+    /// For a run outside the answer (`crate::background`): `async`, `detached`, `dropped`
+    /// or `cut_short`.
+    pub(crate) background: Option<&'static str>,
 }
 
 /// Records one event run in the daemon's audit log, when it keeps one: `fire` is the request
@@ -100,6 +103,7 @@ pub(crate) fn record_run(
     generation: u64,
     results: &[HookResult],
     aggregate: &Aggregate,
+    background: Option<&'static str>,
 ) {
     let Some(audit) = &shared.audit else {
         return;
@@ -117,6 +121,7 @@ pub(crate) fn record_run(
         results,
         aggregate,
         stdin,
+        background,
     });
 }
 
@@ -135,8 +140,8 @@ pub(crate) fn status(audit: &AuditLog) -> hookd_protocol::AuditStatus {
 ///
 /// Keys, in order: `time`, `event`, `session_id`, `cwd`, `tool_name` (tool events only),
 /// `generation`, `hooks` (each `name`, `source`, `decision`, `exit_code`, `duration_ms`,
-/// `outcome`, `failure`, `success`), `decision`, `continue`, `success`, then `stdin` when
-/// included. A hook's `decision` is the string `decision` of its output (after its failure
+/// `outcome`, `failure`, `success`), `decision`, `continue`, `success`, `background` for a
+/// run no client waited for (`crate::background`), then `stdin` when included. A hook's `decision` is the string `decision` of its output (after its failure
 /// policy), else `null`; the run's `decision` and `continue` are those of the merged output,
 /// `null` where it has none.
 pub(crate) fn format_line(record: &RunRecord<'_>) -> String {
@@ -155,6 +160,9 @@ pub(crate) fn format_line(record: &RunRecord<'_>) -> String {
     line.insert("decision".into(), field(final_output, "decision"));
     line.insert("continue".into(), field(final_output, "continue"));
     line.insert("success".into(), record.aggregate.success.into());
+    if let Some(background) = record.background {
+        line.insert("background".into(), background.into());
+    }
     if let Some(stdin) = &record.stdin {
         line.insert("stdin".into(), Value::Object(stdin.clone()));
     }
@@ -785,6 +793,7 @@ mod tests {
             results,
             aggregate,
             stdin,
+            background: None,
         };
         let line = format_line(&record);
         assert!(!line.contains('\n'), "one line: {line}");

@@ -76,6 +76,14 @@ pub struct ServerConfig {
     /// Where and how to write the audit log (one JSON line per event run that had hooks to
     /// run); `None`, the default, writes none.
     pub audit: Option<AuditConfig>,
+    /// At most this many background runs (async hooks, detached events) are in flight; a
+    /// run past it is not started and is recorded as dropped (`crate::background`).
+    pub max_background_runs: usize,
+    /// How long a graceful stop lets background runs finish, counted from the stop's start,
+    /// before their hooks are killed and the runs recorded as cut short.
+    pub background_grace: Duration,
+    /// The circuit breaker: failures in a row that pause a hook, and the pauses.
+    pub breaker: hookd_core::breaker::BreakerSettings,
 }
 
 /// The audit log's settings: its file, its rotation, and whether lines carry hooks' stdin.
@@ -145,6 +153,9 @@ impl std::fmt::Debug for ServerConfig {
             .field("system_trusted_above", &self.system_trusted_above)
             .field("lifecycle", &self.lifecycle.is_some())
             .field("audit", &self.audit)
+            .field("max_background_runs", &self.max_background_runs)
+            .field("background_grace", &self.background_grace)
+            .field("breaker", &self.breaker)
             .finish_non_exhaustive()
     }
 }
@@ -179,6 +190,9 @@ impl ServerConfig {
             control: Control::new(),
             lifecycle: None,
             audit: None,
+            max_background_runs: DEFAULT_MAX_BACKGROUND_RUNS,
+            background_grace: DEFAULT_BACKGROUND_GRACE,
+            breaker: hookd_core::breaker::BreakerSettings::default(),
         }
     }
 
@@ -191,6 +205,13 @@ impl ServerConfig {
 /// The default daemon-wide bound on partly received frames: 256 MiB, four frames of the
 /// largest size at once.
 pub const DEFAULT_MAX_PENDING_FRAME_BYTES: usize = 256 * 1024 * 1024;
+
+/// The default bound on background runs in flight (async hooks, detached events).
+pub const DEFAULT_MAX_BACKGROUND_RUNS: usize = 64;
+
+/// The default time a graceful stop gives background runs: 20 s, so that with the kill grace
+/// the stop stays inside the `TimeoutStopSec=30` of the systemd unit.
+pub const DEFAULT_BACKGROUND_GRACE: Duration = Duration::from_secs(20);
 
 /// The default cap on in-flight event runs per connection: far more than an agent has at
 /// once, far fewer than a runaway client could pipeline.

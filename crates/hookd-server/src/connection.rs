@@ -13,8 +13,11 @@
 //! answer written into the writer's reused buffer, queued there while the client's next
 //! request is already buffered and flushed before the loop waits for more.
 //!
-//! A client that disconnects cancels its runs (their process groups are killed). A daemon
-//! that is stopping stops reading, lets the runs finish, then closes.
+//! A client that disconnects cancels its runs (their process groups are killed), except a
+//! `SessionEnd` run, which its host's relay is killed in the middle of by design: that one
+//! finishes (async hooks and detached events run apart from any connection:
+//! `crate::background`). A daemon that is stopping stops reading, lets the runs finish, then
+//! closes.
 
 use std::collections::{HashMap, HashSet};
 use std::path::{Path, PathBuf};
@@ -416,6 +419,7 @@ impl Connection {
             ClientMessage::Subscribe(request) => self.subscribe(request).await,
             ClientMessage::Reload(request) => {
                 self.shared.registries.reload_all().await;
+                crate::background::resume_paused_hooks(&self.shared);
                 let registries = self
                     .shared
                     .registries
@@ -471,11 +475,14 @@ impl Connection {
             ClientMessage::StreamClose(request) => self.stream_close(request).await,
             ClientMessage::HookedEvents(request) => self.hooked_events(request).await,
             ClientMessage::Stats(request) => {
-                let reply = ServerMessage::Stats(self.shared.run_stats.response(
+                let mut stats = self.shared.run_stats.response(
                     request.id,
                     self.shared.started.elapsed().as_millis() as u64,
                     Stats::get(&self.shared.stats.events_served),
-                ));
+                );
+                stats.background = Some(self.shared.background.status());
+                stats.breaker = Some(convert::breaker_status(&self.shared.runner.breakers));
+                let reply = ServerMessage::Stats(stats);
                 send(&self.sink, &reply).await;
             }
         }
@@ -866,10 +873,43 @@ impl Connection {
         if let Some(host) = relayed_by {
             self.shared.run_stats.count_relayed(host);
         }
-        let Some(plan) = snapshot
-            .registry
-            .plan_relayed(event, &request.input, relayed_by)
-        else {
+        // Async hooks, and every hook of a detached event, run in the background
+        // (`crate::background`); the rest of the plan, if any, answers the client.
+        let (plan, background) =
+            match snapshot
+                .registry
+                .plan_relayed(event, &request.input, relayed_by)
+            {
+                Some(plan) => crate::background::split(plan, request.detach),
+                None => (None, None),
+            };
+        let backgrounded = background.is_some();
+        if let Some((kind, background)) = background {
+            let env = match &request.env {
+                Some(env) => wire_env(env.clone()),
+                None => Arc::clone(&self.env),
+            };
+            let job = crate::background::Job {
+                kind,
+                request: request.clone(),
+                event,
+                plan: background,
+                client: Arc::clone(self.client.entry()),
+                relayed_by,
+                env,
+                env_redaction: Arc::clone(snapshot.registry.env_redaction()),
+                generation: snapshot.generation,
+                project_id: snapshot.project_id.clone(),
+            };
+            crate::background::Background::start(&self.shared, job);
+        }
+        let Some(plan) = plan else {
+            if backgrounded {
+                // Logged by the background run when it ends.
+                let message = convert::empty_result(request.id, snapshot.generation);
+                send(&self.sink, &message).await;
+                return;
+            }
             tracing::debug!(
                 client = &*self.client.entry().name,
                 event = event.as_str(),
@@ -896,7 +936,14 @@ impl Connection {
         else {
             return;
         };
-        let Some(token) = self.register(&request.id).await else {
+        // A SessionEnd run is not stopped by its client going away: the host kills its
+        // relay after a second or two, and the work must still be done (`crate::background`).
+        let parent = if event == HookEventName::SessionEnd {
+            &self.shared.hard_stop
+        } else {
+            &self.cancel
+        };
+        let Some(token) = self.register_under(&request.id, parent).await else {
             return;
         };
 
@@ -959,6 +1006,18 @@ impl Connection {
 
     /// Registers an in-flight request's cancellation token, or answers `duplicate_id`.
     async fn register(&self, id: &RequestId) -> Option<CancellationToken> {
+        let parent = self.cancel.clone();
+        self.register_under(id, &parent).await
+    }
+
+    /// [`Connection::register`] with a token that `parent` cancels: the connection's own
+    /// (its runs stop when the client goes), or the daemon's hard stop for a run that must
+    /// outlive its client. A `cancel` request stops either.
+    async fn register_under(
+        &self,
+        id: &RequestId,
+        parent: &CancellationToken,
+    ) -> Option<CancellationToken> {
         let token = {
             let mut inflight = self
                 .inflight
@@ -968,7 +1027,7 @@ impl Connection {
                 None
             } else {
                 self.forget_subscription(id);
-                let token = self.cancel.child_token();
+                let token = parent.child_token();
                 inflight.insert(id.clone(), token.clone());
                 Some(token)
             }
@@ -1136,7 +1195,13 @@ impl Connection {
     /// Answers a `list` request with the registry of the given project dir.
     async fn list(&self, request: ListRequest) {
         let snapshot = self.shared.registries.get(Path::new(&request.cwd)).await;
-        let message = convert::list(request.id, request.cwd, &snapshot, &self.shared.last_runs);
+        let message = convert::list(
+            request.id,
+            request.cwd,
+            &snapshot,
+            &self.shared.last_runs,
+            &self.shared.runner.breakers,
+        );
         send(&self.sink, &ServerMessage::List(message)).await;
     }
 }
@@ -1353,6 +1418,7 @@ impl Run {
             client: &self.client,
             relayed_by: self.relayed_by,
             wall: Some(self.started.elapsed()),
+            background: None,
         };
         crate::story::finished_run(
             &self.shared,

@@ -167,8 +167,10 @@ pub(crate) fn list(
     cwd: String,
     snapshot: &Snapshot,
     last_runs: &LastRuns,
+    breakers: &hookd_runner::breakers::Breakers,
 ) -> wire::ListResponse {
     let registry = &snapshot.registry;
+    let paused = breakers.paused();
     wire::ListResponse {
         id,
         cwd,
@@ -195,6 +197,11 @@ pub(crate) fn list(
                 hook_type: entry.config.hook_type.as_str().to_owned(),
                 last_run: last_runs.get(entry),
                 untrusted: entry.trust.is_untrusted(),
+                is_async: entry.config.is_async(),
+                paused: paused
+                    .iter()
+                    .find(|hook| hook.identity == entry.identity())
+                    .map(paused_hook),
             })
             .collect(),
         diagnostics: snapshot.diagnostics().map(diagnostic).collect(),
@@ -274,5 +281,30 @@ pub(crate) async fn status(shared: &Arc<Shared>, id: RequestId) -> wire::StatusR
         audit: shared.audit.as_ref().map(crate::audit::status),
         clients: shared.run_stats.connected(),
         project_hooks: Some(shared.config.project_hooks.as_str().to_owned()),
+        background: Some(shared.background.status()),
+        breaker: Some(breaker_status(&shared.runner.breakers)),
+    }
+}
+
+/// A paused hook on the wire.
+pub(crate) fn paused_hook(hook: &hookd_runner::breakers::PausedHook) -> wire::PausedHook {
+    wire::PausedHook {
+        event: hook.event.clone(),
+        name: hook.name.clone(),
+        failures: hook.failures,
+        retry_in_ms: hook.retry_in.as_millis() as u64,
+    }
+}
+
+/// The circuit breaker's settings and paused hooks, for `status` and `stats`.
+pub(crate) fn breaker_status(breakers: &hookd_runner::breakers::Breakers) -> wire::BreakerStatus {
+    let settings = breakers.settings();
+    wire::BreakerStatus {
+        threshold: settings.threshold,
+        backoff_ms: settings.backoff.as_millis() as u64,
+        max_backoff_ms: settings.max_backoff.as_millis() as u64,
+        pauses: breakers.pauses(),
+        skipped: breakers.skipped(),
+        paused: breakers.paused().iter().map(paused_hook).collect(),
     }
 }

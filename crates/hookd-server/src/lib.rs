@@ -14,9 +14,12 @@
 //! `manage` (enable/disable by editing settings files), `trust` (the project-hook trust
 //! requests, hookd's project-hook trust), `lastrun` (each hook's latest run),
 //! `convert` (engine types to wire types), `audit` (the audit log and its writer thread),
-//! `limits` (the connection limit's saturation log, each connection's in-flight cap).
+//! `limits` (the connection limit's saturation log, each connection's in-flight cap),
+//! `background` (async hooks and detached events, run apart from any connection under their
+//! own bound and stop grace).
 
 mod audit;
+mod background;
 mod config;
 mod connection;
 mod control;
@@ -47,8 +50,11 @@ use tokio_util::sync::CancellationToken;
 use tokio_util::task::TaskTracker;
 
 pub use audit::AuditError;
-pub use config::{AuditConfig, ServerConfig};
+pub use config::{
+    AuditConfig, DEFAULT_BACKGROUND_GRACE, DEFAULT_MAX_BACKGROUND_RUNS, ServerConfig,
+};
 pub use control::{Control, Lifecycle};
+pub use hookd_core::breaker::BreakerSettings;
 pub use hookd_runner::spawn::{OpenFilesLimit, raise_open_files_limit};
 pub use socket::{BindError, BoundSocket, bind_socket, bind_socket_file};
 
@@ -71,7 +77,9 @@ pub enum ServerError {
 /// A graceful stop closes the listener at once, answers what connections had sent before
 /// the stop (requests already received, a pending hello included), lets every in-flight run
 /// finish for up to [`ServerConfig::shutdown_grace`], then kills the hooks still running
-/// (their whole process groups) and returns `Ok(())`. Requests sent after the stop began are
+/// (their whole process groups); background runs (async hooks, detached events) get
+/// [`ServerConfig::background_grace`] from the stop's start before theirs are killed and the
+/// runs recorded as cut short; then it returns `Ok(())`. Requests sent after the stop began are
 /// refused with `shutting_down` (nothing of theirs ran: a client may retry them).
 pub async fn run(
     listener: UnixListener,
@@ -127,6 +135,7 @@ pub async fn run(
                 }
                 tracing::info!("reloading every settings layer");
                 shared.registries.reload_all().await;
+                background::resume_paused_hooks(&shared);
                 if let Some(lifecycle) = &lifecycle {
                     lifecycle.ready(&shared.registries.summary());
                 }
@@ -173,6 +182,7 @@ pub async fn run(
         tracing::error!(%err, "the settings watcher failed");
     }
     connections.close();
+    let stop_began = std::time::Instant::now();
     tracing::info!(
         grace_ms = shared.config.shutdown_grace.as_millis() as u64,
         "stopping: waiting for in-flight runs"
@@ -194,6 +204,15 @@ pub async fn run(
         }
     }
     shared.hard_stop.cancel();
+    // Background runs (async hooks, detached events) have their own grace, counted from the
+    // stop's start; past it they are killed and recorded as cut short.
+    shared
+        .background
+        .drain(
+            stop_began + shared.config.background_grace,
+            shared.config.kill_grace + Duration::from_secs(2),
+        )
+        .await;
     // Persistent workers and pre-warmed spares outlive the runs that used them; stop them
     // (their whole process groups) now that no run needs them.
     let bound = shared.config.kill_grace + Duration::from_secs(2);

@@ -346,6 +346,8 @@ impl RunStats {
             clients,
             relays,
             hooks_untracked,
+            background: None,
+            breaker: None,
         }
     }
 }

@@ -46,6 +46,8 @@ pub(crate) struct Shared {
     pub(crate) frame_budget: Arc<FrameBudget>,
     /// The relayed AfterModel responses in progress (`crate::relayed`).
     pub(crate) relayed: crate::relayed::RelayedSeries,
+    /// Async hooks and detached events running outside any answer (`crate::background`).
+    pub(crate) background: crate::background::Background,
 }
 
 impl Shared {
@@ -75,6 +77,7 @@ impl Shared {
             workers: Default::default(),
             prewarm: Default::default(),
             envs: Default::default(),
+            breakers: Arc::new(hookd_runner::breakers::Breakers::new(config.breaker)),
         };
         Shared {
             registries: Registries::new(&config),
@@ -90,6 +93,7 @@ impl Shared {
             audit,
             frame_budget: Arc::new(FrameBudget::new(config.max_pending_frame_bytes)),
             relayed: Default::default(),
+            background: crate::background::Background::new(config.max_background_runs),
             config,
         }
     }

@@ -34,6 +34,9 @@ pub(crate) struct RunContext<'a> {
     /// The run's wall time, from the request to the aggregate; `None` for stream chunks, whose
     /// hooks' summed durations are logged instead.
     pub(crate) wall: Option<Duration>,
+    /// For a run outside the answer (`crate::background`): `async`, `detached`, `dropped`
+    /// or `cut_short`; `None` for a run the client waited for.
+    pub(crate) background: Option<&'static str>,
 }
 
 /// Records one finished event run: the audit line, the log lines and the counters.
@@ -45,7 +48,14 @@ pub(crate) fn finished_run(
     results: &[HookResult],
     aggregate: &Aggregate,
 ) {
-    crate::audit::record_run(shared, fire, generation, results, aggregate);
+    crate::audit::record_run(
+        shared,
+        fire,
+        generation,
+        results,
+        aggregate,
+        context.background,
+    );
     let total = context.wall.unwrap_or(aggregate.total_duration);
     shared
         .run_stats
@@ -150,6 +160,7 @@ fn log_run(
         decision = final_decision(aggregate),
         success = aggregate.success,
         total = %millis(total),
+        background = context.background.unwrap_or("-"),
         "event ran hooks"
     );
 }

@@ -64,6 +64,26 @@ struct Args {
     /// 10000].
     #[arg(long)]
     shutdown_grace_ms: Option<u64>,
+    /// Background runs (async hooks, detached events such as a relayed SessionEnd) in flight
+    /// at once; a run past it is not started and is logged and audited as dropped
+    /// [default: 64].
+    #[arg(long, value_name = "N")]
+    max_background: Option<usize>,
+    /// Milliseconds a graceful stop lets background runs finish, from the stop's start,
+    /// before killing their hooks and recording the runs as cut short [default: 20000].
+    #[arg(long, value_name = "MS")]
+    background_grace_ms: Option<u64>,
+    /// Failed runs in a row after which the circuit breaker pauses a hook (it then decides
+    /// as its failure would, without being run); 0 turns the breaker off [default: 5].
+    #[arg(long, value_name = "N")]
+    breaker_threshold: Option<u32>,
+    /// Milliseconds a hook stays paused before one trial run; each failed trial doubles it
+    /// up to --breaker-max-backoff-ms [default: 30000].
+    #[arg(long, value_name = "MS")]
+    breaker_backoff_ms: Option<u64>,
+    /// The longest pause of a failing hook, in milliseconds [default: 600000].
+    #[arg(long, value_name = "MS")]
+    breaker_max_backoff_ms: Option<u64>,
     /// What a failing hook (crash, timeout, spawn error, no decision) decides when its
     /// settings entry has no `on_failure` key: allow (Gemini CLI's behaviour), deny or ask
     /// [default: allow].
@@ -207,6 +227,21 @@ fn serve(args: Args) -> anyhow::Result<()> {
     }
     if let Some(ms) = args.shutdown_grace_ms {
         config.shutdown_grace = Duration::from_millis(ms);
+    }
+    if let Some(n) = args.max_background {
+        config.max_background_runs = n.max(1);
+    }
+    if let Some(ms) = args.background_grace_ms {
+        config.background_grace = Duration::from_millis(ms);
+    }
+    if let Some(n) = args.breaker_threshold {
+        config.breaker.threshold = n;
+    }
+    if let Some(ms) = args.breaker_backoff_ms {
+        config.breaker.backoff = Duration::from_millis(ms.max(1));
+    }
+    if let Some(ms) = args.breaker_max_backoff_ms {
+        config.breaker.max_backoff = Duration::from_millis(ms.max(1));
     }
     if let Some(policy) = args.on_failure {
         config.default_on_failure = policy;

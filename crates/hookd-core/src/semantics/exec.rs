@@ -14,6 +14,7 @@
 //! | `dialect` | a host's name: `"gemini"` (default), `"claude"`, ... | which CLI's payload and output shapes the hook speaks (`crate::dialect`) |
 //! | `max_memory_mb` | MiB, 1 or more (default: no limit) | the most private writable memory (heap, anonymous mappings) the hook's process may allocate, enforced by the kernel (`RLIMIT_DATA`); meant for persistent workers, applies to any command hook |
 //! | `drop_fields` | array of payload keys | keys left out of the hook's stdin payload, such as `llm_request` or `full_content` for an AfterModel filter that only reads `content` |
+//! | `async` | `true`, `false` (default) | command hooks: run in the background; the event is answered without waiting for the hook, which takes no part in the decision (Claude Code's own `async` key, kept by the Claude settings conversion) |
 //!
 //! Every parser here returns the value to use and, for a key that is present but wrong, a
 //! message for the settings diagnostics; a wrong key never discards the hook, its default
@@ -245,10 +246,48 @@ pub fn parse_exec_mode(raw: &Map<String, Value>) -> (ExecMode, Vec<KeyProblem>) 
     (ExecMode::OneShot { prewarm_idle_ms }, problems)
 }
 
+/// Reads the hook's `async` key: whether the hook runs in the background, outside the
+/// event's decision. Only `true` or `false`; anything else is a problem and `false` applies.
+pub fn parse_async(raw: &Map<String, Value>) -> (bool, Option<KeyProblem>) {
+    match raw.get("async") {
+        None | Some(Value::Null) => (false, None),
+        Some(Value::Bool(value)) => (*value, None),
+        Some(other) => (
+            false,
+            Some(KeyProblem {
+                key: "async",
+                message: format!(
+                    "async must be true or false, not {}; the hook runs in the event (false)",
+                    crate::json::json_type(other)
+                ),
+            }),
+        ),
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
     use serde_json::json;
+
+    #[test]
+    fn async_key() {
+        // (entry, async, problem?)
+        let cases = [
+            (json!({}), false, false),
+            (json!({"async": null}), false, false),
+            (json!({"async": false}), false, false),
+            (json!({"async": true}), true, false),
+            (json!({"async": "true"}), false, true),
+            (json!({"async": 1}), false, true),
+            (json!({"async": [true]}), false, true),
+        ];
+        for (entry, expected, problem) in cases {
+            let (value, found) = parse_async(&raw(entry.clone()));
+            assert_eq!(value, expected, "{entry}");
+            assert_eq!(found.is_some(), problem, "{entry}: {found:?}");
+        }
+    }
 
     fn raw(value: Value) -> Map<String, Value> {
         value.as_object().cloned().unwrap_or_default()

@@ -6,6 +6,7 @@
 //! - What an event is: [`event`] (names, matcher fields, merge strategies), [`matcher`] and
 //!   [`jsregex`] (which hooks an event selects), [`plan`] (the order they run in) and
 //!   [`payload`] with [`json`] (the object on the hook's stdin).
+//! - When a hook rests: [`breaker`] (the circuit breaker's pure state machine).
 //! - What a run means: [`result`] (a run and its record), [`output`] (exit code and output by
 //!   Gemini CLI's rules), [`policy`] (what a failure decides), [`chain`] (sequential hooks)
 //!   and [`aggregate`] (merging every hook's answer).
@@ -13,6 +14,7 @@
 //! This room imports only from [`crate::hookenv`].
 
 pub mod aggregate;
+pub mod breaker;
 pub mod chain;
 pub mod event;
 pub mod exec;

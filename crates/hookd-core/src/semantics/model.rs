@@ -210,6 +210,12 @@ impl HookConfig {
     pub fn drop_fields(&self) -> Vec<String> {
         parse_drop_fields(&self.raw).0
     }
+
+    /// Whether the hook runs in the background, outside the event's decision (its `async`
+    /// key; only command hooks, which have a process to run, can).
+    pub fn is_async(&self) -> bool {
+        self.runs_command() && crate::exec::parse_async(&self.raw).0
+    }
 }
 
 fn non_empty(s: &Option<String>) -> Option<&str> {

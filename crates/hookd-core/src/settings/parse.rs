@@ -620,6 +620,21 @@ fn parse_entry(
             problem.message,
         );
     }
+    match crate::exec::parse_async(raw) {
+        (_, Some(problem)) => warn(
+            diagnostics,
+            format!("{key_path}.{}", problem.key),
+            problem.message,
+        ),
+        // An async hook takes no part in the decision: a failure policy cannot decide either.
+        (true, None) if raw.contains_key("on_failure") => warn(
+            diagnostics,
+            format!("{key_path}.on_failure"),
+            "on_failure has no effect on an async hook, which takes no part in the decision"
+                .to_owned(),
+        ),
+        _ => {}
+    }
     if let (_, Some(problem)) = crate::dialect::parse_dialect(raw) {
         warn(
             diagnostics,
@@ -1201,6 +1216,35 @@ mod tests {
                 .map(|diagnostic| diagnostic.key.as_deref().unwrap_or(""))
                 .collect();
             assert_eq!(warned, keys, "{text}");
+        }
+    }
+
+    #[test]
+    fn async_keys_are_checked() {
+        // (hook keys beside type and command, warned keys)
+        let cases = [
+            (r#""async": true"#, vec![]),
+            (r#""async": false, "on_failure": "deny""#, vec![]),
+            (
+                r#""async": "yes""#,
+                vec!["hooks.BeforeTool[0].hooks[0].async"],
+            ),
+            (
+                r#""async": true, "on_failure": "deny""#,
+                vec!["hooks.BeforeTool[0].hooks[0].on_failure"],
+            ),
+        ];
+        for (keys, expected) in cases {
+            let text = format!(
+                r#"{{"hooks": {{"BeforeTool": [{{"hooks": [{{"type": "command", "command": "x", {keys}}}]}}]}}}}"#
+            );
+            let parsed = parse(&text);
+            let warned: Vec<_> = parsed
+                .diagnostics
+                .iter()
+                .map(|diagnostic| diagnostic.key.as_deref().unwrap_or(""))
+                .collect();
+            assert_eq!(warned, expected, "{text}");
         }
     }
 

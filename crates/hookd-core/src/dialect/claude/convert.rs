@@ -18,8 +18,10 @@
 //!   reported, never dropped silently). `timeout` is in seconds in Claude Code and in
 //!   milliseconds in Gemini CLI and hookd, so it is multiplied by 1000. `statusMessage`
 //!   becomes `description`. In a layer, `if` is kept (hookd checks it before spawning, see
-//!   [`crate::dialect::condition`]) and `onFailure: "block"` becomes `on_failure: "deny"`. Keys with
-//!   no counterpart (`async`, `shell`, ...) are reported and dropped; `once`, which
+//!   [`crate::dialect::condition`]) and `onFailure: "block"` becomes `on_failure: "deny"`. `async:
+//!   true` is kept (hookd's own key of the same meaning); `asyncRewake`, which a relay that
+//!   has answered cannot honour, is reported and the event waits for the hook. Keys with
+//!   no counterpart (`shell`, ...) are reported and dropped; `once`, which
 //!   Claude Code ignores in settings files, is dropped silently.
 //! - **Variables**: `$CLAUDE_PROJECT_DIR` is written `${...}` so that the shell, not Gemini
 //!   CLI's textual expansion, expands it, exactly as in Claude Code (Gemini CLI and hookd
@@ -513,6 +515,9 @@ fn convert_hook(
         Purpose::Migrate => rename_variable(command, "CLAUDE_PROJECT_DIR", "GEMINI_PROJECT_DIR"),
     };
 
+    let rewake = hook
+        .get("asyncRewake")
+        .is_some_and(|value| value != &Value::Bool(false));
     let mut gemini = Map::new();
     gemini.insert("type".to_owned(), Value::from("command"));
     gemini.insert("command".to_owned(), Value::from(command));
@@ -542,10 +547,35 @@ fn convert_hook(
                 }
             }
             "async" if value == &Value::Bool(false) => {}
+            // `asyncRewake` (below) decides for a hook that has both.
+            "async" if rewake => {}
+            // hookd's own `async` key means the same: run in the background, outside the
+            // decision (`crate::exec::parse_async`). Gemini CLI ignores it in a migrated file.
+            "async" if value == &Value::Bool(true) => {
+                gemini.insert("async".to_owned(), Value::Bool(true));
+                if options.purpose == Purpose::Migrate {
+                    conversion.problem(
+                        location,
+                        ProblemKind::Changed,
+                        "async is kept for hookd, which runs the hook in the background; \
+                         Gemini CLI itself ignores it and waits for the hook",
+                    );
+                }
+            }
             "async" => conversion.problem(
                 location,
                 ProblemKind::Changed,
-                "Claude Code runs an async hook in the background; here the event waits for it",
+                format!("async must be true or false, not {value}; the event waits for the hook"),
+            ),
+            "asyncRewake" if value == &Value::Bool(false) => {}
+            // A background hook whose exit 2 wakes the model later: a relay has answered
+            // Claude Code by then and cannot wake it. Run in the event instead, so an exit 2
+            // reaches the model at once, as a blocking answer, rather than never.
+            "asyncRewake" => conversion.problem(
+                location,
+                ProblemKind::Changed,
+                "asyncRewake cannot wake Claude Code through the relay once it has answered; \
+                 the event waits for the hook, so its exit 2 reaches the model at once",
             ),
             // A settings file's `once` hook runs on every matching event in Claude Code
             // 2.1.328 (interop scenario `claude-once`), as it does here.
@@ -804,7 +834,7 @@ mod tests {
                         {"type": "command", "command": "\"${GEMINI_PROJECT_DIR}\"/.claude/hooks/guard.sh", "timeout": 30000}
                     ]},
                     {"matcher": "^(?:replace|write_file)$", "hooks": [
-                        {"type": "command", "command": "fmt.sh", "description": "Formatting"}
+                        {"type": "command", "command": "fmt.sh", "description": "Formatting", "async": true}
                     ]}
                 ],
                 "AfterAgent": [
@@ -825,7 +855,7 @@ mod tests {
             [
                 "hooks.PreToolUse[0].hooks[1]: not converted: Claude Code's \"prompt\" hooks have no counterpart: Gemini CLI and hookd run only command hooks",
                 "hooks.PreToolUse[0].hooks[2]: not converted: this is hookd's relay wiring for Claude Code, not a hook; Gemini CLI needs its own relay entries",
-                "hooks.PreToolUse[1].hooks[0]: converted with a change: Claude Code runs an async hook in the background; here the event waits for it",
+                "hooks.PreToolUse[1].hooks[0]: converted with a change: async is kept for hookd, which runs the hook in the background; Gemini CLI itself ignores it and waits for the hook",
                 "hooks.PreToolUse[2]: not converted: matcher \"[bad\" is not a valid regular expression, so Claude Code never runs these hooks",
                 "hooks.SubagentStop: converted with a change: Gemini CLI has no subagent events: these hooks run as AfterAgent hooks, when the main agent finishes",
                 "hooks.SubagentStop[0]: converted with a change: Gemini CLI cannot filter by agent type; matcher \"reviewer\" is dropped and the hooks run whenever the agent finishes",
@@ -854,7 +884,7 @@ mod tests {
                         {"type": "command", "command": "hookctl relay PreToolUse --dialect claude", "dialect": "claude", "claude_event": "PreToolUse"}
                     ]},
                     {"matcher": "^(?:replace|write_file)$", "hooks": [
-                        {"type": "command", "command": "fmt.sh", "description": "Formatting", "dialect": "claude", "claude_event": "PreToolUse"}
+                        {"type": "command", "command": "fmt.sh", "description": "Formatting", "async": true, "dialect": "claude", "claude_event": "PreToolUse"}
                     ]}
                 ],
                 "AfterAgent": [
@@ -879,7 +909,7 @@ mod tests {
         // The layer keeps relay entries (the registry skips them) and reports no lost
         // matcher: the hooks carry it.
         let layer_problems = problems(&layer);
-        assert_eq!(layer_problems.len(), 5, "{layer_problems:#?}");
+        assert_eq!(layer_problems.len(), 4, "{layer_problems:#?}");
         assert!(
             !layer_problems
                 .iter()
@@ -990,6 +1020,57 @@ mod tests {
         for (settings, expected) in cases {
             let conversion = convert_claude_settings(&settings, Purpose::Migrate);
             assert_eq!(problems(&conversion), expected, "{settings}");
+        }
+    }
+
+    #[test]
+    fn async_is_kept_and_async_rewake_waits() {
+        // (hook keys beside type and command, converted hook's `async`, layer problems)
+        let cases = [
+            (json!({}), None, vec![]),
+            (json!({"async": false}), None, vec![]),
+            (json!({"async": true}), Some(true), vec![]),
+            (
+                json!({"async": "yes"}),
+                None,
+                vec![
+                    "hooks.Stop[0].hooks[0]: converted with a change: async must be true or false, not \"yes\"; the event waits for the hook",
+                ],
+            ),
+            (
+                json!({"asyncRewake": true}),
+                None,
+                vec![
+                    "hooks.Stop[0].hooks[0]: converted with a change: asyncRewake cannot wake Claude Code through the relay once it has answered; the event waits for the hook, so its exit 2 reaches the model at once",
+                ],
+            ),
+            (
+                json!({"async": true, "asyncRewake": true}),
+                None,
+                vec![
+                    "hooks.Stop[0].hooks[0]: converted with a change: asyncRewake cannot wake Claude Code through the relay once it has answered; the event waits for the hook, so its exit 2 reaches the model at once",
+                ],
+            ),
+            (
+                json!({"async": true, "asyncRewake": false}),
+                Some(true),
+                vec![],
+            ),
+        ];
+        for (keys, expected_async, expected_problems) in cases {
+            let mut hook = json!({"type": "command", "command": "x.sh"});
+            if let (Some(hook), Some(keys)) = (hook.as_object_mut(), keys.as_object()) {
+                hook.extend(keys.clone());
+            }
+            let settings = json!({"hooks": {"Stop": [{"hooks": [hook]}]}});
+            let layer = convert_claude_settings(&settings, Purpose::Layer);
+            let converted = &layer.hooks["AfterAgent"][0]["hooks"][0];
+            assert_eq!(
+                converted.get("async").and_then(Value::as_bool),
+                expected_async,
+                "{keys}"
+            );
+            assert_eq!(problems(&layer), expected_problems, "{keys}");
         }
     }
 

@@ -1,0 +1,341 @@
+//! Work that runs outside the answer: async hooks (`"async": true`) and detached events
+//! (`"detach": true`, what a relay sends for `SessionEnd`).
+//!
+//! A background run is one event's hooks that no client waits for: the async hooks of any
+//! event (the rest of the plan answers the client), or the whole plan of a detached event
+//! (the client got an empty result at once). It runs under the daemon's own token, never the
+//! connection's, so a client that disconnects (a host that killed its relay) does not stop
+//! it; each hook is still bounded by its timeout and takes a slot of the daemon-wide hook
+//! semaphore like any other.
+//!
+//! Bounded: at most [`crate::ServerConfig::max_background_runs`] background runs are in
+//! flight. A run that would take the count past it is not started: its hooks are recorded as
+//! refused (log `warn`, an audit line with `"background": "dropped"`, the `dropped` counter of
+//! `status` and `stats`), never queued without bound.
+//!
+//! A graceful stop ([`Background::drain`]) waits for the runs in flight up to
+//! [`crate::ServerConfig::background_grace`] from the stop's start, then kills their hooks
+//! (whole process groups); each run cut short is logged (`warn`) and audited with
+//! `"background": "cut_short"`, its killed hooks with outcome `cancelled`.
+//!
+//! Every finished background run goes through [`crate::story::finished_run`], like a run a
+//! client waited for: its log line, its audit line (with its `background` kind) and its
+//! counters in `stats`.
+
+use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::time::{Duration, Instant};
+
+use hookd_core::payload::{BaseFields, format_timestamp};
+use hookd_core::dialect::Dialect;
+use hookd_core::sanitize::EnvRedaction;
+use hookd_core::{HookEventName, HookOutcome, HookResult, HookRun, Plan};
+use hookd_protocol::{BackgroundStatus, EventRequest};
+use hookd_runner::fire::{FireRequest, ProcessKeys, run_plan};
+use tokio::sync::Semaphore;
+use tokio_util::sync::CancellationToken;
+use tokio_util::task::TaskTracker;
+
+use crate::runstats::ClientEntry;
+use crate::shared::Shared;
+use crate::stats::Stats;
+use crate::story::RunContext;
+
+/// Why a run is in the background.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Kind {
+    /// The async hooks of an event whose other hooks answered the client.
+    Async,
+    /// A detached event: all of its hooks.
+    Detached,
+}
+
+impl Kind {
+    /// The audit line's `background` value.
+    fn as_str(self) -> &'static str {
+        match self {
+            Kind::Async => "async",
+            Kind::Detached => "detached",
+        }
+    }
+}
+
+/// One background run to start: the event and everything its hooks need.
+pub(crate) struct Job {
+    /// Why it runs in the background.
+    pub(crate) kind: Kind,
+    /// The event request (its `input` and base fields are what the hooks see).
+    pub(crate) request: EventRequest,
+    /// The event.
+    pub(crate) event: HookEventName,
+    /// The hooks to run.
+    pub(crate) plan: Plan,
+    /// The client that sent the event.
+    pub(crate) client: Arc<ClientEntry>,
+    /// The host whose relay sent it.
+    pub(crate) relayed_by: Option<Dialect>,
+    /// The hooks' environment.
+    pub(crate) env: Arc<Vec<(String, String)>>,
+    /// The project's redaction settings for `env`.
+    pub(crate) env_redaction: Arc<EnvRedaction>,
+    /// The registry generation the plan came from.
+    pub(crate) generation: u64,
+    /// Gemini CLI's id of the project, for the default plans directory.
+    pub(crate) project_id: String,
+}
+
+/// The daemon's background runs: their bound, their tasks and their counters.
+pub(crate) struct Background {
+    slots: Arc<Semaphore>,
+    max: usize,
+    tasks: TaskTracker,
+    /// Cancelled when a graceful stop's grace for background work has run out.
+    cut: CancellationToken,
+    started: AtomicU64,
+    finished: AtomicU64,
+    dropped: AtomicU64,
+    cut_short: AtomicU64,
+}
+
+impl Background {
+    /// No background run yet; at most `max` at once (0 counts as 1).
+    pub(crate) fn new(max: usize) -> Background {
+        let max = max.max(1);
+        Background {
+            slots: Arc::new(Semaphore::new(max)),
+            max,
+            tasks: TaskTracker::new(),
+            cut: CancellationToken::new(),
+            started: AtomicU64::new(0),
+            finished: AtomicU64::new(0),
+            dropped: AtomicU64::new(0),
+            cut_short: AtomicU64::new(0),
+        }
+    }
+
+    /// Starts `job` in the background, or records it as dropped when the bound is reached.
+    pub(crate) fn start(shared: &Arc<Shared>, job: Job) {
+        let background = &shared.background;
+        let Ok(permit) = Arc::clone(&background.slots).try_acquire_owned() else {
+            background.dropped.fetch_add(1, Ordering::Relaxed);
+            tracing::warn!(
+                event = job.event.as_str(),
+                hooks = job.plan.hooks.len(),
+                max = background.max,
+                "background run dropped: the most background runs are in flight"
+            );
+            let message = format!(
+                "not run: {} background runs were already in flight (max_background_runs)",
+                background.max
+            );
+            record_dropped(shared, job, &message);
+            return;
+        };
+        background.started.fetch_add(1, Ordering::Relaxed);
+        let shared = Arc::clone(shared);
+        background.tasks.spawn(async move {
+            execute(&shared, job).await;
+            shared.background.finished.fetch_add(1, Ordering::Relaxed);
+            drop(permit);
+        });
+    }
+
+    /// A graceful stop: waits for the runs in flight until `deadline`, then kills their hooks
+    /// and waits at most `kill_bound` more for them to be recorded.
+    pub(crate) async fn drain(&self, deadline: Instant, kill_bound: Duration) {
+        self.tasks.close();
+        if self.tasks.is_empty() {
+            return;
+        }
+        tracing::info!(
+            running = self.tasks.len(),
+            "stopping: waiting for background runs"
+        );
+        let deadline = tokio::time::Instant::from_std(deadline);
+        if tokio::time::timeout_at(deadline, self.tasks.wait())
+            .await
+            .is_ok()
+        {
+            return;
+        }
+        tracing::warn!(
+            running = self.tasks.len(),
+            "background runs outlived their grace period; killing their hooks"
+        );
+        self.cut.cancel();
+        if tokio::time::timeout(kill_bound, self.tasks.wait())
+            .await
+            .is_err()
+        {
+            tracing::warn!("some background runs did not end in time; exiting anyway");
+        }
+    }
+
+    /// The counters for `status` and `stats`.
+    pub(crate) fn status(&self) -> BackgroundStatus {
+        BackgroundStatus {
+            running: (self.max - self.slots.available_permits()) as u64,
+            max: self.max as u64,
+            started: self.started.load(Ordering::Relaxed),
+            finished: self.finished.load(Ordering::Relaxed),
+            dropped: self.dropped.load(Ordering::Relaxed),
+            cut_short: self.cut_short.load(Ordering::Relaxed),
+        }
+    }
+}
+
+/// The firing of a job's request, as a run the client waits for would build it.
+fn fire_request(shared: &Shared, job: &mut Job) -> FireRequest {
+    let request = &mut job.request;
+    let plans_dir = request.plans_dir.take().unwrap_or_else(|| {
+        hookd_core::env::default_plans_dir(
+            &shared.registries.gemini_home().display().to_string(),
+            &job.project_id,
+            &request.session_id,
+        )
+    });
+    let project_dir = request
+        .project_dir
+        .take()
+        .unwrap_or_else(|| request.cwd.clone());
+    FireRequest {
+        event: job.event,
+        input: std::mem::take(&mut request.input),
+        base: BaseFields {
+            session_id: std::mem::take(&mut request.session_id),
+            transcript_path: std::mem::take(&mut request.transcript_path),
+            cwd: std::mem::take(&mut request.cwd),
+            timestamp: format_timestamp(crate::connection::unix_millis_now()),
+        },
+        project_dir,
+        plans_dir,
+        env: Arc::clone(&job.env),
+        env_redaction: Arc::clone(&job.env_redaction),
+        serialized: Vec::new(),
+        process_keys: ProcessKeys::default(),
+    }
+}
+
+/// Runs a job's hooks and records the run; a run killed by the stop is recorded as cut short.
+async fn execute(shared: &Arc<Shared>, mut job: Job) {
+    let started = Instant::now();
+    let fire = fire_request(shared, &mut job);
+    let token = shared.background.cut.child_token();
+    let hook_count = job.plan.hooks.len() as u64;
+    Stats::add(&shared.stats.hooks_pending, hook_count);
+    let stats = Arc::clone(shared);
+    let mut on_result = move |_: usize, _: &HookResult| {
+        Stats::sub(&stats.stats.hooks_pending, 1);
+    };
+    let results = run_plan(&job.plan, &fire, &shared.runner, &token, &mut on_result).await;
+    let cut_short = token.is_cancelled();
+    if cut_short {
+        shared.background.cut_short.fetch_add(1, Ordering::Relaxed);
+        let killed: Vec<&str> = results
+            .iter()
+            .filter(|result| matches!(result.outcome, HookOutcome::Cancelled))
+            .map(|result| result.name.as_str())
+            .collect();
+        tracing::warn!(
+            event = job.event.as_str(),
+            session_id = fire.base.session_id.as_str(),
+            hooks = killed.join(" ").as_str(),
+            "background run cut short: the daemon stopped before its hooks finished"
+        );
+    }
+    let kind = if cut_short {
+        "cut_short"
+    } else {
+        job.kind.as_str()
+    };
+    finish(shared, &job, &fire, &results, kind, started.elapsed());
+}
+
+/// Records a job that was not started: each hook refused with `message`.
+fn record_dropped(shared: &Arc<Shared>, mut job: Job, message: &str) {
+    let fire = fire_request(shared, &mut job);
+    let results: Vec<HookResult> = job
+        .plan
+        .hooks
+        .iter()
+        .map(|entry| {
+            let run = HookRun {
+                outcome: HookOutcome::Refused {
+                    message: message.to_owned(),
+                },
+                stdout: String::new(),
+                stderr: String::new(),
+                duration: Duration::ZERO,
+            };
+            let result = hookd_core::output::hook_result(entry, run);
+            let policy = entry
+                .config
+                .on_failure()
+                .unwrap_or(shared.config.default_on_failure);
+            hookd_core::policy::apply_failure_policy(result, policy)
+        })
+        .collect();
+    finish(shared, &job, &fire, &results, "dropped", Duration::ZERO);
+}
+
+/// The bookkeeping of a finished (or dropped) background run.
+fn finish(
+    shared: &Shared,
+    job: &Job,
+    fire: &FireRequest,
+    results: &[HookResult],
+    kind: &'static str,
+    wall: Duration,
+) {
+    let aggregate = match job.relayed_by {
+        Some(host) => host.aggregate(job.event, results, &fire.input),
+        None => hookd_core::aggregate::aggregate(job.event, results, &fire.input),
+    };
+    let context = RunContext {
+        client: &job.client,
+        relayed_by: job.relayed_by,
+        wall: Some(wall),
+        background: Some(kind),
+    };
+    crate::story::finished_run(shared, &context, fire, job.generation, results, &aggregate);
+    shared.last_runs.record(&job.plan.hooks, results);
+    hookd_runner::spawn::settle();
+}
+
+/// Splits a plan into what answers the client and what runs in the background: every hook
+/// when `detach`, else the async hooks. Either part is `None` when it has no hook.
+pub(crate) fn split(plan: Plan, detach: bool) -> (Option<Plan>, Option<(Kind, Plan)>) {
+    if detach {
+        return (None, Some((Kind::Detached, plan)));
+    }
+    if !plan.hooks.iter().any(|entry| entry.config.is_async()) {
+        return (Some(plan), None);
+    }
+    let (background, foreground): (Vec<_>, Vec<_>) = plan
+        .hooks
+        .into_iter()
+        .partition(|entry| entry.config.is_async());
+    let part = |hooks: Vec<_>| {
+        (!hooks.is_empty()).then(|| Plan {
+            event: plan.event,
+            hooks,
+            sequential: plan.sequential,
+        })
+    };
+    (
+        part(foreground),
+        part(background).map(|plan| (Kind::Async, plan)),
+    )
+}
+
+/// A reload (`hookctl reload`, SIGHUP) forgets the circuit breaker's counts and pauses: the
+/// user may have fixed what made a hook fail, and the next event tries every hook again.
+pub(crate) fn resume_paused_hooks(shared: &Shared) {
+    let paused = shared.runner.breakers.reset();
+    if paused > 0 {
+        tracing::info!(
+            paused,
+            "reload: hooks paused by the circuit breaker run again"
+        );
+    }
+}
