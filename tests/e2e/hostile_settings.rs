@@ -238,9 +238,14 @@ impl Hostile {
             }
             Hostile::Huge => {
                 // Valid JSON, 5 MiB of white space.
+                // Written aside and renamed into place: the watcher must never see a part of
+                // it, which (white space only, under the size bound) would be a valid, empty
+                // settings file replacing the good version.
                 let mut text = " ".repeat(5 * 1024 * 1024);
                 text.push_str("{}");
-                write(path, &text);
+                let aside = path.with_extension("partial");
+                write(&aside, &text);
+                std::fs::rename(&aside, path).expect("rename");
                 "larger than"
             }
         }
