@@ -339,6 +339,29 @@ pub fn run(args: &RelayArgs) -> ExitCode {
     emit(&answer)
 }
 
+/// The `main` of a binary that is only the relay (`hookd-relay`): its arguments are
+/// `hookctl relay`'s, and `--version` alone prints the version (never an event name: hosts'
+/// events are words; `hookctl doctor` asks it to compare the relay with hookctl).
+pub fn relay_binary_main(name: &str) -> ExitCode {
+    let mut given = std::env::args_os().skip(1);
+    if let (Some(only), None) = (given.next(), given.next())
+        && (only == "--version" || only == "-V")
+    {
+        println!("{name} {}", env!("CARGO_PKG_VERSION"));
+        return ExitCode::SUCCESS;
+    }
+    let args: Vec<OsString> = std::iter::once(OsString::from("relay"))
+        .chain(std::env::args_os().skip(1))
+        .collect();
+    match RelayArgs::from_args(&args) {
+        Some(relay) => run(&relay),
+        None => {
+            eprintln!("usage: {USAGE}");
+            ExitCode::from(2)
+        }
+    }
+}
+
 /// Writes the answer and returns its exit code.
 fn emit(answer: &HostAnswer) -> ExitCode {
     // A host that stopped reading is gone; nothing better can be done with the error.
