@@ -26,8 +26,8 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::{Duration, Instant};
 
-use hookd_core::payload::{BaseFields, format_timestamp};
 use hookd_core::dialect::Dialect;
+use hookd_core::payload::{BaseFields, format_timestamp};
 use hookd_core::sanitize::EnvRedaction;
 use hookd_core::{HookEventName, HookOutcome, HookResult, HookRun, Plan};
 use hookd_protocol::{BackgroundStatus, EventRequest};
