@@ -32,9 +32,10 @@ pub use trust::{
     trust_problems, trust_records_text,
 };
 
-use super::{DialectError, HomeEnv, HostAnswer, HostDialect, RelayInput};
+use super::{Conversion, DialectError, HomeEnv, HostAnswer, HostDialect, Purpose, RelayInput};
 use crate::event::HookEventName;
-use crate::model::{LayerFile, Source};
+use crate::model::{HookConfig, HookEntry, LayerFile, Source};
+use crate::result::{HookResult, HookRun};
 
 /// OpenAI Codex CLI.
 #[derive(Debug, Clone, Copy)]
@@ -124,6 +125,70 @@ impl HostDialect for Codex {
         errors: &[String],
     ) -> HostAnswer {
         answer_for_codex(&event.host_event, &event.host_input, final_output, errors)
+    }
+
+    fn hook_payload(
+        &self,
+        event: HookEventName,
+        payload: &Map<String, Value>,
+    ) -> Option<Map<String, Value>> {
+        // Codex's stdin objects are Claude Code's, with Codex's own tool names.
+        let mut codex = crate::dialect::gemini_payload_to_claude(event, payload);
+        if let Some(tool) = payload.get("codex_tool_name").cloned() {
+            codex.insert("tool_name".to_owned(), tool);
+        } else if let Some(tool) = payload.get("tool_name").and_then(Value::as_str) {
+            let name = hookd_tool_to_codex(tool);
+            if name != tool && matches!(tool, "replace" | "write_file" | "run_shell_command") {
+                codex.insert("tool_name".to_owned(), Value::from(name.as_ref()));
+            }
+        }
+        codex.remove("codex_tool_name");
+        Some(codex)
+    }
+
+    fn hook_result(
+        &self,
+        entry: &HookEntry,
+        run: HookRun,
+        input: &Map<String, Value>,
+    ) -> HookResult {
+        // What Codex reads of an answer is a part of what Claude Code reads, in the same
+        // fields; answers Codex would count as a failed hook are told apart in
+        // docs/dialects.md.
+        crate::dialect::claude_hook_result(entry, run, input)
+    }
+
+    fn hook_applies(
+        &self,
+        config: &HookConfig,
+        event: HookEventName,
+        payload: &Map<String, Value>,
+    ) -> bool {
+        crate::dialect::claude_hook_applies(config, event, payload)
+    }
+
+    fn convert_settings(&self, settings: &Value, purpose: Purpose) -> Option<Conversion> {
+        // Codex's hooks.json is Claude Code's `hooks` object; its hooks keep speaking Codex.
+        let mut conversion = crate::dialect::convert_claude_settings(settings, purpose);
+        if purpose == Purpose::Layer {
+            for list in conversion.hooks.values_mut() {
+                for definition in list.as_array_mut().into_iter().flatten() {
+                    for hook in definition
+                        .get_mut("hooks")
+                        .and_then(Value::as_array_mut)
+                        .into_iter()
+                        .flatten()
+                    {
+                        if let Some(hook) = hook.as_object_mut()
+                            && hook.get("dialect").and_then(Value::as_str) == Some("claude")
+                        {
+                            hook.insert("dialect".to_owned(), Value::from("codex"));
+                        }
+                    }
+                }
+            }
+        }
+        Some(conversion)
     }
 
     fn relay_handler(&self, _host_event: &str, command: &str, timeout_ms: u64) -> Value {
