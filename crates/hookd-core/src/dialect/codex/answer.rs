@@ -72,11 +72,11 @@ pub fn codex_answer_from_claude(
         "PostToolUse" => {
             out.remove("suppressOutput");
         }
-        "Stop" | "SubagentStop" if stop_hook_active => {
-            if out.get("decision").and_then(Value::as_str) == Some("block") {
-                out.remove("decision");
-                out.remove("reason");
-            }
+        "Stop" | "SubagentStop"
+            if stop_hook_active && out.get("decision").and_then(Value::as_str) == Some("block") =>
+        {
+            out.remove("decision");
+            out.remove("reason");
         }
         "SessionEnd" | "PreCompact" | "PostCompact" => {
             out.remove("hookSpecificOutput");
@@ -207,9 +207,11 @@ mod tests {
     use super::*;
 
     /// (event, tool, stop_hook_active, hookd aggregate, expected stdout, expected exit)
+    type Case = (&'static str, &'static str, bool, Value, Option<Value>, i32);
+
     #[test]
     fn answers_are_ones_codex_reads_as_meant() {
-        let cases: Vec<(&str, &str, bool, Value, Option<Value>, i32)> = vec![
+        let cases: Vec<Case> = vec![
             // A deny keeps a non-empty reason.
             (
                 "PreToolUse",
