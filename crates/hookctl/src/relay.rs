@@ -1005,7 +1005,7 @@ mod tests {
             (&["relay"], "", Dialect::GEMINI, None, None, true),
             (&["relay", "A", "B"], "A", Dialect::GEMINI, None, None, true),
             (
-                &["relay", "A", "--dialect", "codex"],
+                &["relay", "A", "--dialect", "cursor"],
                 "A",
                 Dialect::GEMINI,
                 None,
