@@ -170,3 +170,26 @@ def codex_install_roundtrip(ctx, host):
         for path, data in before.items():
             v.expect("%s restored byte for byte" % path.name, path.read_bytes() == data, True)
     return v
+
+
+@scenario("codex-untrusted-skipped", ["codex"], "why install records trust: without the records the real Codex skips the relay entries silently")
+def codex_untrusted_skipped(ctx, host):
+    v = Verdict()
+    turns = [{"tool": "touch marker-1"}, {"text": ["finished"]}]
+    with Session(ctx, host, "hookd", "untrusted") as s:
+        host.add_hooks(s.user_settings(), "PreToolUse", None, [recorder(s, "rec", {"PreToolUse": deny_answer("CTX-denied")})])
+        s.install()
+        s.start_daemon()
+        config = host.config_path(s.w)
+        text = config.read_text()
+        cut = text.find("\n[hooks.state.")
+        v.check("install wrote trust records", cut >= 0, text)
+        config.write_text(text[:cut + 1] if cut >= 0 else text)
+        s.go(turns)
+        v.expect("untrusted relay entry skipped: the command ran", markers_of(s), ["marker-1"])
+        v.expect("no hook saw the call", events_seen(s), [])
+    return v
+
+
+def markers_of(s):
+    return sorted(str(p.relative_to(s.w.proj)) for p in s.w.proj.rglob("marker-*"))
