@@ -361,6 +361,27 @@ mod tests {
     }
 
     #[test]
+    fn without_the_stdin_object_a_deny_is_still_a_codex_deny() {
+        // The relay's own answer (daemon unreachable, policy deny) has no stdin object.
+        let answer = answer_for_codex(
+            "PreToolUse",
+            &Map::new(),
+            Some(&json!({"decision": "deny", "reason": "hookd is not running"})),
+            &["no daemon".to_owned()],
+        );
+        let printed: Value = serde_json::from_str(&answer.stdout).expect("JSON");
+        assert_eq!(
+            printed["hookSpecificOutput"]["permissionDecision"], "deny",
+            "{printed}"
+        );
+        assert_eq!(
+            printed["hookSpecificOutput"]["permissionDecisionReason"],
+            "hookd is not running"
+        );
+        assert_eq!(answer.exit_code, 0);
+    }
+
+    #[test]
     fn exit_two_always_has_a_reason_on_stderr() {
         for stderr in ["", "  \n", "why\n"] {
             let answer = codex_answer_from_claude(
