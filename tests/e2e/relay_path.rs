@@ -149,7 +149,7 @@ async fn a_hosts_relay_skips_the_hooks_of_files_that_host_runs_itself() {
     }
 
     // An unknown host is a bad request, and the connection goes on.
-    let answer = before_tool(&mut conn, 10, &cwd, json!({"relayed_by": "codex"})).await;
+    let answer = before_tool(&mut conn, 10, &cwd, json!({"relayed_by": "cursor"})).await;
     assert_eq!(answer["type"], "error", "{answer}");
     assert_eq!(answer["code"], "bad_request", "{answer}");
     let answer = before_tool(&mut conn, 11, &cwd, json!({"relayed_by": "gemini"})).await;

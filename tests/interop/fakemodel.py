@@ -7,6 +7,9 @@ It speaks just enough of two APIs for the real CLIs to run a headless session:
   (server-sent events), `:generateContent`, `:countTokens`, `:embedContent`, `GET .../models`.
 - Anthropic (`--api anthropic`): `POST /v1/messages` (streamed with `"stream": true`, else one
   JSON message) and `POST /v1/messages/count_tokens`.
+- OpenAI Responses (`--api openai`), as Codex CLI calls it: `POST /v1/responses`, always
+  streamed (`response.created`, `response.output_item.added`/`done`, `response.completed`);
+  a tool turn is a call of Codex's shell tool `exec_command` with `{"cmd": ...}`.
 
 What the model answers comes from a script, a JSON file:
 
@@ -53,6 +56,53 @@ def gemini_turn_index(body):
 def anthropic_turn_index(body):
     messages = body.get("messages") or []
     return sum(1 for m in messages if isinstance(m, dict) and m.get("role") == "assistant")
+
+
+def openai_turn_index(body):
+    """How many answers of the model (tool calls, assistant messages) the input already has."""
+    items = body.get("input") or []
+    return sum(
+        1
+        for i in items
+        if isinstance(i, dict)
+        and (i.get("type") == "function_call" or (i.get("type") == "message" and i.get("role") == "assistant"))
+    )
+
+
+def openai_events(turn, index):
+    """The server-sent events of one Responses API answer."""
+    rid = "resp_%d" % index
+    if "tool" in turn:
+        item = {
+            "type": "function_call",
+            "id": "fc_%d" % index,
+            "call_id": "call_%d" % index,
+            "name": "exec_command",
+            "arguments": json.dumps({"cmd": turn["tool"]}),
+            "status": "completed",
+        }
+    else:
+        text = "".join(turn.get("text") or ["done"])
+        item = {
+            "type": "message",
+            "id": "msg_%d" % index,
+            "role": "assistant",
+            "status": "completed",
+            "content": [{"type": "output_text", "text": text, "annotations": []}],
+        }
+    usage = {
+        "input_tokens": 10,
+        "input_tokens_details": {"cached_tokens": 0},
+        "output_tokens": 5,
+        "output_tokens_details": {"reasoning_tokens": 0},
+        "total_tokens": 15,
+    }
+    return [
+        {"type": "response.created", "response": {"id": rid}},
+        {"type": "response.output_item.added", "output_index": 0, "item": item},
+        {"type": "response.output_item.done", "output_index": 0, "item": item},
+        {"type": "response.completed", "response": {"id": rid, "usage": usage}},
+    ]
 
 
 def gemini_has_tools(body):
@@ -305,6 +355,8 @@ class Handler(BaseHTTPRequestHandler):
             return
         if self.server.api == "gemini":
             self.gemini(body)
+        elif self.server.api == "openai":
+            self.openai(body)
         else:
             self.anthropic(body)
 
@@ -346,6 +398,20 @@ class Handler(BaseHTTPRequestHandler):
                 merged["candidates"][0]["content"]["parts"] = [{"text": text}]
             self.send_json(200, merged)
 
+    def openai(self, body):
+        path = self.path.split("?")[0]
+        if not path.endswith("/responses"):
+            self.record(body, kind="unknown")
+            self.send_json(404, {"error": {"message": "not found"}})
+            return
+        index = openai_turn_index(body)
+        turn = self.server.script.turn(index)
+        self.record(body, kind="turn", turn=index, stream=True)
+        touch(turn)
+        self.start_sse()
+        for event in openai_events(turn, index):
+            self.sse(event, event=event["type"])
+
     def anthropic(self, body):
         path = self.path.split("?")[0]
         if path.endswith("/count_tokens"):
@@ -377,7 +443,7 @@ class Handler(BaseHTTPRequestHandler):
 
 def main():
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--api", choices=["gemini", "anthropic"], required=True)
+    parser.add_argument("--api", choices=["gemini", "anthropic", "openai"], required=True)
     parser.add_argument("--script", required=True)
     parser.add_argument("--log", required=True)
     parser.add_argument("--port-file", required=True)

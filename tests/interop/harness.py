@@ -7,6 +7,7 @@ that points only inside it, so nothing of the machine's own settings leaks in an
 leaves 127.0.0.1.
 """
 
+import hashlib
 import json
 import os
 import re
@@ -27,6 +28,8 @@ GEMINI_PACKAGE = "@google/gemini-cli"
 GEMINI_VERSION = "0.61.0"
 CLAUDE_PACKAGE = "@anthropic-ai/claude-code"
 CLAUDE_VERSION = "2.1.328"
+CODEX_PACKAGE = "@openai/codex"
+CODEX_VERSION = "0.171.0"
 
 # How long one CLI run may take before it is killed and reported.
 CLI_TIMEOUT_S = 120
@@ -148,7 +151,30 @@ def install_clis(hosts):
                 "package as an optional dependency)" % binary
             )
         out["claude"] = [str(binary)]
+    if "codex" in hosts:
+        dest = root / ("codex-cli-" + CODEX_VERSION)
+        npm_install(dest, "%s@%s" % (CODEX_PACKAGE, CODEX_VERSION))
+        binary = codex_binary(dest)
+        if binary is None:
+            raise SuiteError(
+                "Codex CLI's native binary is missing under %s (npm installs the platform "
+                "package as an optional dependency)" % dest
+            )
+        out["codex"] = [str(binary)]
     return out
+
+
+def codex_binary(dest):
+    """The native binary of the platform package npm installed for Codex CLI."""
+    machine = os.uname().machine
+    arch = {"x86_64": "x64", "aarch64": "arm64", "arm64": "arm64"}.get(machine, machine)
+    triple = {"x64": "x86_64", "arm64": "aarch64"}.get(arch, arch)
+    vendor = dest / "node_modules" / "@openai" / ("codex-linux-" + arch) / "vendor"
+    for libc in ("musl", "gnu"):
+        binary = vendor / ("%s-unknown-linux-%s" % (triple, libc)) / "bin" / "codex"
+        if binary.exists():
+            return binary
+    return None
 
 
 # --- small utilities -------------------------------------------------------------------------
@@ -669,6 +695,116 @@ class Claude(Host):
         if isinstance(data, dict):
             return ("error: " if data.get("is_error") else "") + str(data.get("result"))
         return None
+
+
+class Codex(Host):
+    """OpenAI Codex CLI, headless (`codex exec`), against the fake Responses API.
+
+    Everything is in `~/.codex` of the world: `config.toml` names the fake model provider
+    (its URL is given per run with `-c`, as the server's port is known only then) and holds
+    the trust records without which Codex skips a hook; `hooks.json` the hooks."""
+
+    name = "codex"
+    api = "openai"
+    shell_tool = "Bash"
+    tool_event = "PreToolUse"
+
+    def codex_home(self, w):
+        return w.home / ".codex"
+
+    def user_settings_path(self, w):
+        return self.codex_home(w) / "hooks.json"
+
+    def project_settings_path(self, w):
+        return w.proj / ".codex" / "hooks.json"
+
+    def config_path(self, w):
+        return self.codex_home(w) / "config.toml"
+
+    def prepare(self, w):
+        path = self.config_path(w)
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(
+            'model = "gpt-interop"\n'
+            'model_provider = "interop"\n'
+            "check_for_update_on_startup = false\n"
+            "\n"
+            "[model_providers.interop]\n"
+            'name = "interop"\n'
+            'base_url = "http://127.0.0.1:9/v1"\n'
+            'env_key = "INTEROP_FAKE_KEY"\n'
+            'wire_api = "responses"\n'
+            "\n"
+            "[features]\n"
+            "plugins = false\n"
+        )
+        self.world = w
+
+    def trust_hooks(self, w):
+        """Trusts every command hook of the user's hooks.json, as a user does in /hooks:
+        Codex's own key and hash (`hooks.state."<key>".trusted_hash` in config.toml)."""
+        path = self.user_settings_path(w)
+        hooks = (read_json(path, {}) or {}).get("hooks") or {}
+        lines = []
+        for event, groups in hooks.items():
+            label = re.sub(r"(?<!^)([A-Z])", r"_\1", event).lower()
+            for gi, group in enumerate(groups or []):
+                for hi, handler in enumerate(group.get("hooks") or []):
+                    if handler.get("type") != "command":
+                        continue
+                    normalized = {
+                        "async": bool(handler.get("async", False)),
+                        "command": handler["command"],
+                        "timeout": max(1, int(handler.get("timeout", 600))),
+                        "type": "command",
+                    }
+                    identity = {"event_name": label, "hooks": [normalized]}
+                    if group.get("matcher") is not None and event not in CODEX_NO_MATCHER:
+                        identity["matcher"] = group["matcher"]
+                    canonical = json.dumps(identity, separators=(",", ":"), sort_keys=True)
+                    digest = hashlib.sha256(canonical.encode()).hexdigest()
+                    key = "%s:%s:%d:%d" % (path, label, gi, hi)
+                    lines.append('\n[hooks.state.%s]\ntrusted_hash = "sha256:%s"\n' % (json.dumps(key), digest))
+        with open(self.config_path(w), "a") as f:
+            f.write("".join(lines))
+
+    def env(self, w):
+        self.model_url = w.model_url
+        return {"INTEROP_FAKE_KEY": "interop-fake-key", "CODEX_HOME": str(self.codex_home(w))}
+
+    def args(self, prompt):
+        return [
+            "exec",
+            "--skip-git-repo-check",
+            "--dangerously-bypass-approvals-and-sandbox",
+            "-c",
+            'model_providers.interop.base_url="%s/v1"' % self.model_url,
+            "-C",
+            str(self.world.proj),
+            prompt,
+        ]
+
+    def tool_results(self, requests):
+        turns = turn_requests(requests)
+        if not turns:
+            return []
+        results = []
+        for item in (turns[-1]["body"] or {}).get("input") or []:
+            if isinstance(item, dict) and item.get("type") == "function_call_output":
+                output = item.get("output")
+                if not isinstance(output, str):
+                    output = json.dumps(output, sort_keys=True)
+                # Timings and chunk ids differ from run to run.
+                output = re.sub(r"(Wall time|Chunk ID|Original token count)[^\n]*\n?", "", output)
+                results.append(output)
+        return results
+
+    def printed(self, run):
+        return run.stdout.strip() or None
+
+
+# Codex events whose matcher Codex ignores (and leaves out of the trust hash).
+CODEX_NO_MATCHER = {"UserPromptSubmit", "Stop", "SessionEnd", "Interrupt"}
 
 
 def parse_json_out(text):

@@ -414,6 +414,11 @@ fn ask_daemon(
     request.transcript_path = text("transcript_path");
     request.env = Some(process_env());
     request.project_dir = host_project_dir(args.dialect, |name| std::env::var_os(name));
+    if request.project_dir.is_none() && args.dialect.project_dir_is_hook_cwd() {
+        request.project_dir = std::env::current_dir()
+            .ok()
+            .map(|dir| dir.display().to_string());
+    }
     request.relayed_by = Some(args.dialect.as_str().to_owned());
     // The host kills a SessionEnd hook after a second or two (Claude Code ~1.5 s) and ignores
     // its answer: the daemon answers at once and finishes the hooks on its own.
@@ -1023,7 +1028,7 @@ mod tests {
             (&["relay"], "", Dialect::GEMINI, None, None, true),
             (&["relay", "A", "B"], "A", Dialect::GEMINI, None, None, true),
             (
-                &["relay", "A", "--dialect", "codex"],
+                &["relay", "A", "--dialect", "cursor"],
                 "A",
                 Dialect::GEMINI,
                 None,

@@ -936,7 +936,7 @@ async fn bad_input_is_answered_by_policy() {
     // (arguments, stdin)
     let cases: [(&[&str], Value); 3] = [
         (&["NotAnEvent"], json!({})),
-        (&["BeforeTool", "--dialect", "codex"], json!({})),
+        (&["BeforeTool", "--dialect", "cursor"], json!({})),
         (
             &["PreToolUse", "--dialect", "claude"],
             json!({"tool_name": 7}),

@@ -25,6 +25,7 @@
 //! mapping is listed in `docs/dialects.md`.
 
 pub mod claude;
+pub mod codex;
 pub mod condition;
 pub mod gemini;
 mod relay;
@@ -128,6 +129,13 @@ pub trait HostDialect: Send + Sync + 'static {
     /// The environment variable in which the host gives its hooks the project root, if any.
     /// The relay prefers it to the payload's `cwd`, which a `cd` in the shell tool moves.
     fn project_dir_var(&self) -> Option<&'static str>;
+
+    /// Whether, lacking [`Self::project_dir_var`], the host starts its hooks in the session's
+    /// project directory, so that the relay's own working directory is the project (Codex
+    /// CLI, whose payload `cwd` follows the shell tool's `workdir`). Default: no.
+    fn project_dir_is_hook_cwd(&self) -> bool {
+        false
+    }
 
     /// Whether the host itself runs the hooks of a layer (`source`, `file`): such hooks are
     /// skipped for the events it relays, or they would run twice.
@@ -318,9 +326,11 @@ impl Dialect {
     pub const GEMINI: Dialect = Dialect(&gemini::Gemini);
     /// Claude Code.
     pub const CLAUDE: Dialect = Dialect(&claude::Claude);
+    /// OpenAI Codex CLI.
+    pub const CODEX: Dialect = Dialect(&codex::Codex);
 
     /// Every host hookd speaks, one line each: adding a host is a module and a line here.
-    pub const ALL: &'static [Dialect] = &[Dialect::GEMINI, Dialect::CLAUDE];
+    pub const ALL: &'static [Dialect] = &[Dialect::GEMINI, Dialect::CLAUDE, Dialect::CODEX];
 
     /// The dialect named `name` (its [`HostDialect::name`]).
     pub fn parse(name: &str) -> Option<Dialect> {

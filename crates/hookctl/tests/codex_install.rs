@@ -1,0 +1,138 @@
+//! `hookctl install --host codex` through the real binary, in a temp home: Codex's own hooks
+//! move to hookd, the relay entries get trust records in `config.toml` (Codex's key and
+//! hash), `doctor` reports a stale record, a `hooks.json` Codex would drop is refused, and
+//! uninstall gives every file back byte for byte.
+
+// Test fixtures may unwrap: a failure here is a failed test, not a daemon bug.
+#![allow(clippy::unwrap_used)]
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+
+use hookd_core::dialect::codex::{codex_trust_hash, codex_trust_key};
+use serde_json::Value;
+
+struct Home {
+    _dir: tempfile::TempDir,
+    home: PathBuf,
+    project: PathBuf,
+}
+
+impl Home {
+    fn new() -> Home {
+        let dir = tempfile::tempdir().unwrap();
+        let root = std::fs::canonicalize(dir.path()).unwrap();
+        let home = root.join("home");
+        let project = root.join("project");
+        std::fs::create_dir_all(home.join(".codex")).unwrap();
+        std::fs::create_dir_all(&project).unwrap();
+        Home {
+            _dir: dir,
+            home,
+            project,
+        }
+    }
+
+    fn hookctl(&self, args: &[&str]) -> (bool, String) {
+        let output = Command::new(env!("CARGO_BIN_EXE_hookctl"))
+            .args(args)
+            .current_dir(&self.project)
+            .env("HOME", &self.home)
+            .env_remove("CODEX_HOME")
+            .env_remove("XDG_CONFIG_HOME")
+            .env_remove("XDG_STATE_HOME")
+            .stdin(Stdio::null())
+            .output()
+            .unwrap();
+        let text = format!(
+            "{}{}",
+            String::from_utf8_lossy(&output.stdout),
+            String::from_utf8_lossy(&output.stderr)
+        );
+        (output.status.success(), text)
+    }
+
+    fn hooks_file(&self) -> PathBuf {
+        self.home.join(".codex/hooks.json")
+    }
+
+    fn config_file(&self) -> PathBuf {
+        self.home.join(".codex/config.toml")
+    }
+}
+
+const HOOKS: &str = r#"{
+  "hooks": {
+    "PreToolUse": [
+      {"matcher": "Bash", "hooks": [{"type": "command", "command": "guard.sh", "timeout": 30}]}
+    ]
+  }
+}
+"#;
+
+const CONFIG: &str =
+    "# my Codex settings\nmodel = \"o5\"   # keep\n\n[features]\nplugins = false\n";
+
+fn read(path: &Path) -> String {
+    std::fs::read_to_string(path).unwrap()
+}
+
+#[test]
+fn install_records_trust_and_uninstall_gives_every_file_back() {
+    let home = Home::new();
+    std::fs::write(home.hooks_file(), HOOKS).unwrap();
+    std::fs::write(home.config_file(), CONFIG).unwrap();
+
+    let (ok, out) = home.hookctl(&["install", "--host", "codex", "--scope", "user", "--yes"]);
+    assert!(ok, "{out}");
+    let hooks: Value = serde_json::from_str(&read(&home.hooks_file())).unwrap();
+    let handler = &hooks["hooks"]["PreToolUse"][0]["hooks"][0];
+    let command = handler["command"].as_str().unwrap();
+    assert!(command.contains("PreToolUse --dialect codex"), "{hooks}");
+    assert!(handler["timeout"].is_u64(), "{hooks}");
+    assert!(
+        !read(&home.hooks_file()).contains("guard.sh"),
+        "moved to hookd"
+    );
+
+    // The record Codex looks for, under Codex's key, with Codex's hash.
+    let config = read(&home.config_file());
+    assert!(config.starts_with(CONFIG), "{config}");
+    let key = codex_trust_key(&home.hooks_file(), "PreToolUse", 0, 0);
+    let matcher = hooks["hooks"]["PreToolUse"][0]["matcher"].as_str();
+    let hash = codex_trust_hash("PreToolUse", matcher, handler.as_object().unwrap());
+    let record = format!("[hooks.state.\"{key}\"]\ntrusted_hash = \"{hash}\"\n");
+    assert!(config.contains(&record), "{record}\n{config}");
+    let (_, doctor) = home.hookctl(&["doctor"]);
+    assert!(doctor.contains("wiring"), "{doctor}");
+    assert!(!doctor.contains("skips the"), "{doctor}");
+
+    // A hand edit of the relay line: Codex would skip it, and doctor says so.
+    let installed = read(&home.hooks_file());
+    std::fs::write(
+        home.hooks_file(),
+        installed.replace("--dialect codex", "--dialect codex --retry 0"),
+    )
+    .unwrap();
+    let (_, list) = home.hookctl(&["doctor"]);
+    assert!(list.contains("stale"), "{list}");
+    std::fs::write(home.hooks_file(), &installed).unwrap();
+
+    let (ok, out) = home.hookctl(&["uninstall", "--host", "codex", "--scope", "user"]);
+    assert!(ok, "{out}");
+    assert_eq!(read(&home.hooks_file()), HOOKS);
+    assert_eq!(read(&home.config_file()), CONFIG);
+}
+
+#[test]
+fn a_hooks_file_codex_would_drop_is_not_edited() {
+    let home = Home::new();
+    // A float timeout: Codex ignores the whole file, so relay entries there would never run.
+    let broken = HOOKS.replace("\"timeout\": 30", "\"timeout\": 1.5");
+    std::fs::write(home.hooks_file(), &broken).unwrap();
+    let (ok, out) = home.hookctl(&["install", "--host", "codex", "--scope", "user", "--yes"]);
+    assert!(!ok, "{out}");
+    assert!(out.contains("timeout"), "{out}");
+    assert_eq!(read(&home.hooks_file()), broken);
+    assert!(!home.config_file().exists());
+}
