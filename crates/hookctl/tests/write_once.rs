@@ -46,6 +46,12 @@ fn claude_payload(command: &str, cwd: &Path) -> Value {
            "permission_mode": "default", "tool_name": "Bash", "tool_input": {"command": command}})
 }
 
+fn codex_payload(command: &str, cwd: &Path) -> Value {
+    json!({"session_id": "s-codex", "transcript_path": null, "cwd": cwd, "hook_event_name": "PreToolUse",
+           "model": "gpt-5", "permission_mode": "default", "turn_id": "t1", "tool_name": "Bash",
+           "tool_input": {"command": command}, "tool_use_id": "call-1"})
+}
+
 fn gemini_denied(answer: &Value) -> Option<String> {
     (answer["decision"] == "deny").then(|| answer["reason"].as_str().unwrap_or("").to_owned())
 }
@@ -60,7 +66,7 @@ fn claude_denied(answer: &Value) -> Option<String> {
     })
 }
 
-const HOSTS: [Host; 2] = [
+const HOSTS: [Host; 3] = [
     Host {
         dialect: "gemini",
         event: "BeforeTool",
@@ -73,13 +79,21 @@ const HOSTS: [Host; 2] = [
         payload: claude_payload,
         denied: claude_denied,
     },
+    // Codex CLI reads the same `permissionDecision` shape (with a reason it requires).
+    Host {
+        dialect: "codex",
+        event: "PreToolUse",
+        payload: codex_payload,
+        denied: claude_denied,
+    },
 ];
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_guard_in_any_dialect_guards_every_host_in_its_own_terms() {
     let fixture = Fixture::prepare("{}", None);
     let dir = fixture.dir.path();
-    // Each guard reads its own dialect's payload and answers in its own dialect's words.
+    // Each guard reads its own dialect's payload and answers in its own dialect's words (the
+    // Codex one by exit 2 and stderr).
     let gemini_guard = script(
         dir,
         "gemini-guard.sh",
@@ -96,9 +110,18 @@ case "$input" in
   *'"tool_name":"Bash"'*'curl'*) echo '{"hookSpecificOutput":{"hookEventName":"PreToolUse","permissionDecision":"deny","permissionDecisionReason":"claude guard: no curl"}}' ;;
 esac"#,
     );
+    let codex_guard = script(
+        dir,
+        "codex-guard.sh",
+        r#"input=$(cat)
+case "$input" in
+  *'"tool_name":"Bash"'*'wget'*) echo 'codex guard: no wget' >&2; exit 2 ;;
+esac"#,
+    );
     let hooks = json!({"hooks": {"BeforeTool": [{"matcher": "run_shell_command", "hooks": [
         {"type": "command", "name": "gemini-guard", "command": gemini_guard},
-        {"type": "command", "name": "claude-guard", "command": claude_guard, "dialect": "claude"}
+        {"type": "command", "name": "claude-guard", "command": claude_guard, "dialect": "claude"},
+        {"type": "command", "name": "codex-guard", "command": codex_guard, "dialect": "codex"}
     ]}]}});
     let hookd_user = fixture.home.join(".config/hookd");
     std::fs::create_dir_all(&hookd_user).unwrap();
