@@ -76,6 +76,11 @@ pub struct ServerConfig {
     /// Where and how to write the audit log (one JSON line per event run that had hooks to
     /// run); `None`, the default, writes none.
     pub audit: Option<AuditConfig>,
+    /// The session-state store's file (`docs/state.md`); by default
+    /// `$XDG_STATE_HOME/hookd/state.redb`, else `~/.local/state/hookd/state.redb`.
+    pub state_store: Option<PathBuf>,
+    /// The session-state store's bounds and expiry times.
+    pub state_limits: hookd_state::Limits,
 }
 
 /// The audit log's settings: its file, its rotation, and whether lines carry hooks' stdin.
@@ -145,6 +150,7 @@ impl std::fmt::Debug for ServerConfig {
             .field("system_trusted_above", &self.system_trusted_above)
             .field("lifecycle", &self.lifecycle.is_some())
             .field("audit", &self.audit)
+            .field("state_store", &self.state_store)
             .finish_non_exhaustive()
     }
 }
@@ -152,6 +158,7 @@ impl std::fmt::Debug for ServerConfig {
 impl ServerConfig {
     /// A configuration with default limits for the given environment.
     pub fn new(env: HashMap<String, String>) -> ServerConfig {
+        let state_store = crate::state::default_store_path(&env);
         let home = env
             .get("HOME")
             .filter(|home| !home.is_empty())
@@ -179,6 +186,8 @@ impl ServerConfig {
             control: Control::new(),
             lifecycle: None,
             audit: None,
+            state_store,
+            state_limits: hookd_state::Limits::default(),
         }
     }
 

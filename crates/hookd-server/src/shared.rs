@@ -46,6 +46,10 @@ pub(crate) struct Shared {
     pub(crate) frame_budget: Arc<FrameBudget>,
     /// The relayed AfterModel responses in progress (`crate::relayed`).
     pub(crate) relayed: crate::relayed::RelayedSeries,
+    /// Session state (`crate::state`), opened on first use.
+    pub(crate) state: Arc<crate::state::SessionState>,
+    /// This daemon's socket path, given to hooks as `HOOKD_SOCKET` ([`Shared::set_hook_socket`]).
+    pub(crate) hook_socket: Option<String>,
 }
 
 impl Shared {
@@ -90,8 +94,25 @@ impl Shared {
             audit,
             frame_budget: Arc::new(FrameBudget::new(config.max_pending_frame_bytes)),
             relayed: Default::default(),
+            state: Arc::new(crate::state::SessionState::new(
+                config.state_store.clone(),
+                config.state_limits,
+            )),
+            hook_socket: None,
             config,
         }
+    }
+
+    /// Gives every hook `HOOKD_SOCKET=<socket>` (so `hookctl state` reaches this daemon),
+    /// whether its environment is a client's or the daemon's own.
+    pub(crate) fn set_hook_socket(&mut self, socket: Option<String>) {
+        if let Some(socket) = &socket {
+            let env = Arc::make_mut(&mut self.daemon_env);
+            env.retain(|(name, _)| name != hookd_protocol::SOCKET_ENV_VAR);
+            env.push((hookd_protocol::SOCKET_ENV_VAR.to_owned(), socket.clone()));
+            env.sort();
+        }
+        self.hook_socket = socket;
     }
 }
 
