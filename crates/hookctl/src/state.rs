@@ -163,9 +163,7 @@ pub fn execute(
     };
     let response = exchange(&socket, request)?;
     match op {
-        StateOp::Get => response
-            .value
-            .ok_or_else(|| failure(EXIT_NOT_FOUND, "")),
+        StateOp::Get => response.value.ok_or_else(|| failure(EXIT_NOT_FOUND, "")),
         StateOp::Delete if !response.found => Err(failure(EXIT_NOT_FOUND, "")),
         StateOp::Set | StateOp::Delete => Ok(String::new()),
         StateOp::List => Ok(response
@@ -300,8 +298,10 @@ mod tests {
             session: None,
             action: StateAction::List,
         };
-        let err = execute(&command, Some(Path::new("/nonexistent/hookd.sock")), |_| None)
-            .unwrap_err();
+        let err = execute(&command, Some(Path::new("/nonexistent/hookd.sock")), |_| {
+            None
+        })
+        .unwrap_err();
         assert_eq!(err.code, EXIT_BAD_REQUEST);
         let command = StateCommand {
             session: Some("s".into()),

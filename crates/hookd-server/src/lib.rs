@@ -52,8 +52,8 @@ pub use config::{AuditConfig, ServerConfig};
 pub use control::{Control, Lifecycle};
 pub use hookd_runner::spawn::{OpenFilesLimit, raise_open_files_limit};
 pub use hookd_state::Limits as StateLimits;
-pub use state::{EXPIRY_BATCH, EXPIRY_INTERVAL, default_store_path};
 pub use socket::{BindError, BoundSocket, bind_socket, bind_socket_file};
+pub use state::{EXPIRY_BATCH, EXPIRY_INTERVAL, default_store_path};
 
 use shared::Shared;
 

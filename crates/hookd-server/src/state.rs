@@ -168,10 +168,8 @@ impl SessionState {
             };
             loop {
                 let store = Arc::clone(&store);
-                let removed = tokio::task::spawn_blocking(move || {
-                    store.expire(now_ms(), EXPIRY_BATCH)
-                })
-                .await;
+                let removed =
+                    tokio::task::spawn_blocking(move || store.expire(now_ms(), EXPIRY_BATCH)).await;
                 match removed {
                     Ok(Ok(removed)) if removed > 0 => {
                         tracing::info!(sessions = removed, "expired session state");
