@@ -322,7 +322,15 @@ async fn the_bounds_are_answered_with_clear_errors() {
     let client = daemon.client().await;
     let long_key = "k".repeat(300);
     // (op, session, key, value, code, words the message must hold)
-    let cases: [(StateOp, &str, Option<&str>, Option<&str>, ErrorCode, &str); 5] = [
+    type Case<'a> = (
+        StateOp,
+        &'a str,
+        Option<&'a str>,
+        Option<&'a str>,
+        ErrorCode,
+        &'a str,
+    );
+    let cases: [Case<'_>; 5] = [
         (
             StateOp::Set,
             "s",

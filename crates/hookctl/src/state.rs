@@ -270,7 +270,8 @@ mod tests {
 
     #[test]
     fn the_session_comes_from_hookd_session_id_then_gemini_session_id() {
-        let cases: [(&[(&str, &str)], Option<&str>); 4] = [
+        type Case<'a> = (&'a [(&'a str, &'a str)], Option<&'a str>);
+        let cases: [Case<'_>; 4] = [
             (&[], None),
             (&[("GEMINI_SESSION_ID", "g")], Some("g")),
             (

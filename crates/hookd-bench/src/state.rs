@@ -40,7 +40,11 @@ pub fn samples(quick: bool, iterations: Option<usize>) -> (usize, usize, usize) 
 }
 
 /// Runs the state benchmark.
-pub fn run(quick: bool, iterations: Option<usize>, runtime: RuntimeFlavor) -> anyhow::Result<Report> {
+pub fn run(
+    quick: bool,
+    iterations: Option<usize>,
+    runtime: RuntimeFlavor,
+) -> anyhow::Result<Report> {
     let started = Instant::now();
     let (gets, sets, processes) = samples(quick, iterations);
     let hookctl = crate::relay::hookctl_path()?;

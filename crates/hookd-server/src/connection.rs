@@ -168,7 +168,7 @@ async fn handshake(
                     });
                     send(sink, &reply).await;
                     let env = match hello.env {
-                        Some(env) => wire_env(env, &shared),
+                        Some(env) => wire_env(env, shared),
                         None => Arc::clone(&shared.daemon_env),
                     };
                     return Some((env, hello.client));

@@ -124,7 +124,7 @@ pub enum StateError {
     /// The database reported an error (its file is unreadable, locked by another daemon,
     /// or the disk failed).
     #[error("state store error: {0}")]
-    Database(#[from] redb::Error),
+    Database(#[source] Box<redb::Error>),
 }
 
 impl StateError {
@@ -143,7 +143,7 @@ impl StateError {
 }
 
 fn db(error: impl Into<redb::Error>) -> StateError {
-    StateError::Database(error.into())
+    StateError::Database(Box::new(error.into()))
 }
 
 /// A session's bookkeeping row.
