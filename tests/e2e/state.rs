@@ -414,3 +414,39 @@ async fn the_bounds_are_answered_with_clear_errors() {
     assert_eq!(hookctl(&["delete", "b"]).status.code(), Some(1));
     daemon.stop().await;
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_session_end_expires_that_sessions_keys_only() {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let store = dir.path().join("state.redb");
+    let options = DaemonOptions {
+        configure: Box::new(move |config| {
+            config.state_store = Some(store);
+            config.state_limits.keep_after_end = Duration::ZERO;
+            config.state_expiry_interval = Duration::from_millis(20);
+        }),
+        ..DaemonOptions::default()
+    };
+    // No hook listens to SessionEnd: the event is still seen.
+    let daemon = Daemon::start_with(json!({}), options).await;
+    let client = daemon.client().await;
+    set(&client, "ended", "k", "v").await;
+    set(&client, "live", "k", "v").await;
+    // A first event caches the project's registry, so that SessionEnd could take the
+    // no-hook fast path, which must not skip it.
+    fire_request(&client, EventRequest::new("Notification", daemon.cwd())).await;
+    let mut request = EventRequest::new("SessionEnd", daemon.cwd())
+        .with_input(hookd_e2e::input(json!({"reason": "exit"})));
+    request.session_id = "ended".to_owned();
+    fire_request(&client, request).await;
+    let deadline = Instant::now() + Duration::from_secs(10);
+    while get(&client, "ended", "k").await.is_some() {
+        assert!(
+            Instant::now() < deadline,
+            "the ended session's keys were never removed"
+        );
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+    assert_eq!(get(&client, "live", "k").await.as_deref(), Some("v"));
+    daemon.stop().await;
+}

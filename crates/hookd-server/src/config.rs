@@ -81,6 +81,8 @@ pub struct ServerConfig {
     pub state_store: Option<PathBuf>,
     /// The session-state store's bounds and expiry times.
     pub state_limits: hookd_state::Limits,
+    /// How often expired sessions are looked for and removed (at least 10 ms).
+    pub state_expiry_interval: Duration,
 }
 
 /// The audit log's settings: its file, its rotation, and whether lines carry hooks' stdin.
@@ -188,6 +190,7 @@ impl ServerConfig {
             audit: None,
             state_store,
             state_limits: hookd_state::Limits::default(),
+            state_expiry_interval: crate::state::EXPIRY_INTERVAL,
         }
     }
 

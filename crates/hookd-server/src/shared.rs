@@ -97,6 +97,7 @@ impl Shared {
             state: Arc::new(crate::state::SessionState::new(
                 config.state_store.clone(),
                 config.state_limits,
+                config.state_expiry_interval,
             )),
             hook_socket: None,
             config,

@@ -18,7 +18,8 @@ use hookd_protocol::{
 use hookd_state::{Limits, StateError, Store};
 use tokio_util::sync::CancellationToken;
 
-/// How often the background expiry looks for sessions whose time is up.
+/// How often the background expiry looks for sessions whose time is up, by default
+/// (`ServerConfig::state_expiry_interval`).
 pub const EXPIRY_INTERVAL: Duration = Duration::from_secs(60);
 
 /// At most this many sessions are removed by one expiry transaction; a pass that removed
@@ -29,16 +30,22 @@ pub const EXPIRY_BATCH: usize = 64;
 pub(crate) struct SessionState {
     path: Option<PathBuf>,
     limits: Limits,
+    expiry_interval: Duration,
     store: tokio::sync::Mutex<Option<Arc<Store>>>,
 }
 
 impl SessionState {
     /// State kept at `path` (`None`: no state directory could be found; every request is
     /// answered with an error).
-    pub(crate) fn new(path: Option<PathBuf>, limits: Limits) -> SessionState {
+    pub(crate) fn new(
+        path: Option<PathBuf>,
+        limits: Limits,
+        expiry_interval: Duration,
+    ) -> SessionState {
         SessionState {
             path,
             limits,
+            expiry_interval: expiry_interval.max(Duration::from_millis(10)),
             store: tokio::sync::Mutex::new(None),
         }
     }
@@ -153,10 +160,10 @@ impl SessionState {
         });
     }
 
-    /// Removes expired sessions every [`EXPIRY_INTERVAL`] until `stop`, at most
-    /// [`EXPIRY_BATCH`] per transaction.
+    /// Removes expired sessions every expiry interval ([`EXPIRY_INTERVAL`] by default) until
+    /// `stop`, at most [`EXPIRY_BATCH`] per transaction.
     pub(crate) async fn expire_until(self: Arc<Self>, stop: CancellationToken) {
-        let mut ticks = tokio::time::interval(EXPIRY_INTERVAL);
+        let mut ticks = tokio::time::interval(self.expiry_interval);
         ticks.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
         loop {
             tokio::select! {
