@@ -26,12 +26,18 @@ pub const EXPIRY_INTERVAL: Duration = Duration::from_secs(60);
 /// this many runs again at once, so a backlog drains without one long transaction.
 pub const EXPIRY_BATCH: usize = 64;
 
+/// At most this many state requests use the blocking pool at once, daemon-wide: writes are
+/// serialised by the store anyway, and a thousand clients writing at once must not fill the
+/// pool that reads settings files. More wait for a permit.
+pub const MAX_CONCURRENT_CALLS: usize = 4;
+
 /// The store, opened when first needed.
 pub(crate) struct SessionState {
     path: Option<PathBuf>,
     limits: Limits,
     expiry_interval: Duration,
     store: tokio::sync::Mutex<Option<Arc<Store>>>,
+    calls: tokio::sync::Semaphore,
 }
 
 impl SessionState {
@@ -47,6 +53,7 @@ impl SessionState {
             limits,
             expiry_interval: expiry_interval.max(Duration::from_millis(10)),
             store: tokio::sync::Mutex::new(None),
+            calls: tokio::sync::Semaphore::new(MAX_CONCURRENT_CALLS),
         }
     }
 
@@ -119,6 +126,9 @@ impl SessionState {
             });
         };
         let op = request.op;
+        let Ok(_permit) = self.calls.acquire().await else {
+            return fail(ErrorCode::ShuttingDown, "the daemon is stopping".to_owned());
+        };
         let answered = tokio::task::spawn_blocking(move || apply(&store, request)).await;
         match answered {
             Ok(Ok(mut response)) => {
