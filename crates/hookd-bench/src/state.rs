@@ -1,6 +1,6 @@
 //! `hookd-bench state`: what `hookctl state` costs a hook (`docs/state.md`).
 //!
-//! Four rows against one daemon (a helper process with its own `HOME`, so its store is a fresh
+//! Four rows against one daemon (a process of its own with its own `HOME`, so its store is a fresh
 //! file in a temp dir):
 //!
 //! - **protocol get / set**: one `state` request's round trip through `hookd-client` on an
