@@ -31,6 +31,7 @@ mod reload;
 mod reload_load;
 mod robustness;
 mod shutdown;
+mod state;
 mod streams;
 mod trust;
 mod workers;

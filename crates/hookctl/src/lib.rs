@@ -50,6 +50,7 @@ mod offline;
 pub mod relay;
 pub mod replay;
 pub mod service;
+pub mod state;
 pub mod stats;
 pub mod trust;
 
@@ -133,6 +134,10 @@ pub enum Command {
     /// Stand in for an agent CLI's command hook: read the event's JSON from stdin, let hookd
     /// run the hooks, answer as the CLI's hooks do (stdout, stderr, exit code).
     Relay(relay::RelayCommand),
+    /// A hook's own session state, kept by the daemon: get, set, delete or list keys of the
+    /// session the hook runs for (docs/state.md). Exit 1 (printing nothing) when a key is
+    /// not set.
+    State(state::StateCommand),
     /// Hand an agent CLI's hooks to hookd: move them into hookd's hooks file and put one
     /// `hookctl relay` entry per event into the CLI's settings (shows the changes first).
     Install(install::InstallArgs),
@@ -213,6 +218,7 @@ pub fn run(cli: Cli) -> ExitCode {
         Command::Install(args) => return install::run_install(args, cli.socket.as_deref()),
         Command::Uninstall(args) => return install::run_uninstall(args, cli.socket.as_deref()),
         Command::Sync(args) => return install::run_sync(args, cli.socket.as_deref()),
+        Command::State(command) => return state::run(command, cli.socket.as_deref()),
         _ => {}
     }
     let runtime = match tokio::runtime::Builder::new_current_thread()
@@ -405,6 +411,7 @@ pub async fn execute(cli: Cli) -> anyhow::Result<String> {
         Command::Untrust(args) => trust::untrust(&connect(&socket, false).await?, args).await,
         Command::Migrate(args) => migrate::run(args),
         Command::Relay(_)
+        | Command::State(_)
         | Command::Install(_)
         | Command::Uninstall(_)
         | Command::Sync(_)

@@ -21,6 +21,7 @@ mod relay;
 mod reload;
 mod report;
 mod spawn;
+mod state;
 mod stats;
 mod stream;
 
@@ -84,6 +85,9 @@ enum Helper {
     /// Times `hookctl relay` from exec to exit, next to a Node one-shot hook and `bash -c
     /// true` (needs `hookctl` built next to this binary).
     Relay,
+    /// Times `hookctl state get/set`: the protocol round trip through hookd-client and the
+    /// whole `hookctl state` process (needs `hookctl` built next to this binary).
+    State,
     /// Answers every frame on a socket with a fixed frame (the ping-pong floor).
     #[command(hide = true)]
     EchoServer {
@@ -137,6 +141,11 @@ fn main() -> anyhow::Result<()> {
             let samples = cli.iterations.unwrap_or_else(|| relay::samples(cli.quick));
             let report = relay::run(samples, cli.daemon_runtime)?;
             print!("{}", relay::table(&report));
+            Ok(())
+        }
+        Some(Helper::State) => {
+            let report = state::run(cli.quick, cli.iterations, cli.daemon_runtime)?;
+            print!("{}", state::table(&report));
             Ok(())
         }
         Some(Helper::Reload { edits }) => {

@@ -76,7 +76,7 @@ pub struct Report {
 }
 
 /// The `hookctl` binary next to this benchmark's own binary.
-fn hookctl_path() -> anyhow::Result<PathBuf> {
+pub fn hookctl_path() -> anyhow::Result<PathBuf> {
     let exe = std::env::current_exe().context("cannot find the benchmark's own binary")?;
     let dir = exe
         .parent()

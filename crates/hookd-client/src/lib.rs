@@ -305,6 +305,30 @@ impl Client {
         }
     }
 
+    /// One session-state call (`get`, `set`, `delete`, `list`; `docs/state.md`): `key` for
+    /// all but `list`, `value` for `set`. A bound or a bad key is a server error
+    /// (`limit_reached`, `bad_request`).
+    pub async fn state(
+        &self,
+        op: hookd_protocol::StateOp,
+        session_id: &str,
+        key: Option<&str>,
+        value: Option<&str>,
+    ) -> Result<hookd_protocol::StateResponse> {
+        let id = self.next_id();
+        let message = ClientMessage::State(hookd_protocol::StateRequest {
+            id: id.clone(),
+            op,
+            session_id: session_id.to_owned(),
+            key: key.map(str::to_owned),
+            value: value.map(str::to_owned),
+        });
+        match self.request(id, message, false).await? {
+            ServerMessage::State(response) => Ok(response),
+            other => Err(unexpected_or_server_error("state", other)),
+        }
+    }
+
     /// Checks that the daemon answers.
     pub async fn ping(&self) -> Result<()> {
         let id = self.next_id();

@@ -23,6 +23,7 @@ mod parse;
 mod request;
 mod response;
 mod socket;
+mod state;
 mod stats;
 
 pub use background::{BackgroundStatus, BreakerStatus, PausedHook};
@@ -50,6 +51,7 @@ pub use socket::{
     check_socket_directory, check_socket_path, default_socket_path, peer_uid_allowed,
     resolve_socket_path, socket_directory, verify_peer, verify_socket_path,
 };
+pub use state::{StateOp, StateRequest, StateResponse};
 pub use stats::{ClientStats, EventStats, HookStats, RelayStats, StatsResponse};
 
 /// The protocol version this crate speaks, exchanged in the `hello` handshake.

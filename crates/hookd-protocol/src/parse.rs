@@ -94,6 +94,14 @@ const LIST: &[Field] = &[
 
 const ID_ONLY: &[Field] = &[required("id", Kind::Id)];
 
+const STATE: &[Field] = &[
+    required("id", Kind::Id),
+    required("op", Kind::NonEmptyString),
+    required("session_id", Kind::NonEmptyString),
+    optional("key", Kind::String),
+    optional("value", Kind::String),
+];
+
 const SUBSCRIBE: &[Field] = &[
     required("id", Kind::Id),
     optional("cwd", Kind::AbsolutePath),
@@ -178,6 +186,7 @@ fn schema(type_name: &str) -> Option<&'static [Field]> {
         "chunk" => Some(CHUNK),
         "stream_close" => Some(ID_ONLY),
         "hooked_events" => Some(HOOKED_EVENTS),
+        "state" => Some(STATE),
         _ => None,
     }
 }

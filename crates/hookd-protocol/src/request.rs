@@ -61,11 +61,13 @@ pub enum ClientMessage {
     StreamClose(StreamCloseRequest),
     /// Ask which events have at least one enabled hook for a project, optionally watching.
     HookedEvents(HookedEventsRequest),
+    /// Get, set, delete or list one session's state (`docs/state.md`).
+    State(crate::state::StateRequest),
 }
 
 impl ClientMessage {
     /// The `"type"` tag of every client message, in declaration order.
-    pub const TYPES: [&'static str; 21] = [
+    pub const TYPES: [&'static str; 22] = [
         "hello",
         "event",
         "cancel",
@@ -87,6 +89,7 @@ impl ClientMessage {
         "stream_close",
         "hooked_events",
         "stats",
+        "state",
     ];
 
     /// The message's `"type"` tag.
@@ -113,6 +116,7 @@ impl ClientMessage {
             ClientMessage::StreamClose(_) => "stream_close",
             ClientMessage::HookedEvents(_) => "hooked_events",
             ClientMessage::Stats(_) => "stats",
+            ClientMessage::State(_) => "state",
         }
     }
 
@@ -125,6 +129,7 @@ impl ClientMessage {
             ClientMessage::List(request) => Some(&request.id),
             ClientMessage::Status(request) => Some(&request.id),
             ClientMessage::Stats(request) => Some(&request.id),
+            ClientMessage::State(request) => Some(&request.id),
             ClientMessage::Ping(request) => Some(&request.id),
             ClientMessage::Subscribe(request) => Some(&request.id),
             ClientMessage::Reload(request) => Some(&request.id),

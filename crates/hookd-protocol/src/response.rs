@@ -51,11 +51,13 @@ pub enum ServerMessage {
     StreamClosed(StreamClosedMessage),
     /// The events with at least one enabled hook for a project.
     HookedEvents(HookedEventsMessage),
+    /// The answer to a `state` request.
+    State(crate::state::StateResponse),
 }
 
 impl ServerMessage {
     /// The `"type"` tag of every server message, in declaration order.
-    pub const TYPES: [&'static str; 19] = [
+    pub const TYPES: [&'static str; 20] = [
         "hello",
         "hook_result",
         "result",
@@ -75,6 +77,7 @@ impl ServerMessage {
         "stream_closed",
         "hooked_events",
         "stats",
+        "state",
     ];
 
     /// The message's `"type"` tag.
@@ -99,6 +102,7 @@ impl ServerMessage {
             ServerMessage::StreamClosed(_) => "stream_closed",
             ServerMessage::HookedEvents(_) => "hooked_events",
             ServerMessage::Stats(_) => "stats",
+            ServerMessage::State(_) => "state",
         }
     }
 
@@ -113,6 +117,7 @@ impl ServerMessage {
             ServerMessage::List(message) => Some(&message.id),
             ServerMessage::Status(message) => Some(&message.id),
             ServerMessage::Stats(message) => Some(&message.id),
+            ServerMessage::State(message) => Some(&message.id),
             ServerMessage::Pong(message) => Some(&message.id),
             ServerMessage::Error(message) => message.id.as_ref(),
             ServerMessage::Subscribed(message) => Some(&message.id),

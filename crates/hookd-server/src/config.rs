@@ -84,6 +84,13 @@ pub struct ServerConfig {
     pub background_grace: Duration,
     /// The circuit breaker: failures in a row that pause a hook, and the pauses.
     pub breaker: hookd_core::breaker::BreakerSettings,
+    /// The session-state store's file (`docs/state.md`); by default
+    /// `$XDG_STATE_HOME/hookd/state.redb`, else `~/.local/state/hookd/state.redb`.
+    pub state_store: Option<PathBuf>,
+    /// The session-state store's bounds and expiry times.
+    pub state_limits: hookd_state::Limits,
+    /// How often expired sessions are looked for and removed (at least 10 ms).
+    pub state_expiry_interval: Duration,
 }
 
 /// The audit log's settings: its file, its rotation, and whether lines carry hooks' stdin.
@@ -156,6 +163,7 @@ impl std::fmt::Debug for ServerConfig {
             .field("max_background_runs", &self.max_background_runs)
             .field("background_grace", &self.background_grace)
             .field("breaker", &self.breaker)
+            .field("state_store", &self.state_store)
             .finish_non_exhaustive()
     }
 }
@@ -163,6 +171,7 @@ impl std::fmt::Debug for ServerConfig {
 impl ServerConfig {
     /// A configuration with default limits for the given environment.
     pub fn new(env: HashMap<String, String>) -> ServerConfig {
+        let state_store = crate::state::default_store_path(&env);
         let home = env
             .get("HOME")
             .filter(|home| !home.is_empty())
@@ -193,6 +202,9 @@ impl ServerConfig {
             max_background_runs: DEFAULT_MAX_BACKGROUND_RUNS,
             background_grace: DEFAULT_BACKGROUND_GRACE,
             breaker: hookd_core::breaker::BreakerSettings::default(),
+            state_store,
+            state_limits: hookd_state::Limits::default(),
+            state_expiry_interval: crate::state::EXPIRY_INTERVAL,
         }
     }
 

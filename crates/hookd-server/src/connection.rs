@@ -171,7 +171,7 @@ async fn handshake(
                     });
                     send(sink, &reply).await;
                     let env = match hello.env {
-                        Some(env) => wire_env(env),
+                        Some(env) => wire_env(env, shared),
                         None => Arc::clone(&shared.daemon_env),
                     };
                     return Some((env, hello.client));
@@ -193,8 +193,12 @@ async fn handshake(
     None
 }
 
-/// Converts a client-sent environment to the runner's form.
-fn wire_env(env: WireEnv) -> Env {
+/// Converts a client-sent environment to the runner's form, with `HOOKD_SOCKET` naming this
+/// daemon's socket (`crate::state`: `hookctl state` in a hook finds the daemon that ran it).
+fn wire_env(mut env: WireEnv, shared: &Shared) -> Env {
+    if let Some(socket) = &shared.hook_socket {
+        env.insert(hookd_protocol::SOCKET_ENV_VAR.to_owned(), socket.clone());
+    }
     Arc::new(env.into_iter().collect())
 }
 
@@ -474,6 +478,10 @@ impl Connection {
             ClientMessage::Chunk(request) => self.chunk(request).await,
             ClientMessage::StreamClose(request) => self.stream_close(request).await,
             ClientMessage::HookedEvents(request) => self.hooked_events(request).await,
+            ClientMessage::State(request) => {
+                let reply = self.shared.state.answer(request).await;
+                send(&self.sink, &reply).await;
+            }
             ClientMessage::Stats(request) => {
                 let mut stats = self.shared.run_stats.response(
                     request.id,
@@ -548,7 +556,9 @@ impl Connection {
     fn unhooked_generation(&self, scanned: &ScannedEvent<'_>) -> Option<u64> {
         let event = HookEventName::ALL
             .into_iter()
-            .find(|event| event.as_str() == scanned.event)?;
+            .find(|event| event.as_str() == scanned.event)
+            // SessionEnd takes the full path, which marks the session's state as ended.
+            .filter(|event| *event != HookEventName::SessionEnd)?;
         let snapshot = self.shared.registries.cached(Path::new(scanned.cwd))?;
         let (tool_name, trigger) = match event.matcher_kind() {
             MatcherKind::ToolName => (scanned.tool_name, None),
@@ -615,7 +625,7 @@ impl Connection {
             return;
         };
         let env = match &request.env {
-            Some(env) => wire_env(env.clone()),
+            Some(env) => wire_env(env.clone(), &self.shared),
             None => Arc::clone(&self.env),
         };
         let plans_dir = request.plans_dir.clone().unwrap_or_else(|| {
@@ -859,6 +869,9 @@ impl Connection {
             Ok(event) => event,
             Err(error) => return send(&self.sink, &error.to_server_message()).await,
         };
+        if event == HookEventName::SessionEnd {
+            self.shared.state.session_ended(&request.session_id);
+        }
         let relayed_by = match parse_relayed_by(&request.id, request.relayed_by.as_deref()) {
             Ok(host) => host,
             Err(error) => return send(&self.sink, &error.to_server_message()).await,
@@ -886,7 +899,7 @@ impl Connection {
         let backgrounded = background.is_some();
         if let Some((kind, background)) = background {
             let env = match &request.env {
-                Some(env) => wire_env(env.clone()),
+                Some(env) => wire_env(env.clone(), &self.shared),
                 None => Arc::clone(&self.env),
             };
             let job = crate::background::Job {
@@ -948,7 +961,7 @@ impl Connection {
         };
 
         let env = match &request.env {
-            Some(env) => wire_env(env.clone()),
+            Some(env) => wire_env(env.clone(), &self.shared),
             None => Arc::clone(&self.env),
         };
         // A relayed AfterModel chunk continues its response's series (`crate::relayed`).

@@ -35,6 +35,7 @@ mod results;
 mod runstats;
 mod shared;
 mod socket;
+mod state;
 mod stats;
 mod story;
 mod stream;
@@ -56,7 +57,9 @@ pub use config::{
 pub use control::{Control, Lifecycle};
 pub use hookd_core::breaker::BreakerSettings;
 pub use hookd_runner::spawn::{OpenFilesLimit, raise_open_files_limit};
+pub use hookd_state::Limits as StateLimits;
 pub use socket::{BindError, BoundSocket, bind_socket, bind_socket_file};
+pub use state::{EXPIRY_BATCH, EXPIRY_INTERVAL, default_store_path};
 
 use shared::Shared;
 
@@ -91,7 +94,14 @@ pub async fn run(
         .as_ref()
         .map(audit::AuditLog::start)
         .transpose()?;
-    let shared = Arc::new(Shared::new(config, cancel.clone(), audit));
+    let mut shared = Shared::new(config, cancel.clone(), audit);
+    shared.set_hook_socket(
+        listener
+            .local_addr()
+            .ok()
+            .and_then(|address| address.as_pathname().map(|path| path.display().to_string())),
+    );
+    let shared = Arc::new(shared);
     shared.registries.preload().await;
     // The watcher lives as long as the accept loop; its token stops it with the daemon.
     let watcher_stop = CancellationToken::new();
@@ -99,6 +109,7 @@ pub async fn run(
         Arc::clone(&shared),
         watcher_stop.clone(),
     ));
+    let state_expiry = tokio::spawn(Arc::clone(&shared.state).expire_until(watcher_stop.clone()));
     let connection_slots = Arc::new(Semaphore::new(shared.config.max_connections.max(1)));
     let mut gauge = limits::ConnectionGauge::new(shared.config.max_connections);
     let connections = TaskTracker::new();
@@ -181,6 +192,7 @@ pub async fn run(
     if let Err(err) = watcher.await {
         tracing::error!(%err, "the settings watcher failed");
     }
+    let _ = state_expiry.await;
     connections.close();
     let stop_began = std::time::Instant::now();
     tracing::info!(
@@ -225,6 +237,7 @@ pub async fn run(
     if let Some(audit) = &shared.audit {
         audit.close().await;
     }
+    shared.state.close().await;
     tracing::info!("stopped");
     Ok(())
 }

@@ -48,6 +48,10 @@ pub(crate) struct Shared {
     pub(crate) relayed: crate::relayed::RelayedSeries,
     /// Async hooks and detached events running outside any answer (`crate::background`).
     pub(crate) background: crate::background::Background,
+    /// Session state (`crate::state`), opened on first use.
+    pub(crate) state: Arc<crate::state::SessionState>,
+    /// This daemon's socket path, given to hooks as `HOOKD_SOCKET` ([`Shared::set_hook_socket`]).
+    pub(crate) hook_socket: Option<String>,
 }
 
 impl Shared {
@@ -94,8 +98,26 @@ impl Shared {
             frame_budget: Arc::new(FrameBudget::new(config.max_pending_frame_bytes)),
             relayed: Default::default(),
             background: crate::background::Background::new(config.max_background_runs),
+            state: Arc::new(crate::state::SessionState::new(
+                config.state_store.clone(),
+                config.state_limits,
+                config.state_expiry_interval,
+            )),
+            hook_socket: None,
             config,
         }
+    }
+
+    /// Gives every hook `HOOKD_SOCKET=<socket>` (so `hookctl state` reaches this daemon),
+    /// whether its environment is a client's or the daemon's own.
+    pub(crate) fn set_hook_socket(&mut self, socket: Option<String>) {
+        if let Some(socket) = &socket {
+            let env = Arc::make_mut(&mut self.daemon_env);
+            env.retain(|(name, _)| name != hookd_protocol::SOCKET_ENV_VAR);
+            env.push((hookd_protocol::SOCKET_ENV_VAR.to_owned(), socket.clone()));
+            env.sort();
+        }
+        self.hook_socket = socket;
     }
 }
 
