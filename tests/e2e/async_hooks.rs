@@ -453,13 +453,17 @@ async fn a_failing_guard_is_paused_denies_while_paused_and_resumes_after_the_bac
     assert_eq!((breaker.pauses, breaker.skipped), (1, 1));
     let stats = client.stats().await.expect("stats");
     assert_eq!(stats.breaker.expect("breaker").paused[0].name, "guard");
-    let skipped = audit_lines(&audit);
-    assert!(
-        skipped
-            .iter()
-            .any(|line| line["hooks"][0]["failure"] == "refused"),
-        "the skipped run is audited: {skipped:?}"
-    );
+    // The audit writer runs apart from the answer: wait for its line.
+    wait_until(
+        "the skipped run is audited",
+        Duration::from_secs(10),
+        || {
+            audit_lines(&audit)
+                .iter()
+                .any(|line| line["hooks"][0]["failure"] == "refused")
+        },
+    )
+    .await;
 
     // The service is back; after the back-off one trial run resumes the hook.
     std::fs::remove_file(daemon.project.join("broken")).expect("remove");
@@ -527,6 +531,56 @@ async fn a_background_run_past_the_bound_is_dropped_and_recorded_not_queued() {
     wait_for_audit(&audit, "AfterTool", "async").await;
     let runs = std::fs::read_to_string(daemon.project.join("runs")).expect("runs");
     assert_eq!(runs.lines().count(), 1, "the dropped run never ran");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn one_project_cannot_take_every_background_slot() {
+    let slow = settings(&[(
+        "AfterTool",
+        None,
+        vec![hook(
+            "index",
+            "echo run >> runs; touch started; sleep 2",
+            json!({"async": true}),
+        )],
+    )]);
+    let (daemon, audit) = daemon_with_audit(slow.clone(), |config| {
+        config.max_background_runs = 2;
+    })
+    .await;
+    let other = daemon.dir.path().join("other");
+    hookd_e2e::write(&other.join(".gemini/settings.json"), &slow.to_string());
+    let client = daemon.client().await;
+    let fields = json!({"tool_name": "write_file", "tool_input": {}, "tool_response": {}});
+    fire(&client, &daemon.cwd(), "AfterTool", fields.clone()).await;
+    let started = daemon.project.join("started");
+    wait_until("the first run started", Duration::from_secs(20), || {
+        started.exists()
+    })
+    .await;
+
+    // The project holds its share (half of 2; the whole bound still has a slot): its next
+    // run is dropped...
+    fire(&client, &daemon.cwd(), "AfterTool", fields.clone()).await;
+    let line = wait_for_audit(&audit, "AfterTool", "dropped").await;
+    assert_eq!(line["hooks"][0]["failure"], "refused");
+    // ...while another project's run still finds a slot.
+    let other_cwd = other.display().to_string();
+    fire(&client, &other_cwd, "AfterTool", fields).await;
+    let other_started = other.join("started");
+    wait_until(
+        "the other project's run started",
+        Duration::from_secs(20),
+        || other_started.exists(),
+    )
+    .await;
+    let background = client
+        .status()
+        .await
+        .expect("status")
+        .background
+        .expect("background");
+    assert_eq!((background.started, background.dropped), (2, 1));
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

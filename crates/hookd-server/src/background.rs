@@ -9,8 +9,9 @@
 //! semaphore like any other.
 //!
 //! Bounded: at most [`crate::ServerConfig::max_background_runs`] background runs are in
-//! flight. A run that would take the count past it is not started: its hooks are recorded as
-//! refused (log `warn`, an audit line with `"background": "dropped"`, the `dropped` counter of
+//! flight, at most half of them for one project (so a project's own settings cannot crowd
+//! out other projects' SessionEnd work). A run that would take either count past its bound is
+//! not started: its hooks are recorded as refused (log `warn`, an audit line with `"background": "dropped"`, the `dropped` counter of
 //! `status` and `stats`), never queued without bound.
 //!
 //! A graceful stop ([`Background::drain`]) waits for the runs in flight up to
@@ -22,6 +23,7 @@
 //! client waited for: its log line, its audit line (with its `background` kind) and its
 //! counters in `stats`.
 
+use std::collections::HashMap;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::{Duration, Instant};
@@ -88,6 +90,11 @@ pub(crate) struct Job {
 pub(crate) struct Background {
     slots: Arc<Semaphore>,
     max: usize,
+    /// The runs in flight per project, none of which may hold more than
+    /// [`Background::project_share`] slots: a project's own settings cannot take every slot
+    /// and have other projects' background work (their SessionEnd hooks) dropped. Holds only
+    /// projects with a run in flight, so at most `max` entries.
+    per_project: Arc<std::sync::Mutex<HashMap<String, usize>>>,
     tasks: TaskTracker,
     /// Cancelled when a graceful stop's grace for background work has run out.
     cut: CancellationToken,
@@ -104,6 +111,7 @@ impl Background {
         Background {
             slots: Arc::new(Semaphore::new(max)),
             max,
+            per_project: Arc::default(),
             tasks: TaskTracker::new(),
             cut: CancellationToken::new(),
             started: AtomicU64::new(0),
@@ -113,10 +121,40 @@ impl Background {
         }
     }
 
-    /// Starts `job` in the background, or records it as dropped when the bound is reached.
+    /// The most background runs one project may have in flight: half the bound (at least
+    /// one), so the other half is always there for other projects.
+    pub(crate) fn project_share(&self) -> usize {
+        (self.max / 2).max(1)
+    }
+
+    /// Starts `job` in the background, or records it as dropped when the bound, or its
+    /// project's share of it, is reached.
     pub(crate) fn start(shared: &Arc<Shared>, job: Job) {
         let background = &shared.background;
+        let project = job.project_key();
+        let Some(share) = ProjectShare::take(
+            &background.per_project,
+            &project,
+            background.project_share(),
+        ) else {
+            background.dropped.fetch_add(1, Ordering::Relaxed);
+            tracing::warn!(
+                event = job.event.as_str(),
+                hooks = job.plan.hooks.len(),
+                project = project.as_str(),
+                share = background.project_share(),
+                "background run dropped: its project has its share of background runs in flight"
+            );
+            let message = format!(
+                "not run: this project already had {} background runs in flight (half of \
+                 max_background_runs)",
+                background.project_share()
+            );
+            record_dropped(shared, job, &message);
+            return;
+        };
         let Ok(permit) = Arc::clone(&background.slots).try_acquire_owned() else {
+            drop(share);
             background.dropped.fetch_add(1, Ordering::Relaxed);
             tracing::warn!(
                 event = job.event.as_str(),
@@ -137,6 +175,7 @@ impl Background {
             execute(&shared, job).await;
             shared.background.finished.fetch_add(1, Ordering::Relaxed);
             drop(permit);
+            drop(share);
         });
     }
 
@@ -180,6 +219,59 @@ impl Background {
             finished: self.finished.load(Ordering::Relaxed),
             dropped: self.dropped.load(Ordering::Relaxed),
             cut_short: self.cut_short.load(Ordering::Relaxed),
+        }
+    }
+}
+
+impl Job {
+    /// The project a run counts against: the host's project directory, else the `cwd`.
+    fn project_key(&self) -> String {
+        self.request
+            .project_dir
+            .clone()
+            .unwrap_or_else(|| self.request.cwd.clone())
+    }
+}
+
+/// One run's place in its project's share; given back when dropped.
+struct ProjectShare {
+    counts: Arc<std::sync::Mutex<HashMap<String, usize>>>,
+    project: String,
+}
+
+impl ProjectShare {
+    /// A place for `project` when it has fewer than `share` runs in flight.
+    fn take(
+        counts: &Arc<std::sync::Mutex<HashMap<String, usize>>>,
+        project: &str,
+        share: usize,
+    ) -> Option<ProjectShare> {
+        let mut map = counts
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        let count = map.entry(project.to_owned()).or_insert(0);
+        if *count >= share {
+            return None;
+        }
+        *count += 1;
+        Some(ProjectShare {
+            counts: Arc::clone(counts),
+            project: project.to_owned(),
+        })
+    }
+}
+
+impl Drop for ProjectShare {
+    fn drop(&mut self) {
+        let mut map = self
+            .counts
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        if let Some(count) = map.get_mut(&self.project) {
+            *count = count.saturating_sub(1);
+            if *count == 0 {
+                map.remove(&self.project);
+            }
         }
     }
 }
