@@ -210,6 +210,17 @@ pub struct StatusArgs {
     pub json: bool,
 }
 
+/// The whole `hookctl` program, as its binary (and any test binary standing in for it) runs
+/// it: `hookctl relay` is read by hand, without building clap's parser (it runs once per hook
+/// event); everything else goes through [`Cli`] to [`run`].
+pub fn main_entry() -> ExitCode {
+    let args: Vec<std::ffi::OsString> = std::env::args_os().skip(1).collect();
+    if let Some(relay) = relay::RelayArgs::from_args(&args) {
+        return relay::run(&relay);
+    }
+    run(<Cli as clap::Parser>::parse())
+}
+
 /// Runs one `hookctl` invocation and returns its exit code.
 pub fn run(cli: Cli) -> ExitCode {
     // Neither needs a runtime; the relay must not pay for one.

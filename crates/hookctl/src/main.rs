@@ -1,14 +1,6 @@
-//! `hookctl`: parses arguments and hands them to [`hookctl::run`] (or, for `hookctl relay`,
-//! to [`hookctl::relay::run`]).
-
-use clap::Parser;
+//! `hookctl`: [`hookctl::main_entry`] (for `hookctl relay`, arguments read by hand and
+//! [`hookctl::relay::run`]; everything else parsed by clap and [`hookctl::run`]).
 
 fn main() -> std::process::ExitCode {
-    // `hookctl relay` runs once per hook event: its arguments are read by hand, without
-    // building clap's parser.
-    let args: Vec<std::ffi::OsString> = std::env::args_os().skip(1).collect();
-    if let Some(relay) = hookctl::relay::RelayArgs::from_args(&args) {
-        return hookctl::relay::run(&relay);
-    }
-    hookctl::run(hookctl::Cli::parse())
+    hookctl::main_entry()
 }
