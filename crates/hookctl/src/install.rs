@@ -69,9 +69,11 @@ const RELAY_MARGIN_MS: u64 = 10_000;
 /// The agent CLI whose hooks are handed over: one of the registered host dialects.
 pub use hookd_core::dialect::Dialect as Host;
 
-/// A registered host's name, for clap.
-fn host_name(text: &str) -> Result<Host, String> {
-    Host::parse(text).ok_or_else(|| format!("one of {}", Host::names()))
+/// A registered host's name, for clap: its possible values are the registry's names.
+fn host_name() -> impl clap::builder::TypedValueParser<Value = Host> {
+    use clap::builder::TypedValueParser as _;
+    clap::builder::PossibleValuesParser::new(Host::ALL.iter().map(|host| host.name()))
+        .map(|name| Host::parse(&name).unwrap_or_default())
 }
 
 /// Which settings files: the user's or one project's.
@@ -104,7 +106,7 @@ impl InstallScope {
 #[derive(Debug, Clone, clap::Args)]
 pub struct InstallArgs {
     /// The agent CLI whose hooks hookd takes over.
-    #[arg(long, value_parser = host_name)]
+    #[arg(long, value_parser = host_name())]
     pub host: Host,
     /// The user's settings or one project's.
     #[arg(long, value_enum, default_value_t = InstallScope::User)]
@@ -124,7 +126,7 @@ pub struct InstallArgs {
 #[derive(Debug, Clone, clap::Args)]
 pub struct UninstallArgs {
     /// The agent CLI given to install.
-    #[arg(long, value_parser = host_name)]
+    #[arg(long, value_parser = host_name())]
     pub host: Host,
     /// The scope given to install.
     #[arg(long, value_enum, default_value_t = InstallScope::User)]

@@ -251,7 +251,7 @@ pub struct RelayCommand {
     /// PreToolUse, ...).
     pub event: String,
     /// The agent CLI whose hook this stands in for.
-    #[arg(long, default_value = "gemini", value_parser = dialect_name)]
+    #[arg(long, default_value = "gemini", value_parser = dialect_name())]
     pub dialect: String,
     /// What to answer when hookd cannot be reached or cannot answer: allow (the default: exit
     /// 0, a warning on stderr) or deny (the host's blocking answer) [default:
@@ -264,11 +264,9 @@ pub struct RelayCommand {
     pub retry_ms: Option<u64>,
 }
 
-/// A registered dialect's name, for clap.
-fn dialect_name(text: &str) -> Result<String, String> {
-    Dialect::parse(text)
-        .map(|dialect| dialect.as_str().to_owned())
-        .ok_or_else(|| format!("one of {}", Dialect::names()))
+/// A registered dialect's name, for clap: its possible values are the registry's names.
+fn dialect_name() -> clap::builder::PossibleValuesParser {
+    clap::builder::PossibleValuesParser::new(Dialect::ALL.iter().map(|dialect| dialect.name()))
 }
 
 impl RelayCommand {
