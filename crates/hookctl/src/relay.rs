@@ -247,7 +247,7 @@ impl RelayArgs {
 /// [`crate::run`]; the binary reads them by hand ([`RelayArgs::from_args`]).
 #[derive(Debug, Clone, clap::Args)]
 pub struct RelayCommand {
-    /// The event, as the agent CLI names it (BeforeTool, ...; with --dialect claude:
+    /// The event, as the agent CLI names it (BeforeTool, ...; with --dialect claude or codex:
     /// PreToolUse, ...).
     pub event: String,
     /// The agent CLI whose hook this stands in for.
