@@ -214,41 +214,43 @@ enum Hostile {
 }
 
 impl Hostile {
-    /// Replaces the file at `path` and returns what the diagnostic must say.
+    /// Replaces the file at `path` and returns what the diagnostic must say. The hostile
+    /// thing is made beside the file and renamed over it, so the daemon never sees the path
+    /// missing (a deleted settings file is not an error: its layer and its kept version go,
+    /// which is not what these cases test); only a directory, which cannot be renamed over a
+    /// file, replaces it after a removal.
     fn install(&self, path: &Path) -> &'static str {
-        std::fs::remove_file(path).expect("remove the good file");
-        match self {
+        let aside = path.with_extension("aside");
+        let reason = match self {
             Hostile::Symlink(target) => {
-                std::os::unix::fs::symlink(target, path).expect("symlink");
+                std::os::unix::fs::symlink(target, &aside).expect("symlink");
                 "a character device"
             }
             Hostile::Fifo => {
-                nix::unistd::mkfifo(path, nix::sys::stat::Mode::S_IRWXU).expect("mkfifo");
+                nix::unistd::mkfifo(&aside, nix::sys::stat::Mode::S_IRWXU).expect("mkfifo");
                 "a FIFO"
             }
             Hostile::Directory => {
+                std::fs::remove_file(path).expect("remove the good file");
                 std::fs::create_dir(path).expect("mkdir");
-                "a directory"
+                return "a directory";
             }
             Hostile::Loop => {
                 let other = path.with_extension("loop");
-                std::os::unix::fs::symlink(&other, path).expect("symlink");
+                std::os::unix::fs::symlink(&other, &aside).expect("symlink");
                 std::os::unix::fs::symlink(path, &other).expect("symlink back");
                 "symlink loop"
             }
             Hostile::Huge => {
                 // Valid JSON, 5 MiB of white space.
-                // Written aside and renamed into place: the watcher must never see a part of
-                // it, which (white space only, under the size bound) would be a valid, empty
-                // settings file replacing the good version.
                 let mut text = " ".repeat(5 * 1024 * 1024);
                 text.push_str("{}");
-                let aside = path.with_extension("partial");
                 write(&aside, &text);
-                std::fs::rename(&aside, path).expect("rename");
                 "larger than"
             }
-        }
+        };
+        std::fs::rename(&aside, path).expect("rename over the good file");
+        reason
     }
 }
 
