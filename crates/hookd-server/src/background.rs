@@ -305,6 +305,7 @@ fn fire_request(shared: &Shared, job: &mut Job) -> FireRequest {
         env_redaction: Arc::clone(&job.env_redaction),
         serialized: Vec::new(),
         process_keys: ProcessKeys::default(),
+        class: hookd_runner::shares::RunClass::Background,
     }
 }
 

@@ -658,6 +658,7 @@ impl Connection {
             env_redaction: Arc::clone(snapshot.registry.env_redaction()),
             serialized,
             process_keys: ProcessKeys::default(),
+            class: hookd_runner::shares::RunClass::Foreground,
         };
         if is_filter_plan(&plan) {
             let filters = FilterStream::new(
@@ -1303,6 +1304,7 @@ impl Run {
             env_redaction: Arc::clone(&self.env_redaction),
             serialized: Vec::new(),
             process_keys: ProcessKeys::default(),
+            class: hookd_runner::shares::RunClass::Foreground,
         };
 
         // Exactly one record per hook goes through this channel, so a capacity of the plan's
