@@ -24,9 +24,18 @@ async fn get(client: &Client, session: &str, key: &str) -> Option<String> {
         .value
 }
 
+/// The project the tests' direct writes count against.
+const PROJECT: &str = "/e2e-project";
+
+/// Sets a key as a hook of `session` would (with its state token).
 async fn set(client: &Client, session: &str, key: &str, value: &str) {
+    let token = hookd_e2e::state_token(session, PROJECT);
+    set_with(client, session, key, value, &token).await;
+}
+
+async fn set_with(client: &Client, session: &str, key: &str, value: &str, token: &str) {
     client
-        .state(StateOp::Set, session, Some(key), Some(value))
+        .state_with_token(StateOp::Set, session, Some(key), Some(value), Some(token))
         .await
         .expect("state set");
 }
@@ -92,7 +101,13 @@ async fn state_survives_a_daemon_restart() {
     set(&client, "s1", "gone", "deleted").await;
     assert!(
         client
-            .state(StateOp::Delete, "s1", Some("gone"), None)
+            .state_with_token(
+                StateOp::Delete,
+                "s1",
+                Some("gone"),
+                None,
+                Some(&hookd_e2e::state_token("s1", PROJECT))
+            )
             .await
             .expect("delete")
             .found
@@ -123,6 +138,19 @@ struct DaemonProcess {
 impl DaemonProcess {
     async fn start(root: &Path) -> DaemonProcess {
         let socket = root.join("run/hookd.sock");
+        // A hook that hands its state token over, as the only way to one.
+        let settings = settings(&[(
+            "BeforeTool",
+            Some("^state-token$"),
+            vec![command_hook(
+                "token",
+                r#"printf '{"systemMessage":"%s"}' "$HOOKD_STATE_TOKEN""#,
+            )],
+        )]);
+        hookd_e2e::write(
+            &root.join("home/.gemini/settings.json"),
+            &settings.to_string(),
+        );
         let child = Command::new(DAEMON)
             .env_clear()
             .env("HOME", root.join("home"))
@@ -159,6 +187,22 @@ impl DaemonProcess {
         }
     }
 
+    /// The state token of `session`, from a hook of this daemon.
+    async fn token(client: &Client, root: &Path, session: &str) -> String {
+        let mut request = EventRequest::new("BeforeTool", root.display().to_string())
+            .with_input(hookd_e2e::input(json!({"tool_name": "state-token"})));
+        request.session_id = session.to_owned();
+        let response = fire_request(client, request).await;
+        response
+            .result
+            .final_output
+            .as_ref()
+            .and_then(|output| output["systemMessage"].as_str())
+            .filter(|token| !token.is_empty())
+            .expect("the hook's token")
+            .to_owned()
+    }
+
     fn kill9(&mut self) {
         nix::sys::signal::kill(
             nix::unistd::Pid::from_raw(self.child.id() as i32),
@@ -181,20 +225,23 @@ async fn a_kill_9_during_a_write_loop_keeps_every_acknowledged_write() {
     let dir = tempfile::tempdir().expect("temp dir");
     let mut daemon = DaemonProcess::start(dir.path()).await;
     let client = daemon.client().await;
+    let token = DaemonProcess::token(&client, dir.path(), "crash").await;
     // The writer records the last value the daemon acknowledged and the last it sent.
     let acked = Arc::new(AtomicU64::new(0));
     let sent = Arc::new(AtomicU64::new(0));
     let writer = tokio::spawn({
         let (acked, sent) = (Arc::clone(&acked), Arc::clone(&sent));
+        let token = token.clone();
         async move {
             for value in 1u64.. {
                 sent.store(value, Ordering::SeqCst);
                 let answer = client
-                    .state(
+                    .state_with_token(
                         StateOp::Set,
                         "crash",
                         Some("counter"),
                         Some(&value.to_string()),
+                        Some(&token),
                     )
                     .await;
                 if answer.is_err() {
@@ -241,7 +288,28 @@ async fn a_kill_9_during_a_write_loop_keeps_every_acknowledged_write() {
         get(&client, "crash", "counter").await,
         Some(stored.to_string())
     );
-    set(&client, "crash", "counter", "after").await;
+    // A new daemon has a new key: the old token is worthless, a hook's new one works.
+    let refused = client
+        .state_with_token(
+            StateOp::Set,
+            "crash",
+            Some("counter"),
+            Some("x"),
+            Some(&token),
+        )
+        .await;
+    assert!(
+        matches!(
+            refused,
+            Err(ClientError::Server {
+                code: ErrorCode::BadRequest,
+                ..
+            })
+        ),
+        "{refused:?}"
+    );
+    let token = DaemonProcess::token(&client, dir.path(), "crash").await;
+    set_with(&client, "crash", "counter", "after", &token).await;
     assert_eq!(
         get(&client, "crash", "counter").await.as_deref(),
         Some("after")
@@ -372,18 +440,31 @@ async fn the_bounds_are_answered_with_clear_errors() {
             "needs a `value`",
         ),
     ];
+    let token = |session: &str| hookd_e2e::state_token(session, PROJECT);
     for (op, session, key, value, code, words) in cases {
-        let (got, message) = server_error(client.state(op, session, key, value).await);
+        let (got, message) = server_error(
+            client
+                .state_with_token(op, session, key, value, Some(&token(session)))
+                .await,
+        );
         assert_eq!(got, code, "{message}");
         assert!(message.contains(words), "{message:?} lacks {words:?}");
     }
     set(&client, "s", "a", "1").await;
     set(&client, "s", "b", "2").await;
-    let (code, message) = server_error(client.state(StateOp::Set, "s", Some("c"), Some("3")).await);
+    let (code, message) = server_error(
+        client
+            .state_with_token(StateOp::Set, "s", Some("c"), Some("3"), Some(&token("s")))
+            .await,
+    );
     assert_eq!(code, ErrorCode::LimitReached);
     assert!(message.contains("has 2 keys already"), "{message}");
     set(&client, "t", "a", "1").await;
-    let (code, message) = server_error(client.state(StateOp::Set, "u", Some("a"), Some("1")).await);
+    let (code, message) = server_error(
+        client
+            .state_with_token(StateOp::Set, "u", Some("a"), Some("1"), Some(&token("u")))
+            .await,
+    );
     assert_eq!(code, ErrorCode::LimitReached);
     assert!(message.contains("2 sessions already"), "{message}");
 
@@ -394,6 +475,7 @@ async fn the_bounds_are_answered_with_clear_errors() {
             .arg(&daemon.socket)
             .args(["state", "--session", "s"])
             .args(args)
+            .env("HOOKD_STATE_TOKEN", token("s"))
             .stdin(Stdio::null())
             .output()
             .expect("run hookctl")

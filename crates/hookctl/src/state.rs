@@ -154,12 +154,17 @@ pub fn execute(
         StateAction::Delete { key } => (StateOp::Delete, Some(key.clone()), None),
         StateAction::List => (StateOp::List, None, None),
     };
+    // The token hookd gave the hook: writes are allowed on its own session only.
+    let token = var(hookd_runner::fire::STATE_TOKEN_ENV_VAR)
+        .and_then(|token| token.into_string().ok())
+        .filter(|token| !token.is_empty());
     let request = StateRequest {
         id: 1.into(),
         op,
         session_id: session,
         key,
         value,
+        token,
     };
     let response = exchange(&socket, request)?;
     match op {

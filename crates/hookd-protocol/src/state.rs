@@ -47,6 +47,10 @@ pub struct StateRequest {
     /// The value; required by `set`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub value: Option<String>,
+    /// The state token hookd gave the hook (`HOOKD_STATE_TOKEN`); required by `set` and
+    /// `delete`, which it allows on its own session only.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub token: Option<String>,
 }
 
 /// The answer to a `state` request (`"type": "state"`).

@@ -211,6 +211,7 @@ struct CachedEnv {
     project_dir: String,
     plans_dir: String,
     session_id: String,
+    state_token: String,
     hook_env: Vec<(String, String)>,
     env: Arc<HookEnv>,
 }
@@ -221,9 +222,11 @@ impl CachedEnv {
         base: &Arc<Vec<(String, String)>>,
         redaction: &Arc<EnvRedaction>,
         vars: &CommandVars<'_>,
+        state_token: &str,
         hook_env: &[(String, String)],
     ) -> bool {
         (Arc::ptr_eq(&self.base, base) || self.base == *base)
+            && self.state_token == state_token
             && (Arc::ptr_eq(&self.redaction, redaction) || self.redaction == *redaction)
             && self.project_dir == vars.project_dir
             && self.plans_dir == vars.plans_dir
@@ -238,18 +241,21 @@ impl EnvCache {
 
     /// The environment of a hook with `hook_env` run for a client whose environment is `base`
     /// in the session `vars` describe, under the workspace's `redaction` settings:
-    /// `hookd_core::env::hook_environment`, built on first use.
+    /// `hookd_core::env::hook_environment`, built on first use, with the session's state
+    /// token ([`FireRequest::state_token`]) set last, so neither the client's environment
+    /// nor the hook's own `env` can put another there.
     pub fn get(
         &self,
         base: &Arc<Vec<(String, String)>>,
         redaction: &Arc<EnvRedaction>,
         vars: &CommandVars<'_>,
+        state_token: &str,
         hook_env: &[(String, String)],
     ) -> Arc<HookEnv> {
         let mut entries = self.entries.lock().unwrap_or_else(PoisonError::into_inner);
         if let Some(index) = entries
             .iter()
-            .rposition(|entry| entry.matches(base, redaction, vars, hook_env))
+            .rposition(|entry| entry.matches(base, redaction, vars, state_token, hook_env))
         {
             // Most recently used last.
             let entry = entries.remove(index);
@@ -257,9 +263,12 @@ impl EnvCache {
             entries.push(entry);
             return env;
         }
-        let env = Arc::new(HookEnv::new(hook_environment(
-            base, redaction, vars, hook_env,
-        )));
+        let mut built = hook_environment(base, redaction, vars, hook_env);
+        built.retain(|(name, _)| name != STATE_TOKEN_ENV_VAR);
+        if !state_token.is_empty() {
+            built.push((STATE_TOKEN_ENV_VAR.to_owned(), state_token.to_owned()));
+        }
+        let env = Arc::new(HookEnv::new(built));
         if entries.len() >= Self::CAPACITY {
             entries.remove(0);
         }
@@ -269,6 +278,7 @@ impl EnvCache {
             project_dir: vars.project_dir.to_owned(),
             plans_dir: vars.plans_dir.to_owned(),
             session_id: vars.session_id.to_owned(),
+            state_token: state_token.to_owned(),
             hook_env: hook_env.to_vec(),
             env: Arc::clone(&env),
         });
@@ -309,7 +319,13 @@ pub struct FireRequest {
     /// Whether a client waits for these hooks: background hooks take their places from the
     /// background share (`crate::shares`).
     pub class: RunClass,
+    /// The session state token of this session and project, put in every hook's environment
+    /// as `HOOKD_STATE_TOKEN` (`docs/state.md`); empty: none.
+    pub state_token: String,
 }
+
+/// The variable hooks find their session state token in (the daemon checks it on writes).
+pub const STATE_TOKEN_ENV_VAR: &str = "HOOKD_STATE_TOKEN";
 
 /// The [`ProcessKey`]s a request's runs computed, per hook.
 ///
@@ -895,6 +911,7 @@ impl<'a> Firing<'a> {
                 &self.request.env,
                 &self.request.env_redaction,
                 &self.vars,
+                &self.request.state_token,
                 &entry.config.env,
             ),
             stdin,
@@ -1175,6 +1192,7 @@ mod tests {
             serialized: Vec::new(),
             process_keys: ProcessKeys::default(),
             class: RunClass::Foreground,
+            state_token: String::new(),
         }
     }
 

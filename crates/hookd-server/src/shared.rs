@@ -104,6 +104,7 @@ impl Shared {
                 config.state_store.clone(),
                 config.state_limits,
                 config.state_expiry_interval,
+                config.state_token_key.clone(),
             )),
             hook_socket: None,
             config,
