@@ -532,3 +532,145 @@ async fn a_session_end_expires_that_sessions_keys_only() {
     assert_eq!(get(&client, "live", "k").await.as_deref(), Some("v"));
     daemon.stop().await;
 }
+
+/// A hook naming another session is refused, whatever it does with the token it has: its
+/// own token for another session, no token, a forged one. Its own session's write works,
+/// and another client's gate is answered meanwhile.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_hook_cannot_write_another_sessions_keys() {
+    let out = tempfile::tempdir().expect("temp dir");
+    let log = out.path().join("codes.log");
+    let forged = format!("v1.{}.{}", "0".repeat(32), "f".repeat(64));
+    let command = format!(
+        r#"cat > /dev/null
+h='{hookctl}'
+"$h" state --session victim set stolen 1 2>> '{log}.err'; a=$?
+HOOKD_STATE_TOKEN= "$h" state --session victim set stolen 2 2>> '{log}.err'; b=$?
+HOOKD_STATE_TOKEN='{forged}' "$h" state --session victim set stolen 3 2>> '{log}.err'; c=$?
+"$h" state --session victim delete planted 2>> '{log}.err'; d=$?
+"$h" state set mine 4; e=$?
+echo "$a $b $c $d $e" >> '{log}'
+echo '{{"decision":"allow"}}'"#,
+        hookctl = HOOKCTL,
+        log = log.display()
+    );
+    let daemon = Daemon::start(settings(&[
+        (
+            "BeforeTool",
+            Some("^attack$"),
+            vec![command_hook("attack", &command)],
+        ),
+        (
+            "BeforeTool",
+            Some("^gated$"),
+            vec![command_hook(
+                "gate",
+                r#"echo '{"decision":"deny","reason":"gate"}'"#,
+            )],
+        ),
+    ]))
+    .await;
+    let client = daemon.client().await;
+    // The victim's own key, written as its hook would.
+    set(&client, "victim", "planted", "mine").await;
+    let mut attack = EventRequest::new("BeforeTool", daemon.cwd())
+        .with_input(hookd_e2e::input(json!({"tool_name": "attack"})));
+    attack.session_id = "attacker".to_owned();
+    let bystander = daemon.client().await;
+    let gated = async {
+        let asked = Instant::now();
+        let result = hookd_e2e::within(
+            "the bystander's gate",
+            Duration::from_secs(1),
+            hookd_e2e::fire(
+                &bystander,
+                &daemon.cwd(),
+                "BeforeTool",
+                json!({"tool_name": "gated"}),
+            ),
+        )
+        .await;
+        (result, asked.elapsed())
+    };
+    let (attacked, (gate, elapsed)) = tokio::join!(fire_request(&client, attack), gated);
+    assert!(attacked.result.success, "{:?}", attacked.result);
+    assert_eq!(
+        gate.final_output
+            .as_ref()
+            .map(|output| output["decision"].clone()),
+        Some(json!("deny"))
+    );
+    assert!(elapsed < Duration::from_secs(1), "{elapsed:?}");
+    let codes = std::fs::read_to_string(&log).expect("the hook ran");
+    assert_eq!(codes.trim(), "2 2 2 2 0", "exit codes of the five writes");
+    let errors = std::fs::read_to_string(format!("{}.err", log.display())).unwrap_or_default();
+    assert!(
+        errors.contains("a hook may write only its own session's keys"),
+        "{errors}"
+    );
+    assert!(errors.contains("needs the state token"), "{errors}");
+    assert_eq!(get(&client, "victim", "stolen").await, None);
+    assert_eq!(
+        get(&client, "victim", "planted").await.as_deref(),
+        Some("mine")
+    );
+    assert_eq!(get(&client, "attacker", "mine").await.as_deref(), Some("4"));
+    daemon.stop().await;
+}
+
+/// One project's hooks fill its share of the store (sessions it invents included); another
+/// project's hook still writes.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn other_projects_still_write_when_one_project_has_used_its_share() {
+    let out = tempfile::tempdir().expect("temp dir");
+    let log = out.path().join("codes.log");
+    // Each run writes 5 values of 100 bytes; the project may hold 1000 bytes.
+    let command = format!(
+        r#"cat > /dev/null
+v=$(printf '%0100d' 0)
+for k in 1 2 3 4 5; do '{hookctl}' state set "k$k" "$v" 2>> '{log}.err'; printf '%s ' $? >> '{log}'; done
+echo "$GEMINI_PROJECT_DIR" >> '{log}'"#,
+        hookctl = HOOKCTL,
+        log = log.display()
+    );
+    let writer = settings(&[("BeforeTool", None, vec![command_hook("writer", &command)])]);
+    let store = out.path().join("state.redb");
+    let options = DaemonOptions {
+        configure: Box::new(move |config| {
+            config.state_store = Some(store);
+            config.state_limits.max_bytes_per_project = 1000;
+            config.state_limits.max_total_bytes = 4000;
+        }),
+        ..DaemonOptions::default()
+    };
+    let daemon = Daemon::start_with(writer.clone(), options).await;
+    let other = daemon.dir.path().join("other");
+    hookd_e2e::write(&other.join(".gemini/settings.json"), &writer.to_string());
+    let client = daemon.client().await;
+    let run = |cwd: String, session: &str| {
+        let mut request = EventRequest::new("BeforeTool", cwd)
+            .with_input(hookd_e2e::input(json!({"tool_name": "write_file"})));
+        request.session_id = session.to_owned();
+        fire_request(&client, request)
+    };
+    for session in ["h1", "h2", "h3"] {
+        run(daemon.cwd(), session).await;
+    }
+    run(other.display().to_string(), "o1").await;
+    let lines: Vec<String> = std::fs::read_to_string(&log)
+        .expect("the hooks ran")
+        .lines()
+        .map(str::to_owned)
+        .collect();
+    assert_eq!(lines.len(), 4, "{lines:?}");
+    // 102 bytes a key: 5 in h1, 4 in h2 (the project's 1000 bytes), none in h3.
+    assert!(lines[0].starts_with("0 0 0 0 0 "), "{lines:?}");
+    assert!(lines[1].starts_with("0 0 0 0 2 "), "{lines:?}");
+    assert!(lines[2].starts_with("2 2 2 2 2 "), "{lines:?}");
+    // The other project writes all five.
+    assert!(lines[3].starts_with("0 0 0 0 0 "), "{lines:?}");
+    let errors = std::fs::read_to_string(format!("{}.err", log.display())).unwrap_or_default();
+    assert!(errors.contains("its share of the store"), "{errors}");
+    assert_eq!(get(&client, "o1", "k5").await.map(|v| v.len()), Some(100));
+    daemon.stop().await;
+}
