@@ -403,7 +403,6 @@ async fn fd_breaker_child() {
                 config.breaker.backoff = Duration::from_secs(3600);
                 config.breaker.max_backoff = Duration::from_secs(3600);
             }),
-            ..DaemonOptions::default()
         },
     )
     .await;

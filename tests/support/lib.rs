@@ -166,7 +166,6 @@ impl Drop for Daemon {
     }
 }
 
-/// Writes a file, creating its parent directories.
 /// The key of the state tokens of every test daemon [`Daemon::start_with`] starts.
 pub const STATE_TEST_KEY: [u8; 32] = [0x5a; 32];
 
@@ -176,6 +175,7 @@ pub fn state_token(session: &str, project_dir: &str) -> String {
     hookd_server::StateTokenKey::from_bytes(STATE_TEST_KEY).token(session, project_dir)
 }
 
+/// Writes a file, creating its parent directories.
 pub fn write(path: &Path, contents: &str) {
     if let Some(parent) = path.parent() {
         std::fs::create_dir_all(parent).expect("mkdir");

@@ -153,10 +153,15 @@ async fn protocol_rows(
         .filter(|token| !token.is_empty())
         .context("the hook gave no state token")?
         .to_owned();
-    let token = Some(token.as_str());
     let value = "a value of some size";
     client
-        .state_with_token(StateOp::Set, "bench", Some("key"), Some(value), token)
+        .state_with_token(
+            StateOp::Set,
+            "bench",
+            Some("key"),
+            Some(value),
+            Some(&token),
+        )
         .await?;
     eprintln!("hookd-bench state: {gets} protocol gets, {sets} sets...");
     let mut get_samples = Samples::default();
@@ -175,14 +180,19 @@ async fn protocol_rows(
     for round in 0..sets + 10 {
         let start = Instant::now();
         client
-            .state_with_token(StateOp::Set, "bench", Some("key"), Some(value), token)
+            .state_with_token(
+                StateOp::Set,
+                "bench",
+                Some("key"),
+                Some(value),
+                Some(&token),
+            )
             .await?;
         let elapsed = start.elapsed();
         if round >= 10 {
             set_samples.push(elapsed);
         }
     }
-    let token = token.unwrap_or_default().to_owned();
     Ok((get_samples, set_samples, token))
 }
 

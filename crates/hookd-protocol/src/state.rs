@@ -78,6 +78,7 @@ mod tests {
     fn state_messages_round_trip_and_parse_by_schema() {
         let cases = [
             r#"{"type":"state","id":1,"op":"set","session_id":"s","key":"k","value":"v"}"#,
+            r#"{"type":"state","id":3,"op":"delete","session_id":"s","key":"k","token":"v1.a.b"}"#,
             r#"{"type":"state","id":"a","op":"get","session_id":"s","key":"k"}"#,
             r#"{"type":"state","id":2,"op":"list","session_id":"s"}"#,
         ];

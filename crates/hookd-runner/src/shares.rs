@@ -242,7 +242,9 @@ mod tests {
     fn places_are_refused_past_each_share() {
         use RunClass::{Background as B, Foreground as F};
         let limits = ShareLimits::for_slots(8); // per project 6, background 4, per project 2
-        let cases: &[(&str, &[(&str, RunClass, bool)])] = &[
+        /// (project, class, taken?)
+        type Step = (&'static str, RunClass, bool);
+        let cases: &[(&str, &[Step])] = &[
             (
                 "one project's background stops at its share; another's still starts",
                 &[

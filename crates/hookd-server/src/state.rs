@@ -308,6 +308,12 @@ pub fn default_store_path(env: &std::collections::HashMap<String, String>) -> Op
         .map(|dir| hookd_state::store_path(&dir.join("hookd")))
 }
 
+fn now_ms() -> u64 {
+    SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map_or(0, |since| since.as_millis() as u64)
+}
+
 #[cfg(test)]
 mod tests {
     #[test]
@@ -317,10 +323,4 @@ mod tests {
             hookd_runner::fire::STATE_TOKEN_ENV_VAR
         );
     }
-}
-
-fn now_ms() -> u64 {
-    SystemTime::now()
-        .duration_since(UNIX_EPOCH)
-        .map_or(0, |since| since.as_millis() as u64)
 }
