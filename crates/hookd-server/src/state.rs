@@ -136,6 +136,11 @@ impl SessionState {
                 "a state set request needs a `value`".to_owned(),
             );
         }
+        if let Err(error) =
+            hookd_state::check_names(&self.limits, &request.session_id, request.key.as_deref())
+        {
+            return fail(ErrorCode::BadRequest, error.to_string());
+        }
         // Writes only with a token of the session they name: a hook writes its own
         // session's keys, counted against its own project.
         let project = match request.op {

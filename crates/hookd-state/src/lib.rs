@@ -629,6 +629,21 @@ fn release(
     Ok(())
 }
 
+/// Checks a request's session id and key (when it has one) against `limits`, as every
+/// operation of the store does, for a caller that answers before the store is open (a
+/// store that does not exist yet holds nothing, but a bad name is still a bad name).
+///
+/// # Errors
+///
+/// [`StateError::Invalid`] naming what is wrong.
+pub fn check_names(limits: &Limits, session: &str, key: Option<&str>) -> Result<(), StateError> {
+    check_name("session id", session, limits.max_session_bytes)?;
+    if let Some(key) = key {
+        check_name("key", key, limits.max_key_bytes)?;
+    }
+    Ok(())
+}
+
 /// A session id or key must be 1 to `max` bytes without control characters.
 fn check_name(what: &'static str, name: &str, max: usize) -> Result<(), StateError> {
     let reason = if name.is_empty() {
