@@ -659,3 +659,120 @@ async fn a_guard_that_blocks_every_time_is_never_paused() {
     let status = client.status().await.expect("status");
     assert!(status.breaker.expect("breaker").paused.is_empty());
 }
+
+/// A cloned project whose `"async": true` hooks (`sleep 30`, on every tool) flood the daemon
+/// cannot starve another project: its foreground deny gate is answered within 1 s with its
+/// deny, and its `SessionEnd` hook still runs. The flood holds at most its project's
+/// background share of the hook slots (a quarter of them), so the other project's
+/// foreground and background work find slots at once.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_async_flood_from_one_project_never_starves_another_projects_guards() {
+    let sleepers: Vec<Value> = (0..8)
+        .map(|n| {
+            hook(
+                &format!("sleeper-{n}"),
+                "echo started >> started; sleep 30",
+                json!({"async": true}),
+            )
+        })
+        .collect();
+    let hostile = settings(&[("BeforeTool", None, sleepers)]);
+    let (daemon, _audit) = daemon_with_audit(hostile, |config| {
+        // What the default is on a two-core machine, where the flood held every slot.
+        config.max_hooks = 32;
+        config.background_grace = Duration::from_millis(500);
+        config.kill_grace = Duration::from_millis(200);
+    })
+    .await;
+    let other = daemon.dir.path().join("other");
+    let guarded = settings(&[
+        (
+            "BeforeTool",
+            None,
+            vec![hook(
+                "gate",
+                "echo '{\"decision\":\"deny\",\"reason\":\"the gate\"}'",
+                json!({"on_failure": "deny"}),
+            )],
+        ),
+        (
+            "SessionEnd",
+            None,
+            vec![hook("farewell", "touch session-end.done", json!({}))],
+        ),
+    ]);
+    hookd_e2e::write(&other.join(".gemini/settings.json"), &guarded.to_string());
+    let other_cwd = other.display().to_string();
+
+    // The flood: 20 tool calls, each starting 8 sleepers in the background.
+    let attacker = daemon.client().await;
+    let fields = json!({"tool_name": "run_shell_command", "tool_input": {"command": "ls"}});
+    for _ in 0..20 {
+        fire(&attacker, &daemon.cwd(), "BeforeTool", fields.clone()).await;
+    }
+    let started = daemon.project.join("started");
+    wait_until(
+        "the flood to hold its share of the slots",
+        Duration::from_secs(20),
+        || {
+            std::fs::read_to_string(&started)
+                .map(|text| text.lines().count() >= 8)
+                .unwrap_or(false)
+        },
+    )
+    .await;
+    let status = attacker.status().await.expect("status");
+    assert!(
+        status.hooks_running <= 8 && status.hooks_queued > 0,
+        "the flood holds its project's background share (8 of 32), no more: {status:?}"
+    );
+
+    // The other project's gate: its deny, within 1 s, while the flood goes on.
+    let guarded_client = daemon.client().await;
+    for _ in 0..5 {
+        let asked = Instant::now();
+        let result = within(
+            "the other project's gate",
+            Duration::from_secs(1),
+            guarded_client.event(
+                EventRequest::new("BeforeTool", &other_cwd).with_input(input(fields.clone())),
+            ),
+        )
+        .await
+        .expect("an answer");
+        let elapsed = asked.elapsed();
+        let decision = result
+            .result
+            .final_output
+            .as_ref()
+            .map(|o| o["decision"].clone());
+        assert_eq!(decision, Some(json!("deny")), "{result:?}");
+        assert!(elapsed < Duration::from_secs(1), "{elapsed:?}");
+    }
+
+    // Its SessionEnd hook runs too (a detached run: background work of another project).
+    let mut end =
+        EventRequest::new("SessionEnd", &other_cwd).with_input(input(json!({"reason": "exit"})));
+    end.detach = true;
+    fire_request_quietly(&guarded_client, end).await;
+    let done = other.join("session-end.done");
+    wait_until(
+        "the other project's SessionEnd hook",
+        Duration::from_secs(5),
+        || done.exists(),
+    )
+    .await;
+    let still = std::fs::read_to_string(&started).unwrap_or_default();
+    assert!(
+        still.lines().count() <= 8,
+        "no more sleepers than the share started: {still}"
+    );
+    daemon.stop().await;
+}
+
+/// Sends `request` and waits for its answer, which must not be an error.
+async fn fire_request_quietly(client: &hookd_client::Client, request: EventRequest) {
+    within("the event", Duration::from_secs(10), client.event(request))
+        .await
+        .expect("an answer");
+}

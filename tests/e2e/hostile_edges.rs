@@ -343,6 +343,135 @@ async fn fd_exhaustion_child() {
     println!("{FD_CHILD_DONE}");
 }
 
+/// A daemon out of descriptors does not pause the hooks it cannot start: the circuit
+/// breaker counts only failures of the hook itself. Run in a child process as above.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_daemon_out_of_descriptors_never_pauses_a_hook() {
+    let exe = std::env::current_exe().unwrap();
+    let output = tokio::process::Command::new(exe)
+        .args([
+            "hostile_edges::fd_breaker_child",
+            "--exact",
+            "--nocapture",
+            "--test-threads=1",
+        ])
+        .env(FD_BREAKER_CHILD_VAR, "1")
+        .output();
+    let output = within("the breaker child", Duration::from_secs(60), output)
+        .await
+        .unwrap();
+    let stdout = String::from_utf8_lossy(&output.stdout);
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(output.status.success(), "{stdout}\n{stderr}");
+    assert!(
+        stdout.contains(FD_BREAKER_CHILD_DONE),
+        "the child did not run:\n{stdout}\n{stderr}"
+    );
+}
+
+/// Set for the child of [`a_daemon_out_of_descriptors_never_pauses_a_hook`].
+const FD_BREAKER_CHILD_VAR: &str = "HOOKD_E2E_FD_BREAKER_CHILD";
+
+/// Printed by that child when every check passed.
+const FD_BREAKER_CHILD_DONE: &str = "fd-breaker-child: all checks passed";
+
+/// The child: a deny gate under a breaker that pauses after 2 failures in a row for an
+/// hour. Twelve events while the daemon has no descriptor left: each is denied by the gate's
+/// `on_failure` as a spawn failure, never as a pause (`refused`); the bystander is answered
+/// meanwhile. With descriptors back, the very next event runs the gate itself.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn fd_breaker_child() {
+    if std::env::var_os(FD_BREAKER_CHILD_VAR).is_none() {
+        return;
+    }
+    use nix::sys::resource::{Resource, getrlimit, setrlimit};
+    let (_, hard) = getrlimit(Resource::RLIMIT_NOFILE).unwrap();
+    let gate = closed_hook(
+        "gate",
+        "echo '{\"decision\":\"deny\",\"reason\":\"the gate itself\"}'",
+    );
+    let user = settings(&[
+        ("BeforeTool", Some("^gated$"), vec![gate]),
+        ("BeforeTool", Some("^free$"), Vec::new()),
+    ]);
+    let daemon = Daemon::start_with(
+        json!({}),
+        DaemonOptions {
+            files: vec![("home/.gemini/settings.json".to_owned(), user.to_string())],
+            configure: Box::new(|config| {
+                config.breaker.threshold = 2;
+                config.breaker.backoff = Duration::from_secs(3600);
+                config.breaker.max_backoff = Duration::from_secs(3600);
+            }),
+        },
+    )
+    .await;
+    let gate_client = daemon.client().await;
+    let bystander = daemon.client().await;
+    let cwd = daemon.cwd();
+    let gated = || {
+        fire(
+            &gate_client,
+            &cwd,
+            "BeforeTool",
+            json!({"tool_name": "gated"}),
+        )
+    };
+    let warm = gated().await;
+    assert_eq!(decision(&warm), Some("deny"), "{warm:?}");
+    assert_eq!(warm.hooks[0].failure, None, "{warm:?}");
+
+    let open = std::fs::read_dir("/proc/self/fd").unwrap().count() as u64;
+    setrlimit(Resource::RLIMIT_NOFILE, (open + 16).min(hard), hard).unwrap();
+    let mut hoard = Vec::new();
+    while let Ok(file) = std::fs::File::open("/dev/null") {
+        hoard.push(file);
+    }
+    for round in 0..12 {
+        let result = gated().await;
+        assert_eq!(decision(&result), Some("deny"), "round {round}: {result:?}");
+        assert_eq!(
+            result.hooks[0].failure.as_deref(),
+            Some("spawn_failed"),
+            "round {round}: a paused gate would be refused: {result:?}"
+        );
+        let started = Instant::now();
+        let free = within(
+            "the bystander's event",
+            BYSTANDER_BOUND,
+            fire(
+                &bystander,
+                &daemon.cwd(),
+                "BeforeTool",
+                json!({"tool_name": "free"}),
+            ),
+        )
+        .await;
+        assert!(free.success, "{free:?}");
+        assert!(started.elapsed() < BYSTANDER_BOUND);
+    }
+
+    drop(hoard);
+    setrlimit(Resource::RLIMIT_NOFILE, hard, hard).unwrap();
+    let again = gated().await;
+    assert_eq!(decision(&again), Some("deny"), "{again:?}");
+    assert_eq!(
+        again.hooks[0].failure, None,
+        "the gate ran, not its pause: {again:?}"
+    );
+    assert_eq!(
+        again.hooks[0].outcome,
+        Outcome::Exited { code: 0 },
+        "{again:?}"
+    );
+    let status = bystander.status().await.unwrap();
+    let breaker = status.breaker.expect("breaker status");
+    assert!(breaker.paused.is_empty(), "{breaker:?}");
+    assert_eq!(breaker.pauses, 0, "{breaker:?}");
+    daemon.stop().await;
+    println!("{FD_BREAKER_CHILD_DONE}");
+}
+
 /// The audit log deleted (or rotated away) under the daemon is reopened, counters
 /// match the file, and a flood of large lines queued for it is bounded in bytes.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

@@ -24,9 +24,18 @@ async fn get(client: &Client, session: &str, key: &str) -> Option<String> {
         .value
 }
 
+/// The project the tests' direct writes count against.
+const PROJECT: &str = "/e2e-project";
+
+/// Sets a key as a hook of `session` would (with its state token).
 async fn set(client: &Client, session: &str, key: &str, value: &str) {
+    let token = hookd_e2e::state_token(session, PROJECT);
+    set_with(client, session, key, value, &token).await;
+}
+
+async fn set_with(client: &Client, session: &str, key: &str, value: &str, token: &str) {
     client
-        .state(StateOp::Set, session, Some(key), Some(value))
+        .state_with_token(StateOp::Set, session, Some(key), Some(value), Some(token))
         .await
         .expect("state set");
 }
@@ -92,7 +101,13 @@ async fn state_survives_a_daemon_restart() {
     set(&client, "s1", "gone", "deleted").await;
     assert!(
         client
-            .state(StateOp::Delete, "s1", Some("gone"), None)
+            .state_with_token(
+                StateOp::Delete,
+                "s1",
+                Some("gone"),
+                None,
+                Some(&hookd_e2e::state_token("s1", PROJECT))
+            )
             .await
             .expect("delete")
             .found
@@ -123,6 +138,19 @@ struct DaemonProcess {
 impl DaemonProcess {
     async fn start(root: &Path) -> DaemonProcess {
         let socket = root.join("run/hookd.sock");
+        // A hook that hands its state token over, as the only way to one.
+        let settings = settings(&[(
+            "BeforeTool",
+            Some("^state-token$"),
+            vec![command_hook(
+                "token",
+                r#"printf '{"systemMessage":"%s"}' "$HOOKD_STATE_TOKEN""#,
+            )],
+        )]);
+        hookd_e2e::write(
+            &root.join("home/.gemini/settings.json"),
+            &settings.to_string(),
+        );
         let child = Command::new(DAEMON)
             .env_clear()
             .env("HOME", root.join("home"))
@@ -159,6 +187,22 @@ impl DaemonProcess {
         }
     }
 
+    /// The state token of `session`, from a hook of this daemon.
+    async fn token(client: &Client, root: &Path, session: &str) -> String {
+        let mut request = EventRequest::new("BeforeTool", root.display().to_string())
+            .with_input(hookd_e2e::input(json!({"tool_name": "state-token"})));
+        request.session_id = session.to_owned();
+        let response = fire_request(client, request).await;
+        response
+            .result
+            .final_output
+            .as_ref()
+            .and_then(|output| output["systemMessage"].as_str())
+            .filter(|token| !token.is_empty())
+            .expect("the hook's token")
+            .to_owned()
+    }
+
     fn kill9(&mut self) {
         nix::sys::signal::kill(
             nix::unistd::Pid::from_raw(self.child.id() as i32),
@@ -181,20 +225,23 @@ async fn a_kill_9_during_a_write_loop_keeps_every_acknowledged_write() {
     let dir = tempfile::tempdir().expect("temp dir");
     let mut daemon = DaemonProcess::start(dir.path()).await;
     let client = daemon.client().await;
+    let token = DaemonProcess::token(&client, dir.path(), "crash").await;
     // The writer records the last value the daemon acknowledged and the last it sent.
     let acked = Arc::new(AtomicU64::new(0));
     let sent = Arc::new(AtomicU64::new(0));
     let writer = tokio::spawn({
         let (acked, sent) = (Arc::clone(&acked), Arc::clone(&sent));
+        let token = token.clone();
         async move {
             for value in 1u64.. {
                 sent.store(value, Ordering::SeqCst);
                 let answer = client
-                    .state(
+                    .state_with_token(
                         StateOp::Set,
                         "crash",
                         Some("counter"),
                         Some(&value.to_string()),
+                        Some(&token),
                     )
                     .await;
                 if answer.is_err() {
@@ -241,7 +288,28 @@ async fn a_kill_9_during_a_write_loop_keeps_every_acknowledged_write() {
         get(&client, "crash", "counter").await,
         Some(stored.to_string())
     );
-    set(&client, "crash", "counter", "after").await;
+    // A new daemon has a new key: the old token is worthless, a hook's new one works.
+    let refused = client
+        .state_with_token(
+            StateOp::Set,
+            "crash",
+            Some("counter"),
+            Some("x"),
+            Some(&token),
+        )
+        .await;
+    assert!(
+        matches!(
+            refused,
+            Err(ClientError::Server {
+                code: ErrorCode::BadRequest,
+                ..
+            })
+        ),
+        "{refused:?}"
+    );
+    let token = DaemonProcess::token(&client, dir.path(), "crash").await;
+    set_with(&client, "crash", "counter", "after", &token).await;
     assert_eq!(
         get(&client, "crash", "counter").await.as_deref(),
         Some("after")
@@ -372,18 +440,31 @@ async fn the_bounds_are_answered_with_clear_errors() {
             "needs a `value`",
         ),
     ];
+    let token = |session: &str| hookd_e2e::state_token(session, PROJECT);
     for (op, session, key, value, code, words) in cases {
-        let (got, message) = server_error(client.state(op, session, key, value).await);
+        let (got, message) = server_error(
+            client
+                .state_with_token(op, session, key, value, Some(&token(session)))
+                .await,
+        );
         assert_eq!(got, code, "{message}");
         assert!(message.contains(words), "{message:?} lacks {words:?}");
     }
     set(&client, "s", "a", "1").await;
     set(&client, "s", "b", "2").await;
-    let (code, message) = server_error(client.state(StateOp::Set, "s", Some("c"), Some("3")).await);
+    let (code, message) = server_error(
+        client
+            .state_with_token(StateOp::Set, "s", Some("c"), Some("3"), Some(&token("s")))
+            .await,
+    );
     assert_eq!(code, ErrorCode::LimitReached);
     assert!(message.contains("has 2 keys already"), "{message}");
     set(&client, "t", "a", "1").await;
-    let (code, message) = server_error(client.state(StateOp::Set, "u", Some("a"), Some("1")).await);
+    let (code, message) = server_error(
+        client
+            .state_with_token(StateOp::Set, "u", Some("a"), Some("1"), Some(&token("u")))
+            .await,
+    );
     assert_eq!(code, ErrorCode::LimitReached);
     assert!(message.contains("2 sessions already"), "{message}");
 
@@ -394,6 +475,7 @@ async fn the_bounds_are_answered_with_clear_errors() {
             .arg(&daemon.socket)
             .args(["state", "--session", "s"])
             .args(args)
+            .env("HOOKD_STATE_TOKEN", token("s"))
             .stdin(Stdio::null())
             .output()
             .expect("run hookctl")
@@ -448,5 +530,147 @@ async fn a_session_end_expires_that_sessions_keys_only() {
         tokio::time::sleep(Duration::from_millis(10)).await;
     }
     assert_eq!(get(&client, "live", "k").await.as_deref(), Some("v"));
+    daemon.stop().await;
+}
+
+/// A hook naming another session is refused, whatever it does with the token it has: its
+/// own token for another session, no token, a forged one. Its own session's write works,
+/// and another client's gate is answered meanwhile.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_hook_cannot_write_another_sessions_keys() {
+    let out = tempfile::tempdir().expect("temp dir");
+    let log = out.path().join("codes.log");
+    let forged = format!("v1.{}.{}", "0".repeat(32), "f".repeat(64));
+    let command = format!(
+        r#"cat > /dev/null
+h='{hookctl}'
+"$h" state --session victim set stolen 1 2>> '{log}.err'; a=$?
+HOOKD_STATE_TOKEN= "$h" state --session victim set stolen 2 2>> '{log}.err'; b=$?
+HOOKD_STATE_TOKEN='{forged}' "$h" state --session victim set stolen 3 2>> '{log}.err'; c=$?
+"$h" state --session victim delete planted 2>> '{log}.err'; d=$?
+"$h" state set mine 4; e=$?
+echo "$a $b $c $d $e" >> '{log}'
+echo '{{"decision":"allow"}}'"#,
+        hookctl = HOOKCTL,
+        log = log.display()
+    );
+    let daemon = Daemon::start(settings(&[
+        (
+            "BeforeTool",
+            Some("^attack$"),
+            vec![command_hook("attack", &command)],
+        ),
+        (
+            "BeforeTool",
+            Some("^gated$"),
+            vec![command_hook(
+                "gate",
+                r#"echo '{"decision":"deny","reason":"gate"}'"#,
+            )],
+        ),
+    ]))
+    .await;
+    let client = daemon.client().await;
+    // The victim's own key, written as its hook would.
+    set(&client, "victim", "planted", "mine").await;
+    let mut attack = EventRequest::new("BeforeTool", daemon.cwd())
+        .with_input(hookd_e2e::input(json!({"tool_name": "attack"})));
+    attack.session_id = "attacker".to_owned();
+    let bystander = daemon.client().await;
+    let gated = async {
+        let asked = Instant::now();
+        let result = hookd_e2e::within(
+            "the bystander's gate",
+            Duration::from_secs(1),
+            hookd_e2e::fire(
+                &bystander,
+                &daemon.cwd(),
+                "BeforeTool",
+                json!({"tool_name": "gated"}),
+            ),
+        )
+        .await;
+        (result, asked.elapsed())
+    };
+    let (attacked, (gate, elapsed)) = tokio::join!(fire_request(&client, attack), gated);
+    assert!(attacked.result.success, "{:?}", attacked.result);
+    assert_eq!(
+        gate.final_output
+            .as_ref()
+            .map(|output| output["decision"].clone()),
+        Some(json!("deny"))
+    );
+    assert!(elapsed < Duration::from_secs(1), "{elapsed:?}");
+    let codes = std::fs::read_to_string(&log).expect("the hook ran");
+    assert_eq!(codes.trim(), "2 2 2 2 0", "exit codes of the five writes");
+    let errors = std::fs::read_to_string(format!("{}.err", log.display())).unwrap_or_default();
+    assert!(
+        errors.contains("a hook may write only its own session's keys"),
+        "{errors}"
+    );
+    assert!(errors.contains("needs the state token"), "{errors}");
+    assert_eq!(get(&client, "victim", "stolen").await, None);
+    assert_eq!(
+        get(&client, "victim", "planted").await.as_deref(),
+        Some("mine")
+    );
+    assert_eq!(get(&client, "attacker", "mine").await.as_deref(), Some("4"));
+    daemon.stop().await;
+}
+
+/// One project's hooks fill its share of the store (sessions it invents included); another
+/// project's hook still writes.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn other_projects_still_write_when_one_project_has_used_its_share() {
+    let out = tempfile::tempdir().expect("temp dir");
+    let log = out.path().join("codes.log");
+    // Each run writes 5 values of 100 bytes; the project may hold 1000 bytes.
+    let command = format!(
+        r#"cat > /dev/null
+v=$(printf '%0100d' 0)
+for k in 1 2 3 4 5; do '{hookctl}' state set "k$k" "$v" 2>> '{log}.err'; printf '%s ' $? >> '{log}'; done
+echo "$GEMINI_PROJECT_DIR" >> '{log}'"#,
+        hookctl = HOOKCTL,
+        log = log.display()
+    );
+    let writer = settings(&[("BeforeTool", None, vec![command_hook("writer", &command)])]);
+    let store = out.path().join("state.redb");
+    let options = DaemonOptions {
+        configure: Box::new(move |config| {
+            config.state_store = Some(store);
+            config.state_limits.max_bytes_per_project = 1000;
+            config.state_limits.max_total_bytes = 4000;
+        }),
+        ..DaemonOptions::default()
+    };
+    let daemon = Daemon::start_with(writer.clone(), options).await;
+    let other = daemon.dir.path().join("other");
+    hookd_e2e::write(&other.join(".gemini/settings.json"), &writer.to_string());
+    let client = daemon.client().await;
+    let run = |cwd: String, session: &str| {
+        let mut request = EventRequest::new("BeforeTool", cwd)
+            .with_input(hookd_e2e::input(json!({"tool_name": "write_file"})));
+        request.session_id = session.to_owned();
+        fire_request(&client, request)
+    };
+    for session in ["h1", "h2", "h3"] {
+        run(daemon.cwd(), session).await;
+    }
+    run(other.display().to_string(), "o1").await;
+    let lines: Vec<String> = std::fs::read_to_string(&log)
+        .expect("the hooks ran")
+        .lines()
+        .map(str::to_owned)
+        .collect();
+    assert_eq!(lines.len(), 4, "{lines:?}");
+    // 102 bytes a key: 5 in h1, 4 in h2 (the project's 1000 bytes), none in h3.
+    assert!(lines[0].starts_with("0 0 0 0 0 "), "{lines:?}");
+    assert!(lines[1].starts_with("0 0 0 0 2 "), "{lines:?}");
+    assert!(lines[2].starts_with("2 2 2 2 2 "), "{lines:?}");
+    // The other project writes all five.
+    assert!(lines[3].starts_with("0 0 0 0 0 "), "{lines:?}");
+    let errors = std::fs::read_to_string(format!("{}.err", log.display())).unwrap_or_default();
+    assert!(errors.contains("its share of the store"), "{errors}");
+    assert_eq!(get(&client, "o1", "k5").await.map(|v| v.len()), Some(100));
     daemon.stop().await;
 }

@@ -458,7 +458,7 @@ async fn an_unused_spare_is_stopped_after_its_idle_timeout() {
         python_hook(
             "warm",
             "prewarmed.py",
-            json!({"prewarm": true, "idle_timeout": 300}),
+            json!({"prewarm": true, "idle_timeout": 2000}),
         ),
     )]))
     .await;

@@ -92,6 +92,8 @@ impl Daemon {
         // The test's system files are its own, not root's.
         config.system_owner = nix::unistd::geteuid().as_raw();
         config.system_trusted_above = Some(root.to_path_buf());
+        // A known key, so tests can write state as a hook of any session would.
+        config.state_token_key = Some(hookd_server::StateTokenKey::from_bytes(STATE_TEST_KEY));
         (options.configure)(&mut config);
 
         let listener = hookd_server::bind_socket(&socket).await.expect("bind");
@@ -162,6 +164,15 @@ impl Drop for Daemon {
     fn drop(&mut self) {
         self.cancel.cancel();
     }
+}
+
+/// The key of the state tokens of every test daemon [`Daemon::start_with`] starts.
+pub const STATE_TEST_KEY: [u8; 32] = [0x5a; 32];
+
+/// The state token a hook of `session` in `project_dir` gets from a test daemon
+/// (`HOOKD_STATE_TOKEN`): what writing that session's state needs.
+pub fn state_token(session: &str, project_dir: &str) -> String {
+    hookd_server::StateTokenKey::from_bytes(STATE_TEST_KEY).token(session, project_dir)
 }
 
 /// Writes a file, creating its parent directories.

@@ -8,7 +8,9 @@
 //! The session is `--session`, else `HOOKD_SESSION_ID`, else `GEMINI_SESSION_ID` (hookd sets
 //! it for every hook it runs, whatever the hook's dialect). The socket is `--socket`, else
 //! found as every client finds it (`HOOKD_SOCKET`, ...): a hook runs with its client's
-//! environment, so it finds the daemon its relay found.
+//! environment, so it finds the daemon its relay found. Writes send the hook's state token
+//! (`HOOKD_STATE_TOKEN`, which hookd puts in every hook's environment): the daemon allows them
+//! on that token's own session only.
 //!
 //! Exit codes: 0 done (`get` prints the value exactly as stored, `list` one key a line);
 //! 1 the key is not set (`get`, `delete`; nothing printed); 2 a bad request (no session, an
@@ -154,12 +156,17 @@ pub fn execute(
         StateAction::Delete { key } => (StateOp::Delete, Some(key.clone()), None),
         StateAction::List => (StateOp::List, None, None),
     };
+    // The token hookd gave the hook: writes are allowed on its own session only.
+    let token = var(hookd_runner::fire::STATE_TOKEN_ENV_VAR)
+        .and_then(|token| token.into_string().ok())
+        .filter(|token| !token.is_empty());
     let request = StateRequest {
         id: 1.into(),
         op,
         session_id: session,
         key,
         value,
+        token,
     };
     let response = exchange(&socket, request)?;
     match op {

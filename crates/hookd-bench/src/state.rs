@@ -54,6 +54,12 @@ pub fn run(
         .context("cannot create a temp dir")?;
     let home = dir.path().join("home");
     std::fs::create_dir_all(home.join(".gemini"))?;
+    // Writes need the state token hookd gives each hook: a hook hands it over.
+    let settings = serde_json::json!({"hooks": {"BeforeTool": [{"hooks": [{
+        "type": "command", "name": "token",
+        "command": "printf '{\"systemMessage\":\"%s\"}' \"$HOOKD_STATE_TOKEN\""
+    }]}]}});
+    std::fs::write(home.join(".gemini/settings.json"), settings.to_string())?;
     let path = std::env::var("PATH").unwrap_or_else(|_| "/usr/bin:/bin".to_owned());
     let env = vec![
         ("PATH".to_owned(), path.clone()),
@@ -66,8 +72,9 @@ pub fn run(
     let runtime = tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()?;
-    let (get_samples, set_samples) = runtime
-        .block_on(protocol_rows(&socket, gets, sets))
+    let cwd = dir.path().display().to_string();
+    let (get_samples, set_samples, token) = runtime
+        .block_on(protocol_rows(&socket, &cwd, gets, sets))
         .with_context(|| daemon.log_tail())?;
 
     let run_one = |args: &[&str]| -> anyhow::Result<Duration> {
@@ -79,6 +86,7 @@ pub fn run(
             .args(args)
             .env_clear()
             .env("PATH", &path)
+            .env(hookd_server::STATE_TOKEN_ENV_VAR, &token)
             .stdin(Stdio::null())
             .stdout(Stdio::piped())
             .stderr(Stdio::piped())
@@ -119,18 +127,41 @@ pub fn run(
     })
 }
 
-/// The round trips of `gets` gets and `sets` sets on one connection.
+/// The round trips of `gets` gets and `sets` sets on one connection, and the state token of
+/// the session `bench` (from a hook of an event in `cwd`).
 async fn protocol_rows(
     socket: &Path,
+    cwd: &str,
     gets: usize,
     sets: usize,
-) -> anyhow::Result<(Samples, Samples)> {
+) -> anyhow::Result<(Samples, Samples, String)> {
     let client = hookd_client::Client::connect(socket, hookd_client::ConnectOptions::default())
         .await
         .context("cannot connect to the daemon")?;
+    let mut request = hookd_client::EventRequest::new("BeforeTool", cwd);
+    request.session_id = "bench".to_owned();
+    request
+        .input
+        .insert("tool_name".to_owned(), serde_json::json!("bench"));
+    let answer = client.event(request).await?;
+    let token = answer
+        .result
+        .final_output
+        .as_ref()
+        .and_then(|output| output.get("systemMessage"))
+        .and_then(serde_json::Value::as_str)
+        .filter(|token| !token.is_empty())
+        .context("the hook gave no state token")?
+        .to_owned();
     let value = "a value of some size";
     client
-        .state(StateOp::Set, "bench", Some("key"), Some(value))
+        .state_with_token(
+            StateOp::Set,
+            "bench",
+            Some("key"),
+            Some(value),
+            Some(&token),
+        )
         .await?;
     eprintln!("hookd-bench state: {gets} protocol gets, {sets} sets...");
     let mut get_samples = Samples::default();
@@ -149,14 +180,20 @@ async fn protocol_rows(
     for round in 0..sets + 10 {
         let start = Instant::now();
         client
-            .state(StateOp::Set, "bench", Some("key"), Some(value))
+            .state_with_token(
+                StateOp::Set,
+                "bench",
+                Some("key"),
+                Some(value),
+                Some(&token),
+            )
             .await?;
         let elapsed = start.elapsed();
         if round >= 10 {
             set_samples.push(elapsed);
         }
     }
-    Ok((get_samples, set_samples))
+    Ok((get_samples, set_samples, token))
 }
 
 /// The report as a table.

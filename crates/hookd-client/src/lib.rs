@@ -307,13 +307,28 @@ impl Client {
 
     /// One session-state call (`get`, `set`, `delete`, `list`; `docs/state.md`): `key` for
     /// all but `list`, `value` for `set`. A bound or a bad key is a server error
-    /// (`limit_reached`, `bad_request`).
+    /// (`limit_reached`, `bad_request`). Without a token, as here, only `get` and `list` are
+    /// allowed; writes need [`Client::state_with_token`].
     pub async fn state(
         &self,
         op: hookd_protocol::StateOp,
         session_id: &str,
         key: Option<&str>,
         value: Option<&str>,
+    ) -> Result<hookd_protocol::StateResponse> {
+        self.state_with_token(op, session_id, key, value, None)
+            .await
+    }
+
+    /// [`Client::state`] with the state token a hook got in `HOOKD_STATE_TOKEN`, which
+    /// `set` and `delete` need: the daemon allows them on the token's own session only.
+    pub async fn state_with_token(
+        &self,
+        op: hookd_protocol::StateOp,
+        session_id: &str,
+        key: Option<&str>,
+        value: Option<&str>,
+        token: Option<&str>,
     ) -> Result<hookd_protocol::StateResponse> {
         let id = self.next_id();
         let message = ClientMessage::State(hookd_protocol::StateRequest {
@@ -322,6 +337,7 @@ impl Client {
             session_id: session_id.to_owned(),
             key: key.map(str::to_owned),
             value: value.map(str::to_owned),
+            token: token.map(str::to_owned),
         });
         match self.request(id, message, false).await? {
             ServerMessage::State(response) => Ok(response),

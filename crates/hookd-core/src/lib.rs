@@ -46,7 +46,7 @@ pub use settings::{edit, extension, jsonc, limits, registry, relayed, trust};
 pub use event::{ClaudeEvent, HookEventName, MatcherKind, MergeStrategy};
 pub use model::{DEFAULT_TIMEOUT_MS, HookConfig, HookEntry, HookType, LayerFile, Origin, Source};
 pub use plan::Plan;
-pub use result::{HookOutcome, HookResult, HookRun, OutputFormat, StreamName};
+pub use result::{HookOutcome, HookResult, HookRun, OutputFormat, SpawnCause, StreamName};
 
 #[cfg(test)]
 mod tests {

@@ -129,7 +129,7 @@ fn outcome() -> impl Strategy<Value = HookOutcome> {
                 code,
             }
         ),
-        1 => ".{0,12}".prop_map(|message| HookOutcome::SpawnFailed { message }),
+        1 => ".{0,12}".prop_map(|message| HookOutcome::SpawnFailed { message, cause: hookd_core::SpawnCause::Hook }),
         1 => Just(HookOutcome::Cancelled),
         1 => ".{0,12}".prop_map(|message| HookOutcome::Refused { message }),
     ]

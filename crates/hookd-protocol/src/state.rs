@@ -47,6 +47,10 @@ pub struct StateRequest {
     /// The value; required by `set`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub value: Option<String>,
+    /// The state token hookd gave the hook (`HOOKD_STATE_TOKEN`); required by `set` and
+    /// `delete`, which it allows on its own session only.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub token: Option<String>,
 }
 
 /// The answer to a `state` request (`"type": "state"`).
@@ -74,6 +78,7 @@ mod tests {
     fn state_messages_round_trip_and_parse_by_schema() {
         let cases = [
             r#"{"type":"state","id":1,"op":"set","session_id":"s","key":"k","value":"v"}"#,
+            r#"{"type":"state","id":3,"op":"delete","session_id":"s","key":"k","token":"v1.a.b"}"#,
             r#"{"type":"state","id":"a","op":"get","session_id":"s","key":"k"}"#,
             r#"{"type":"state","id":2,"op":"list","session_id":"s"}"#,
         ];

@@ -11,10 +11,10 @@ use std::sync::Mutex;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::time::{Duration, Instant};
 
-use hookd_core::HookResult;
 use hookd_core::breaker::{Admission, Breaker, BreakerSettings, RunVerdict, Transition};
 use hookd_core::model::HookEntry;
 use hookd_core::policy::FailureKind;
+use hookd_core::{HookResult, SpawnCause};
 
 /// The most hooks whose failures are tracked at once.
 pub const MAX_TRACKED: usize = 4096;
@@ -276,10 +276,20 @@ impl Drop for TrialGuard<'_> {
 /// command makes bash exit 127, which denies) must never be paused, since its failure policy
 /// (allow, by default) would then let through what it stops. (The `allow` that Gemini CLI's
 /// rules give exit 1 with plain text is no answer: a paused hook allows as well.) A refusal
-/// by hookd (an untrusted project hook, a paused one) says nothing about the hook, and a
+/// by hookd (an untrusted project hook, a paused one) says nothing about the hook, nor does
+/// a start that failed for hookd's own want of descriptors, processes or memory
+/// ([`SpawnCause::DaemonResources`]: the hook was never tried, and pausing it would turn the
+/// daemon's passing shortage into its failure policy's answer for the whole pause); a
 /// cancelled run counts for nothing.
 pub fn verdict(interpreted: &HookResult) -> RunVerdict {
-    if matches!(interpreted.outcome, hookd_core::HookOutcome::Cancelled) {
+    if matches!(
+        interpreted.outcome,
+        hookd_core::HookOutcome::Cancelled
+            | hookd_core::HookOutcome::SpawnFailed {
+                cause: SpawnCause::DaemonResources,
+                ..
+            }
+    ) {
         return RunVerdict::Neither;
     }
     match hookd_core::policy::classify(interpreted) {
@@ -372,8 +382,17 @@ mod tests {
             (
                 HookOutcome::SpawnFailed {
                     message: "no such file".to_owned(),
+                    cause: SpawnCause::Hook,
                 },
                 true,
+            ),
+            // hookd out of descriptors, processes or memory: the hook was never tried.
+            (
+                HookOutcome::SpawnFailed {
+                    message: "Too many open files".to_owned(),
+                    cause: SpawnCause::DaemonResources,
+                },
+                false,
             ),
             (HookOutcome::Cancelled, false),
             // Output over the cap: a failure (its stdout here decides nothing).
@@ -399,6 +418,48 @@ mod tests {
             assert_eq!(breakers.admit(&entry).is_err(), paused, "{outcome:?}");
             assert_eq!(breakers.paused().len(), usize::from(paused), "{outcome:?}");
         }
+    }
+
+    #[test]
+    fn shortages_of_the_daemon_never_pause_a_hook() {
+        let entry = entry();
+        let short = |errno: i32| HookOutcome::SpawnFailed {
+            message: std::io::Error::from_raw_os_error(errno).to_string(),
+            cause: crate::process::spawn_cause(&std::io::Error::from_raw_os_error(errno)),
+        };
+        // (errno of the failed start, counted against the hook?)
+        let cases = [
+            (libc::EMFILE, false),
+            (libc::ENFILE, false),
+            (libc::EAGAIN, false),
+            (libc::ENOMEM, false),
+            (libc::ENOENT, true),
+            (libc::EACCES, true),
+            (libc::ENOEXEC, true),
+        ];
+        for (errno, counted) in cases {
+            let breakers = Breakers::new(BreakerSettings {
+                threshold: 5,
+                backoff: Duration::from_secs(3600),
+                max_backoff: Duration::from_secs(3600),
+            });
+            for _ in 0..100 {
+                breakers.record(&entry, false, run(&entry, short(errno)));
+            }
+            assert_eq!(breakers.admit(&entry).is_err(), counted, "errno {errno}");
+            assert_eq!(breakers.pauses(), u64::from(counted), "errno {errno}");
+        }
+        // Shortages between the hook's own failures neither count nor reset its streak.
+        let breakers = Breakers::new(BreakerSettings {
+            threshold: 2,
+            backoff: Duration::from_secs(3600),
+            max_backoff: Duration::from_secs(3600),
+        });
+        breakers.record(&entry, false, run(&entry, HookOutcome::Exited { code: 1 }));
+        breakers.record(&entry, false, run(&entry, short(libc::EMFILE)));
+        assert!(breakers.admit(&entry).is_ok(), "one failure of its own");
+        breakers.record(&entry, false, run(&entry, HookOutcome::Exited { code: 1 }));
+        assert!(breakers.admit(&entry).is_err(), "two failures of its own");
     }
 
     #[test]

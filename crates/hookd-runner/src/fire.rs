@@ -79,6 +79,7 @@ use tokio_util::sync::CancellationToken;
 use crate::breakers::Breakers;
 use crate::prewarm::{PrewarmRequest, Prewarmer};
 use crate::process::{ProcessLimits, ProcessSpec, run_one_shot, run_process};
+use crate::shares::{RunClass, SharePlace, SlotShares};
 use crate::slots::SlotSource;
 use crate::spawn::HookEnv;
 use crate::verify;
@@ -126,6 +127,9 @@ pub struct RunnerConfig {
     pub envs: Arc<EnvCache>,
     /// Every hook's circuit breaker, shared by every firing (`crate::breakers`).
     pub breakers: Arc<Breakers>,
+    /// The shares of `hook_slots` per project and for background work (`crate::shares`):
+    /// every hook process takes its place there before its slot.
+    pub shares: Arc<SlotShares>,
 }
 
 impl RunnerConfig {
@@ -184,6 +188,7 @@ impl Default for RunnerConfig {
             prewarm: Arc::new(Prewarmer::new()),
             envs: Arc::new(EnvCache::default()),
             breakers: Arc::new(Breakers::default()),
+            shares: Arc::new(SlotShares::default()),
         }
     }
 }
@@ -206,6 +211,7 @@ struct CachedEnv {
     project_dir: String,
     plans_dir: String,
     session_id: String,
+    state_token: String,
     hook_env: Vec<(String, String)>,
     env: Arc<HookEnv>,
 }
@@ -216,9 +222,11 @@ impl CachedEnv {
         base: &Arc<Vec<(String, String)>>,
         redaction: &Arc<EnvRedaction>,
         vars: &CommandVars<'_>,
+        state_token: &str,
         hook_env: &[(String, String)],
     ) -> bool {
         (Arc::ptr_eq(&self.base, base) || self.base == *base)
+            && self.state_token == state_token
             && (Arc::ptr_eq(&self.redaction, redaction) || self.redaction == *redaction)
             && self.project_dir == vars.project_dir
             && self.plans_dir == vars.plans_dir
@@ -233,18 +241,21 @@ impl EnvCache {
 
     /// The environment of a hook with `hook_env` run for a client whose environment is `base`
     /// in the session `vars` describe, under the workspace's `redaction` settings:
-    /// `hookd_core::env::hook_environment`, built on first use.
+    /// `hookd_core::env::hook_environment`, built on first use, with the session's state
+    /// token ([`FireRequest::state_token`]) set last, so neither the client's environment
+    /// nor the hook's own `env` can put another there.
     pub fn get(
         &self,
         base: &Arc<Vec<(String, String)>>,
         redaction: &Arc<EnvRedaction>,
         vars: &CommandVars<'_>,
+        state_token: &str,
         hook_env: &[(String, String)],
     ) -> Arc<HookEnv> {
         let mut entries = self.entries.lock().unwrap_or_else(PoisonError::into_inner);
         if let Some(index) = entries
             .iter()
-            .rposition(|entry| entry.matches(base, redaction, vars, hook_env))
+            .rposition(|entry| entry.matches(base, redaction, vars, state_token, hook_env))
         {
             // Most recently used last.
             let entry = entries.remove(index);
@@ -252,9 +263,12 @@ impl EnvCache {
             entries.push(entry);
             return env;
         }
-        let env = Arc::new(HookEnv::new(hook_environment(
-            base, redaction, vars, hook_env,
-        )));
+        let mut built = hook_environment(base, redaction, vars, hook_env);
+        built.retain(|(name, _)| name != STATE_TOKEN_ENV_VAR);
+        if !state_token.is_empty() {
+            built.push((STATE_TOKEN_ENV_VAR.to_owned(), state_token.to_owned()));
+        }
+        let env = Arc::new(HookEnv::new(built));
         if entries.len() >= Self::CAPACITY {
             entries.remove(0);
         }
@@ -264,6 +278,7 @@ impl EnvCache {
             project_dir: vars.project_dir.to_owned(),
             plans_dir: vars.plans_dir.to_owned(),
             session_id: vars.session_id.to_owned(),
+            state_token: state_token.to_owned(),
             hook_env: hook_env.to_vec(),
             env: Arc::clone(&env),
         });
@@ -301,7 +316,16 @@ pub struct FireRequest {
     /// The process keys of this request's persistent and pre-warmed hooks, computed by its
     /// first run and reused by the later ones (a stream's chunks). Start it empty.
     pub process_keys: ProcessKeys,
+    /// Whether a client waits for these hooks: background hooks take their places from the
+    /// background share (`crate::shares`).
+    pub class: RunClass,
+    /// The session state token of this session and project, put in every hook's environment
+    /// as `HOOKD_STATE_TOKEN` (`docs/state.md`); empty: none.
+    pub state_token: String,
 }
+
+/// The variable hooks find their session state token in (the daemon checks it on writes).
+pub const STATE_TOKEN_ENV_VAR: &str = "HOOKD_STATE_TOKEN";
 
 /// The [`ProcessKey`]s a request's runs computed, per hook.
 ///
@@ -748,6 +772,38 @@ impl<'a> Firing<'a> {
         }
     }
 
+    /// The hook's place in the shares of the hook slots, or the record of a hook that did
+    /// not get one: cancelled, or (a background hook) refused after waiting its longest.
+    async fn take_place(&self) -> Result<SharePlace, HookRun> {
+        let shares = &self.config.shares;
+        let project = self.request.project_dir.as_str();
+        let class = self.request.class;
+        let acquire = shares.acquire(project, class, self.cancel);
+        let place = match class {
+            RunClass::Foreground => acquire.await,
+            RunClass::Background => {
+                let wait = shares.limits().background_wait;
+                match tokio::time::timeout(wait, acquire).await {
+                    Ok(place) => place,
+                    Err(_) => {
+                        let limits = shares.limits();
+                        return Err(not_run(HookOutcome::Refused {
+                            message: format!(
+                                "not run: no slot for background work within {} ms (this \
+                                 project's background hooks may hold {} of the slots, all \
+                                 background hooks {})",
+                                wait.as_millis(),
+                                limits.background_per_project,
+                                limits.background
+                            ),
+                        }));
+                    }
+                }
+            }
+        };
+        place.ok_or_else(|| not_run(HookOutcome::Cancelled))
+    }
+
     /// What running one hook's process produced, or why it never ran. `verified` is what
     /// the trust check read under `require`: a one-shot hook then runs those bytes.
     async fn run_entry(
@@ -763,6 +819,12 @@ impl<'a> Firing<'a> {
                     message: message.to_owned(),
                 });
             }
+        };
+        // The hook's place in its project's share (and the background share) first, then its
+        // slot: no project, and no background work, can hold every slot.
+        let _place = match self.take_place().await {
+            Ok(place) => place,
+            Err(run) => return run,
         };
         let slots = SlotSource {
             semaphore: &self.config.hook_slots,
@@ -849,6 +911,7 @@ impl<'a> Firing<'a> {
                 &self.request.env,
                 &self.request.env_redaction,
                 &self.vars,
+                &self.request.state_token,
                 &entry.config.env,
             ),
             stdin,
@@ -1128,12 +1191,17 @@ mod tests {
             env_redaction: Arc::default(),
             serialized: Vec::new(),
             process_keys: ProcessKeys::default(),
+            class: RunClass::Foreground,
+            state_token: String::new(),
         }
     }
 
     fn config(slots: usize) -> RunnerConfig {
         RunnerConfig {
             hook_slots: Arc::new(Semaphore::new(slots)),
+            shares: Arc::new(SlotShares::new(crate::shares::ShareLimits::for_slots(
+                slots,
+            ))),
             ..RunnerConfig::default()
         }
     }
@@ -1177,6 +1245,63 @@ mod tests {
             .iter()
             .map(|result| result.stdout.as_str())
             .collect()
+    }
+
+    #[tokio::test]
+    async fn background_hooks_never_take_the_slots_a_client_waits_for() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        // 4 slots: background may hold 2, one project's background 1, one project 3.
+        let mut config = config(4);
+        let mut limits = crate::shares::ShareLimits::for_slots(4);
+        limits.background_wait = Duration::from_millis(300);
+        config.shares = Arc::new(SlotShares::new(limits));
+        let mut background = request(dir.path());
+        background.class = RunClass::Background;
+        let flood = plan(
+            (0..4).map(|_| command("sleep 3; echo slept")).collect(),
+            false,
+        );
+        let flooding = fire(&flood, &background, &config);
+        let gate = async {
+            // Let the flood take what it may first.
+            tokio::time::sleep(Duration::from_millis(200)).await;
+            let mut foreground = request(dir.path());
+            foreground.project_dir = format!("{}/other", foreground.project_dir);
+            fire(
+                &plan(vec![command("echo gate")], false),
+                &foreground,
+                &config,
+            )
+            .await
+        };
+        let (flooded, gated) = tokio::join!(flooding, gate);
+        assert_eq!(stdouts(&gated.results), ["gate\n"]);
+        assert!(
+            gated.elapsed < Duration::from_secs(2),
+            "{:?}",
+            gated.elapsed
+        );
+        // One sleeper got the project's background place; the others waited 300 ms and
+        // were refused, not queued behind it for its 3 s.
+        let slept = flooded
+            .results
+            .iter()
+            .filter(|result| result.stdout == "slept\n")
+            .count();
+        let refused: Vec<_> = flooded
+            .results
+            .iter()
+            .filter(|result| matches!(result.outcome, HookOutcome::Refused { .. }))
+            .collect();
+        assert_eq!((slept, refused.len()), (1, 3), "{:?}", flooded.results);
+        let HookOutcome::Refused { message } = &refused[0].outcome else {
+            unreachable!()
+        };
+        assert!(
+            message.contains("no slot for background work within 300 ms"),
+            "{message}"
+        );
+        assert_eq!(config.shares.held(), (0, 0, 0));
     }
 
     #[tokio::test]

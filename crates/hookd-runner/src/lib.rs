@@ -18,6 +18,7 @@ pub mod fire;
 pub mod loader;
 pub mod prewarm;
 pub mod process;
+pub mod shares;
 mod slots;
 pub mod spawn;
 pub mod sysfile;

@@ -53,7 +53,7 @@ use std::sync::{Arc, Mutex, PoisonError};
 use std::time::Duration;
 
 use bytes::Bytes;
-use hookd_core::result::{HookOutcome, HookRun, StreamName};
+use hookd_core::result::{HookOutcome, HookRun, SpawnCause, StreamName};
 use nix::sys::signal::{Signal, killpg};
 use nix::unistd::Pid;
 use tokio::io::{AsyncRead, AsyncReadExt, AsyncWriteExt};
@@ -170,7 +170,7 @@ async fn run_started_by(
     spec: ProcessSpec,
     limits: &ProcessLimits,
     cancel: &CancellationToken,
-    start: impl FnOnce(&ProcessSpec) -> Result<SpawnedProcess, String>,
+    start: impl FnOnce(&ProcessSpec) -> Result<SpawnedProcess, SpawnFailure>,
 ) -> HookRun {
     let started = Instant::now();
     if cancel.is_cancelled() {
@@ -187,7 +187,45 @@ async fn run_started_by(
                 .collect(started, spec.stdin, spec.timeout, limits, cancel)
                 .await
         }
-        Err(message) => spawn_failed(message, started),
+        Err(failure) => spawn_failed(failure, started),
+    }
+}
+
+/// Why a process could not be started: the message a run reports, and whose trouble it was.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct SpawnFailure {
+    /// The message, as the hook's record shows it.
+    pub message: String,
+    /// The hook's trouble, or hookd's own shortage of resources ([`spawn_cause`]).
+    pub cause: SpawnCause,
+}
+
+impl SpawnFailure {
+    /// A failure that is the hook's (a missing program, a bad argument).
+    pub fn of_hook(message: String) -> SpawnFailure {
+        SpawnFailure {
+            message,
+            cause: SpawnCause::Hook,
+        }
+    }
+}
+
+impl std::fmt::Display for SpawnFailure {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&self.message)
+    }
+}
+
+/// Whether `error` says hookd itself was short of a resource: out of descriptors (`EMFILE`,
+/// the process's; `ENFILE`, the system's), out of processes or threads (`EAGAIN` from
+/// `fork`/`clone`) or out of memory (`ENOMEM`). Such a start never reached the hook, so the
+/// circuit breaker must not count it against the hook (`crate::breakers::verdict`).
+pub fn spawn_cause(error: &io::Error) -> SpawnCause {
+    match error.raw_os_error() {
+        Some(libc::EMFILE | libc::ENFILE | libc::EAGAIN | libc::ENOMEM) => {
+            SpawnCause::DaemonResources
+        }
+        _ => SpawnCause::Hook,
     }
 }
 
@@ -206,7 +244,7 @@ pub(crate) fn find_program(program: &Path, path_var: Option<&str>, cwd: &Path) -
 ///
 /// This is the first half of [`run_process`], for a process started before its input is
 /// known (a pre-warmed hook, see `crate::prewarm`).
-pub fn spawn_process(spec: &ProcessSpec) -> Result<SpawnedProcess, String> {
+pub fn spawn_process(spec: &ProcessSpec) -> Result<SpawnedProcess, SpawnFailure> {
     let mut child = spawn_child(spec)?;
     // The child leads its own group, so its pid is the group id. It cannot be reused while
     // the child is unreaped, and the group id stays reserved while any member is alive.
@@ -431,10 +469,12 @@ impl SpawnedProcess {
                             .as_ref()
                             .map_or_else(String::new, ToString::to_string)
                     ),
+                    cause: lost_pipe.as_ref().map_or(SpawnCause::Hook, spawn_cause),
                 },
                 Some(Ok(status)) => exit_outcome(status, &out, &err, limits.max_output_bytes),
                 Some(Err(error)) => HookOutcome::SpawnFailed {
                     message: format!("Lost track of the hook process: {error}"),
+                    cause: spawn_cause(&error),
                 },
                 // The loop only ends without a status after a stop, handled above.
                 None => HookOutcome::Cancelled,
@@ -730,9 +770,12 @@ fn finished(outcome: HookOutcome, out: Capture, err: Capture, started: Instant) 
     }
 }
 
-fn spawn_failed(message: String, started: Instant) -> HookRun {
+fn spawn_failed(failure: SpawnFailure, started: Instant) -> HookRun {
     finished(
-        HookOutcome::SpawnFailed { message },
+        HookOutcome::SpawnFailed {
+            message: failure.message,
+            cause: failure.cause,
+        },
         Capture::new(0),
         Capture::new(0),
         started,
@@ -744,8 +787,10 @@ fn spawn_failed(message: String, started: Instant) -> HookRun {
 ///
 /// The program comes from [`PROGRAMS`]; if a remembered path no longer works, the lookup is
 /// done afresh once before giving up.
-fn spawn_child(spec: &ProcessSpec) -> Result<HookChild, String> {
-    let failed = |error: &io::Error| spawn_failure_message(&spec.program, &spec.cwd, error);
+fn spawn_child(spec: &ProcessSpec) -> Result<HookChild, SpawnFailure> {
+    let failed = |error: &io::Error| {
+        SpawnFailure::of_hook(spawn_failure_message(&spec.program, &spec.cwd, error))
+    };
     let nul = || {
         io::Error::new(
             io::ErrorKind::InvalidInput,
@@ -785,11 +830,24 @@ fn spawn_child(spec: &ProcessSpec) -> Result<HookChild, String> {
         }
         spawned => spawned,
     };
-    spawned.map_err(|error| match &error {
-        SpawnError::Chdir(_) => spawn_failure_message(&spec.program, &spec.cwd, error.io()),
-        SpawnError::Exec(io) | SpawnError::Other(io) => {
-            format!("Failed to spawn hook: {}: {io}", spec.program.display())
-        }
+    spawned.map_err(|error| {
+        let message = match &error {
+            SpawnError::Chdir(_) => spawn_failure_message(&spec.program, &spec.cwd, error.io()),
+            SpawnError::Exec(io) | SpawnError::Other(io) => {
+                format!("Failed to spawn hook: {}: {io}", spec.program.display())
+            }
+        };
+        let cause = match &error {
+            // `execve` refusing the image for want of memory under the hook's own
+            // `max_memory_mb` is the hook's setting, not hookd's shortage.
+            SpawnError::Exec(io)
+                if spec.max_data_bytes.is_some() && io.raw_os_error() == Some(libc::ENOMEM) =>
+            {
+                SpawnCause::Hook
+            }
+            _ => spawn_cause(error.io()),
+        };
+        SpawnFailure { message, cause }
     })
 }
 
@@ -1092,7 +1150,8 @@ mod tests {
             assert_eq!(
                 result.outcome,
                 HookOutcome::SpawnFailed {
-                    message: message.to_owned()
+                    message: message.to_owned(),
+                    cause: hookd_core::SpawnCause::Hook,
                 }
             );
         }

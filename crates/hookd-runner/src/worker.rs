@@ -337,7 +337,13 @@ impl WorkerPools {
                         pool.key.display_name(),
                         left.as_millis().max(1)
                     );
-                    return not_run(HookOutcome::SpawnFailed { message }, started);
+                    return not_run(
+                        HookOutcome::SpawnFailed {
+                            message,
+                            cause: hookd_core::SpawnCause::Hook,
+                        },
+                        started,
+                    );
                 }
                 Claim::Wait { retry_at } => {
                     let retry = pin!(async {
@@ -387,9 +393,16 @@ impl WorkerPools {
         let spec = pool.key.spec(Bytes::new(), request.timeout);
         let process = match spawn_process(&spec) {
             Ok(process) => process,
-            Err(message) => {
-                reservation.failed();
-                return Err(not_run(HookOutcome::SpawnFailed { message }, started));
+            Err(failure) => {
+                // hookd's own shortage says nothing about the worker: no restart delay.
+                if failure.cause == hookd_core::SpawnCause::Hook {
+                    reservation.failed();
+                }
+                let outcome = HookOutcome::SpawnFailed {
+                    message: failure.message,
+                    cause: failure.cause,
+                };
+                return Err(not_run(outcome, started));
             }
         };
         let (child, guard) = process.into_parts();
@@ -400,7 +413,11 @@ impl WorkerPools {
                 // Dropping what was built kills the process's group.
                 reservation.failed();
                 let message = format!("Failed to spawn hook: {error}");
-                return Err(not_run(HookOutcome::SpawnFailed { message }, started));
+                let cause = crate::process::spawn_cause(&error);
+                return Err(not_run(
+                    HookOutcome::SpawnFailed { message, cause },
+                    started,
+                ));
             }
         };
         // The worker's task owns the `live` count from here on.
@@ -478,6 +495,7 @@ async fn ask(handle: WorkerHandle, request: &WorkerRequest<'_>) -> Reply {
             Reply::Run(not_run(
                 HookOutcome::SpawnFailed {
                     message: "Lost track of the hook's worker".to_owned(),
+                    cause: hookd_core::SpawnCause::Hook,
                 },
                 Instant::now(),
             ))
@@ -1184,6 +1202,7 @@ fn exited_outcome(
         },
         Err(error) => HookOutcome::SpawnFailed {
             message: format!("Lost track of the hook's worker: {error}"),
+            cause: crate::process::spawn_cause(&error),
         },
     };
     (outcome, stdout)
@@ -1687,7 +1706,7 @@ done"#;
             let run = harness.ask(&key, "{}").await;
             match run.outcome {
                 HookOutcome::Exited { code: 7 } => continue,
-                HookOutcome::SpawnFailed { message } => {
+                HookOutcome::SpawnFailed { message, .. } => {
                     failed_fast = Some(message);
                     break;
                 }

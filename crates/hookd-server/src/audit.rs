@@ -22,6 +22,13 @@
 //! ever glued to a torn one, and `lines_written` counts only whole lines that reached the
 //! file.
 //!
+//! A graceful stop ([`AuditLog::close`]) gives the writer at most [`CLOSE_TIMEOUT`] to write
+//! what is queued. The writer may be stuck in a `write` that never returns (a FIFO whose
+//! reader stopped reading, a hung network filesystem), so the stop never waits on the thread
+//! itself, nor on anything a stuck thread could hold: at the deadline the lines not yet
+//! written are counted as dropped, a `warn` line says how many were lost, and the thread is
+//! left behind (it ends with the process).
+//!
 //! Rotation: before a line would take the file past its size limit, `<path>.<keep>` is
 //! removed, `<path>.<n>` becomes `<path>.<n+1>`, `<path>` becomes `<path>.1`, and a new
 //! `<path>` is started. Every file is created with mode 0600, and an existing file found more
@@ -50,8 +57,9 @@ use crate::shared::Shared;
 /// with one system call, without letting a backlog grow one buffer without bound.
 const BATCH_BYTES: usize = 256 * 1024;
 
-/// How long a stopping daemon waits for the writer to finish the queued lines.
-const CLOSE_TIMEOUT: Duration = Duration::from_secs(5);
+/// How long a stopping daemon waits for the writer to finish the queued lines; past it they
+/// are counted as lost and the stop goes on.
+pub(crate) const CLOSE_TIMEOUT: Duration = Duration::from_secs(5);
 
 /// Why the audit log could not be started.
 #[derive(Debug, thiserror::Error)]
@@ -221,6 +229,8 @@ pub(crate) struct AuditCounters {
     pub(crate) dropped: AtomicU64,
     /// Lines lost to write errors.
     pub(crate) failed: AtomicU64,
+    /// Lines taken into the queue (each ends up written, failed, or lost at a stop).
+    accepted: AtomicU64,
 }
 
 /// The running audit log: the queue's sending end and the writer thread.
@@ -239,8 +249,13 @@ pub(crate) struct AuditLog {
     queued_bytes: Arc<AtomicU64>,
     /// The most bytes the queue holds (see the module documentation).
     queue_bytes: u64,
-    /// The writer thread, until [`AuditLog::close`] joins it.
+    /// The writer thread, until [`AuditLog::close`] waits for it (or leaves it behind).
     writer: Mutex<Option<JoinHandle<()>>>,
+    /// Set by [`AuditLog::close`]: the writer ends once the queue is empty.
+    stopping: Arc<AtomicBool>,
+    /// Told by the writer when it has ended, for [`AuditLog::close`] to wait on without
+    /// blocking a thread of its own.
+    ended: Mutex<Option<tokio::sync::oneshot::Receiver<()>>>,
 }
 
 impl AuditLog {
@@ -263,7 +278,10 @@ impl AuditLog {
         let counters = Arc::new(AuditCounters::default());
         let queued_bytes = Arc::new(AtomicU64::new(0));
         let identity = file_identity(&file);
+        let stopping = Arc::new(AtomicBool::new(false));
+        let (ended_sender, ended) = tokio::sync::oneshot::channel();
         let mut writer = Writer {
+            stopping: Arc::clone(&stopping),
             queued_bytes: Arc::clone(&queued_bytes),
             identity,
             torn: false,
@@ -277,7 +295,10 @@ impl AuditLog {
         };
         let thread = std::thread::Builder::new()
             .name("hookd-audit".into())
-            .spawn(move || writer.run(&receiver))
+            .spawn(move || {
+                writer.run(&receiver);
+                let _ = ended_sender.send(());
+            })
             .map_err(AuditError::Thread)?;
         Ok(AuditLog {
             path: config.path.clone(),
@@ -288,6 +309,8 @@ impl AuditLog {
             queued_bytes,
             queue_bytes: config.queue_bytes.max(1) as u64,
             writer: Mutex::new(Some(thread)),
+            stopping,
+            ended: Mutex::new(Some(ended)),
         })
     }
 
@@ -309,6 +332,11 @@ impl AuditLog {
 
     /// Queues one formatted line (see [`AuditLog::record`]).
     fn offer(&self, line: String) {
+        if self.stopping.load(Ordering::Relaxed) {
+            // After the stop's deadline nothing more reaches the file: counted, not queued.
+            self.counters.dropped.fetch_add(1, Ordering::Relaxed);
+            return;
+        }
         let size = line.len() as u64 + 1;
         // Reserve the line's bytes first; the writer gives them back when it takes the line.
         let reserved = self
@@ -329,6 +357,7 @@ impl AuditLog {
         };
         match sent {
             Ok(()) => {
+                self.counters.accepted.fetch_add(1, Ordering::Relaxed);
                 if self.dropping.swap(false, Ordering::Relaxed) {
                     tracing::info!(
                         path = %self.path.display(),
@@ -359,29 +388,59 @@ impl AuditLog {
         }
     }
 
-    /// Writes the queued lines and stops the writer; for the end of a graceful stop. Lines
-    /// offered afterwards are dropped and counted.
+    /// Writes the queued lines and stops the writer, for the end of a graceful stop; returns
+    /// within [`CLOSE_TIMEOUT`] whatever the destination does. Lines offered afterwards, and
+    /// lines still unwritten at the deadline, are dropped and counted.
     pub(crate) async fn close(&self) {
+        self.close_within(CLOSE_TIMEOUT).await;
+    }
+
+    /// [`AuditLog::close`] with its deadline.
+    async fn close_within(&self, deadline: Duration) {
         let thread = self
             .writer
             .lock()
             .unwrap_or_else(PoisonError::into_inner)
             .take();
-        let Some(thread) = thread else {
+        let ended = self
+            .ended
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .take();
+        let (Some(thread), Some(ended)) = (thread, ended) else {
             return;
         };
-        let sender = self.sender.clone();
-        let join = tokio::task::spawn_blocking(move || {
-            let _ = sender.send(Message::Stop);
-            thread.join().is_ok()
-        });
-        match tokio::time::timeout(CLOSE_TIMEOUT, join).await {
-            Ok(Ok(true)) => {}
-            Ok(_) => tracing::error!("the audit log writer failed"),
-            Err(_) => tracing::warn!(
-                path = %self.path.display(),
-                "the audit log writer did not finish in time; some lines may be lost"
-            ),
+        // The flag first: a writer that finds the queue empty after it ends instead of
+        // waiting for more. The `Stop` wakes a writer already waiting; when the queue is full
+        // the writer is busy and sees the flag once it has emptied the queue.
+        self.stopping.store(true, Ordering::SeqCst);
+        let _ = self.sender.try_send(Message::Stop);
+        match tokio::time::timeout(deadline, ended).await {
+            Ok(Ok(())) => {
+                if thread.join().is_err() {
+                    tracing::error!("the audit log writer failed");
+                }
+            }
+            Ok(Err(_)) => tracing::error!("the audit log writer failed"),
+            Err(_) => {
+                // The thread is stuck in a write; it is left behind, and what it has not
+                // written by now is lost.
+                let counters = &self.counters;
+                let done = counters.written.load(Ordering::Relaxed)
+                    + counters.failed.load(Ordering::Relaxed);
+                let lost = counters
+                    .accepted
+                    .load(Ordering::Relaxed)
+                    .saturating_sub(done);
+                counters.dropped.fetch_add(lost, Ordering::Relaxed);
+                tracing::warn!(
+                    path = %self.path.display(),
+                    lost,
+                    deadline_ms = deadline.as_millis() as u64,
+                    "the audit log writer did not finish in time (its destination does not \
+                     take writes); {lost} audit lines lost"
+                );
+            }
         }
     }
 }
@@ -535,6 +594,8 @@ struct Writer {
     identity: Option<(u64, u64)>,
     /// The file ends in a line cut off by a failed write: the next write starts a new line.
     torn: bool,
+    /// Set when the daemon stops: end once the queue is empty (see [`AuditLog::close`]).
+    stopping: Arc<AtomicBool>,
 }
 
 impl Writer {
@@ -543,7 +604,18 @@ impl Writer {
     fn run(&mut self, receiver: &Receiver<Message>) {
         let mut batch = String::new();
         let mut lines = 0u64;
-        while let Ok(first) = receiver.recv() {
+        loop {
+            let first = if self.stopping.load(Ordering::SeqCst) {
+                match receiver.try_recv() {
+                    Ok(message) => message,
+                    Err(_) => break,
+                }
+            } else {
+                match receiver.recv() {
+                    Ok(message) => message,
+                    Err(_) => break,
+                }
+            };
             let mut next = Some(first);
             loop {
                 match next.take() {
@@ -1032,6 +1104,59 @@ mod tests {
         let config = AuditConfig::new(dir.path().join("not-a-dir/audit.log"));
         let error = AuditLog::start(&config).err().unwrap();
         assert!(error.to_string().contains("not-a-dir/audit.log"), "{error}");
+    }
+
+    #[tokio::test]
+    async fn a_stop_abandons_a_writer_stuck_in_a_write_and_counts_what_is_lost() {
+        use std::os::unix::fs::OpenOptionsExt;
+        let dir = tempfile::tempdir().unwrap();
+        let fifo = dir.path().join("audit.fifo");
+        nix::unistd::mkfifo(&fifo, nix::sys::stat::Mode::S_IRWXU).unwrap();
+        // Opened, never read: the writer blocks once the pipe's buffer is full.
+        let _reader = OpenOptions::new()
+            .read(true)
+            .custom_flags(nix::fcntl::OFlag::O_NONBLOCK.bits())
+            .open(&fifo)
+            .unwrap();
+        let log = AuditLog::start(&AuditConfig::new(fifo)).unwrap();
+        let line = "x".repeat(16 * 1024);
+        for _ in 0..64 {
+            log.offer(line.clone());
+        }
+        let started = std::time::Instant::now();
+        log.close_within(Duration::from_millis(300)).await;
+        assert!(
+            started.elapsed() < Duration::from_secs(3),
+            "{:?}",
+            started.elapsed()
+        );
+        let counters = log.counters();
+        let written = counters.written.load(Ordering::Relaxed);
+        let dropped = counters.dropped.load(Ordering::Relaxed);
+        // 1 MiB offered, at most the pipe's buffer (64 KiB by default) taken.
+        assert!(written < 64, "{written}");
+        assert_eq!(
+            written + dropped,
+            64,
+            "written {written}, dropped {dropped}"
+        );
+        // Lines offered after the stop are dropped too, never waited for.
+        log.offer("late".to_owned());
+        assert_eq!(counters.dropped.load(Ordering::Relaxed), dropped + 1);
+    }
+
+    #[tokio::test]
+    async fn a_stop_writes_what_is_queued_when_the_file_takes_it() {
+        let dir = tempfile::tempdir().unwrap();
+        let log = log_in(dir.path(), 1 << 20, 1);
+        for n in 0..100 {
+            log.offer(format!("line {n}"));
+        }
+        log.close().await;
+        let text = std::fs::read_to_string(dir.path().join("audit.log")).unwrap();
+        assert_eq!(text.lines().count(), 100);
+        assert_eq!(log.counters().written.load(Ordering::Relaxed), 100);
+        assert_eq!(log.counters().dropped.load(Ordering::Relaxed), 0);
     }
 
     #[test]

@@ -290,6 +290,7 @@ fn fire_request(shared: &Shared, job: &mut Job) -> FireRequest {
         .project_dir
         .take()
         .unwrap_or_else(|| request.cwd.clone());
+    let state_token = shared.state.token(&request.session_id, &project_dir);
     FireRequest {
         event: job.event,
         input: std::mem::take(&mut request.input),
@@ -305,6 +306,8 @@ fn fire_request(shared: &Shared, job: &mut Job) -> FireRequest {
         env_redaction: Arc::clone(&job.env_redaction),
         serialized: Vec::new(),
         process_keys: ProcessKeys::default(),
+        class: hookd_runner::shares::RunClass::Background,
+        state_token,
     }
 }
 

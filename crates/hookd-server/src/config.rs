@@ -91,6 +91,10 @@ pub struct ServerConfig {
     pub state_limits: hookd_state::Limits,
     /// How often expired sessions are looked for and removed (at least 10 ms).
     pub state_expiry_interval: Duration,
+    /// The key hooks' state tokens are signed with (`docs/state.md`, "Which session"); `None`
+    /// (the default): a random key per start, so a token is worthless once its daemon
+    /// stopped.
+    pub state_token_key: Option<hookd_state::token::TokenKey>,
 }
 
 /// The audit log's settings: its file, its rotation, and whether lines carry hooks' stdin.
@@ -205,6 +209,7 @@ impl ServerConfig {
             state_store,
             state_limits: hookd_state::Limits::default(),
             state_expiry_interval: crate::state::EXPIRY_INTERVAL,
+            state_token_key: None,
         }
     }
 

@@ -643,6 +643,7 @@ impl Connection {
             .map(|json| ("llm_request", Arc::new(json)))
             .into_iter()
             .collect();
+        let state_token = self.shared.state.token(&request.session_id, &request.cwd);
         let fire = FireRequest {
             event,
             input: request.input,
@@ -658,6 +659,8 @@ impl Connection {
             env_redaction: Arc::clone(snapshot.registry.env_redaction()),
             serialized,
             process_keys: ProcessKeys::default(),
+            class: hookd_runner::shares::RunClass::Foreground,
+            state_token,
         };
         if is_filter_plan(&plan) {
             let filters = FilterStream::new(
@@ -1288,6 +1291,7 @@ impl Run {
             .project_dir
             .take()
             .unwrap_or_else(|| request.cwd.clone());
+        let state_token = self.shared.state.token(&request.session_id, &project_dir);
         let mut fire = FireRequest {
             event: self.event,
             input: std::mem::take(&mut request.input),
@@ -1303,6 +1307,8 @@ impl Run {
             env_redaction: Arc::clone(&self.env_redaction),
             serialized: Vec::new(),
             process_keys: ProcessKeys::default(),
+            class: hookd_runner::shares::RunClass::Foreground,
+            state_token,
         };
 
         // Exactly one record per hook goes through this channel, so a capacity of the plan's

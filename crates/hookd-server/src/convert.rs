@@ -66,7 +66,7 @@ pub(crate) fn outcome(outcome: &HookOutcome) -> wire::Outcome {
             cap_bytes: *cap_bytes as u64,
             code: *code,
         },
-        HookOutcome::SpawnFailed { message } => wire::Outcome::SpawnFailed {
+        HookOutcome::SpawnFailed { message, .. } => wire::Outcome::SpawnFailed {
             message: message.clone(),
         },
         HookOutcome::Cancelled => wire::Outcome::Cancelled,

@@ -58,6 +58,7 @@ pub use control::{Control, Lifecycle};
 pub use hookd_core::breaker::BreakerSettings;
 pub use hookd_runner::spawn::{OpenFilesLimit, raise_open_files_limit};
 pub use hookd_state::Limits as StateLimits;
+pub use hookd_state::token::{TOKEN_ENV_VAR as STATE_TOKEN_ENV_VAR, TokenKey as StateTokenKey};
 pub use socket::{BindError, BoundSocket, bind_socket, bind_socket_file};
 pub use state::{EXPIRY_BATCH, EXPIRY_INTERVAL, default_store_path};
 

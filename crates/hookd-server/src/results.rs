@@ -185,7 +185,7 @@ fn outcome_fields(object: &mut Object<'_>, outcome: &HookOutcome) {
             object.int("cap_bytes", *cap_bytes as u64);
             object.int_or_null("code", *code);
         }
-        HookOutcome::SpawnFailed { message } | HookOutcome::Refused { message } => {
+        HookOutcome::SpawnFailed { message, .. } | HookOutcome::Refused { message } => {
             object.str("message", message);
         }
         HookOutcome::Cancelled => {}
@@ -256,6 +256,7 @@ mod tests {
             result(
                 HookOutcome::SpawnFailed {
                     message: "no such file".to_owned(),
+                    cause: hookd_core::SpawnCause::Hook,
                 },
                 Some(FailureKind::SpawnFailed),
             ),

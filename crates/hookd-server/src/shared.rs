@@ -6,6 +6,7 @@ use std::time::Instant;
 
 use hookd_runner::fire::RunnerConfig;
 use hookd_runner::process::ProcessLimits;
+use hookd_runner::shares::{ShareLimits, SlotShares};
 use tokio::sync::Semaphore;
 use tokio_util::sync::CancellationToken;
 
@@ -82,6 +83,7 @@ impl Shared {
             prewarm: Default::default(),
             envs: Default::default(),
             breakers: Arc::new(hookd_runner::breakers::Breakers::new(config.breaker)),
+            shares: Arc::new(SlotShares::new(ShareLimits::for_slots(config.max_hooks))),
         };
         Shared {
             registries: Registries::new(&config),
@@ -102,6 +104,7 @@ impl Shared {
                 config.state_store.clone(),
                 config.state_limits,
                 config.state_expiry_interval,
+                config.state_token_key.clone(),
             )),
             hook_socket: None,
             config,

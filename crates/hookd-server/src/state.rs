@@ -7,6 +7,11 @@
 //! runtime's thread. A store that cannot be opened (another daemon holds it, the disk is
 //! unreadable) answers each request with an `internal` error and is tried again on the next
 //! one; it never stops the daemon.
+//!
+//! Writes (`set`, `delete`) need the state token the daemon puts in every hook's environment
+//! (`hookd_state::token`): it must be a token of the session the request names, and its
+//! project is the one the write counts against. Reads (`get`, `list`) need none: a process
+//! of the user may look at any session's keys, only hooks' writes are confined.
 
 use std::path::PathBuf;
 use std::sync::Arc;
@@ -15,6 +20,7 @@ use std::time::{Duration, SystemTime, UNIX_EPOCH};
 use hookd_protocol::{
     ErrorCode, ProtocolError, ServerMessage, StateOp, StateRequest, StateResponse,
 };
+use hookd_state::token::TokenKey;
 use hookd_state::{Limits, StateError, Store};
 use tokio_util::sync::CancellationToken;
 
@@ -38,6 +44,9 @@ pub(crate) struct SessionState {
     expiry_interval: Duration,
     store: tokio::sync::Mutex<Option<Arc<Store>>>,
     calls: tokio::sync::Semaphore,
+    /// The key of the hooks' state tokens; `None` when no random key could be made (every
+    /// write is then refused, and said why).
+    key: Option<TokenKey>,
 }
 
 impl SessionState {
@@ -47,14 +56,32 @@ impl SessionState {
         path: Option<PathBuf>,
         limits: Limits,
         expiry_interval: Duration,
+        key: Option<TokenKey>,
     ) -> SessionState {
+        let key = key.or_else(|| match TokenKey::random() {
+            Ok(key) => Some(key),
+            Err(error) => {
+                tracing::error!(%error, "no key for state tokens: hooks cannot write state");
+                None
+            }
+        });
         SessionState {
+            key,
             path,
             limits,
             expiry_interval: expiry_interval.max(Duration::from_millis(10)),
             store: tokio::sync::Mutex::new(None),
             calls: tokio::sync::Semaphore::new(MAX_CONCURRENT_CALLS),
         }
+    }
+
+    /// The state token of `session` in the project at `project_dir`, for the hooks'
+    /// environment (empty when there is no key).
+    pub(crate) fn token(&self, session: &str, project_dir: &str) -> String {
+        self.key
+            .as_ref()
+            .map(|key| key.token(session, project_dir))
+            .unwrap_or_default()
     }
 
     /// The open store, opening it now if it is not; `create: false` opens only a file that
@@ -109,6 +136,36 @@ impl SessionState {
                 "a state set request needs a `value`".to_owned(),
             );
         }
+        if let Err(error) =
+            hookd_state::check_names(&self.limits, &request.session_id, request.key.as_deref())
+        {
+            return fail(ErrorCode::BadRequest, error.to_string());
+        }
+        // Writes only with a token of the session they name: a hook writes its own
+        // session's keys, counted against its own project.
+        let project = match request.op {
+            StateOp::Set | StateOp::Delete => {
+                let Some(key) = &self.key else {
+                    return fail(
+                        ErrorCode::Internal,
+                        "the daemon has no key for state tokens".to_owned(),
+                    );
+                };
+                match key.verify(request.token.as_deref(), &request.session_id) {
+                    Ok(project) => project,
+                    Err(error) => {
+                        tracing::warn!(
+                            op = request.op.as_str(),
+                            session_id = request.session_id.as_str(),
+                            %error,
+                            "a state write was refused"
+                        );
+                        return fail(ErrorCode::BadRequest, error.to_string());
+                    }
+                }
+            }
+            StateOp::Get | StateOp::List => String::new(),
+        };
         let store = match self.store(request.op == StateOp::Set).await {
             Ok(store) => store,
             Err(message) => {
@@ -129,7 +186,7 @@ impl SessionState {
         let Ok(_permit) = self.calls.acquire().await else {
             return fail(ErrorCode::ShuttingDown, "the daemon is stopping".to_owned());
         };
-        let answered = tokio::task::spawn_blocking(move || apply(&store, request)).await;
+        let answered = tokio::task::spawn_blocking(move || apply(&store, &project, request)).await;
         match answered {
             Ok(Ok(mut response)) => {
                 response.id = id;
@@ -211,8 +268,9 @@ impl SessionState {
     }
 }
 
-/// Runs one request against the store (on the blocking pool).
-fn apply(store: &Store, request: StateRequest) -> Result<StateResponse, StateError> {
+/// Runs one request against the store (on the blocking pool); a `set` counts against
+/// `project` (the id its token carried).
+fn apply(store: &Store, project: &str, request: StateRequest) -> Result<StateResponse, StateError> {
     let session = request.session_id.as_str();
     let key = request.key.as_deref().unwrap_or_default();
     let mut response = StateResponse {
@@ -228,7 +286,7 @@ fn apply(store: &Store, request: StateRequest) -> Result<StateResponse, StateErr
         }
         StateOp::Set => {
             let value = request.value.as_deref().unwrap_or_default();
-            store.set(session, key, value, now_ms())?;
+            store.set(project, session, key, value, now_ms())?;
             response.found = true;
         }
         StateOp::Delete => response.found = store.delete(session, key, now_ms())?,
@@ -259,4 +317,15 @@ fn now_ms() -> u64 {
     SystemTime::now()
         .duration_since(UNIX_EPOCH)
         .map_or(0, |since| since.as_millis() as u64)
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn hooks_and_the_store_name_the_token_variable_alike() {
+        assert_eq!(
+            hookd_state::token::TOKEN_ENV_VAR,
+            hookd_runner::fire::STATE_TOKEN_ENV_VAR
+        );
+    }
 }

@@ -11,7 +11,16 @@
 //! - `values`: `(session, key)` → value bytes;
 //! - `sessions`: session → `(last write ms, end ms or 0, keys, bytes)`, the bookkeeping the
 //!   bounds and the expiry read without scanning `values`;
-//! - `totals`: `"bytes"` → the store's bytes (keys plus values).
+//! - `totals`: `"bytes"` → the store's bytes (keys plus values);
+//! - `owners`: session → the project its first write came from (an opaque id the daemon
+//!   derives from the project directory);
+//! - `projects`: project → `(sessions, bytes)`, each project's share of the store, so that
+//!   one project cannot fill it for everyone ([`Limits::max_sessions_per_project`],
+//!   [`Limits::max_bytes_per_project`]).
+//!
+//! Memory: redb keeps read pages in a cache of its own, 1 GiB by default; the store sets it
+//! to [`Limits::cache_bytes`] (16 MiB), so a full store costs the daemon about that much
+//! memory beyond the pages of the one transaction in flight (`docs/state.md`).
 //!
 //! Everything is bounded by [`Limits`]; a bound answers a typed [`StateError`], never a
 //! panic. Expiry ([`Store::expire`]) removes whole sessions, at most a given number per call,
@@ -25,10 +34,14 @@ use std::time::Duration;
 
 use redb::{Database, ReadableTable, ReadableTableMetadata, TableDefinition};
 
+pub mod token;
+
 const VALUES: TableDefinition<(&str, &str), &[u8]> = TableDefinition::new("values");
 const SESSIONS: TableDefinition<&str, (u64, u64, u64, u64)> = TableDefinition::new("sessions");
 const TOTALS: TableDefinition<&str, u64> = TableDefinition::new("totals");
 const TOTAL_BYTES: &str = "bytes";
+const OWNERS: TableDefinition<&str, &str> = TableDefinition::new("owners");
+const PROJECTS: TableDefinition<&str, (u64, u64)> = TableDefinition::new("projects");
 
 /// The store's bounds and expiry times. [`Limits::default`] is what the daemon uses.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -47,6 +60,14 @@ pub struct Limits {
     pub max_sessions: u64,
     /// At most this many bytes (keys plus values) in the whole store.
     pub max_total_bytes: u64,
+    /// At most this many sessions with keys owned by one project.
+    pub max_sessions_per_project: u64,
+    /// At most this many bytes (keys plus values) in the sessions of one project.
+    pub max_bytes_per_project: u64,
+    /// The most memory redb's page cache may take.
+    pub cache_bytes: usize,
+    /// The longest project id, in bytes.
+    pub max_project_bytes: usize,
     /// A session's keys are removed this long after its `SessionEnd`.
     pub keep_after_end: Duration,
     /// A session's keys are removed this long after its last write, ended or not.
@@ -63,6 +84,12 @@ impl Default for Limits {
             max_bytes_per_session: 4 * 1024 * 1024,
             max_sessions: 10_000,
             max_total_bytes: 256 * 1024 * 1024,
+            // A quarter of the store each: one project filling its share leaves three
+            // quarters to the others.
+            max_sessions_per_project: 2_500,
+            max_bytes_per_project: 64 * 1024 * 1024,
+            cache_bytes: 16 * 1024 * 1024,
+            max_project_bytes: 64,
             keep_after_end: Duration::from_secs(24 * 60 * 60),
             keep_inactive: Duration::from_secs(30 * 24 * 60 * 60),
         }
@@ -112,6 +139,18 @@ pub enum StateError {
         /// The bound.
         max: u64,
     },
+    /// The project has [`Limits::max_sessions_per_project`] sessions with keys already.
+    #[error("this project's sessions hold keys in {max} sessions already, its share of the store")]
+    TooManyProjectSessions {
+        /// The bound.
+        max: u64,
+    },
+    /// The write would take the project past [`Limits::max_bytes_per_project`].
+    #[error("this project's sessions would hold more than {max} bytes, its share of the store")]
+    ProjectFull {
+        /// The bound.
+        max: u64,
+    },
     /// The store's file or directory could not be created or opened.
     #[error("cannot open the state store {path}: {source}")]
     Open {
@@ -138,6 +177,8 @@ impl StateError {
                 | StateError::SessionFull { .. }
                 | StateError::TooManySessions { .. }
                 | StateError::StoreFull { .. }
+                | StateError::TooManyProjectSessions { .. }
+                | StateError::ProjectFull { .. }
         )
     }
 }
@@ -212,12 +253,17 @@ impl Store {
         file.set_permissions(Permissions::from_mode(0o600))
             .map_err(open_error)?;
         drop(file);
-        let database = Database::create(path).map_err(db)?;
+        let database = Database::builder()
+            .set_cache_size(limits.cache_bytes)
+            .create(path)
+            .map_err(db)?;
         let txn = database.begin_write().map_err(db)?;
         {
             txn.open_table(VALUES).map_err(db)?;
             txn.open_table(SESSIONS).map_err(db)?;
             txn.open_table(TOTALS).map_err(db)?;
+            txn.open_table(OWNERS).map_err(db)?;
+            txn.open_table(PROJECTS).map_err(db)?;
         }
         txn.commit().map_err(db)?;
         Ok(Store {
@@ -242,14 +288,17 @@ impl Store {
     }
 
     /// Sets `key` in `session` to `value` at `now_ms` (Unix milliseconds), committed durably
-    /// before it returns. A session that had ended is live again.
+    /// before it returns. A session that had ended is live again. A new session is owned by
+    /// `project` and counts against its share; a session keeps the owner of its first write.
     pub fn set(
         &self,
+        project: &str,
         session: &str,
         key: &str,
         value: &str,
         now_ms: u64,
     ) -> Result<(), StateError> {
+        check_name("project id", project, self.limits.max_project_bytes)?;
         self.check_session(session)?;
         self.check_key(key)?;
         if value.len() > self.limits.max_value_bytes {
@@ -293,6 +342,34 @@ impl Store {
                     max: self.limits.max_bytes_per_session,
                 });
             }
+            let mut owners = txn.open_table(OWNERS).map_err(db)?;
+            let mut projects = txn.open_table(PROJECTS).map_err(db)?;
+            let recorded = owners
+                .get(session)
+                .map_err(db)?
+                .map(|guard| guard.value().to_owned());
+            // A session written before projects were recorded is adopted by this one.
+            let adopted = existing.is_some() && recorded.is_none();
+            let owner = recorded.unwrap_or_else(|| project.to_owned());
+            let (mut project_sessions, mut project_bytes) = projects
+                .get(owner.as_str())
+                .map_err(db)?
+                .map_or((0, 0), |guard| guard.value());
+            if existing.is_none() || adopted {
+                if existing.is_none() && project_sessions >= self.limits.max_sessions_per_project {
+                    return Err(StateError::TooManyProjectSessions {
+                        max: self.limits.max_sessions_per_project,
+                    });
+                }
+                project_sessions += 1;
+                project_bytes += existing.map_or(0, |row| row.bytes);
+            }
+            let new_project_bytes = project_bytes.saturating_sub(removed) + added;
+            if new_project_bytes > self.limits.max_bytes_per_project && added > removed {
+                return Err(StateError::ProjectFull {
+                    max: self.limits.max_bytes_per_project,
+                });
+            }
             let total = totals
                 .get(TOTAL_BYTES)
                 .map_err(db)?
@@ -311,9 +388,23 @@ impl Store {
                 .map_err(db)?;
             sessions.insert(session, row.tuple()).map_err(db)?;
             totals.insert(TOTAL_BYTES, new_total).map_err(db)?;
+            if existing.is_none() || adopted {
+                owners.insert(session, owner.as_str()).map_err(db)?;
+            }
+            projects
+                .insert(owner.as_str(), (project_sessions, new_project_bytes))
+                .map_err(db)?;
         }
         txn.commit().map_err(db)?;
         Ok(())
+    }
+
+    /// How many sessions with keys `project` owns, and their bytes.
+    pub fn project_usage(&self, project: &str) -> Result<(u64, u64), StateError> {
+        let txn = self.db.begin_read().map_err(db)?;
+        let projects = txn.open_table(PROJECTS).map_err(db)?;
+        let found = projects.get(project).map_err(db)?;
+        Ok(found.map_or((0, 0), |guard| guard.value()))
     }
 
     /// Removes `key` from `session`; whether it was set. Removing a missing key writes
@@ -345,6 +436,9 @@ impl Store {
                 row.keys = row.keys.saturating_sub(1);
                 row.bytes = row.bytes.saturating_sub(freed);
                 row.last_write_ms = now_ms;
+                let mut owners = txn.open_table(OWNERS).map_err(db)?;
+                let mut projects = txn.open_table(PROJECTS).map_err(db)?;
+                release(&mut owners, &mut projects, session, freed, row.keys == 0)?;
                 if row.keys == 0 {
                     sessions.remove(session).map_err(db)?;
                 } else {
@@ -437,10 +531,17 @@ impl Store {
             let mut values = txn.open_table(VALUES).map_err(db)?;
             let mut sessions = txn.open_table(SESSIONS).map_err(db)?;
             let mut totals = txn.open_table(TOTALS).map_err(db)?;
+            let mut owners = txn.open_table(OWNERS).map_err(db)?;
+            let mut projects = txn.open_table(PROJECTS).map_err(db)?;
             let mut freed = 0u64;
             for session in &due {
-                if let Some(row) = sessions.remove(session.as_str()).map_err(db)? {
-                    freed += SessionRow::from_tuple(row.value()).bytes;
+                let removed = sessions
+                    .remove(session.as_str())
+                    .map_err(db)?
+                    .map(|row| SessionRow::from_tuple(row.value()).bytes);
+                if let Some(bytes) = removed {
+                    freed += bytes;
+                    release(&mut owners, &mut projects, session, bytes, true)?;
                 }
                 let keys: Vec<String> = {
                     let mut keys = Vec::new();
@@ -491,6 +592,56 @@ impl Store {
     fn check_key(&self, key: &str) -> Result<(), StateError> {
         check_name("key", key, self.limits.max_key_bytes)
     }
+}
+
+/// Gives `bytes` of `session` back to its owner's share; `gone`: the session has no key left,
+/// so it no longer counts as one of its owner's sessions.
+fn release(
+    owners: &mut redb::Table<&str, &str>,
+    projects: &mut redb::Table<&str, (u64, u64)>,
+    session: &str,
+    bytes: u64,
+    gone: bool,
+) -> Result<(), StateError> {
+    let owner = owners
+        .get(session)
+        .map_err(db)?
+        .map(|guard| guard.value().to_owned());
+    let Some(owner) = owner else {
+        return Ok(());
+    };
+    let (count, total) = projects
+        .get(owner.as_str())
+        .map_err(db)?
+        .map_or((0, 0), |guard| guard.value());
+    let count = if gone { count.saturating_sub(1) } else { count };
+    let total = total.saturating_sub(bytes);
+    if gone {
+        owners.remove(session).map_err(db)?;
+    }
+    if count == 0 {
+        projects.remove(owner.as_str()).map_err(db)?;
+    } else {
+        projects
+            .insert(owner.as_str(), (count, total))
+            .map_err(db)?;
+    }
+    Ok(())
+}
+
+/// Checks a request's session id and key (when it has one) against `limits`, as every
+/// operation of the store does, for a caller that answers before the store is open (a
+/// store that does not exist yet holds nothing, but a bad name is still a bad name).
+///
+/// # Errors
+///
+/// [`StateError::Invalid`] naming what is wrong.
+pub fn check_names(limits: &Limits, session: &str, key: Option<&str>) -> Result<(), StateError> {
+    check_name("session id", session, limits.max_session_bytes)?;
+    if let Some(key) = key {
+        check_name("key", key, limits.max_key_bytes)?;
+    }
+    Ok(())
 }
 
 /// A session id or key must be 1 to `max` bytes without control characters.

@@ -149,3 +149,110 @@ fn sigterm_answers_the_call_in_flight_and_refuses_new_connections() {
     };
     assert!(status.success(), "hookd exited with {status}");
 }
+
+/// The audit log on a FIFO whose reader opened it and never reads: after 64 KiB the writer
+/// thread is stuck in `write`. Events are still answered at once (the log never holds a
+/// decision), and SIGTERM still ends the process within the stop's deadline for the audit
+/// log (5 s), with a log line saying how many audit lines were lost.
+#[test]
+fn sigterm_with_a_stuck_audit_fifo_exits_within_its_deadline() {
+    use std::os::unix::fs::OpenOptionsExt;
+    let dir = tempfile::tempdir().expect("tempdir");
+    let home = dir.path().join("home");
+    let project = dir.path().join("project");
+    std::fs::create_dir_all(home.join(".gemini")).expect("mkdir");
+    std::fs::create_dir_all(&project).expect("mkdir");
+    let settings = json!({"hooks": {"BeforeTool": [{"hooks": [
+        {"name": "gate", "type": "command", "on_failure": "deny",
+         "command": "echo '{\"decision\":\"deny\",\"reason\":\"gate\"}'"}]}]}});
+    std::fs::write(home.join(".gemini/settings.json"), settings.to_string()).expect("write");
+    let fifo = dir.path().join("audit.fifo");
+    nix::unistd::mkfifo(&fifo, nix::sys::stat::Mode::from_bits_truncate(0o600)).expect("mkfifo");
+    // The reader: opened (so the daemon's open does not wait for one), never read.
+    let _reader = std::fs::OpenOptions::new()
+        .read(true)
+        .custom_flags(nix::fcntl::OFlag::O_NONBLOCK.bits())
+        .open(&fifo)
+        .expect("open the reader");
+    let log = dir.path().join("hookd.log");
+    let socket = dir.path().join("hookd.sock");
+    let mut daemon = KillOnDrop(
+        Command::new(env!("CARGO_BIN_EXE_hookd"))
+            .arg("--socket")
+            .arg(&socket)
+            .arg("--audit-log")
+            .arg(&fifo)
+            .arg("--audit-stdin")
+            .env_clear()
+            .env("PATH", std::env::var_os("PATH").unwrap_or_default())
+            .env("HOME", &home)
+            .env(
+                "GEMINI_CLI_SYSTEM_SETTINGS_PATH",
+                dir.path().join("etc/settings.json"),
+            )
+            .env(
+                "GEMINI_CLI_SYSTEM_DEFAULTS_PATH",
+                dir.path().join("etc/system-defaults.json"),
+            )
+            .stdin(Stdio::null())
+            .stdout(Stdio::null())
+            .stderr(std::fs::File::create(&log).expect("log"))
+            .spawn()
+            .expect("start hookd"),
+    );
+
+    let mut client = connect(&socket);
+    client
+        .write_all(&frame(
+            &json!({"type": "hello", "protocol": 1, "client": "fifo-test"}),
+        ))
+        .expect("write");
+    assert_eq!(receive(&mut client)["type"], "hello");
+    // Each audit line carries 32 KiB of stdin: 16 events are four times the FIFO's buffer.
+    let filler = "x".repeat(32 * 1024);
+    let mut slowest = Duration::ZERO;
+    for id in 1..=16 {
+        let sent = Instant::now();
+        client
+            .write_all(&frame(&json!({
+                "type": "event", "id": id, "event": "BeforeTool",
+                "cwd": project.display().to_string(),
+                "input": {"tool_name": "run_shell_command",
+                          "tool_input": {"command": "rm -rf .", "note": filler}}
+            })))
+            .expect("write");
+        let answer = receive(&mut client);
+        slowest = slowest.max(sent.elapsed());
+        assert_eq!(answer["final_output"]["decision"], "deny", "{answer}");
+    }
+    assert!(
+        slowest < Duration::from_secs(1),
+        "an event waited for the stuck audit log: {slowest:?}"
+    );
+    drop(client);
+
+    nix::sys::signal::kill(
+        nix::unistd::Pid::from_raw(i32::try_from(daemon.0.id()).expect("pid")),
+        nix::sys::signal::Signal::SIGTERM,
+    )
+    .expect("SIGTERM");
+    let signalled = Instant::now();
+    // The audit log's 5 s, and the rest of an idle stop (milliseconds) with room for a slow
+    // machine; without the deadline the process never exits.
+    let deadline = Duration::from_secs(5) + Duration::from_secs(3);
+    let status = loop {
+        if let Some(status) = daemon.0.try_wait().expect("status") {
+            break status;
+        }
+        assert!(
+            signalled.elapsed() < deadline,
+            "hookd did not exit within {deadline:?} of SIGTERM; its log:\n{}",
+            std::fs::read_to_string(&log).unwrap_or_default()
+        );
+        std::thread::sleep(Duration::from_millis(10));
+    };
+    assert!(status.success(), "hookd exited with {status}");
+    let text = std::fs::read_to_string(&log).expect("log");
+    assert!(text.contains("audit lines lost"), "{text}");
+    assert!(text.contains("stopped"), "{text}");
+}

@@ -123,7 +123,7 @@ pub fn interpret(event: HookEventName, run: &HookRun) -> Interpretation {
                 )),
             }
         }
-        HookOutcome::SpawnFailed { message } | HookOutcome::Refused { message } => {
+        HookOutcome::SpawnFailed { message, .. } | HookOutcome::Refused { message } => {
             failure(message.clone())
         }
         HookOutcome::Cancelled => failure("Hook cancelled".to_owned()),
@@ -636,6 +636,7 @@ mod tests {
                 run(
                     HookOutcome::SpawnFailed {
                         message: "spawn bash ENOENT".to_owned(),
+                        cause: crate::SpawnCause::Hook,
                     },
                     "",
                     "",

@@ -114,7 +114,7 @@ fn already_as_strict(output: Option<&Value>, policy: FailurePolicy) -> bool {
 /// What happened, for the policy's reason: "timed out after 500 ms" and the like.
 fn what_happened(kind: FailureKind, outcome: &HookOutcome) -> String {
     match outcome {
-        HookOutcome::SpawnFailed { message } => format!("could not be started: {message}"),
+        HookOutcome::SpawnFailed { message, .. } => format!("could not be started: {message}"),
         HookOutcome::Refused { message } => format!("was not run: {message}"),
         HookOutcome::TimedOut { timeout_ms } => format!("timed out after {timeout_ms} ms"),
         HookOutcome::Signalled { signal } => match signal_name(*signal) {
@@ -252,6 +252,7 @@ mod tests {
                 HookOutcome::SpawnFailed {
                     message: "Failed to spawn hook: working directory /gone does not exist"
                         .to_owned(),
+                    cause: crate::SpawnCause::Hook,
                 },
                 "",
                 SpawnFailed,

@@ -27,6 +27,18 @@ impl StreamName {
     }
 }
 
+/// Why a hook process could not be started, as far as the circuit breaker is concerned.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum SpawnCause {
+    /// Something about the hook: its program or working directory is missing, it is not
+    /// executable, its own memory limit is too small to start it, its worker keeps failing.
+    #[default]
+    Hook,
+    /// hookd itself was short of a resource (`EMFILE`, `ENFILE`, `EAGAIN` from `fork`,
+    /// `ENOMEM`): the hook was never tried, so its failure says nothing about it.
+    DaemonResources,
+}
+
 /// How a hook run ended. Every failure mode is its own variant, never a string.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum HookOutcome {
@@ -58,6 +70,8 @@ pub enum HookOutcome {
     SpawnFailed {
         /// Why, as the operating system said it.
         message: String,
+        /// Whose trouble it was: the hook's, or hookd's own shortage of resources.
+        cause: SpawnCause,
     },
     /// The run was cancelled (client gone, cancel request, shutdown).
     Cancelled,
