@@ -82,6 +82,7 @@ impl Shared {
             prewarm: Default::default(),
             envs: Default::default(),
             breakers: Arc::new(hookd_runner::breakers::Breakers::new(config.breaker)),
+            plan_only: None,
         };
         Shared {
             registries: Registries::new(&config),
