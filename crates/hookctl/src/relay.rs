@@ -680,7 +680,9 @@ fn parse_payload(stdin: &[u8]) -> Result<Map<String, Value>, RelayError> {
     if text.trim().is_empty() {
         return Ok(Map::new());
     }
-    match serde_json::from_str::<Value>(&text) {
+    // Without serde_json's recursion limit: [`relay`] has checked the depth and given a deep
+    // payload a thread with the stack for it.
+    match hookd_protocol::from_slice_deep::<Value>(text.as_bytes()) {
         Ok(Value::Object(map)) => Ok(map),
         Ok(_) => Err(RelayError::Payload(
             "the event payload on stdin is not a JSON object".to_owned(),
