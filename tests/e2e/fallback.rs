@@ -98,7 +98,8 @@ impl Setup {
     /// A BeforeTool payload as Gemini CLI sends it.
     fn payload(&self, command: &str, tool_input_extra: Value) -> Vec<u8> {
         let mut tool_input = json!({"command": command});
-        if let (Some(input), Some(extra)) = (tool_input.as_object_mut(), tool_input_extra.as_object())
+        if let (Some(input), Some(extra)) =
+            (tool_input.as_object_mut(), tool_input_extra.as_object())
         {
             input.extend(extra.clone());
         }
@@ -133,7 +134,10 @@ impl Setup {
         let child = command.spawn().expect("the daemon starts");
         let started = Instant::now();
         while std::os::unix::net::UnixStream::connect(&self.socket).is_err() {
-            assert!(started.elapsed() < Duration::from_secs(20), "the daemon never listened");
+            assert!(
+                started.elapsed() < Duration::from_secs(20),
+                "the daemon never listened"
+            );
             std::thread::sleep(Duration::from_millis(10));
         }
         DaemonProcess { child }
@@ -199,8 +203,16 @@ fn run_relay(mut command: Command, stdin: Vec<u8>) -> RelayRun {
     });
     let mut stdout = String::new();
     let mut stderr = String::new();
-    let _ = child.stdout.take().expect("stdout").read_to_string(&mut stdout);
-    let _ = child.stderr.take().expect("stderr").read_to_string(&mut stderr);
+    let _ = child
+        .stdout
+        .take()
+        .expect("stdout")
+        .read_to_string(&mut stdout);
+    let _ = child
+        .stderr
+        .take()
+        .expect("stderr")
+        .read_to_string(&mut stderr);
     let status = child.wait().expect("wait");
     let elapsed = started.elapsed();
     let _ = writer.join();
@@ -239,17 +251,23 @@ fn with_no_daemon_and_nothing_configured_the_guard_runs_in_the_engine_at_once() 
     drop(std::os::unix::net::UnixListener::bind(&setup.socket).expect("bind"));
     assert!(setup.socket.exists());
     let denied = setup.relay(setup.payload("rm -rf /", json!({})), |_| {});
-    assert!(denied.blocked() && denied.says("no rm -rf here"), "{denied:?}");
+    assert!(
+        denied.blocked() && denied.says("no rm -rf here"),
+        "{denied:?}"
+    );
     assert!(denied.elapsed < QUICK, "{denied:?}");
     // The fallback is in the relay's log, for `hookctl doctor`.
-    let log = std::fs::read_to_string(setup.dir.path().join("state/hookd/relay.log"))
-        .expect("relay log");
+    let log =
+        std::fs::read_to_string(setup.dir.path().join("state/hookd/relay.log")).expect("relay log");
     assert!(log.contains("ran the hooks with hookd --oneshot"), "{log}");
     // The explicit policies stay what they were.
     let allowed = setup.relay(setup.payload("rm -rf /", json!({})), |command| {
         command.args(["--unreachable", "allow", "--retry-ms", "0"]);
     });
-    assert!(allowed.allowed() && allowed.stdout.is_empty(), "{allowed:?}");
+    assert!(
+        allowed.allowed() && allowed.stdout.is_empty(),
+        "{allowed:?}"
+    );
 }
 
 #[test]
@@ -276,7 +294,10 @@ fn a_daemon_stopped_before_it_says_hello_is_replaced_by_the_engine() {
     // The kernel still accepts the connection; no hello comes within 2 s, and the engine
     // runs the guard.
     let denied = setup.relay(setup.payload("rm -rf /", json!({})), |_| {});
-    assert!(denied.blocked() && denied.says("no rm -rf here"), "{denied:?}");
+    assert!(
+        denied.blocked() && denied.says("no rm -rf here"),
+        "{denied:?}"
+    );
     assert!(denied.elapsed < Duration::from_secs(8), "{denied:?}");
     let allowed = setup.relay(setup.payload("ls", json!({})), |_| {});
     assert!(allowed.allowed(), "{allowed:?}");
@@ -299,7 +320,10 @@ fn a_daemon_stopped_mid_run_leaves_the_decision_to_the_failure_policy_before_the
         // The daemon has the event once its guard has started: then it stops.
         let started = Instant::now();
         while setup.runs() == 0 {
-            assert!(started.elapsed() < Duration::from_secs(10), "the guard never ran");
+            assert!(
+                started.elapsed() < Duration::from_secs(10),
+                "the guard never ran"
+            );
             std::thread::sleep(Duration::from_millis(5));
         }
         daemon.signal(nix::sys::signal::Signal::SIGSTOP);
@@ -315,6 +339,21 @@ fn a_daemon_stopped_mid_run_leaves_the_decision_to_the_failure_policy_before_the
 }
 
 #[test]
+fn a_slow_guard_on_a_healthy_daemon_is_never_cut_short() {
+    // The guard takes 4 s, longer than the relay's ping check (1 s, then 2 s for the pong):
+    // a daemon that answers pings keeps the event, and the guard's own answer arrives.
+    let setup = Setup::new("4", "deny");
+    let _daemon = setup.start_daemon();
+    let run = setup.relay(setup.payload("rm -rf /", json!({})), |_| {});
+    assert!(run.blocked() && run.says("no rm -rf here"), "{run:?}");
+    assert!(!run.says("did not answer in time"), "{run:?}");
+    assert!(run.elapsed >= Duration::from_secs(4), "{run:?}");
+    let run = setup.relay(setup.payload("ls", json!({})), |_| {});
+    assert!(run.allowed(), "{run:?}");
+    assert_eq!(setup.runs(), 2, "each guard ran once, in the daemon");
+}
+
+#[test]
 fn a_daemon_killed_mid_session_lets_no_guarded_call_through() {
     let setup = Setup::new("0.5", "allow");
     let daemon = setup.start_daemon();
@@ -327,7 +366,10 @@ fn a_daemon_killed_mid_session_lets_no_guarded_call_through() {
     };
     let started = Instant::now();
     while setup.runs() == 0 {
-        assert!(started.elapsed() < Duration::from_secs(10), "the guard never ran");
+        assert!(
+            started.elapsed() < Duration::from_secs(10),
+            "the guard never ran"
+        );
         std::thread::sleep(Duration::from_millis(5));
     }
     daemon.signal(nix::sys::signal::Signal::SIGKILL);
@@ -335,7 +377,10 @@ fn a_daemon_killed_mid_session_lets_no_guarded_call_through() {
     assert!(cut.blocked() && cut.says("no rm -rf here"), "{cut:?}");
     for _ in 0..3 {
         let denied = setup.relay(setup.payload("rm -rf ~", json!({})), |_| {});
-        assert!(denied.blocked() && denied.says("no rm -rf here"), "{denied:?}");
+        assert!(
+            denied.blocked() && denied.says("no rm -rf here"),
+            "{denied:?}"
+        );
         assert!(denied.elapsed < QUICK, "{denied:?}");
     }
     let allowed = setup.relay(setup.payload("ls", json!({})), |_| {});
@@ -352,8 +397,8 @@ fn nested(levels: usize) -> String {
 fn deep_payload(setup: &Setup, command: &str, levels: usize) -> Vec<u8> {
     let filter = nested(levels);
     assert_eq!(hookd_protocol::json_depth(filter.as_bytes()), levels);
-    let shallow = String::from_utf8(setup.payload(command, json!({"filter": "FILTER"})))
-        .expect("utf-8");
+    let shallow =
+        String::from_utf8(setup.payload(command, json!({"filter": "FILTER"}))).expect("utf-8");
     shallow.replace("\"FILTER\"", &filter).into_bytes()
 }
 
@@ -363,7 +408,10 @@ fn deeply_nested_tool_input_is_decided_by_the_gate_through_the_daemon_and_the_en
     // The engine, with no daemon.
     for levels in [125, 10_000] {
         let denied = setup.relay(deep_payload(&setup, "rm -rf /", levels), |_| {});
-        assert!(denied.blocked() && denied.says("no rm -rf here"), "{levels}: {denied:?}");
+        assert!(
+            denied.blocked() && denied.says("no rm -rf here"),
+            "{levels}: {denied:?}"
+        );
         let allowed = setup.relay(deep_payload(&setup, "ls", levels), |_| {});
         assert!(allowed.allowed(), "{levels}: {allowed:?}");
     }
@@ -374,7 +422,10 @@ fn deeply_nested_tool_input_is_decided_by_the_gate_through_the_daemon_and_the_en
             command.env("HOOKD_ENGINE", "/nonexistent/hookd");
         };
         let denied = setup.relay(deep_payload(&setup, "rm -rf /", levels), no_engine);
-        assert!(denied.blocked() && denied.says("no rm -rf here"), "{levels}: {denied:?}");
+        assert!(
+            denied.blocked() && denied.says("no rm -rf here"),
+            "{levels}: {denied:?}"
+        );
         let allowed = setup.relay(deep_payload(&setup, "ls", levels), no_engine);
         assert!(allowed.allowed(), "{levels}: {allowed:?}");
     }
@@ -382,14 +433,20 @@ fn deeply_nested_tool_input_is_decided_by_the_gate_through_the_daemon_and_the_en
     // Deeper than any host sends: the policy decides, and under `run` that blocks.
     let too_deep = deep_payload(&setup, "ls", hookd_protocol::MAX_JSON_DEPTH + 10);
     let blocked = setup.relay(too_deep, |_| {});
-    assert!(blocked.blocked() && blocked.says("deeper than"), "{blocked:?}");
+    assert!(
+        blocked.blocked() && blocked.says("deeper than"),
+        "{blocked:?}"
+    );
     assert_eq!(setup.runs(), 8);
     drop(daemon);
 }
 
 /// The peak resident memory of a command, in KiB, as `/usr/bin/time` reports it.
 fn peak_rss_kib(stderr: &str) -> Option<u64> {
-    stderr.lines().rev().find_map(|line| line.trim().parse().ok())
+    stderr
+        .lines()
+        .rev()
+        .find_map(|line| line.trim().parse().ok())
 }
 
 #[test]
@@ -444,8 +501,9 @@ fn the_engine_reads_trust_and_the_daemons_options_exactly_as_the_daemon() {
     // The daemon of this socket ran with --project-hooks require.
     let state = setup.dir.path().join("state/hookd");
     let record = hookd_server::EngineOptions::record_path(&state, &setup.socket);
-    let defaults =
-        hookd_server::EngineOptions::from_config(&hookd_server::ServerConfig::new(Default::default()));
+    let defaults = hookd_server::EngineOptions::from_config(&hookd_server::ServerConfig::new(
+        Default::default(),
+    ));
     hookd_server::EngineOptions {
         project_hooks: hookd_core::trust::ProjectHookPolicy::Require,
         ..defaults
@@ -453,14 +511,23 @@ fn the_engine_reads_trust_and_the_daemons_options_exactly_as_the_daemon() {
     .record(&record)
     .expect("record");
     let denied = setup.relay(setup.payload("rm -rf /", json!({})), |_| {});
-    assert!(denied.blocked() && denied.says("no rm -rf here"), "{denied:?}");
-    assert!(!mark.exists(), "an untrusted project hook ran under require");
+    assert!(
+        denied.blocked() && denied.says("no rm -rf here"),
+        "{denied:?}"
+    );
+    assert!(
+        !mark.exists(),
+        "an untrusted project hook ran under require"
+    );
     // A record others can write is not believed: the engine falls back to the defaults
     // (warn: the hook runs, as Gemini CLI would run it).
     std::fs::set_permissions(&record, std::fs::Permissions::from_mode(0o666)).expect("chmod");
     let denied = setup.relay(setup.payload("rm -rf /", json!({})), |_| {});
     assert!(denied.blocked(), "{denied:?}");
-    assert!(mark.exists(), "the project hook did not run under the defaults");
+    assert!(
+        mark.exists(),
+        "the project hook did not run under the defaults"
+    );
     // A project settings file that is a FIFO (never written) is refused by the loader, not
     // waited on: the user's guard still answers, quickly.
     std::fs::create_dir_all(setup.project.join(".gemini")).expect("dir");
@@ -470,6 +537,9 @@ fn the_engine_reads_trust_and_the_daemons_options_exactly_as_the_daemon() {
     )
     .expect("fifo");
     let denied = setup.relay(setup.payload("rm -rf /", json!({})), |_| {});
-    assert!(denied.blocked() && denied.says("no rm -rf here"), "{denied:?}");
+    assert!(
+        denied.blocked() && denied.says("no rm -rf here"),
+        "{denied:?}"
+    );
     assert!(denied.elapsed < Duration::from_secs(5), "{denied:?}");
 }

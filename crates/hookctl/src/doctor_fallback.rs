@@ -86,10 +86,7 @@ fn log_lines(state_dir: &Path) -> Vec<String> {
 
 /// The `hookd` a relay at `relay` would run as its engine.
 fn engine_for(relay: &Path) -> Option<PathBuf> {
-    crate::relay::find_engine(
-        |name| std::env::var_os(name),
-        Some(relay.to_path_buf()),
-    )
+    crate::relay::find_engine(|name| std::env::var_os(name), Some(relay.to_path_buf()))
 }
 
 /// `fallback`: moved guards while no daemon runs (`daemon_up` false), the relay entries'

@@ -775,9 +775,9 @@ fn fallback_answer(
         };
     };
     let reason = match policy {
-        Unreachable::Deny => format!(
-            "hookd could not decide ({error}); denied by hookctl relay --unreachable deny"
-        ),
+        Unreachable::Deny => {
+            format!("hookd could not decide ({error}); denied by hookctl relay --unreachable deny")
+        }
         _ => format!("hookd could not decide ({error}); blocked so that no hook is skipped"),
     };
     let keeps_going = matches!(event.relayed.event, HookEventName::AfterAgent);
@@ -847,13 +847,10 @@ fn run_engine(
     deadline: Option<Instant>,
 ) -> Result<EventResult, String> {
     use std::os::unix::process::CommandExt;
-    let engine = find_engine(
-        |name| std::env::var_os(name),
-        std::env::current_exe().ok(),
-    )
-    .ok_or_else(|| {
-        "hookd's engine was not found (no hookd beside hookd-relay or on PATH)".to_owned()
-    })?;
+    let engine = find_engine(|name| std::env::var_os(name), std::env::current_exe().ok())
+        .ok_or_else(|| {
+            "hookd's engine was not found (no hookd beside hookd-relay or on PATH)".to_owned()
+        })?;
     let (ours, theirs) =
         UnixStream::pair().map_err(|err| format!("cannot make a socket pair: {err}"))?;
     let mut command = std::process::Command::new(&engine);
@@ -861,7 +858,9 @@ fn run_engine(
         .arg("--oneshot")
         .arg("--socket")
         .arg(daemon_socket(args))
-        .stdin(std::process::Stdio::from(std::os::fd::OwnedFd::from(theirs)))
+        .stdin(std::process::Stdio::from(std::os::fd::OwnedFd::from(
+            theirs,
+        )))
         .stdout(std::process::Stdio::null())
         .stderr(std::process::Stdio::null())
         // Its own process group: a host that kills the relay's group after answering (a
@@ -1215,9 +1214,7 @@ fn converse(
         };
         match reader.next(&mut stream, wake)? {
             Some(ServerMessage::Result(result)) if result.id == id => return Ok(result.result),
-            Some(ServerMessage::Error(error))
-                if error.id.as_ref().is_none_or(|got| *got == id) =>
-            {
+            Some(ServerMessage::Error(error)) if error.id.as_ref().is_none_or(|got| *got == id) => {
                 // A daemon that is stopping refuses new work: the next one will take it.
                 if error.code == hookd_protocol::ErrorCode::ShuttingDown {
                     return Err(Exchange::Gone(error.message));

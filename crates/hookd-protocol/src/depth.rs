@@ -118,7 +118,9 @@ mod tests {
             .stack_size(DEEP_STACK_BYTES)
             .spawn(|| {
                 let text = nested(MAX_JSON_DEPTH);
-                assert!(serde_json::from_str::<Value>(&text).is_err_and(|e| is_recursion_limit(&e)));
+                assert!(
+                    serde_json::from_str::<Value>(&text).is_err_and(|e| is_recursion_limit(&e))
+                );
                 let value: Value = from_slice_deep(text.as_bytes()).expect("within the limit");
                 let again = serde_json::to_string(&value).expect("encode");
                 assert_eq!(again, text);

@@ -30,7 +30,8 @@ mod stats;
 pub use background::{BackgroundStatus, BreakerStatus, PausedHook};
 pub use codec::{CodecError, Frame, FrameCodec, LENGTH_PREFIX_BYTES};
 pub use depth::{
-    DEEP_STACK_BYTES, DeepJsonError, MAX_JSON_DEPTH, from_slice_deep, is_recursion_limit, json_depth,
+    DEEP_STACK_BYTES, DeepJsonError, MAX_JSON_DEPTH, from_slice_deep, is_recursion_limit,
+    json_depth,
 };
 pub use encode::{WireMessage, encode, encode_within, parse_server_message};
 pub use error::{ErrorCode, ProtocolError};

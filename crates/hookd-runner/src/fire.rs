@@ -1583,7 +1583,10 @@ mod tests {
     async fn a_plan_only_firing_runs_nothing_and_each_hook_decides_by_its_policy() {
         let dir = tempfile::tempdir().expect("tempdir");
         let marker = dir.path().join("ran");
-        let script = format!("touch {}; echo '{{\"decision\":\"allow\"}}'", marker.display());
+        let script = format!(
+            "touch {}; echo '{{\"decision\":\"allow\"}}'",
+            marker.display()
+        );
         // (the hook's on_failure, the default, the decision)
         let cases = [
             (Some("deny"), FailurePolicy::Allow, "deny"),
@@ -1604,7 +1607,12 @@ mod tests {
                 plan_only: Some(Arc::from("hookd did not answer in time")),
                 ..config(4)
             };
-            let fired = fire(&plan(vec![Arc::new(hook)], false), &request(dir.path()), &config).await;
+            let fired = fire(
+                &plan(vec![Arc::new(hook)], false),
+                &request(dir.path()),
+                &config,
+            )
+            .await;
             let result = &fired.results[0];
             let got = result
                 .output
@@ -1612,9 +1620,17 @@ mod tests {
                 .and_then(|output| output.get("decision"))
                 .and_then(Value::as_str);
             // A failure allowed by its policy carries no decision: the hook said nothing.
-            assert_eq!(got.unwrap_or("allow"), decision, "{on_failure:?} over {default}");
+            assert_eq!(
+                got.unwrap_or("allow"),
+                decision,
+                "{on_failure:?} over {default}"
+            );
             assert!(
-                result.error.as_deref().unwrap_or_default().contains("did not answer in time"),
+                result
+                    .error
+                    .as_deref()
+                    .unwrap_or_default()
+                    .contains("did not answer in time"),
                 "{result:?}"
             );
         }

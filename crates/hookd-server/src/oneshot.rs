@@ -76,8 +76,8 @@ pub fn oneshot_main(
     }
     let stdin = std::io::stdin().as_fd().try_clone_to_owned()?;
     let kind = nix::sys::stat::fstat(&stdin).map_err(std::io::Error::from)?;
-    let format = nix::sys::stat::SFlag::from_bits_truncate(kind.st_mode)
-        & nix::sys::stat::SFlag::S_IFMT;
+    let format =
+        nix::sys::stat::SFlag::from_bits_truncate(kind.st_mode) & nix::sys::stat::SFlag::S_IFMT;
     if format != nix::sys::stat::SFlag::S_IFSOCK {
         return Err(OneShotError::NotASocket);
     }
@@ -279,7 +279,10 @@ impl EngineOptions {
     /// Reads the record at `path` over `defaults`; `Ok(None)` when there is none. A record
     /// that is a symbolic link, not a regular file, not the user's own, writable by its group
     /// or others, or larger than [`EngineOptions::MAX_BYTES`] is refused.
-    pub fn load(path: &Path, defaults: &EngineOptions) -> Result<Option<EngineOptions>, RecordError> {
+    pub fn load(
+        path: &Path,
+        defaults: &EngineOptions,
+    ) -> Result<Option<EngineOptions>, RecordError> {
         use std::os::unix::fs::{MetadataExt, OpenOptionsExt};
         let io = |source| RecordError::Io {
             path: path.to_owned(),
@@ -344,10 +347,7 @@ mod tests {
         let cases = [
             ("", defaults()),
             ("[1]", defaults()),
-            (
-                r#"{"on_failure":"explode","project_hooks":7}"#,
-                defaults(),
-            ),
+            (r#"{"on_failure":"explode","project_hooks":7}"#, defaults()),
             (
                 r#"{"on_failure":"deny"}"#,
                 EngineOptions {
@@ -357,7 +357,11 @@ mod tests {
             ),
         ];
         for (text, expected) in cases {
-            assert_eq!(EngineOptions::from_json(text, &defaults()), expected, "{text}");
+            assert_eq!(
+                EngineOptions::from_json(text, &defaults()),
+                expected,
+                "{text}"
+            );
         }
     }
 

@@ -155,16 +155,14 @@ fn oneshot(dir: &std::path::Path, socket: &std::path::Path, extra: &[&str]) -> s
         .env("HOME", dir)
         .env("XDG_STATE_HOME", dir.join("state"))
         .env_remove("XDG_CONFIG_HOME")
-        .env(
-            "GEMINI_CLI_SYSTEM_SETTINGS_PATH",
-            dir.join("none.json"),
-        )
+        .env("GEMINI_CLI_SYSTEM_SETTINGS_PATH", dir.join("none.json"))
         .stdin(Stdio::from(std::os::fd::OwnedFd::from(theirs)))
         .stdout(Stdio::null())
         .stderr(Stdio::null())
         .spawn()
         .unwrap();
-    ours.set_read_timeout(Some(Duration::from_secs(30))).unwrap();
+    ours.set_read_timeout(Some(Duration::from_secs(30)))
+        .unwrap();
     write_frame(
         &mut ours,
         &serde_json::json!({"type": "hello", "protocol": hookd_protocol::PROTOCOL_VERSION,
