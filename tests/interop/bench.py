@@ -74,6 +74,9 @@ def setup(ctx, host, config, calls):
         entry["timeout"] = 10
     if config != "none" and config != "install, no hooks":
         host.add_hooks(host.user_settings_path(w), host.tool_event, host.shell_tool, [entry])
+        if host.name == "codex" and config in ("true in CLI", "guard in CLI"):
+            # Codex skips a hook without a trust record silently: trust it as /hooks would.
+            host.trust_hooks(w)
     env = {}
     if config in ("install, no hooks", "guard via hookd", "guard via hookd worker", "guard, hookd stopped"):
         w.hookctl("install", "--host", host.name, "--yes")
