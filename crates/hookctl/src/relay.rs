@@ -22,32 +22,49 @@
 //!
 //! # A daemon that is not there
 //!
-//! A refused connection, a missing socket, a connection closed before the result and a
-//! `shutting_down` refusal are tried again after a pause (5 ms, doubling up to 200 ms) until
-//! the retry budget is spent ([`RETRY_BUDGET`], `--retry-ms`, `HOOKD_RELAY_RETRY_MS`): a
-//! daemon restarted by hand leaves a short gap, and systemd keeps the listening socket across a
-//! restart. An event whose connection was lost after it was sent is sent again, so a hook may
-//! run twice when the daemon dies in the middle of a run. A relay that gives up leaves a mark
-//! in the state directory; for the next minute other relays try for at most
-//! [`DOWN_RETRY_BUDGET`], so a stopped daemon does not slow every event.
+//! A missing socket and a refused connection mean nobody listens (under systemd the socket is
+//! held and accepts while the daemon starts): under the default policy the relay does not
+//! wait, and hookd's engine answers at once (below). A connection closed before the result and
+//! a `shutting_down` refusal may be a daemon coming back: they are tried again after a pause
+//! (5 ms, doubling up to 200 ms) until the retry budget is spent ([`RETRY_BUDGET`],
+//! `--retry-ms`, `HOOKD_RELAY_RETRY_MS`). An event whose connection was lost after it was sent
+//! is sent again, so a hook may run twice when the daemon dies in the middle of a run. Under
+//! `allow` and `deny` every case is tried again, and a relay that gives up leaves a mark in
+//! the state directory; for the next minute other relays try for at most
+//! [`DOWN_RETRY_BUDGET`].
+//!
+//! # A daemon that has the event and does not answer
+//!
+//! Hosts let a call through when a hook times out, so the relay never waits on a wedged
+//! daemon until then. No `hello` within [`HELLO_TIMEOUT`] counts as not there. After the hello,
+//! a result that takes longer than one second makes the relay send a `ping` on the same
+//! connection; a daemon whose hooks are running answers it at once (each hook has its own
+//! timeout there), and one that does not answer within [`PING_WAIT`] is stopped or wedged. The
+//! event is then decided by the hooks' failure policies (the engine in plan-only mode: the
+//! hooks may be running in the daemon, so they are not run again). `--deadline-ms` (else
+//! `HOOKD_RELAY_DEADLINE_MS`) adds a fixed time from the relay's start.
 //!
 //! # When hookd cannot answer
 //!
-//! The daemon not there after the budget, no `hello` within [`HELLO_TIMEOUT`], an `error`
-//! frame instead of a result, or a payload or event the relay cannot translate: the relay
-//! answers by its policy (`--unreachable`, else `HOOKD_RELAY_UNREACHABLE`, else `allow`):
+//! Under the default policy, `run`, the relay runs the event through hookd's own engine:
+//! `hookd --oneshot` ([`find_engine`]: `HOOKD_ENGINE`, else beside this executable, else on
+//! `PATH`), given one end of a socket pair as its stdin and sent the same frames as the
+//! daemon, which answers with the daemon's own code (`hookd_server::serve_one`). When nothing
+//! can decide (no engine, a payload or event the relay cannot translate, a payload over
+//! [`MAX_STDIN_BYTES`] or deeper than [`MAX_DEPTH`]), the relay answers by its policy
+//! (`--unreachable`, else `HOOKD_RELAY_UNREACHABLE`, else `run`):
 //!
+//! - `run` and `deny`: the host's blocking answer with the reason. For the events where
+//!   blocking would make the agent keep going rather than stop something (Gemini's
+//!   `AfterAgent`, Claude's `Stop` and `SubagentStop`), the answer stops the agent instead
+//!   (`continue: false`), so it cannot loop. `deny` skips the engine.
 //! - `allow`: exit 0 and nothing on stdout or stderr, exactly what a hook that has nothing to
 //!   say answers, so the host goes on as if it had no hooks (Gemini CLI would show any stderr
 //!   as a system message and turn it into a decision; for `BeforeToolSelection`, into a tool
-//!   configuration).
-//! - `deny`: the host's blocking answer with a reason naming hookd. For the events where
-//!   blocking would make the agent keep going rather than stop something (Gemini's
-//!   `AfterAgent`, Claude's `Stop` and `SubagentStop`), the answer stops the agent instead
-//!   (`continue: false`), so a stopped daemon cannot make it loop.
+//!   configuration). It skips the engine too.
 //!
-//! Either way the reason is appended to `relay.log` in the state directory
-//! (`$XDG_STATE_HOME/hookd`, else `~/.local/state/hookd`), at most one line a minute.
+//! Every fallback is appended to `relay.log` in the state directory (`$XDG_STATE_HOME/hookd`,
+//! else `~/.local/state/hookd`), at most one line a minute; `hookctl doctor` counts them.
 
 use std::ffi::{OsStr, OsString};
 use std::io::{self, Read, Write};
@@ -1659,6 +1676,67 @@ mod tests {
             host_project_dir(Dialect::GEMINI, env(&[("GEMINI_PROJECT_DIR", "rel")])),
             None
         );
+    }
+
+    #[test]
+    fn stdin_is_kept_up_to_the_cap_and_read_to_its_end_past_it() {
+        let cases: [(usize, usize, bool); 4] = [
+            (0, 10, true),
+            (10, 10, true),
+            (11, 10, false),
+            (1 << 20, 1000, false),
+        ];
+        for (size, cap, kept) in cases {
+            let bytes = vec![b'x'; size];
+            let mut input = io::Cursor::new(bytes.clone());
+            let read = read_stdin(&mut input, cap).expect("read");
+            assert_eq!(read == Stdin::Payload(bytes), kept, "{size} over {cap}");
+            assert_eq!(read == Stdin::TooLarge, !kept, "{size} over {cap}");
+            // Read to its end either way: the host is never left writing into a closed pipe.
+            assert_eq!(input.position() as usize, size);
+        }
+    }
+
+    #[test]
+    fn the_engine_is_hookd_from_the_environment_beside_the_relay_or_on_path() {
+        use std::os::unix::fs::PermissionsExt;
+        let dir = tempfile::tempdir().expect("tempdir");
+        let make = |path: &Path, mode: u32| {
+            std::fs::create_dir_all(path.parent().expect("parent")).expect("dir");
+            std::fs::write(path, "#!/bin/sh\n").expect("write");
+            std::fs::set_permissions(path, std::fs::Permissions::from_mode(mode)).expect("chmod");
+        };
+        let beside = dir.path().join("bin/hookd");
+        let on_path = dir.path().join("path/hookd");
+        let named = dir.path().join("named/hookd");
+        make(&on_path, 0o755);
+        make(&named, 0o755);
+        let relay = dir.path().join("bin/hookd-relay");
+        let path_var = OsString::from(format!(
+            "relative:{}",
+            on_path.parent().expect("dir").display()
+        ));
+        let find = |engine: Option<&Path>| {
+            find_engine(
+                |name| match name {
+                    "PATH" => Some(path_var.clone()),
+                    ENGINE_ENV_VAR => engine.map(|path| path.as_os_str().to_owned()),
+                    _ => None,
+                },
+                Some(relay.clone()),
+            )
+        };
+        // Nothing beside the relay: the one on PATH (a relative PATH entry is skipped).
+        assert_eq!(find(None), Some(on_path.clone()));
+        // A hookd beside the relay wins over PATH; one that cannot run does not count.
+        make(&beside, 0o644);
+        assert_eq!(find(None), Some(on_path.clone()));
+        make(&beside, 0o755);
+        assert_eq!(find(None), Some(beside.clone()));
+        // HOOKD_ENGINE wins, but only as an absolute path to a program: otherwise none.
+        assert_eq!(find(Some(&named)), Some(named.clone()));
+        assert_eq!(find(Some(Path::new("named/hookd"))), None);
+        assert_eq!(find(Some(&dir.path().join("missing"))), None);
     }
 
     #[test]
