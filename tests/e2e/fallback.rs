@@ -542,4 +542,35 @@ fn the_engine_reads_trust_and_the_daemons_options_exactly_as_the_daemon() {
         "{denied:?}"
     );
     assert!(denied.elapsed < Duration::from_secs(5), "{denied:?}");
+    std::fs::remove_file(setup.project.join(".gemini/settings.json")).expect("remove fifo");
+    // A project hooks file over the loader's size bound is not read (its hooks do not run),
+    // and a catastrophic matcher is matched in linear time: the guard still answers, quickly.
+    std::fs::remove_file(&mark).expect("remove mark");
+    let mut huge = project_hooks.to_string().into_bytes();
+    huge.extend(std::iter::repeat_n(b' ', 5 * 1024 * 1024));
+    std::fs::write(setup.project.join(".hookd/hooks.json"), huge).expect("huge");
+    // The catastrophic matcher sits in hookd's own user file, which the engine runs.
+    let user_hooks = setup.home.join(".config/hookd/hooks.json");
+    let mut hooks: Value =
+        serde_json::from_str(&std::fs::read_to_string(&user_hooks).expect("read")).expect("json");
+    hooks["hooks"]["BeforeTool"]
+        .as_array_mut()
+        .expect("groups")
+        .push(json!({"matcher": "(a|aa)+$", "hooks": [
+            {"name": "backtracker", "type": "command", "command": "true"}
+        ]}));
+    std::fs::write(&user_hooks, hooks.to_string()).expect("write");
+    let mut payload: Value =
+        serde_json::from_slice(&setup.payload("rm -rf /", json!({}))).expect("payload");
+    payload["tool_name"] = Value::String(format!("{}b", "a".repeat(50_000)));
+    let answered = setup.relay(payload.to_string().into_bytes(), |_| {});
+    assert!(answered.code.is_some(), "{answered:?}");
+    assert!(answered.elapsed < Duration::from_secs(5), "{answered:?}");
+    assert!(!mark.exists(), "a hook of an oversized file ran");
+    let denied = setup.relay(setup.payload("rm -rf /", json!({})), |_| {});
+    assert!(
+        denied.blocked() && denied.says("no rm -rf here"),
+        "{denied:?}"
+    );
+    assert!(!mark.exists(), "a hook of an oversized file ran");
 }
