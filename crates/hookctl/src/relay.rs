@@ -36,9 +36,10 @@
 //! # A daemon that has the event and does not answer
 //!
 //! Hosts let a call through when a hook times out, so the relay never waits on a wedged
-//! daemon until then. No `hello` within [`HELLO_TIMEOUT`] counts as not there. After the hello,
-//! a result that takes longer than one second makes the relay send a `ping` on the same
-//! connection; a daemon whose hooks are running answers it at once (each hook has its own
+//! daemon until then. No `hello` within [`HELLO_TIMEOUT`] counts as not there, and neither does
+//! a daemon that is a stopped process ([`peer_is_stopped`]) once the hello is 50 ms late.
+//! After the hello, a result that takes longer than one second makes the relay look again (a
+//! stopped daemon is given up on at once) and send a `ping` on the same connection; a daemon whose hooks are running answers it at once (each hook has its own
 //! timeout there), and one that does not answer within [`PING_WAIT`] is stopped or wedged. The
 //! event is then decided by the hooks' failure policies (the engine in plan-only mode: the
 //! hooks may be running in the daemon, so they are not run again). `--deadline-ms` (else
@@ -1173,6 +1174,33 @@ pub const PING_WAIT: Duration = Duration::from_secs(2);
 /// The id of the relay's liveness pings.
 const PING_ID: u64 = 2;
 
+/// How long the relay waits for the daemon's hello before it looks whether the daemon is a
+/// stopped process (which would never answer).
+const STOPPED_CHECK_AFTER: Duration = Duration::from_millis(50);
+
+/// Whether the process on the other end of `stream` is stopped (state `T` or `t` in
+/// `/proc/PID/stat`: SIGSTOP, SIGTSTP or a debugger). Anything that cannot be read counts as
+/// not stopped: the ordinary deadlines then apply.
+fn peer_is_stopped(stream: &UnixStream) -> bool {
+    let Ok(credentials) =
+        nix::sys::socket::getsockopt(stream, nix::sys::socket::sockopt::PeerCredentials)
+    else {
+        return false;
+    };
+    std::fs::read_to_string(format!("/proc/{}/stat", credentials.pid()))
+        .ok()
+        .as_deref()
+        .and_then(process_state)
+        .is_some_and(|state| matches!(state, 'T' | 't'))
+}
+
+/// The state letter of a `/proc/PID/stat` line: the first field after the command name, which
+/// is in parentheses and may itself hold spaces and parentheses.
+fn process_state(stat: &str) -> Option<char> {
+    let (_, after) = stat.rsplit_once(')')?;
+    after.split_whitespace().next()?.chars().next()
+}
+
 /// Connects and converses with the daemon.
 fn exchange(
     socket: &Path,
@@ -1204,7 +1232,20 @@ fn converse(
     stream.set_write_timeout(Some(remaining))?;
     stream.write_all(frames)?;
     let mut reader = FrameReader::default();
-    match reader.next(&mut stream, Some(hello_by))? {
+    // A daemon says hello within a millisecond or two. One that has not after
+    // [`STOPPED_CHECK_AFTER`] is looked at: a stopped process (SIGSTOP, a debugger) will not
+    // answer, so it is given up on at once rather than at the hello deadline.
+    let first_look = (Instant::now() + STOPPED_CHECK_AFTER).min(hello_by);
+    let first = match reader.next(&mut stream, ping.then_some(first_look))? {
+        None if peer_is_stopped(&stream) => {
+            return Err(Exchange::Lost(
+                "the daemon is stopped (SIGSTOP or a debugger)".to_owned(),
+            ));
+        }
+        None => reader.next(&mut stream, Some(hello_by))?,
+        message => message,
+    };
+    match first {
         Some(ServerMessage::Hello(_)) => {}
         Some(ServerMessage::Error(error)) => return Err(Exchange::Refused(error.message)),
         Some(other) => {
@@ -1251,6 +1292,13 @@ fn converse(
                 if deadline.is_some_and(|deadline| now >= deadline) {
                     return Err(Exchange::Late(
                         "no answer within the relay's deadline".to_owned(),
+                    ));
+                }
+                // A stopped daemon answers nothing: no need to wait for the pong.
+                if ping && peer_is_stopped(&stream) {
+                    return Err(Exchange::Late(
+                        "the daemon has the event but is stopped (SIGSTOP or a debugger)"
+                            .to_owned(),
                     ));
                 }
                 match ping_sent {
@@ -1676,6 +1724,20 @@ mod tests {
             host_project_dir(Dialect::GEMINI, env(&[("GEMINI_PROJECT_DIR", "rel")])),
             None
         );
+    }
+
+    #[test]
+    fn the_state_is_read_after_the_command_name() {
+        let cases = [
+            ("1234 (hookd) S 1 2 3", Some('S')),
+            ("1234 (hookd) T 1 2 3", Some('T')),
+            ("77 (a (b) c) t 1", Some('t')),
+            ("77 (no state)", None),
+            ("garbage", None),
+        ];
+        for (stat, expected) in cases {
+            assert_eq!(process_state(stat), expected, "{stat}");
+        }
     }
 
     #[test]
