@@ -1,6 +1,7 @@
 //! A daemon process for the end-to-end tests that must kill one (`kill -9`): binds
 //! `$HOOKD_SOCKET` and serves `hookd_server::run` with the configuration of its own
-//! environment, as the `hookd` binary does, until SIGTERM.
+//! environment, as the `hookd` binary does (on a thread with the stack for deeply nested
+//! requests), until SIGTERM.
 
 fn main() -> std::process::ExitCode {
     let Some(socket) = std::env::var_os("HOOKD_SOCKET") else {
@@ -17,7 +18,7 @@ fn main() -> std::process::ExitCode {
             return std::process::ExitCode::FAILURE;
         }
     };
-    let served = runtime.block_on(async move {
+    let served = hookd_server::block_on_deep(runtime, async move {
         let listener = hookd_server::bind_socket(std::path::Path::new(&socket)).await?;
         let cancel = tokio_util::sync::CancellationToken::new();
         let stop = cancel.clone();
@@ -31,9 +32,9 @@ fn main() -> std::process::ExitCode {
         });
         let config = hookd_server::ServerConfig::from_process_env();
         hookd_server::run(listener, config, cancel).await?;
-        Ok::<(), Box<dyn std::error::Error>>(())
+        Ok::<(), Box<dyn std::error::Error + Send + Sync>>(())
     });
-    match served {
+    match served.map_err(Into::into).and_then(|served| served) {
         Ok(()) => std::process::ExitCode::SUCCESS,
         Err(err) => {
             eprintln!("e2e-daemon: {err}");

@@ -9,6 +9,7 @@ mod async_hooks;
 mod audit;
 mod decisions;
 mod execution;
+mod fallback;
 mod faults_clients;
 mod faults_hooks;
 mod hostile_edges;

@@ -12,7 +12,10 @@ time of the CLI process, spawn to exit, is measured under five configurations:
 - `guard in CLI`: one Python guard hook (the CLI's tool event, shell tool matcher) run by the
   CLI itself;
 - `guard via hookd`: the same hook moved by `hookctl install`, run one-shot by hookd;
-- `guard via hookd worker`: the same, with `"mode": "persistent"` in hookd's hooks file.
+- `guard via hookd worker`: the same, with `"mode": "persistent"` in hookd's hooks file;
+- `guard, hookd stopped`: the guard moved by `hookctl install` and no daemon running: each
+  relayed event runs the guard in hookd's one-shot engine (`hookd --oneshot`), the fallback
+  that keeps a moved guard deciding while hookd is down.
 
 Each configuration has its own world (daemon and fake model kept running); the runs are
 interleaved, one session of each per round in a rotating order, so drift hits all alike.
@@ -46,7 +49,15 @@ for line in sys.stdin:
     print(json.dumps(answer), flush=True)
 '''
 
-CONFIGS = ["none", "install, no hooks", "true in CLI", "guard in CLI", "guard via hookd", "guard via hookd worker"]
+CONFIGS = [
+    "none",
+    "install, no hooks",
+    "true in CLI",
+    "guard in CLI",
+    "guard via hookd",
+    "guard via hookd worker",
+    "guard, hookd stopped",
+]
 
 
 def setup(ctx, host, config, calls):
@@ -63,8 +74,11 @@ def setup(ctx, host, config, calls):
         entry["timeout"] = 10
     if config != "none" and config != "install, no hooks":
         host.add_hooks(host.user_settings_path(w), host.tool_event, host.shell_tool, [entry])
+        if host.name == "codex" and config in ("true in CLI", "guard in CLI"):
+            # Codex skips a hook without a trust record silently: trust it as /hooks would.
+            host.trust_hooks(w)
     env = {}
-    if config in ("install, no hooks", "guard via hookd", "guard via hookd worker"):
+    if config in ("install, no hooks", "guard via hookd", "guard via hookd worker", "guard, hookd stopped"):
         w.hookctl("install", "--host", host.name, "--yes")
         if config == "guard via hookd worker":
             path = w.config / "hookd" / "hooks.json"
@@ -74,7 +88,8 @@ def setup(ctx, host, config, calls):
                     for hook in group["hooks"]:
                         hook["mode"] = "persistent"
             write_json(path, hooks)
-        w.start_daemon()
+        if config != "guard, hookd stopped":
+            w.start_daemon()
         env["HOOKD_SOCKET"] = str(w.socket)
     turns = [{"tool": "echo step-%d" % (i + 1)} for i in range(calls)] + [{"text": ["done"]}]
     w.start_model(host.api, turns)
@@ -140,6 +155,16 @@ def report(host, medians, calls):
     lines.append(
         "  session: hookd one-shot / guard in CLI: %.2fx (target <= 1.00x)"
         % (medians["guard via hookd"] / medians["guard in CLI"])
+    )
+    fallback = (medians["guard, hookd stopped"] - none) / calls * 1000
+    lines.append(
+        "  hookd stopped, the guard run by the relay's fallback engine, per call (over no install): "
+        "%.1f ms, against %.1f ms for the guard in the CLI (%s)"
+        % (fallback, cli, "%.2fx" % (fallback / cli) if cli > 0 else "n/a")
+    )
+    lines.append(
+        "  session: hookd stopped / guard in CLI: %.2fx"
+        % (medians["guard, hookd stopped"] / medians["guard in CLI"])
     )
     return "\n".join(lines)
 

@@ -16,7 +16,9 @@
 //! - `trust`: untrusted project hooks, which do not run under `--project-hooks require`;
 //! - `breaker`: hooks the circuit breaker has paused (only when there are some);
 //! - `settings`: problems the daemon found reading the settings files;
-//! - `system-files`: system settings files refused as insecure.
+//! - `system-files`: system settings files refused as insecure;
+//! - `fallback`: moved guards while no daemon runs, relay entries that would skip them, and
+//!   the fallbacks the relay took in the last day (its log; `doctor_fallback.rs`).
 
 use std::collections::BTreeMap;
 use std::fmt::Write;
@@ -28,6 +30,9 @@ use std::time::Duration;
 use hookd_client::{Client, ConnectOptions};
 use hookd_protocol::{ListResponse, Severity, StatusResponse};
 use serde::Serialize;
+
+#[path = "doctor_fallback.rs"]
+mod fallback;
 
 /// Arguments of `hookctl doctor`.
 #[derive(Debug, clap::Args)]
@@ -148,6 +153,11 @@ pub async fn diagnose(socket: &Path, project: &Path) -> Report {
     }
     check_service(socket, daemon.is_some(), &mut findings);
     check_wiring(project, &mut findings);
+    fallback::check_fallback(
+        &crate::install::installed_relays(&crate::install::Locations::from_process(), project),
+        daemon.is_some(),
+        &mut findings,
+    );
     match &daemon {
         Some((client, status)) => match client.list(project.display().to_string()).await {
             Ok(listing) => {

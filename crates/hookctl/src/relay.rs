@@ -22,32 +22,50 @@
 //!
 //! # A daemon that is not there
 //!
-//! A refused connection, a missing socket, a connection closed before the result and a
-//! `shutting_down` refusal are tried again after a pause (5 ms, doubling up to 200 ms) until
-//! the retry budget is spent ([`RETRY_BUDGET`], `--retry-ms`, `HOOKD_RELAY_RETRY_MS`): a
-//! daemon restarted by hand leaves a short gap, and systemd keeps the listening socket across a
-//! restart. An event whose connection was lost after it was sent is sent again, so a hook may
-//! run twice when the daemon dies in the middle of a run. A relay that gives up leaves a mark
-//! in the state directory; for the next minute other relays try for at most
-//! [`DOWN_RETRY_BUDGET`], so a stopped daemon does not slow every event.
+//! A missing socket and a refused connection mean nobody listens (under systemd the socket is
+//! held and accepts while the daemon starts): under the default policy the relay does not
+//! wait, and hookd's engine answers at once (below). A connection closed before the result and
+//! a `shutting_down` refusal may be a daemon coming back: they are tried again after a pause
+//! (5 ms, doubling up to 200 ms) until the retry budget is spent ([`RETRY_BUDGET`],
+//! `--retry-ms`, `HOOKD_RELAY_RETRY_MS`). An event whose connection was lost after it was sent
+//! is sent again, so a hook may run twice when the daemon dies in the middle of a run. Under
+//! `allow` and `deny` every case is tried again, and a relay that gives up leaves a mark in
+//! the state directory; for the next minute other relays try for at most
+//! [`DOWN_RETRY_BUDGET`].
+//!
+//! # A daemon that has the event and does not answer
+//!
+//! Hosts let a call through when a hook times out, so the relay never waits on a wedged
+//! daemon until then. No `hello` within [`HELLO_TIMEOUT`] counts as not there, and neither does
+//! a daemon that is a stopped process ([`peer_is_stopped`]) once the hello is 50 ms late.
+//! After the hello, a result that takes longer than one second makes the relay look again (a
+//! stopped daemon is given up on at once) and send a `ping` on the same connection; a daemon whose hooks are running answers it at once (each hook has its own
+//! timeout there), and one that does not answer within [`PING_WAIT`] is stopped or wedged. The
+//! event is then decided by the hooks' failure policies (the engine in plan-only mode: the
+//! hooks may be running in the daemon, so they are not run again). `--deadline-ms` (else
+//! `HOOKD_RELAY_DEADLINE_MS`) adds a fixed time from the relay's start.
 //!
 //! # When hookd cannot answer
 //!
-//! The daemon not there after the budget, no `hello` within [`HELLO_TIMEOUT`], an `error`
-//! frame instead of a result, or a payload or event the relay cannot translate: the relay
-//! answers by its policy (`--unreachable`, else `HOOKD_RELAY_UNREACHABLE`, else `allow`):
+//! Under the default policy, `run`, the relay runs the event through hookd's own engine:
+//! `hookd --oneshot` ([`find_engine`]: `HOOKD_ENGINE`, else beside this executable, else on
+//! `PATH`), given one end of a socket pair as its stdin and sent the same frames as the
+//! daemon, which answers with the daemon's own code (`hookd_server::serve_one`). When nothing
+//! can decide (no engine, a payload or event the relay cannot translate, a payload over
+//! [`MAX_STDIN_BYTES`] or deeper than [`MAX_DEPTH`]), the relay answers by its policy
+//! (`--unreachable`, else `HOOKD_RELAY_UNREACHABLE`, else `run`):
 //!
+//! - `run` and `deny`: the host's blocking answer with the reason. For the events where
+//!   blocking would make the agent keep going rather than stop something (Gemini's
+//!   `AfterAgent`, Claude's `Stop` and `SubagentStop`), the answer stops the agent instead
+//!   (`continue: false`), so it cannot loop. `deny` skips the engine.
 //! - `allow`: exit 0 and nothing on stdout or stderr, exactly what a hook that has nothing to
 //!   say answers, so the host goes on as if it had no hooks (Gemini CLI would show any stderr
 //!   as a system message and turn it into a decision; for `BeforeToolSelection`, into a tool
-//!   configuration).
-//! - `deny`: the host's blocking answer with a reason naming hookd. For the events where
-//!   blocking would make the agent keep going rather than stop something (Gemini's
-//!   `AfterAgent`, Claude's `Stop` and `SubagentStop`), the answer stops the agent instead
-//!   (`continue: false`), so a stopped daemon cannot make it loop.
+//!   configuration). It skips the engine too.
 //!
-//! Either way the reason is appended to `relay.log` in the state directory
-//! (`$XDG_STATE_HOME/hookd`, else `~/.local/state/hookd`), at most one line a minute.
+//! Every fallback is appended to `relay.log` in the state directory (`$XDG_STATE_HOME/hookd`,
+//! else `~/.local/state/hookd`), at most one line a minute; `hookctl doctor` counts them.
 
 use std::ffi::{OsStr, OsString};
 use std::io::{self, Read, Write};
@@ -87,17 +105,22 @@ const BASE_FIELDS: [&str; 5] = [
 /// What the relay answers when hookd cannot.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub enum Unreachable {
-    /// Let the host go on, with a warning on stderr (the default).
+    /// Run the event's hooks with hookd's own engine in a process of its own
+    /// (`hookd --oneshot`) and answer as the daemon would (the default); when that engine
+    /// cannot be run either, give the host's blocking answer with the reason.
     #[default]
+    Run,
+    /// Let the host go on as if it had no hooks.
     Allow,
     /// Give the host's blocking answer, with a reason naming hookd.
     Deny,
 }
 
 impl Unreachable {
-    /// Parses `allow` or `deny` (any case, surrounding blanks ignored).
+    /// Parses `run`, `allow` or `deny` (any case, surrounding blanks ignored).
     pub fn parse(text: &str) -> Option<Unreachable> {
         match text.trim().to_ascii_lowercase().as_str() {
+            "run" => Some(Unreachable::Run),
             "allow" => Some(Unreachable::Allow),
             "deny" => Some(Unreachable::Deny),
             _ => None,
@@ -120,14 +143,17 @@ pub struct RelayArgs {
     pub problem: Option<String>,
     /// `--retry-ms`, when given: how long to keep trying a daemon that is not there.
     pub retry: Option<Duration>,
+    /// `--deadline-ms`, when given: the relay answers within this time of its start, whatever
+    /// the daemon does.
+    pub deadline: Option<Duration>,
     /// Where the relay log and the "daemon down" mark live ([`state_dir`]); `None`: nowhere
     /// (nothing is logged, no mark is kept). [`run`] fills it in from the environment.
     pub state_dir: Option<PathBuf>,
 }
 
 /// The usage line, for messages.
-pub const USAGE: &str = "hookctl relay EVENT [--dialect HOST] [--unreachable allow|deny] \
-                         [--socket PATH] [--retry-ms MS]";
+pub const USAGE: &str = "hookctl relay EVENT [--dialect HOST] [--unreachable run|allow|deny] \
+                         [--socket PATH] [--retry-ms MS] [--deadline-ms MS]";
 
 impl RelayArgs {
     /// Reads the arguments after the program name when they are a `relay` invocation
@@ -198,12 +224,22 @@ impl RelayArgs {
                     if let Some(text) = value("--unreachable") {
                         match Unreachable::parse(&text) {
                             Some(policy) => relay.unreachable = Some(policy),
-                            None => problems
-                                .push(format!("--unreachable must be allow or deny, not {text:?}")),
+                            None => problems.push(format!(
+                                "--unreachable must be run, allow or deny, not {text:?}"
+                            )),
                         }
                     }
                 }
                 "--socket" => relay.socket = value("--socket").map(PathBuf::from),
+                "--deadline-ms" => {
+                    if let Some(text) = value("--deadline-ms") {
+                        match text.trim().parse::<u64>() {
+                            Ok(ms) => relay.deadline = Some(Duration::from_millis(ms)),
+                            Err(_) => problems
+                                .push(format!("--deadline-ms must be a number, not {text:?}")),
+                        }
+                    }
+                }
                 "--retry-ms" => {
                     if let Some(text) = value("--retry-ms") {
                         match text.trim().parse::<u64>() {
@@ -231,7 +267,7 @@ impl RelayArgs {
         Some(relay)
     }
 
-    /// The policy: `--unreachable`, else `HOOKD_RELAY_UNREACHABLE` (when valid), else allow.
+    /// The policy: `--unreachable`, else `HOOKD_RELAY_UNREACHABLE` (when valid), else run.
     pub fn policy(&self, env_value: Option<&OsStr>) -> Unreachable {
         self.unreachable
             .or_else(|| {
@@ -253,15 +289,21 @@ pub struct RelayCommand {
     /// The agent CLI whose hook this stands in for.
     #[arg(long, default_value = "gemini", value_parser = dialect_name())]
     pub dialect: String,
-    /// What to answer when hookd cannot be reached or cannot answer: allow (the default: exit
-    /// 0, a warning on stderr) or deny (the host's blocking answer) [default:
-    /// $HOOKD_RELAY_UNREACHABLE, else allow].
-    #[arg(long, value_name = "allow|deny", value_parser = ["allow", "deny"])]
+    /// What to do when hookd cannot be reached or cannot answer: run (run the event's hooks
+    /// with hookd's engine, `hookd --oneshot`, and answer as hookd would; when that cannot
+    /// run, block), allow (go on as if there were no hooks) or deny (the host's blocking
+    /// answer) [default: $HOOKD_RELAY_UNREACHABLE, else run].
+    #[arg(long, value_name = "run|allow|deny", value_parser = ["run", "allow", "deny"])]
     pub unreachable: Option<String>,
     /// How long to keep trying a daemon that is not there (refused, no socket, connection
     /// lost) before answering by the policy [default: $HOOKD_RELAY_RETRY_MS, else 3000].
     #[arg(long, value_name = "MS")]
     pub retry_ms: Option<u64>,
+    /// Answer within this many milliseconds of the start, whatever the daemon does: past it,
+    /// the hooks' failure policies decide [default: $HOOKD_RELAY_DEADLINE_MS, else no fixed
+    /// deadline: a daemon that stops answering pings for 2 s is given up on].
+    #[arg(long, value_name = "MS")]
+    pub deadline_ms: Option<u64>,
 }
 
 /// A registered dialect's name, for clap: its possible values are the registry's names.
@@ -279,6 +321,7 @@ impl RelayCommand {
             socket,
             problem: None,
             retry: self.retry_ms.map(Duration::from_millis),
+            deadline: self.deadline_ms.map(Duration::from_millis),
             state_dir: None,
         }
     }
@@ -312,6 +355,22 @@ pub enum RelayError {
     /// The daemon answered the request with an error.
     #[error("hookd refused the event: {0}")]
     Refused(String),
+    /// The daemon has the event but did not answer in time.
+    #[error("hookd at {socket} did not answer in time: {reason}")]
+    Late {
+        /// The socket used.
+        socket: String,
+        /// What happened.
+        reason: String,
+    },
+    /// hookd could not answer and its engine could not be run in its place.
+    #[error("{daemon}, and {engine}")]
+    NoEngine {
+        /// Why the daemon did not answer.
+        daemon: String,
+        /// Why the engine could not answer.
+        engine: String,
+    },
 }
 
 /// Runs one relay invocation: reads stdin, asks the daemon, writes the host's answer.
@@ -320,13 +379,25 @@ pub fn run(args: &RelayArgs) -> ExitCode {
     if args.state_dir.is_none() {
         args.state_dir = state_dir(|name| std::env::var_os(name));
     }
+    if args.deadline.is_none() {
+        args.deadline = std::env::var_os(DEADLINE_ENV_VAR)
+            .and_then(|value| value.into_string().ok())
+            .and_then(|text| text.trim().parse::<u64>().ok())
+            .map(Duration::from_millis);
+    }
     let args = &args;
-    // Room for a typical payload up front: reading starts with large reads, not tiny ones.
-    let mut stdin = Vec::with_capacity(64 * 1024);
-    let read = io::stdin().lock().read_to_end(&mut stdin);
     let policy = args.policy(std::env::var_os(UNREACHABLE_ENV_VAR).as_deref());
-    let answer = match read {
-        Ok(_) => relay(args, &stdin, policy),
+    let answer = match read_stdin(&mut io::stdin().lock(), MAX_STDIN_BYTES) {
+        Ok(Stdin::Payload(stdin)) => relay(args, &stdin, policy),
+        Ok(Stdin::TooLarge) => fallback_answer(
+            args,
+            &RelayError::Payload(format!(
+                "the event payload is larger than {MAX_STDIN_BYTES} bytes, more than hookd \
+                 accepts"
+            )),
+            policy,
+            false,
+        ),
         Err(err) => fallback_answer(
             args,
             &RelayError::Payload(format!("cannot read the event from stdin: {err}")),
@@ -335,6 +406,41 @@ pub fn run(args: &RelayArgs) -> ExitCode {
         ),
     };
     emit(&answer)
+}
+
+/// The largest event payload the relay reads from stdin: what the daemon accepts in one
+/// frame, less room for the rest of the request. A larger one is read to its end (so the host
+/// is not left writing into a closed pipe) without being kept, and answered by the policy.
+pub const MAX_STDIN_BYTES: usize = MAX_FRAME_BYTES - 1024 * 1024;
+
+/// What stdin held.
+#[derive(Debug, PartialEq, Eq)]
+pub enum Stdin {
+    /// The payload's bytes.
+    Payload(Vec<u8>),
+    /// More than the cap: the bytes were read and dropped.
+    TooLarge,
+}
+
+/// Reads `input` to its end, keeping at most `cap` bytes: past the cap the rest is read in
+/// small pieces and dropped, so memory stays bounded whatever the host sends.
+pub fn read_stdin(input: &mut impl Read, cap: usize) -> io::Result<Stdin> {
+    // Room for a typical payload up front: reading starts with large reads, not tiny ones.
+    let mut kept = Vec::with_capacity(64 * 1024);
+    let read = input.take(cap as u64 + 1).read_to_end(&mut kept)?;
+    if read <= cap {
+        return Ok(Stdin::Payload(kept));
+    }
+    drop(kept);
+    let mut scratch = vec![0u8; 64 * 1024];
+    loop {
+        match input.read(&mut scratch) {
+            Ok(0) => return Ok(Stdin::TooLarge),
+            Ok(_) => {}
+            Err(err) if err.kind() == io::ErrorKind::Interrupted => {}
+            Err(err) => return Err(err),
+        }
+    }
 }
 
 /// The `main` of a binary that is only the relay (`hookd-relay`): its arguments are
@@ -369,27 +475,106 @@ fn emit(answer: &HostAnswer) -> ExitCode {
 }
 
 /// The host's answer for one event payload.
+///
+/// A payload nested deeper than [`SHALLOW_DEPTH`] is handled on a thread whose stack has
+/// room for [`MAX_DEPTH`] levels in every step (parsing, translating, encoding, dropping);
+/// one deeper than [`MAX_DEPTH`], which no host sends, is answered by the policy.
 pub fn relay(args: &RelayArgs, stdin: &[u8], policy: Unreachable) -> HostAnswer {
+    let started = Instant::now();
+    let depth = hookd_protocol::json_depth(stdin);
+    if depth > MAX_DEPTH {
+        let error = RelayError::Payload(format!(
+            "the event payload nests deeper than {MAX_DEPTH} levels, more than hookd accepts"
+        ));
+        return fallback_answer(args, &error, policy, false);
+    }
+    if depth <= SHALLOW_DEPTH {
+        return relay_parsed(args, stdin, policy, started);
+    }
+    let outcome = std::thread::scope(|scope| {
+        std::thread::Builder::new()
+            .name("relay-deep".to_owned())
+            .stack_size(hookd_protocol::DEEP_STACK_BYTES)
+            .spawn_scoped(scope, || relay_parsed(args, stdin, policy, started))
+            .map(|handle| handle.join())
+    });
+    match outcome {
+        Ok(Ok(answer)) => answer,
+        Ok(Err(_)) | Err(_) => {
+            let error = RelayError::Payload(
+                "cannot set up a thread for a deeply nested payload".to_owned(),
+            );
+            fallback_answer(args, &error, policy, false)
+        }
+    }
+}
+
+/// The payload nesting up to which the relay works on its own thread.
+pub const SHALLOW_DEPTH: usize = 256;
+
+/// The deepest payload the relay and the daemon evaluate (`hookd_protocol::MAX_JSON_DEPTH`).
+pub const MAX_DEPTH: usize = hookd_protocol::MAX_JSON_DEPTH;
+
+/// [`relay`] once the depth is known to fit the thread.
+fn relay_parsed(
+    args: &RelayArgs,
+    stdin: &[u8],
+    policy: Unreachable,
+    started: Instant,
+) -> HostAnswer {
     let payload = match parse_payload(stdin) {
         Ok(payload) => payload,
         Err(err) => return fallback_answer(args, &err, policy, false),
     };
     let stop_hook_active = payload.get("stop_hook_active") == Some(&Value::Bool(true));
-    match ask_daemon(args, payload) {
-        Ok((event, result)) => answer(&event, Some(&result)),
+    let prepared = match prepare(args, payload) {
+        Ok(prepared) => prepared,
+        Err(err) => return fallback_answer(args, &err, policy, stop_hook_active),
+    };
+    let deadline = args.deadline.map(|deadline| started + deadline);
+    match ask_daemon(args, &prepared, policy, deadline) {
+        Ok(result) => answer(&prepared.event, Some(&result)),
+        Err(err) if policy == Unreachable::Run => {
+            let plan_only = matches!(err, RelayError::Late { .. });
+            match run_engine(args, &prepared, plan_only, deadline) {
+                Ok(result) => {
+                    if let Some(dir) = &args.state_dir {
+                        let how = if plan_only {
+                            "decided by the hooks' failure policies (hookd --oneshot --plan-only)"
+                        } else {
+                            "ran the hooks with hookd --oneshot"
+                        };
+                        log_warning(
+                            dir,
+                            &format!("{} {}: {err}; {how}", args.dialect.as_str(), args.event),
+                        );
+                    }
+                    answer(&prepared.event, Some(&result))
+                }
+                Err(engine) => {
+                    let error = RelayError::NoEngine {
+                        daemon: err.to_string(),
+                        engine,
+                    };
+                    fallback_answer(args, &error, policy, stop_hook_active)
+                }
+            }
+        }
         Err(err) => fallback_answer(args, &err, policy, stop_hook_active),
     }
 }
 
-/// Translates the payload, sends it and waits for the result.
-fn ask_daemon(
-    args: &RelayArgs,
-    payload: Map<String, Value>,
-) -> Result<(Event, EventResult), RelayError> {
+/// An event ready to send: the translated event and its encoded hello and request frames.
+struct Prepared {
+    event: Event,
+    frames: Vec<u8>,
+}
+
+/// Translates the payload and encodes the request.
+fn prepare(args: &RelayArgs, payload: Map<String, Value>) -> Result<Prepared, RelayError> {
     if let Some(problem) = &args.problem {
         return Err(RelayError::Usage(problem.clone()));
     }
-    let (event, input) = translate(args, payload.clone())?;
     let text = |key: &str| {
         payload
             .get(key)
@@ -397,6 +582,8 @@ fn ask_daemon(
             .unwrap_or("")
             .to_owned()
     };
+    let session_id = text("session_id");
+    let transcript_path = text("transcript_path");
     let cwd = match payload.get("cwd").and_then(Value::as_str) {
         Some(cwd) if Path::new(cwd).is_absolute() => cwd.to_owned(),
         _ => std::env::current_dir()
@@ -406,10 +593,11 @@ fn ask_daemon(
             .display()
             .to_string(),
     };
+    let (event, input) = translate(args, payload)?;
     let mut request = EventRequest::new(REQUEST_ID, event.relayed.event.as_str(), cwd);
     request.input = input;
-    request.session_id = text("session_id");
-    request.transcript_path = text("transcript_path");
+    request.session_id = session_id;
+    request.transcript_path = transcript_path;
     request.env = Some(process_env());
     request.project_dir = host_project_dir(args.dialect, |name| std::env::var_os(name));
     if request.project_dir.is_none() && args.dialect.project_dir_is_hook_cwd() {
@@ -421,10 +609,37 @@ fn ask_daemon(
     // The host kills a SessionEnd hook after a second or two (Claude Code ~1.5 s) and ignores
     // its answer: the daemon answers at once and finishes the hooks on its own.
     request.detach = event.relayed.event == HookEventName::SessionEnd;
-    let socket = args
-        .socket
+    // The hello and the event, encoded once and written together on every attempt.
+    let hello = ClientMessage::Hello(ClientHello::new(
+        format!("hookctl-relay/{}", env!("CARGO_PKG_VERSION")),
+        None,
+    ));
+    let mut frames = Vec::new();
+    let too_large = |err: Exchange| RelayError::Payload(err.to_string());
+    push_frame(&mut frames, &hookd_protocol::encode(&hello)).map_err(too_large)?;
+    push_frame(
+        &mut frames,
+        &hookd_protocol::encode(&ClientMessage::Event(request)),
+    )
+    .map_err(too_large)?;
+    Ok(Prepared { event, frames })
+}
+
+/// The daemon's socket: `--socket`, else the default path.
+fn daemon_socket(args: &RelayArgs) -> PathBuf {
+    args.socket
         .clone()
-        .unwrap_or_else(hookd_protocol::default_socket_path);
+        .unwrap_or_else(hookd_protocol::default_socket_path)
+}
+
+/// Sends the event to the daemon and waits for the result.
+fn ask_daemon(
+    args: &RelayArgs,
+    prepared: &Prepared,
+    policy: Unreachable,
+    deadline: Option<Instant>,
+) -> Result<EventResult, RelayError> {
+    let socket = daemon_socket(args);
     // The "daemon down" mark matters only once an attempt has failed: it is looked at then,
     // not on every event.
     let budget = || {
@@ -438,15 +653,31 @@ fn ask_daemon(
             known_down,
         )
     };
-    let result = exchange_with_retries(&socket, request, budget, args.state_dir.as_deref())
-        .map_err(|err| match err {
-            Exchange::Gone(reason) | Exchange::Lost(reason) => RelayError::Unreachable {
+    // With the engine to fall back on, a daemon that is not coming (no socket, or a socket
+    // nobody listens on) is not waited for; only one that may be coming back (a connection
+    // lost, a daemon stopping) is.
+    let wait_for_absent = policy != Unreachable::Run;
+    exchange_with_retries(
+        &socket,
+        &prepared.frames,
+        budget,
+        args.state_dir.as_deref(),
+        wait_for_absent,
+        deadline,
+    )
+    .map_err(|err| match err {
+        Exchange::Gone(reason) | Exchange::Lost(reason) | Exchange::NotComing(reason) => {
+            RelayError::Unreachable {
                 socket: socket.display().to_string(),
                 reason,
-            },
-            Exchange::Refused(message) => RelayError::Refused(message),
-        })?;
-    Ok((event, result))
+            }
+        }
+        Exchange::Late(reason) => RelayError::Late {
+            socket: socket.display().to_string(),
+            reason,
+        },
+        Exchange::Refused(message) => RelayError::Refused(message),
+    })
 }
 
 /// The project root the host gives its hooks: Claude Code's `CLAUDE_PROJECT_DIR`, Gemini
@@ -467,7 +698,9 @@ fn parse_payload(stdin: &[u8]) -> Result<Map<String, Value>, RelayError> {
     if text.trim().is_empty() {
         return Ok(Map::new());
     }
-    match serde_json::from_str::<Value>(&text) {
+    // Without serde_json's recursion limit: [`relay`] has checked the depth and given a deep
+    // payload a thread with the stack for it.
+    match hookd_protocol::from_slice_deep::<Value>(text.as_bytes()) {
         Ok(Value::Object(map)) => Ok(map),
         Ok(_) => Err(RelayError::Payload(
             "the event payload on stdin is not a JSON object".to_owned(),
@@ -517,10 +750,13 @@ fn answer(event: &Event, result: Option<&EventResult>) -> HostAnswer {
         .relay_answer(&event.relayed, final_output, errors)
 }
 
-/// The answer when hookd gave none, by policy. The reason goes to the relay log
+/// The answer when no engine gave one, by policy. The reason goes to the relay log
 /// ([`log_warning`]); with `allow` nothing else is said, so the host goes on exactly as with
 /// no hooks (Gemini CLI shows a hook's stderr as a system message, and for
-/// `BeforeToolSelection` any text at all becomes a tool configuration).
+/// `BeforeToolSelection` any text at all becomes a tool configuration). Under `run` (the
+/// engine could not decide either) and `deny` the host gets its blocking answer with the
+/// reason: the CLI alone would have run its hooks, so letting the call through would be
+/// weaker.
 fn fallback_answer(
     args: &RelayArgs,
     error: &RelayError,
@@ -529,8 +765,9 @@ fn fallback_answer(
 ) -> HostAnswer {
     let event = known_event(args);
     let note = match policy {
-        Unreachable::Allow => "allowing without hooks",
+        Unreachable::Allow => "allowing without hooks (--unreachable allow)",
         Unreachable::Deny => "denying (--unreachable deny)",
+        Unreachable::Run => "blocking: no engine could decide",
     };
     if let Some(dir) = &args.state_dir {
         log_warning(
@@ -551,12 +788,16 @@ fn fallback_answer(
         // both hosts show; 2 blocks where blocking is possible.
         return HostAnswer {
             stdout: String::new(),
-            stderr: format!("hookctl relay: {error}; denying (--unreachable deny)\n"),
+            stderr: format!("hookctl relay: {error}; {note}\n"),
             exit_code: 2,
         };
     };
-    let reason =
-        format!("hookd could not decide ({error}); denied by hookctl relay --unreachable deny");
+    let reason = match policy {
+        Unreachable::Deny => {
+            format!("hookd could not decide ({error}); denied by hookctl relay --unreachable deny")
+        }
+        _ => format!("hookd could not decide ({error}); blocked so that no hook is skipped"),
+    };
     let keeps_going = matches!(event.relayed.event, HookEventName::AfterAgent);
     if keeps_going && stop_hook_active {
         // The agent is already continuing because of a stop hook: let it stop.
@@ -576,6 +817,89 @@ fn fallback_answer(
         hooks: Vec::new(),
     };
     answer(&event, Some(&result))
+}
+
+/// The environment variable naming the engine `hookd` binary (else the one beside the relay,
+/// else on `PATH`).
+pub const ENGINE_ENV_VAR: &str = "HOOKD_ENGINE";
+
+/// The environment variable holding the relay's deadline in milliseconds (`--deadline-ms`).
+pub const DEADLINE_ENV_VAR: &str = "HOOKD_RELAY_DEADLINE_MS";
+
+/// How long the engine has to answer its hello: it is a fresh process reading nothing yet.
+const ENGINE_HELLO_TIMEOUT: Duration = Duration::from_secs(5);
+
+/// The `hookd` binary that runs the hooks when the daemon cannot: `$HOOKD_ENGINE` when it is
+/// an absolute path, else `hookd` beside this executable, else `hookd` on `PATH`.
+pub fn find_engine(
+    var: impl Fn(&str) -> Option<OsString>,
+    current_exe: Option<PathBuf>,
+) -> Option<PathBuf> {
+    use std::os::unix::fs::PermissionsExt;
+    let runnable = |path: &Path| {
+        std::fs::metadata(path)
+            .is_ok_and(|metadata| metadata.is_file() && metadata.permissions().mode() & 0o111 != 0)
+    };
+    if let Some(path) = var(ENGINE_ENV_VAR).map(PathBuf::from) {
+        return (path.is_absolute() && runnable(&path)).then_some(path);
+    }
+    let beside = current_exe
+        .and_then(|exe| exe.parent().map(|dir| dir.join("hookd")))
+        .filter(|path| runnable(path));
+    beside.or_else(|| {
+        let path = var("PATH")?;
+        std::env::split_paths(&path)
+            .filter(|dir| dir.is_absolute())
+            .map(|dir| dir.join("hookd"))
+            .find(|path| runnable(path))
+    })
+}
+
+/// Runs the event through hookd's own engine in a process of its own (`hookd --oneshot`,
+/// given one end of a socket pair as its stdin) and reads its result: the same frames as from
+/// the daemon. `plan_only` asks it to run nothing and let each hook's failure policy decide.
+fn run_engine(
+    args: &RelayArgs,
+    prepared: &Prepared,
+    plan_only: bool,
+    deadline: Option<Instant>,
+) -> Result<EventResult, String> {
+    use std::os::unix::process::CommandExt;
+    let engine = find_engine(|name| std::env::var_os(name), std::env::current_exe().ok())
+        .ok_or_else(|| {
+            "hookd's engine was not found (no hookd beside hookd-relay or on PATH)".to_owned()
+        })?;
+    let (ours, theirs) =
+        UnixStream::pair().map_err(|err| format!("cannot make a socket pair: {err}"))?;
+    let mut command = std::process::Command::new(&engine);
+    command
+        .arg("--oneshot")
+        .arg("--socket")
+        .arg(daemon_socket(args))
+        .stdin(std::process::Stdio::from(std::os::fd::OwnedFd::from(
+            theirs,
+        )))
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        // Its own process group: a host that kills the relay's group after answering (a
+        // SessionEnd) leaves the engine to finish its background work.
+        .process_group(0);
+    if plan_only {
+        command.arg("--plan-only");
+    }
+    // The child is not waited for: it exits once the relay closes its end, and the relay's
+    // own exit hands it to init.
+    let _child = command
+        .spawn()
+        .map_err(|err| format!("cannot start hookd's engine {}: {err}", engine.display()))?;
+    let hello_by = Instant::now() + ENGINE_HELLO_TIMEOUT;
+    converse(ours, &prepared.frames, hello_by, deadline, false).map_err(|err| {
+        format!(
+            "hookd's engine {} gave no answer: {}",
+            engine.display(),
+            err
+        )
+    })
 }
 
 /// The directory of the relay's log and its "daemon down" mark:
@@ -694,13 +1018,31 @@ fn process_env() -> WireEnv {
 /// Why an exchange ended without a result.
 #[derive(Debug)]
 enum Exchange {
-    /// The daemon is not there right now: no socket, a refused connection, or the connection
-    /// closed before the result. Worth trying again within the budget (a daemon restarting).
+    /// The daemon is not there right now: the connection closed before the result, or the
+    /// daemon is stopping. Worth trying again within the budget (a daemon restarting).
     Gone(String),
+    /// No daemon is coming: no socket, or nobody listens on it (refused). Under systemd the
+    /// socket is held and accepts while the daemon (re)starts, so neither happens there.
+    NotComing(String),
     /// The daemon could not be reached in time, or sent something the relay cannot read.
     Lost(String),
+    /// The daemon has the event but did not answer in time (it stopped answering pings, or
+    /// the deadline passed): its hooks may be running, so they must not be run again.
+    Late(String),
     /// The daemon answered with an error frame.
     Refused(String),
+}
+
+impl std::fmt::Display for Exchange {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Exchange::Gone(reason)
+            | Exchange::NotComing(reason)
+            | Exchange::Lost(reason)
+            | Exchange::Late(reason)
+            | Exchange::Refused(reason) => f.write_str(reason),
+        }
+    }
 }
 
 impl From<io::Error> for Exchange {
@@ -786,32 +1128,28 @@ pub fn backoff_schedule(budget: Duration) -> Vec<Duration> {
 /// when it crashes or is killed.
 fn exchange_with_retries(
     socket: &Path,
-    request: EventRequest,
+    frames: &[u8],
     budget: impl FnOnce() -> Duration,
     state_dir: Option<&Path>,
+    wait_for_absent: bool,
+    deadline: Option<Instant>,
 ) -> Result<EventResult, Exchange> {
-    // The hello and the event, encoded once and written together on every attempt.
-    let hello = ClientMessage::Hello(ClientHello::new(
-        format!("hookctl-relay/{}", env!("CARGO_PKG_VERSION")),
-        None,
-    ));
-    let mut frames = Vec::new();
-    push_frame(&mut frames, &hookd_protocol::encode(&hello))?;
-    push_frame(
-        &mut frames,
-        &hookd_protocol::encode(&ClientMessage::Event(request)),
-    )?;
     let mut budget = Some(budget);
     let mut pauses = Vec::new().into_iter();
     loop {
-        match exchange(socket, &frames) {
-            Err(Exchange::Gone(reason)) => {
+        match exchange(socket, frames, deadline) {
+            Err(Exchange::NotComing(reason)) if !wait_for_absent => {
+                return Err(Exchange::NotComing(reason));
+            }
+            Err(Exchange::Gone(reason) | Exchange::NotComing(reason)) => {
                 if let Some(budget) = budget.take() {
                     pauses = backoff_schedule(budget()).into_iter();
                 }
+                let past_deadline =
+                    |pause: Duration| deadline.is_some_and(|at| Instant::now() + pause >= at);
                 match pauses.next() {
-                    Some(pause) => std::thread::sleep(pause),
-                    None => {
+                    Some(pause) if !past_deadline(pause) => std::thread::sleep(pause),
+                    _ => {
                         if let Some(dir) = state_dir {
                             note_unreachable(dir);
                         }
@@ -824,35 +1162,117 @@ fn exchange_with_retries(
     }
 }
 
-/// Connects, writes `frames` (the hello and the event) and reads frames until the event's
-/// result.
-fn exchange(socket: &Path, frames: &[u8]) -> Result<EventResult, Exchange> {
+/// How long the relay waits for a result before it checks that the daemon still answers (a
+/// `ping` on the same connection): a result within it costs nothing more.
+const PING_AFTER: Duration = Duration::from_secs(1);
+
+/// How long a daemon has to answer that `ping`. A daemon whose hooks are still running
+/// answers at once (each hook has its own timeout there); one that does not is stopped or
+/// wedged, and the hooks' failure policies decide instead of the host's timeout.
+pub const PING_WAIT: Duration = Duration::from_secs(2);
+
+/// The id of the relay's liveness pings.
+const PING_ID: u64 = 2;
+
+/// How long the relay waits for the daemon's hello before it looks whether the daemon is a
+/// stopped process (which would never answer).
+const STOPPED_CHECK_AFTER: Duration = Duration::from_millis(50);
+
+/// Whether the process on the other end of `stream` is stopped (state `T` or `t` in
+/// `/proc/PID/stat`: SIGSTOP, SIGTSTP or a debugger). Anything that cannot be read counts as
+/// not stopped: the ordinary deadlines then apply.
+fn peer_is_stopped(stream: &UnixStream) -> bool {
+    let Ok(credentials) =
+        nix::sys::socket::getsockopt(stream, nix::sys::socket::sockopt::PeerCredentials)
+    else {
+        return false;
+    };
+    std::fs::read_to_string(format!("/proc/{}/stat", credentials.pid()))
+        .ok()
+        .as_deref()
+        .and_then(process_state)
+        .is_some_and(|state| matches!(state, 'T' | 't'))
+}
+
+/// The state letter of a `/proc/PID/stat` line: the first field after the command name, which
+/// is in parentheses and may itself hold spaces and parentheses.
+fn process_state(stat: &str) -> Option<char> {
+    let (_, after) = stat.rsplit_once(')')?;
+    after.split_whitespace().next()?.chars().next()
+}
+
+/// Connects and converses with the daemon.
+fn exchange(
+    socket: &Path,
+    frames: &[u8],
+    deadline: Option<Instant>,
+) -> Result<EventResult, Exchange> {
     let started = Instant::now();
-    let mut stream = connect(socket, started + HELLO_TIMEOUT)?;
-    // Until the daemon's hello, every wait is bounded by the hello deadline.
-    let remaining = HELLO_TIMEOUT
-        .saturating_sub(started.elapsed())
+    let hello_by = started + HELLO_TIMEOUT;
+    let stream = connect(socket, hello_by)?;
+    converse(stream, frames, hello_by, deadline, true)
+}
+
+/// Writes `frames` (the hello and the event) and reads frames until the event's result.
+///
+/// The hello must come by `hello_by`; the result by `deadline`, when there is one. With
+/// `ping`, a result that takes longer than [`PING_AFTER`] makes the relay ask whether the
+/// peer still answers; no answer within [`PING_WAIT`] ends the exchange as late.
+fn converse(
+    mut stream: UnixStream,
+    frames: &[u8],
+    hello_by: Instant,
+    deadline: Option<Instant>,
+    ping: bool,
+) -> Result<EventResult, Exchange> {
+    let hello_by = deadline.map_or(hello_by, |deadline| deadline.min(hello_by));
+    let remaining = hello_by
+        .saturating_duration_since(Instant::now())
         .max(Duration::from_millis(1));
     stream.set_write_timeout(Some(remaining))?;
-    stream.set_read_timeout(Some(remaining))?;
     stream.write_all(frames)?;
-    match read_message(&mut stream)? {
-        ServerMessage::Hello(_) => {}
-        ServerMessage::Error(error) => return Err(Exchange::Refused(error.message)),
-        other => {
+    let mut reader = FrameReader::default();
+    // A daemon says hello within a millisecond or two. One that has not after
+    // [`STOPPED_CHECK_AFTER`] is looked at: a stopped process (SIGSTOP, a debugger) will not
+    // answer, so it is given up on at once rather than at the hello deadline.
+    let first_look = (Instant::now() + STOPPED_CHECK_AFTER).min(hello_by);
+    let first = match reader.next(&mut stream, ping.then_some(first_look))? {
+        None if peer_is_stopped(&stream) => {
+            return Err(Exchange::Lost(
+                "the daemon is stopped (SIGSTOP or a debugger)".to_owned(),
+            ));
+        }
+        None => reader.next(&mut stream, Some(hello_by))?,
+        message => message,
+    };
+    match first {
+        Some(ServerMessage::Hello(_)) => {}
+        Some(ServerMessage::Error(error)) => return Err(Exchange::Refused(error.message)),
+        Some(other) => {
             return Err(Exchange::Lost(format!(
                 "the daemon answered the hello with {}",
                 other.type_name()
             )));
         }
+        None => return Err(Exchange::Lost("no hello in time".to_owned())),
     }
-    // The hooks take as long as they take; the host's own timeout bounds the relay.
-    stream.set_read_timeout(None)?;
     let id = RequestId::from(REQUEST_ID);
+    // When the last sign of life came, and when a ping went out that is not answered yet.
+    let mut alive = Instant::now();
+    let mut ping_sent: Option<Instant> = None;
     loop {
-        match read_message(&mut stream)? {
-            ServerMessage::Result(result) if result.id == id => return Ok(result.result),
-            ServerMessage::Error(error) if error.id.as_ref().is_none_or(|got| *got == id) => {
+        let check = if !ping {
+            None
+        } else {
+            Some(ping_sent.map_or(alive + PING_AFTER, |sent| sent + PING_WAIT))
+        };
+        let wake = match (check, deadline) {
+            (Some(check), Some(deadline)) => Some(check.min(deadline)),
+            (check, deadline) => check.or(deadline),
+        };
+        match reader.next(&mut stream, wake)? {
+            Some(ServerMessage::Result(result)) if result.id == id => return Ok(result.result),
+            Some(ServerMessage::Error(error)) if error.id.as_ref().is_none_or(|got| *got == id) => {
                 // A daemon that is stopping refuses new work: the next one will take it.
                 if error.code == hookd_protocol::ErrorCode::ShuttingDown {
                     return Err(Exchange::Gone(error.message));
@@ -863,7 +1283,105 @@ fn exchange(socket: &Path, frames: &[u8]) -> Result<EventResult, Exchange> {
                     error.message
                 )));
             }
-            _ => {}
+            Some(_) => {
+                alive = Instant::now();
+                ping_sent = None;
+            }
+            None => {
+                let now = Instant::now();
+                if deadline.is_some_and(|deadline| now >= deadline) {
+                    return Err(Exchange::Late(
+                        "no answer within the relay's deadline".to_owned(),
+                    ));
+                }
+                // A stopped daemon answers nothing: no need to wait for the pong.
+                if ping && peer_is_stopped(&stream) {
+                    return Err(Exchange::Late(
+                        "the daemon has the event but is stopped (SIGSTOP or a debugger)"
+                            .to_owned(),
+                    ));
+                }
+                match ping_sent {
+                    Some(sent) if now >= sent + PING_WAIT => {
+                        return Err(Exchange::Late(format!(
+                            "the daemon has the event but stopped answering (no pong within \
+                             {} s)",
+                            PING_WAIT.as_secs()
+                        )));
+                    }
+                    Some(_) => {}
+                    None if now >= alive + PING_AFTER => {
+                        let request = ClientMessage::Ping(hookd_protocol::PingRequest {
+                            id: RequestId::from(PING_ID),
+                        });
+                        let mut frame = Vec::new();
+                        push_frame(&mut frame, &hookd_protocol::encode(&request))?;
+                        stream.set_write_timeout(Some(PING_WAIT))?;
+                        stream.write_all(&frame)?;
+                        ping_sent = Some(now);
+                    }
+                    None => {}
+                }
+            }
+        }
+    }
+}
+
+/// Reads frames from a stream with deadlines, keeping what a timed-out read had received.
+#[derive(Default)]
+struct FrameReader {
+    buffer: Vec<u8>,
+}
+
+impl FrameReader {
+    /// The next message; `None` when `until` passes first.
+    fn next(
+        &mut self,
+        stream: &mut UnixStream,
+        until: Option<Instant>,
+    ) -> Result<Option<ServerMessage>, Exchange> {
+        let prefix = hookd_protocol::LENGTH_PREFIX_BYTES;
+        loop {
+            if self.buffer.len() >= prefix {
+                let mut length = [0u8; 4];
+                length.copy_from_slice(&self.buffer[..prefix]);
+                let length = u32::from_be_bytes(length) as usize;
+                if length > MAX_FRAME_BYTES {
+                    return Err(Exchange::Lost(format!(
+                        "the daemon sent a frame of {length} bytes, more than {MAX_FRAME_BYTES}"
+                    )));
+                }
+                if self.buffer.len() >= prefix + length {
+                    let message = parse_server_frame(&self.buffer[prefix..prefix + length]);
+                    self.buffer.drain(..prefix + length);
+                    return message.map(Some);
+                }
+                self.buffer.reserve(prefix + length - self.buffer.len());
+            }
+            let timeout = match until {
+                Some(until) => {
+                    let left = until.saturating_duration_since(Instant::now());
+                    if left.is_zero() {
+                        return Ok(None);
+                    }
+                    Some(left)
+                }
+                None => None,
+            };
+            stream.set_read_timeout(timeout)?;
+            let mut chunk = [0u8; 16 * 1024];
+            match stream.read(&mut chunk) {
+                Ok(0) => return Err(Exchange::Gone("the connection closed".to_owned())),
+                Ok(read) => self.buffer.extend_from_slice(&chunk[..read]),
+                Err(err)
+                    if matches!(
+                        err.kind(),
+                        io::ErrorKind::WouldBlock
+                            | io::ErrorKind::TimedOut
+                            | io::ErrorKind::Interrupted
+                    ) => {}
+                Err(err) => return Err(err.into()),
+            }
         }
     }
 }
@@ -883,7 +1401,9 @@ fn connect(socket: &Path, deadline: Instant) -> Result<UnixStream, Exchange> {
     match hookd_protocol::verify_socket_path(socket) {
         Ok(()) => {}
         Err(hookd_protocol::SocketTrustError::Missing { .. }) => {
-            return Err(Exchange::Gone("no socket there (is hookd running?)".into()));
+            return Err(Exchange::NotComing(
+                "no socket there (is hookd running?)".into(),
+            ));
         }
         Err(error) => return Err(Exchange::Lost(error.to_string())),
     }
@@ -906,11 +1426,13 @@ fn connect(socket: &Path, deadline: Instant) -> Result<UnixStream, Exchange> {
                 return Err(Exchange::Lost("the daemon is too busy to accept".into()));
             }
             Err(Errno::ENOENT) => {
-                return Err(Exchange::Gone("no socket there (is hookd running?)".into()));
+                return Err(Exchange::NotComing(
+                    "no socket there (is hookd running?)".into(),
+                ));
             }
             Err(Errno::ECONNREFUSED) => {
-                return Err(Exchange::Gone(
-                    "connection refused (is hookd running?)".into(),
+                return Err(Exchange::NotComing(
+                    "connection refused: nobody listens on the socket (is hookd running?)".into(),
                 ));
             }
             Err(err) => return Err(lost("cannot connect", err)),
@@ -938,19 +1460,9 @@ fn push_frame(out: &mut Vec<u8>, body: &[u8]) -> Result<(), Exchange> {
     Ok(())
 }
 
-/// Reads one frame and parses it as a daemon message.
-fn read_message(stream: &mut impl Read) -> Result<ServerMessage, Exchange> {
-    let mut prefix = [0u8; hookd_protocol::LENGTH_PREFIX_BYTES];
-    stream.read_exact(&mut prefix)?;
-    let length = u32::from_be_bytes(prefix) as usize;
-    if length > MAX_FRAME_BYTES {
-        return Err(Exchange::Lost(format!(
-            "the daemon sent a frame of {length} bytes, more than {MAX_FRAME_BYTES}"
-        )));
-    }
-    let mut body = vec![0u8; length];
-    stream.read_exact(&mut body)?;
-    hookd_protocol::parse_server_message(&body).map_err(|err| {
+/// Parses one frame's body as a daemon message.
+fn parse_server_frame(body: &[u8]) -> Result<ServerMessage, Exchange> {
+    hookd_protocol::parse_server_message(body).map_err(|err| {
         Exchange::Lost(format!(
             "the daemon sent a message hookctl cannot read: {err}"
         ))
@@ -1069,10 +1581,12 @@ mod tests {
     #[test]
     fn the_policy_comes_from_the_flag_then_the_environment() {
         let cases = [
-            (None, None, Unreachable::Allow),
+            (None, None, Unreachable::Run),
             (None, Some("deny"), Unreachable::Deny),
             (None, Some(" Deny "), Unreachable::Deny),
-            (None, Some("block"), Unreachable::Allow),
+            (None, Some("allow"), Unreachable::Allow),
+            (None, Some("block"), Unreachable::Run),
+            (Some(Unreachable::Run), Some("allow"), Unreachable::Run),
             (Some(Unreachable::Allow), Some("deny"), Unreachable::Allow),
             (Some(Unreachable::Deny), None, Unreachable::Deny),
         ];
@@ -1210,6 +1724,81 @@ mod tests {
             host_project_dir(Dialect::GEMINI, env(&[("GEMINI_PROJECT_DIR", "rel")])),
             None
         );
+    }
+
+    #[test]
+    fn the_state_is_read_after_the_command_name() {
+        let cases = [
+            ("1234 (hookd) S 1 2 3", Some('S')),
+            ("1234 (hookd) T 1 2 3", Some('T')),
+            ("77 (a (b) c) t 1", Some('t')),
+            ("77 (no state)", None),
+            ("garbage", None),
+        ];
+        for (stat, expected) in cases {
+            assert_eq!(process_state(stat), expected, "{stat}");
+        }
+    }
+
+    #[test]
+    fn stdin_is_kept_up_to_the_cap_and_read_to_its_end_past_it() {
+        let cases: [(usize, usize, bool); 4] = [
+            (0, 10, true),
+            (10, 10, true),
+            (11, 10, false),
+            (1 << 20, 1000, false),
+        ];
+        for (size, cap, kept) in cases {
+            let bytes = vec![b'x'; size];
+            let mut input = io::Cursor::new(bytes.clone());
+            let read = read_stdin(&mut input, cap).expect("read");
+            assert_eq!(read == Stdin::Payload(bytes), kept, "{size} over {cap}");
+            assert_eq!(read == Stdin::TooLarge, !kept, "{size} over {cap}");
+            // Read to its end either way: the host is never left writing into a closed pipe.
+            assert_eq!(input.position() as usize, size);
+        }
+    }
+
+    #[test]
+    fn the_engine_is_hookd_from_the_environment_beside_the_relay_or_on_path() {
+        use std::os::unix::fs::PermissionsExt;
+        let dir = tempfile::tempdir().expect("tempdir");
+        let make = |path: &Path, mode: u32| {
+            std::fs::create_dir_all(path.parent().expect("parent")).expect("dir");
+            std::fs::write(path, "#!/bin/sh\n").expect("write");
+            std::fs::set_permissions(path, std::fs::Permissions::from_mode(mode)).expect("chmod");
+        };
+        let beside = dir.path().join("bin/hookd");
+        let on_path = dir.path().join("path/hookd");
+        let named = dir.path().join("named/hookd");
+        make(&on_path, 0o755);
+        make(&named, 0o755);
+        let relay = dir.path().join("bin/hookd-relay");
+        let path_var = OsString::from(format!(
+            "relative:{}",
+            on_path.parent().expect("dir").display()
+        ));
+        let find = |engine: Option<&Path>| {
+            find_engine(
+                |name| match name {
+                    "PATH" => Some(path_var.clone()),
+                    ENGINE_ENV_VAR => engine.map(|path| path.as_os_str().to_owned()),
+                    _ => None,
+                },
+                Some(relay.clone()),
+            )
+        };
+        // Nothing beside the relay: the one on PATH (a relative PATH entry is skipped).
+        assert_eq!(find(None), Some(on_path.clone()));
+        // A hookd beside the relay wins over PATH; one that cannot run does not count.
+        make(&beside, 0o644);
+        assert_eq!(find(None), Some(on_path.clone()));
+        make(&beside, 0o755);
+        assert_eq!(find(None), Some(beside.clone()));
+        // HOOKD_ENGINE wins, but only as an absolute path to a program: otherwise none.
+        assert_eq!(find(Some(&named)), Some(named.clone()));
+        assert_eq!(find(Some(Path::new("named/hookd"))), None);
+        assert_eq!(find(Some(&dir.path().join("missing"))), None);
     }
 
     #[test]

@@ -275,3 +275,84 @@ async fn doctor_finds_hooks_the_circuit_breaker_paused() {
         "{report:#}"
     );
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn doctor_names_moved_guards_while_no_daemon_runs_and_recent_fallbacks() {
+    // Installed while no daemon runs: the guard now lives in hookd's file only.
+    let fixture = Fixture::prepare("{}", Some(USER_HOOK));
+    let view = View::of(&fixture);
+    let report = tokio::task::spawn_blocking(move || {
+        let installed = view.run(&["install", "--host", "gemini", "--yes"]);
+        assert!(installed.status.success(), "{installed:?}");
+        let bin_dir = Path::new(env!("CARGO_BIN_EXE_hookctl")).parent().unwrap();
+        let path = format!(
+            "{}:{}",
+            bin_dir.display(),
+            std::env::var("PATH").unwrap_or_default()
+        );
+        let doctor = |engine: &str| {
+            let output = Command::new(env!("CARGO_BIN_EXE_hookctl"))
+                .arg("--socket")
+                .arg(&view.socket)
+                .args(["doctor", "--json"])
+                .current_dir(&view.project)
+                .env("HOME", &view.home)
+                .env("PATH", &path)
+                .env("HOOKD_ENGINE", engine)
+                .env_remove("XDG_CONFIG_HOME")
+                .env_remove("XDG_STATE_HOME")
+                .env_remove("XDG_RUNTIME_DIR")
+                .env_remove("HOOKD_SOCKET")
+                .env_remove("HOOKD_RELAY_UNREACHABLE")
+                .stdin(Stdio::null())
+                .output()
+                .unwrap();
+            let report: Value = serde_json::from_slice(&output.stdout).unwrap();
+            (output.status.code(), report)
+        };
+        // An engine the relay can run: the guards still decide, and doctor says so.
+        let (code, report) = doctor(env!("CARGO_BIN_EXE_hookctl"));
+        assert_eq!(code, Some(1), "{report:#}");
+        assert_problem(&report, "fallback", "moved guards while no daemon runs");
+        assert_problem(&report, "fallback", "one-shot engine");
+        assert!(
+            !findings(&report, "fallback", "ok").is_empty(),
+            "nothing in the relay's log yet:\n{report:#}"
+        );
+        // None: every relayed event is blocked, and doctor says that instead.
+        let (_, report) = doctor("/nonexistent/hookd");
+        assert_problem(&report, "fallback", "every relayed event is blocked");
+        // The relay's log of the last day: each kind of fallback is counted.
+        let state = view.home.join(".local/state/hookd");
+        std::fs::create_dir_all(&state).unwrap();
+        let now = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .unwrap()
+            .as_secs();
+        let stamp = hookctl::relay::utc_timestamp(now - 60);
+        let old = hookctl::relay::utc_timestamp(now - 3 * 24 * 3600);
+        std::fs::write(
+            state.join("relay.log"),
+            format!(
+                "{old} hookctl relay: gemini BeforeTool: gone; allowing without hooks (--unreachable allow)\n\
+                 {stamp} hookctl relay: gemini BeforeTool: gone; ran the hooks with hookd --oneshot\n"
+            ),
+        )
+        .unwrap();
+        let (_, report) = doctor("/nonexistent/hookd");
+        let notes = findings(&report, "fallback", "note");
+        assert!(
+            notes.iter().any(|finding| {
+                let message = finding["message"].as_str().unwrap();
+                message.contains("fallbacks taken recently")
+                    && message.contains("one-shot engine 1")
+                    && message.contains("allowed without hooks 0")
+            }),
+            "{report:#}"
+        );
+        report
+    })
+    .await
+    .unwrap();
+    assert_eq!(report["problems"].as_u64().map(|n| n > 0), Some(true));
+}

@@ -943,7 +943,25 @@ async fn bad_input_is_answered_by_policy() {
         ),
     ];
     for (args, stdin) in cases {
+        // By default the relay blocks what nothing could evaluate, saying why: the host
+        // alone would have run its hooks.
         let run = host.relay(args, &stdin).await;
+        assert!(
+            run.code == 2 || run.stdout.contains("deny"),
+            "{args:?}: {} {} {}",
+            run.code,
+            run.stdout,
+            run.stderr
+        );
+        assert!(
+            run.stderr.contains("blocking") || run.stdout.contains("blocked"),
+            "{args:?}: {} {}",
+            run.stdout,
+            run.stderr
+        );
+        let mut allow = args.to_vec();
+        allow.push("--unreachable=allow");
+        let run = host.relay(&allow, &stdin).await;
         assert_eq!(
             (run.code, run.stdout.as_str(), run.stderr.as_str()),
             (0, "", ""),
@@ -1097,7 +1115,10 @@ async fn a_daemon_restarting_by_hand_loses_no_call() {
         drop(stream);
         drop(listener);
     });
-    let relay = host.relay(&["BeforeTool"], &payload);
+    // Under `allow` the relay would answer without hooks if it gave up: the answer below
+    // shows it waited for the new daemon (under the default, `run`, a missing socket is
+    // answered by the one-shot engine at once instead, with the same decision).
+    let relay = host.relay(&["BeforeTool", "--unreachable", "allow"], &payload);
     let restart = async {
         tokio::task::spawn_blocking(move || old.join().unwrap())
             .await

@@ -103,9 +103,13 @@ fn a_planted_socket_gets_nothing_and_the_relay_follows_its_unreachable_policy() 
         );
         assert!(elapsed < Duration::from_secs(5), "{elapsed:?}");
 
-        // The default policy allows as if there were no hook (nothing on stdout or stderr)
-        // and still says why, in the relay's log.
-        let (code, stdout, stderr, _) = hookctl(&["relay", "BeforeTool"], used, payload);
+        // `allow` allows as if there were no hook (nothing on stdout or stderr) and still
+        // says why, in the relay's log.
+        let (code, stdout, stderr, _) = hookctl(
+            &["relay", "BeforeTool", "--unreachable", "allow"],
+            used,
+            payload,
+        );
         assert_eq!((code, stdout.as_str(), stderr.as_str()), (0, "", ""));
         let log =
             std::fs::read_to_string(state_dir(used).join("hookd/relay.log")).unwrap_or_default();

@@ -15,6 +15,7 @@
 
 mod background;
 mod codec;
+mod depth;
 mod encode;
 mod error;
 pub mod fast;
@@ -28,6 +29,10 @@ mod stats;
 
 pub use background::{BackgroundStatus, BreakerStatus, PausedHook};
 pub use codec::{CodecError, Frame, FrameCodec, LENGTH_PREFIX_BYTES};
+pub use depth::{
+    DEEP_STACK_BYTES, DeepJsonError, MAX_JSON_DEPTH, from_slice_deep, is_recursion_limit,
+    json_depth,
+};
 pub use encode::{WireMessage, encode, encode_within, parse_server_message};
 pub use error::{ErrorCode, ProtocolError};
 pub use id::RequestId;

@@ -286,12 +286,21 @@ fn parse_classified(body: &[u8]) -> Result<ClientMessage, ProtocolError> {
             ),
         )
     })?;
-    let value: Value = serde_json::from_str(text).map_err(|error| {
+    let bad_json = |error: &dyn std::fmt::Display| {
         ProtocolError::new(
             ErrorCode::BadJson,
             format!("the frame is not valid JSON: {error}"),
         )
-    })?;
+    };
+    // Past serde_json's default limit, nesting up to hookd's own is read all the same: a
+    // model-shaped tool input may be that deep (`crate::depth`).
+    let value: Value = match serde_json::from_str(text) {
+        Ok(value) => value,
+        Err(error) if crate::depth::is_recursion_limit(&error) => {
+            crate::depth::from_slice_deep(body).map_err(|error| bad_json(&error))?
+        }
+        Err(error) => return Err(bad_json(&error)),
+    };
     let Value::Object(mut object) = value else {
         return Err(ProtocolError::new(
             ErrorCode::BadRequest,

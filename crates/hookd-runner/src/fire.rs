@@ -130,6 +130,11 @@ pub struct RunnerConfig {
     /// The shares of `hook_slots` per project and for background work (`crate::shares`):
     /// every hook process takes its place there before its slot.
     pub shares: Arc<SlotShares>,
+    /// Decide without running anything: when set, every hook is refused with this message
+    /// before it would start, so each decides by its failure policy. The relay asks for this
+    /// when a daemon has the event but has not answered in time: the hooks may be running
+    /// there, so they are not run a second time, and a fail-closed guard still blocks.
+    pub plan_only: Option<Arc<str>>,
 }
 
 impl RunnerConfig {
@@ -189,6 +194,7 @@ impl Default for RunnerConfig {
             envs: Arc::new(EnvCache::default()),
             breakers: Arc::new(Breakers::default()),
             shares: Arc::new(SlotShares::default()),
+            plan_only: None,
         }
     }
 }
@@ -639,6 +645,22 @@ impl<'a> Firing<'a> {
         } else {
             (stdin, None)
         };
+        // A plan-only firing runs nothing: every hook is refused, so its failure policy
+        // decides (the breaker is not asked: nothing ran).
+        if let Some(message) = &self.config.plan_only {
+            let run = not_run(HookOutcome::Refused {
+                message: message.to_string(),
+            });
+            let policy = entry
+                .config
+                .on_failure()
+                .unwrap_or(self.config.default_on_failure);
+            let interpreted = match &dialect_payload {
+                Some(payload) => dialect.hook_result(entry, run, payload),
+                None => hook_result(entry, run),
+            };
+            return apply_failure_policy(interpreted, policy);
+        }
         // A hook paused by its circuit breaker is not spawned; it fails as "refused",
         // which its failure policy then turns into its decision.
         let admitted = if is_process {
@@ -1680,6 +1702,64 @@ mod tests {
                 assert!(reason.starts_with("gate failed ("), "{what}: {reason}");
             }
         }
+    }
+
+    #[tokio::test]
+    async fn a_plan_only_firing_runs_nothing_and_each_hook_decides_by_its_policy() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let marker = dir.path().join("ran");
+        let script = format!(
+            "touch {}; echo '{{\"decision\":\"allow\"}}'",
+            marker.display()
+        );
+        // (the hook's on_failure, the default, the decision)
+        let cases = [
+            (Some("deny"), FailurePolicy::Allow, "deny"),
+            (None, FailurePolicy::Allow, "allow"),
+            (None, FailurePolicy::Deny, "deny"),
+            (Some("allow"), FailurePolicy::Deny, "allow"),
+        ];
+        for (on_failure, default, decision) in cases {
+            let mut hook = (*command(&script)).clone();
+            hook.config.name = Some("gate".to_owned());
+            if let Some(on_failure) = on_failure {
+                hook.config
+                    .raw
+                    .insert("on_failure".to_owned(), Value::from(on_failure));
+            }
+            let config = RunnerConfig {
+                default_on_failure: default,
+                plan_only: Some(Arc::from("hookd did not answer in time")),
+                ..config(4)
+            };
+            let fired = fire(
+                &plan(vec![Arc::new(hook)], false),
+                &request(dir.path()),
+                &config,
+            )
+            .await;
+            let result = &fired.results[0];
+            let got = result
+                .output
+                .as_ref()
+                .and_then(|output| output.get("decision"))
+                .and_then(Value::as_str);
+            // A failure allowed by its policy carries no decision: the hook said nothing.
+            assert_eq!(
+                got.unwrap_or("allow"),
+                decision,
+                "{on_failure:?} over {default}"
+            );
+            assert!(
+                result
+                    .error
+                    .as_deref()
+                    .unwrap_or_default()
+                    .contains("did not answer in time"),
+                "{result:?}"
+            );
+        }
+        assert!(!marker.exists(), "a plan-only firing started a hook");
     }
 
     #[tokio::test]

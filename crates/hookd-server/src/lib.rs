@@ -16,7 +16,8 @@
 //! `convert` (engine types to wire types), `audit` (the audit log and its writer thread),
 //! `limits` (the connection limit's saturation log, each connection's in-flight cap),
 //! `background` (async hooks and detached events, run apart from any connection under their
-//! own bound and stop grace).
+//! own bound and stop grace). [`serve_one`] serves one connection in a process of its own
+//! with the same code: the engine the relay falls back on when no daemon answers.
 
 mod audit;
 mod background;
@@ -29,6 +30,7 @@ mod lastgood;
 mod lastrun;
 mod limits;
 mod manage;
+mod oneshot;
 mod registries;
 mod relayed;
 mod results;
@@ -59,6 +61,9 @@ pub use hookd_core::breaker::BreakerSettings;
 pub use hookd_runner::spawn::{OpenFilesLimit, raise_open_files_limit};
 pub use hookd_state::Limits as StateLimits;
 pub use hookd_state::token::{TOKEN_ENV_VAR as STATE_TOKEN_ENV_VAR, TokenKey as StateTokenKey};
+pub use oneshot::{
+    EngineOptions, OneShotError, RecordError, block_on_deep, oneshot_main, serve_one, state_dir,
+};
 pub use socket::{BindError, BoundSocket, bind_socket, bind_socket_file};
 pub use state::{EXPIRY_BATCH, EXPIRY_INTERVAL, default_store_path};
 

@@ -84,6 +84,7 @@ impl Shared {
             envs: Default::default(),
             breakers: Arc::new(hookd_runner::breakers::Breakers::new(config.breaker)),
             shares: Arc::new(SlotShares::new(ShareLimits::for_slots(config.max_hooks))),
+            plan_only: None,
         };
         Shared {
             registries: Registries::new(&config),

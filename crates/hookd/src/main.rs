@@ -128,6 +128,15 @@ struct Args {
     /// counted (one line bigger than this still gets in when nothing waits).
     #[arg(long, value_name = "BYTES", default_value_t = hookd_server::AuditConfig::DEFAULT_QUEUE_BYTES, requires = "audit_log")]
     audit_queue_bytes: usize,
+    /// Answer the one connection on stdin (a connected Unix socket) with the daemon's engine,
+    /// then exit: what hookd-relay runs when no daemon answers. It reads the settings files
+    /// and trust records itself, with the options the daemon of --socket last started with.
+    #[arg(long)]
+    oneshot: bool,
+    /// With --oneshot: run no hook; each decides by its failure policy (what hookd-relay asks
+    /// for when a daemon has the event but has not answered in time).
+    #[arg(long, requires = "oneshot")]
+    plan_only: bool,
     /// Print this man page (roff) and exit.
     #[arg(long, hide = true)]
     man: bool,
@@ -149,7 +158,12 @@ fn main() -> std::process::ExitCode {
             }
         };
     }
-    match serve(args) {
+    let outcome = if args.oneshot {
+        oneshot(args)
+    } else {
+        serve(args)
+    };
+    match outcome {
         Ok(()) => std::process::ExitCode::SUCCESS,
         Err(err) => {
             // One line per cause, never a backtrace: these are the user's errors (a socket in
@@ -184,10 +198,97 @@ fn serve(args: Args) -> anyhow::Result<()> {
     let mut env = process_env();
     let notifier = notify::SystemdNotifier::from_env(&env, std::process::id());
     notify::remove_service_manager_variables(&mut env);
-    let mut config = hookd_server::ServerConfig::new(env);
+    let state_dir = hookd_server::state_dir(&env);
+    let mut config = build_config(&args, env);
     if let Some(notifier) = notifier {
         config.lifecycle = Some(Arc::new(notifier));
     }
+    let engine_options = hookd_server::EngineOptions::from_config(&config);
+
+    let mut builder = if args.threads <= 1 {
+        tokio::runtime::Builder::new_current_thread()
+    } else {
+        let mut builder = tokio::runtime::Builder::new_multi_thread();
+        builder.worker_threads(args.threads);
+        builder
+    };
+    // Every thread that may hold a request has the stack for deeply nested payloads
+    // (`hookd_protocol::MAX_JSON_DEPTH`); it is address space, used only as deep as a
+    // request really goes.
+    let runtime = builder
+        .enable_all()
+        .thread_stack_size(hookd_protocol::DEEP_STACK_BYTES)
+        .build()
+        .context("cannot start the async runtime")?;
+    let served = hookd_server::block_on_deep(runtime, async move {
+        let signals = Signals::install().context("cannot install signal handlers")?;
+        let (listener, bound) = match activated {
+            Some(activated) => {
+                if args.socket.is_some() {
+                    tracing::warn!("--socket is ignored: systemd passed the socket");
+                }
+                if activated.ignored > 0 {
+                    tracing::warn!(
+                        ignored = activated.ignored,
+                        "systemd passed more than one socket; serving only the first"
+                    );
+                }
+                let listener = tokio::net::UnixListener::from_std(activated.listener)
+                    .context("cannot use the socket passed by systemd")?;
+                let path = listener
+                    .local_addr()
+                    .ok()
+                    .and_then(|addr| addr.as_pathname().map(|path| path.display().to_string()))
+                    .unwrap_or_else(|| "(unnamed)".to_owned());
+                tracing::info!(socket = %path, "hookd listening on the socket passed by systemd");
+                (listener, None)
+            }
+            None => {
+                let socket = args
+                    .socket
+                    .unwrap_or_else(hookd_protocol::default_socket_path);
+                let (listener, bound) = hookd_server::bind_socket_file(&socket)
+                    .await
+                    .with_context(|| format!("cannot listen on {}", socket.display()))?;
+                tracing::info!(socket = %socket.display(), "hookd listening");
+                (listener, Some(bound))
+            }
+        };
+        // What the relay's one-shot engine needs to decide as this daemon would, should this
+        // daemon not answer (best effort: the daemon serves either way).
+        let listening = listener
+            .local_addr()
+            .ok()
+            .and_then(|addr| addr.as_pathname().map(PathBuf::from));
+        if let (Some(dir), Some(socket)) = (&state_dir, listening) {
+            let path = hookd_server::EngineOptions::record_path(dir, &socket);
+            if let Err(err) = engine_options.record(&path) {
+                tracing::warn!(%err, path = %path.display(), "cannot record the options for the relay's fallback");
+            }
+        }
+        let cancel = CancellationToken::new();
+        signals.spawn(cancel.clone(), config.control.clone());
+        let result = hookd_server::run(listener, config, cancel).await;
+        // A socket we bound ourselves would make the next start probe a dead path. Only the
+        // file we bound is removed: if the path now holds another socket (systemd's, after
+        // `hookctl service install`), it is left alone. A socket
+        // systemd passed belongs to systemd, which keeps it open for the next start.
+        if let Some(bound) = bound {
+            if !bound.remove_if_unchanged() {
+                tracing::info!(
+                    socket = %bound.path().display(),
+                    "the socket path no longer holds the socket this daemon bound; left it alone"
+                );
+            }
+        }
+        result.context("hookd stopped with an error")
+    });
+    served.context("cannot start the daemon's thread")?
+}
+
+/// The daemon's configuration from its flags and environment (no systemd lifecycle).
+fn build_config(args: &Args, env: HashMap<String, String>) -> hookd_server::ServerConfig {
+    let mut config = hookd_server::ServerConfig::new(env);
     if let Some(n) = args.max_hooks {
         config.max_hooks = n.max(1);
     }
@@ -248,69 +349,19 @@ fn serve(args: Args) -> anyhow::Result<()> {
     }
     config.project_hooks = args.project_hooks;
     config.claude_settings = args.claude_settings;
+    config
+}
 
-    let mut builder = if args.threads <= 1 {
-        tokio::runtime::Builder::new_current_thread()
-    } else {
-        let mut builder = tokio::runtime::Builder::new_multi_thread();
-        builder.worker_threads(args.threads);
-        builder
-    };
-    let runtime = builder
-        .enable_all()
-        .build()
-        .context("cannot start the async runtime")?;
-    runtime.block_on(async move {
-        let signals = Signals::install().context("cannot install signal handlers")?;
-        let (listener, bound) = match activated {
-            Some(activated) => {
-                if args.socket.is_some() {
-                    tracing::warn!("--socket is ignored: systemd passed the socket");
-                }
-                if activated.ignored > 0 {
-                    tracing::warn!(
-                        ignored = activated.ignored,
-                        "systemd passed more than one socket; serving only the first"
-                    );
-                }
-                let listener = tokio::net::UnixListener::from_std(activated.listener)
-                    .context("cannot use the socket passed by systemd")?;
-                let path = listener
-                    .local_addr()
-                    .ok()
-                    .and_then(|addr| addr.as_pathname().map(|path| path.display().to_string()))
-                    .unwrap_or_else(|| "(unnamed)".to_owned());
-                tracing::info!(socket = %path, "hookd listening on the socket passed by systemd");
-                (listener, None)
-            }
-            None => {
-                let socket = args
-                    .socket
-                    .unwrap_or_else(hookd_protocol::default_socket_path);
-                let (listener, bound) = hookd_server::bind_socket_file(&socket)
-                    .await
-                    .with_context(|| format!("cannot listen on {}", socket.display()))?;
-                tracing::info!(socket = %socket.display(), "hookd listening");
-                (listener, Some(bound))
-            }
-        };
-        let cancel = CancellationToken::new();
-        signals.spawn(cancel.clone(), config.control.clone());
-        let result = hookd_server::run(listener, config, cancel).await;
-        // A socket we bound ourselves would make the next start probe a dead path. Only the
-        // file we bound is removed: if the path now holds another socket (systemd's, after
-        // `hookctl service install`), it is left alone. A socket
-        // systemd passed belongs to systemd, which keeps it open for the next start.
-        if let Some(bound) = bound {
-            if !bound.remove_if_unchanged() {
-                tracing::info!(
-                    socket = %bound.path().display(),
-                    "the socket path no longer holds the socket this daemon bound; left it alone"
-                );
-            }
-        }
-        result.context("hookd stopped with an error")
-    })
+/// `hookd --oneshot`: serves the connection on stdin with the daemon's engine and returns.
+fn oneshot(args: Args) -> anyhow::Result<()> {
+    logging::init(args.log_level.as_deref().or(Some("warn")));
+    let socket = args
+        .socket
+        .clone()
+        .unwrap_or_else(hookd_protocol::default_socket_path);
+    let config = build_config(&args, process_env());
+    hookd_server::oneshot_main(config, &socket, args.plan_only)
+        .context("the one-shot engine failed")
 }
 
 /// The process environment; variables that are not UTF-8 are skipped rather than fatal (the

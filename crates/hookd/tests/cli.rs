@@ -125,3 +125,130 @@ fn man_prints_the_man_page() {
         "{page}"
     );
 }
+
+/// Writes one length-prefixed JSON frame.
+fn write_frame(stream: &mut std::os::unix::net::UnixStream, value: &serde_json::Value) {
+    use std::io::Write;
+    let body = value.to_string();
+    let mut frame = (body.len() as u32).to_be_bytes().to_vec();
+    frame.extend_from_slice(body.as_bytes());
+    stream.write_all(&frame).unwrap();
+}
+
+/// Reads one length-prefixed JSON frame.
+fn read_frame(stream: &mut std::os::unix::net::UnixStream) -> serde_json::Value {
+    use std::io::Read;
+    let mut prefix = [0u8; 4];
+    stream.read_exact(&mut prefix).unwrap();
+    let mut body = vec![0u8; u32::from_be_bytes(prefix) as usize];
+    stream.read_exact(&mut body).unwrap();
+    serde_json::from_slice(&body).unwrap()
+}
+
+/// Runs `hookd --oneshot` (plus `extra`) on one event and returns its result frame.
+fn oneshot(dir: &std::path::Path, socket: &std::path::Path, extra: &[&str]) -> serde_json::Value {
+    let (mut ours, theirs) = std::os::unix::net::UnixStream::pair().unwrap();
+    let mut child = Command::new(env!("CARGO_BIN_EXE_hookd"))
+        .args(["--oneshot", "--socket"])
+        .arg(socket)
+        .args(extra)
+        .env("HOME", dir)
+        .env("XDG_STATE_HOME", dir.join("state"))
+        .env_remove("XDG_CONFIG_HOME")
+        .env("GEMINI_CLI_SYSTEM_SETTINGS_PATH", dir.join("none.json"))
+        .stdin(Stdio::from(std::os::fd::OwnedFd::from(theirs)))
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    ours.set_read_timeout(Some(Duration::from_secs(30)))
+        .unwrap();
+    write_frame(
+        &mut ours,
+        &serde_json::json!({"type": "hello", "protocol": hookd_protocol::PROTOCOL_VERSION,
+                            "client": "cli-test"}),
+    );
+    write_frame(
+        &mut ours,
+        &serde_json::json!({"type": "event", "id": 1, "event": "BeforeTool",
+                            "cwd": dir.display().to_string(),
+                            "input": {"tool_name": "run_shell_command",
+                                      "tool_input": {"command": "ls"}}}),
+    );
+    assert_eq!(read_frame(&mut ours)["type"], "hello");
+    let result = read_frame(&mut ours);
+    drop(ours);
+    // Nothing left to serve: the engine exits on its own.
+    assert!(child.wait().unwrap().success());
+    result
+}
+
+#[test]
+fn oneshot_answers_one_connection_with_the_options_the_daemon_recorded() {
+    let dir = tempfile::tempdir().unwrap();
+    let dir = dir.path();
+    let socket = dir.join("run/hookd.sock");
+    let marker = dir.join("ran");
+    // A hook that fails without deciding, after leaving a mark; no on_failure of its own.
+    std::fs::create_dir_all(dir.join(".config/hookd")).unwrap();
+    let hooks = serde_json::json!({"hooks": {"BeforeTool": [{"hooks": [
+        {"name": "flaky", "type": "command",
+         "command": format!("touch '{}'; exit 1", marker.display())}
+    ]}]}});
+    std::fs::write(dir.join(".config/hookd/hooks.json"), hooks.to_string()).unwrap();
+    let decision = |result: &serde_json::Value| {
+        result["final_output"]["decision"]
+            .as_str()
+            .unwrap_or("allow")
+            .to_owned()
+    };
+    // No daemon ever ran on this socket: the defaults (a failure allows, as Gemini CLI).
+    let result = oneshot(dir, &socket, &[]);
+    assert_eq!(result["type"], "result", "{result}");
+    assert_eq!(decision(&result), "allow", "{result}");
+    assert!(marker.exists());
+    // A daemon started with --on-failure deny records it for the engine.
+    let mut daemon = Command::new(env!("CARGO_BIN_EXE_hookd"))
+        .args(["--on-failure", "deny", "--socket"])
+        .arg(&socket)
+        .env("HOME", dir)
+        .env("XDG_STATE_HOME", dir.join("state"))
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    let deadline = Instant::now() + Duration::from_secs(30);
+    while std::os::unix::net::UnixStream::connect(&socket).is_err() {
+        assert!(Instant::now() < deadline, "hookd never listened");
+        std::thread::sleep(Duration::from_millis(10));
+    }
+    let _ = daemon.kill();
+    let _ = daemon.wait();
+    let records: Vec<_> = std::fs::read_dir(dir.join("state/hookd"))
+        .unwrap()
+        .filter_map(Result::ok)
+        .filter(|entry| entry.file_name().to_string_lossy().starts_with("engine-"))
+        .collect();
+    assert_eq!(records.len(), 1);
+    let mode = records[0].metadata().unwrap().permissions().mode();
+    assert_eq!(mode & 0o777, 0o600);
+    std::fs::remove_file(&marker).unwrap();
+    let result = oneshot(dir, &socket, &[]);
+    assert_eq!(decision(&result), "deny", "{result}");
+    assert!(marker.exists());
+    // Plan only: nothing runs, the failure policy decides.
+    std::fs::remove_file(&marker).unwrap();
+    let result = oneshot(dir, &socket, &["--plan-only"]);
+    assert_eq!(decision(&result), "deny", "{result}");
+    assert!(!marker.exists(), "a plan-only engine ran a hook");
+    // Without a socket on stdin it says what it needs, in one line.
+    let output = Command::new(env!("CARGO_BIN_EXE_hookd"))
+        .arg("--oneshot")
+        .stdin(Stdio::null())
+        .output()
+        .unwrap();
+    assert!(!output.status.success());
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(stderr.contains("connected Unix socket"), "{stderr}");
+}
