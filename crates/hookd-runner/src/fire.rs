@@ -56,8 +56,8 @@ use bytes::Bytes;
 use futures_util::StreamExt;
 use futures_util::stream::FuturesUnordered;
 use hookd_core::chain::apply_chain;
-use hookd_core::command::{CommandVars, expand_command};
-use hookd_core::env::hook_environment;
+use hookd_core::command::CommandVars;
+use hookd_core::dialect::Dialect;
 use hookd_core::event::HookEventName;
 use hookd_core::exec::ExecMode;
 use hookd_core::model::{HookEntry, HookType};
@@ -188,7 +188,7 @@ impl Default for RunnerConfig {
     }
 }
 
-/// Hook environments, built once per (client environment, session, hook environment) and
+/// Hook environments, built once per (client environment, session, dialect, hook environment) and
 /// reused: an agent's session fires the same hooks with the same environment over and over,
 /// and building one (tens of variables, as strings and then as the C strings `execve` takes)
 /// costs more than looking it up. Bounded: the least recently used entry makes room.
@@ -206,6 +206,7 @@ struct CachedEnv {
     project_dir: String,
     plans_dir: String,
     session_id: String,
+    dialect: Dialect,
     hook_env: Vec<(String, String)>,
     env: Arc<HookEnv>,
 }
@@ -216,9 +217,11 @@ impl CachedEnv {
         base: &Arc<Vec<(String, String)>>,
         redaction: &Arc<EnvRedaction>,
         vars: &CommandVars<'_>,
+        dialect: Dialect,
         hook_env: &[(String, String)],
     ) -> bool {
-        (Arc::ptr_eq(&self.base, base) || self.base == *base)
+        self.dialect == dialect
+            && (Arc::ptr_eq(&self.base, base) || self.base == *base)
             && (Arc::ptr_eq(&self.redaction, redaction) || self.redaction == *redaction)
             && self.project_dir == vars.project_dir
             && self.plans_dir == vars.plans_dir
@@ -231,20 +234,21 @@ impl EnvCache {
     /// The most environments kept.
     pub const CAPACITY: usize = 64;
 
-    /// The environment of a hook with `hook_env` run for a client whose environment is `base`
-    /// in the session `vars` describe, under the workspace's `redaction` settings:
-    /// `hookd_core::env::hook_environment`, built on first use.
+    /// The environment of a hook of `dialect` with `hook_env` run for a client whose
+    /// environment is `base` in the session `vars` describe, under the workspace's `redaction`
+    /// settings: `Dialect::hook_environment`, built on first use.
     pub fn get(
         &self,
         base: &Arc<Vec<(String, String)>>,
         redaction: &Arc<EnvRedaction>,
         vars: &CommandVars<'_>,
+        dialect: Dialect,
         hook_env: &[(String, String)],
     ) -> Arc<HookEnv> {
         let mut entries = self.entries.lock().unwrap_or_else(PoisonError::into_inner);
         if let Some(index) = entries
             .iter()
-            .rposition(|entry| entry.matches(base, redaction, vars, hook_env))
+            .rposition(|entry| entry.matches(base, redaction, vars, dialect, hook_env))
         {
             // Most recently used last.
             let entry = entries.remove(index);
@@ -252,9 +256,9 @@ impl EnvCache {
             entries.push(entry);
             return env;
         }
-        let env = Arc::new(HookEnv::new(hook_environment(
-            base, redaction, vars, hook_env,
-        )));
+        let env = Arc::new(HookEnv::new(
+            dialect.hook_environment(base, redaction, vars, hook_env),
+        ));
         if entries.len() >= Self::CAPACITY {
             entries.remove(0);
         }
@@ -264,6 +268,7 @@ impl EnvCache {
             project_dir: vars.project_dir.to_owned(),
             plans_dir: vars.plans_dir.to_owned(),
             session_id: vars.session_id.to_owned(),
+            dialect,
             hook_env: hook_env.to_vec(),
             env: Arc::clone(&env),
         });
@@ -841,14 +846,21 @@ impl<'a> Firing<'a> {
         stdin: Bytes,
         timeout: Duration,
     ) -> ProcessSpec {
+        // The host of the hook's dialect decides what its shell is given and which variables
+        // it sees (Gemini CLI's textual `$GEMINI_PROJECT_DIR` rewrite only for Gemini hooks).
+        let dialect = entry.config.dialect();
         ProcessSpec {
             program: self.config.shell.clone(),
-            args: vec!["-c".to_owned(), expand_command(command, &self.vars)],
+            args: vec![
+                "-c".to_owned(),
+                dialect.hook_command(command, &self.vars).into_owned(),
+            ],
             cwd: PathBuf::from(&self.request.base.cwd),
             env: self.config.envs.get(
                 &self.request.env,
                 &self.request.env_redaction,
                 &self.vars,
+                dialect,
                 &entry.config.env,
             ),
             stdin,
