@@ -60,7 +60,10 @@ pub use claude::{
     gemini_tool_input_to_claude, gemini_tool_to_claude, is_valid_claude_matcher,
 };
 pub use gemini::answer_for_gemini;
-pub use relay::is_relay_command;
+pub use relay::{
+    FALLBACK_EXEC_SCRIPT, RELAY_PROGRAM, fallback_command, fallback_original, is_hookd_wiring,
+    is_relay_command, shared_relay_command,
+};
 
 /// What the relay prints and exits with.
 #[derive(Debug, Clone, PartialEq, Eq, Default)]

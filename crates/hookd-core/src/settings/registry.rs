@@ -29,7 +29,9 @@
 //! - **Relay entries.** A command hook that runs `hookctl relay` (see
 //!   [`crate::dialect::is_relay_command`]) is how an agent CLI is wired to hookd, not a hook:
 //!   running it would call the daemon again. It is never registered; an info diagnostic names
-//!   it. So one settings file can hold both the relay wiring and real hooks.
+//!   it. So one settings file can hold both the relay wiring and real hooks. Nor is a guarded
+//!   copy a project install keeps in the host's shared file for machines without hookd
+//!   ([`crate::dialect::fallback_original`]): hookd runs the hook from `.hookd/hooks.json`.
 //! - **Disabled hooks.** A hook whose display name (§1.6) is in the merged disabled list is
 //!   registered disabled: listed by [`Registry::entries`] but never planned. A hook with a
 //!   `name` can therefore only be disabled by that name.
@@ -57,7 +59,7 @@ use serde_json::{Map, Value};
 
 use crate::dialect::Dialect;
 use crate::dialect::condition::Condition;
-use crate::dialect::is_relay_command;
+use crate::dialect::{fallback_original, is_relay_command};
 use crate::event::HookEventName;
 use crate::extension::{self, ExtensionInput};
 use crate::matcher::{MatchContext, Matcher};
@@ -385,6 +387,19 @@ impl Registry {
                     self.diagnostics.push(diagnostic);
                 }
                 for config in &definition.hooks {
+                    // A guarded copy runs only where hookd is absent; hookd runs the hook from
+                    // the project's `.hookd/hooks.json`, so the copy would run it twice.
+                    if let Some(command) = config.command.as_deref().filter(|command| {
+                        config.runs_command() && fallback_original(command).is_some()
+                    }) {
+                        let mut diagnostic = Diagnostic::info(format!(
+                            "{command:?} ({event}) is the copy of a hook for machines without \
+                             hookd; hookd runs the hook from .hookd/hooks.json"
+                        ));
+                        diagnostic.path = origin.path.clone();
+                        self.diagnostics.push(diagnostic);
+                        continue;
+                    }
                     // The relay's own wiring would call the daemon that runs it: never a hook.
                     if let Some(command) = config.command.as_deref().filter(|command| {
                         config.runs_command()
