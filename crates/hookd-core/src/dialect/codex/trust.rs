@@ -21,7 +21,7 @@ use sha2::{Digest, Sha256};
 use toml_edit::{DocumentMut, Item, Table};
 
 use super::names::{codex_event_has_matcher, codex_event_label};
-use crate::dialect::is_relay_command;
+use crate::dialect::is_hookd_wiring;
 
 /// The comment on each trust record hookd writes.
 pub const RECORD_MARK: &str = "# hookd relay entry: trust record kept by hookctl install";
@@ -98,7 +98,8 @@ pub fn codex_trust_key(hooks_file: &Path, event: &str, group: usize, handler: us
     format!("{}:{label}:{group}:{handler}", hooks_file.display())
 }
 
-/// The relay entries of a `hooks.json` text, as (Codex event, trust key, hash).
+/// The entries hookd wrote into a `hooks.json` text (relay entries and a project's guarded
+/// copies), as (Codex event, trust key, hash).
 pub fn relay_records(hooks_file: &Path, text: &str) -> Vec<(String, String, String)> {
     let Ok(Value::Object(root)) = serde_json::from_str::<Value>(text) else {
         return Vec::new();
@@ -124,7 +125,7 @@ pub fn relay_records(hooks_file: &Path, text: &str) -> Vec<(String, String, Stri
                     && handler
                         .get("command")
                         .and_then(Value::as_str)
-                        .is_some_and(is_relay_command);
+                        .is_some_and(is_hookd_wiring);
                 if relay {
                     records.push((
                         event.clone(),
