@@ -61,8 +61,8 @@ pub use claude::{
 };
 pub use gemini::answer_for_gemini;
 pub use relay::{
-    FALLBACK_EXEC_SCRIPT, RELAY_PROGRAM, fallback_command, fallback_original, is_hookd_wiring,
-    is_relay_command, shared_relay_command,
+    FALLBACK_EXEC_SCRIPT, RELAY_PROGRAM, SHARED_RELAY_PREFIX, fallback_command, fallback_original,
+    is_hookd_wiring, is_relay_command, is_shared_relay_command, shared_relay_command,
 };
 
 /// What the relay prints and exits with.

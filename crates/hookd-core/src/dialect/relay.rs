@@ -52,7 +52,16 @@ pub fn fallback_original(command: &str) -> Option<&str> {
 /// itself (`exec`), and an answer of nothing (exit 0, no output) where it is not, so a
 /// machine without hookd sees no failed hook.
 pub fn shared_relay_command(relay: &str) -> String {
-    format!("! command -v {RELAY_PROGRAM} >/dev/null 2>&1 || exec {relay}")
+    format!("{SHARED_RELAY_PREFIX}{relay}")
+}
+
+/// What a relay entry of a shared project file starts with ([`shared_relay_command`]).
+pub const SHARED_RELAY_PREFIX: &str = "! command -v hookd-relay >/dev/null 2>&1 || exec ";
+
+/// Whether `command` is a relay entry in the shared form, which says nothing where
+/// `hookd-relay` is not on `PATH`.
+pub fn is_shared_relay_command(command: &str) -> bool {
+    command.starts_with(SHARED_RELAY_PREFIX) && is_relay_command(command)
 }
 
 /// Whether `command` is hookd's own wiring: a relay entry ([`is_relay_command`]) or a
@@ -220,6 +229,11 @@ mod tests {
             "! command -v hookd-relay >/dev/null 2>&1 || exec hookd-relay PreToolUse --dialect claude"
         );
         assert!(is_relay_command(&relay));
+        assert!(is_shared_relay_command(&relay));
+        assert!(!is_shared_relay_command("hookd-relay PreToolUse"));
+        assert!(!is_shared_relay_command(
+            "! command -v hookd-relay >/dev/null 2>&1 || exec ./x"
+        ));
         for original in ["./guard.sh", "python3 g.py # why\n", "a && { b; }", ""] {
             let copy = fallback_command(original);
             assert_eq!(fallback_original(&copy), Some(original), "{original:?}");
