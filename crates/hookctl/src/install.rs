@@ -688,7 +688,8 @@ fn rewire(
         let _ = writeln!(
             report,
             "warning: hookd-relay is not on PATH; the relay entries in {} run `hookd-relay` \
-             from PATH (they are shared with the project), so add {} to PATH.",
+             from PATH (they are shared with the project), and until it is there the CLI runs \
+             its own copies of the moved hooks instead of hookd: add {} to PATH.",
             target.host_file.display(),
             Path::new(&locations.exe).parent().map_or_else(
                 || "its directory".to_owned(),
