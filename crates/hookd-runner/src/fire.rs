@@ -1371,6 +1371,44 @@ mod tests {
     }
 
     #[tokio::test]
+    async fn each_hook_gets_its_own_hosts_variables_and_command_line() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let project = dir.path().to_str().expect("utf-8");
+        let line =
+            "echo '$CLAUDE_PROJECT_DIR'; env | grep -E '^(GEMINI|CLAUDE)_' | sort | tr '\\n' ' '";
+        // (dialect, what the hook prints)
+        let cases = [
+            (
+                "gemini",
+                format!(
+                    "{project}\nCLAUDE_PROJECT_DIR={project} GEMINI_CWD={project} \
+                     GEMINI_PLANS_DIR=/plans GEMINI_PROJECT_DIR={project} GEMINI_SESSION_ID=s-1 "
+                ),
+            ),
+            (
+                "claude",
+                format!("$CLAUDE_PROJECT_DIR\nCLAUDE_PROJECT_DIR={project} "),
+            ),
+            ("codex", "$CLAUDE_PROJECT_DIR\n".to_owned()),
+        ];
+        for (dialect, expected) in cases {
+            let mut hook = (*command(line)).clone();
+            hook.config
+                .raw
+                .insert("dialect".to_owned(), Value::from(dialect));
+            let mut request = request(dir.path());
+            // A relayed event's base environment is the relaying host's hook environment.
+            request.env = Arc::new(vec![
+                ("PATH".to_owned(), PATH.to_owned()),
+                ("GEMINI_CWD".to_owned(), "/relay".to_owned()),
+                ("CLAUDE_PROJECT_DIR".to_owned(), "/relay".to_owned()),
+            ]);
+            let fired = fire(&plan(vec![Arc::new(hook)], false), &request, &config(4)).await;
+            assert_eq!(stdouts(&fired.results), [expected.as_str()], "{dialect}");
+        }
+    }
+
+    #[tokio::test]
     async fn hooks_run_in_the_session_directory_with_their_timeout() {
         let dir = tempfile::tempdir().expect("tempdir");
         let mut slow = (*command("sleep 30")).clone();
