@@ -850,7 +850,9 @@ impl<'a> Firing<'a> {
         // it sees (Gemini CLI's textual `$GEMINI_PROJECT_DIR` rewrite only for Gemini hooks).
         let dialect = entry.config.dialect();
         ProcessSpec {
-            program: self.config.shell.clone(),
+            program: dialect
+                .hook_shell()
+                .map_or_else(|| self.config.shell.clone(), PathBuf::from),
             args: vec![
                 "-c".to_owned(),
                 dialect.hook_command(command, &self.vars).into_owned(),

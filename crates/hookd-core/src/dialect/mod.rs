@@ -159,6 +159,14 @@ pub trait HostDialect: Send + Sync + 'static {
         Cow::Borrowed(command)
     }
 
+    /// The shell that runs a hook's command line as `<shell> -c LINE`, when it is not bash
+    /// (Claude Code starts its hooks with Node's `shell: true`: `/bin/sh`); `None`: bash, as
+    /// Gemini CLI and Codex CLI run them. A different shell is a different language (`[[`,
+    /// `$'...'`) and sets different variables (`SHLVL`, `_`).
+    fn hook_shell(&self) -> Option<&'static str> {
+        None
+    }
+
     /// Whether the host expands `$NAME`, `${NAME}` and `${NAME:-default}` in the strings of
     /// its settings files when it loads them (Gemini CLI does); a hook of a dialect that does
     /// not is read from hookd's files as written. Default: no.
@@ -592,6 +600,9 @@ mod tests {
         ];
         for (dialect, expected, expands) in cases {
             assert_eq!(dialect.hook_command(line, &vars), expected, "{dialect}");
+            // Only Claude Code runs its hooks with another shell than bash.
+            let shell = (dialect == Dialect::CLAUDE).then_some("/bin/sh");
+            assert_eq!(dialect.hook_shell(), shell, "{dialect}");
             assert_eq!(dialect.expands_settings_strings(), expands, "{dialect}");
         }
     }

@@ -109,6 +109,11 @@ impl HostDialect for Claude {
     /// session, `CLAUDECODE`, `CLAUDE_CODE_SESSION_ID`, `CLAUDE_ENV_FILE` on some events, ...,
     /// which reach a relayed hook through the relay's environment, where Claude Code set
     /// them). It rewrites no shell-form command line: the shell reads the variable.
+    fn hook_shell(&self) -> Option<&'static str> {
+        // Claude Code 2.1.328 spawns a shell-form hook with `shell: true`: `/bin/sh -c LINE`.
+        Some("/bin/sh")
+    }
+
     fn hook_variables<'a>(
         &self,
         vars: &crate::command::CommandVars<'a>,
