@@ -242,12 +242,16 @@ class CodexAsking(Codex):
     """Codex CLI run so that a command needs approval (a read-only sandbox, approval on
     request), which is when it fires PermissionRequest."""
 
+    def prepare(self, w):
+        super().prepare(w)
+        text = self.config_path(w).read_text()
+        self.config_path(w).write_text(
+            'approval_policy = "on-request"\nsandbox_mode = "read-only"\napprovals_reviewer = "auto_review"\n' + text)
+
     def args(self, prompt):
         return [
             "exec", "--skip-git-repo-check",
             "-c", 'model_providers.interop.base_url="%s/v1"' % self.model_url,
-            "-c", 'approval_policy="on-request"',
-            "-c", 'sandbox_mode="read-only"',
             "-C", str(self.world.proj), prompt,
         ]
 
@@ -262,7 +266,7 @@ def codex_permission_request(ctx, host):
         "sandbox_permissions": "require_escalated", "justification": "write a marker"}},
         {"text": ["finished"]}]
     facts = codex_run_both(ctx, host, "permreq", [("PermissionRequest", "Bash", "perm", answers)], turns,
-                           host_for_run=CodexAsking())
+                           host_for_run=CodexAsking(host.argv))
     v.check("native: the PermissionRequest hook ran (reference sane)",
             any(e[1] == "PermissionRequest" for e in facts["native"]["events"]), str(facts["native"]["events"]))
     v.same("events the hook saw", facts["native"]["events"], facts["hookd"]["events"])
