@@ -708,9 +708,12 @@ fn rewire(
             relay.display()
         );
     }
-    let shared = target.scope == InstallScope::Project;
-    let mut relay_hooks = relay_entries(target.host, &program, socket, &wiring, shared);
-    if shared {
+    // The relay from PATH is written in the form that says nothing where it is not there,
+    // in a user file too: a CLI that reads a user and a project file runs identical commands
+    // once, so the two entries must be the same text.
+    let from_path = program == RELAY_BINARY;
+    let mut relay_hooks = relay_entries(target.host, &program, socket, &wiring, from_path);
+    if target.scope == InstallScope::Project {
         keep_in_host(&mut relay_hooks, fallback_copies(kept.moved, hookd_text));
     }
     let kept_count = keep_in_host(&mut relay_hooks, kept.definitions);
@@ -1960,15 +1963,15 @@ fn is_wiring_hook(hook: &Value) -> bool {
 }
 
 /// The host's new `hooks`: one relay entry per wired event. `--socket` rides along in the
-/// command, so the relay asks the daemon the install was made for. In a project's `shared`
-/// file the entry answers nothing where `hookd-relay` is not on `PATH`
-/// ([`dialect::shared_relay_command`]).
+/// command, so the relay asks the daemon the install was made for. With `from_path` (the
+/// relay run as `hookd-relay` from `PATH`, always so in a project's shared file) the entry
+/// answers nothing where `hookd-relay` is not on `PATH` ([`dialect::shared_relay_command`]).
 fn relay_entries(
     host: Host,
     program: &str,
     socket: Option<&str>,
     wiring: &[WireEntry],
-    shared: bool,
+    from_path: bool,
 ) -> Value {
     let socket = socket
         .map(|socket| format!(" --socket {}", hookd_core::command::shell_quote(socket)))
@@ -1984,7 +1987,7 @@ fn relay_entries(
             format!(" --dialect {}", host.as_str())
         };
         let mut command = format!("{program} {event}{dialect}{socket}");
-        if shared {
+        if from_path {
             command = dialect::shared_relay_command(&command);
         }
         let relay = host.relay_handler(event, &command, entry.timeout_ms);

@@ -391,9 +391,10 @@ fn relay_entries_carry_the_socket_and_project_files_use_the_relay_from_path() {
     );
     assert!(run.ok, "{}{}", run.stdout, run.stderr);
     assert!(!run.stdout.contains("not on PATH"), "{}", run.stdout);
+    // The same text as the project's entry: a CLI reading both files runs it once.
     assert_eq!(
         parse(&home.home.join(".gemini/settings.json"))["hooks"]["BeforeTool"][0]["hooks"][0]["command"],
-        json!("hookd-relay BeforeTool --socket '/run/my hookd.sock'")
+        parse(&settings)["hooks"]["BeforeTool"][0]["hooks"][0]["command"]
     );
 }
 
