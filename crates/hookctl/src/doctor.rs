@@ -479,9 +479,17 @@ fn check_wiring(project: &Path, findings: &mut Vec<Finding>) {
         ));
     }
     let mut programs: BTreeMap<String, Vec<String>> = BTreeMap::new();
+    // Whether every entry running a program is in the shared form, which answers nothing
+    // (rather than failing) where the program is not on PATH.
+    let mut all_shared: BTreeMap<String, bool> = BTreeMap::new();
     for install in &installed {
         for command in &install.commands {
             if let Some(program) = relay_program(command) {
+                let shared = hookd_core::dialect::is_shared_relay_command(command);
+                all_shared
+                    .entry(program.clone())
+                    .and_modify(|all| *all &= shared)
+                    .or_insert(shared);
                 programs
                     .entry(program)
                     .or_default()
@@ -495,11 +503,17 @@ fn check_wiring(project: &Path, findings: &mut Vec<Finding>) {
         files.dedup();
         let Some(path) = find_program(program) else {
             wiring_problems = true;
+            let effect = if all_shared.get(program).copied().unwrap_or(false) {
+                "the CLI relays nothing and hookd's hooks do not run for it (a project file's \
+                 guarded copies run instead)"
+            } else {
+                "every relayed event fails in the CLI"
+            };
             findings.push(Finding::problem(
                 "wiring",
                 format!(
                     "the relay entries in {} run `{program}`, which is not an executable on PATH: \
-                     every relayed event fails in the CLI",
+                     {effect}",
                     files.join(", ")
                 ),
                 "install the binaries on PATH (`cargo install --locked --path crates/hookctl`), \
