@@ -266,13 +266,8 @@ mod tests {
     #[test]
     fn foreign_variables_leave_the_base_but_not_the_hooks_own_env() {
         // (base, set, foreign, hook env, expected)
-        let cases: [(
-            &[(&str, &str)],
-            &[(&str, &str)],
-            &[&str],
-            &[(&str, &str)],
-            &[(&str, &str)],
-        ); 4] = [
+        type Pairs = &'static [(&'static str, &'static str)];
+        let cases: [(Pairs, Pairs, &[&str], Pairs, Pairs); 4] = [
             // A Claude hook relayed by Gemini CLI: Gemini's variables go, Claude's stays.
             (
                 &[

@@ -309,7 +309,9 @@ pub fn codex_matcher(matchers: &[Option<String>], hookd_names: bool) -> Option<S
     let mut names: Vec<String> = Vec::new();
     for matcher in matchers {
         let matcher = matcher.as_deref()?;
-        if !hookd_names && !(matcher.starts_with('^') && matcher.ends_with('$')) {
+        // Codex's own names come from a converted matcher, which is anchored.
+        let anchored = matcher.starts_with('^') && matcher.ends_with('$');
+        if !(hookd_names || anchored) {
             return None;
         }
         for name in super::wiring::tool_names(matcher)? {
@@ -478,7 +480,13 @@ mod tests {
         );
         // (hooks' stdouts in declared order, the permissionDecision Codex reads, its reason,
         // the command it runs when rewritten)
-        let cases: [(Vec<&str>, Option<&str>, Option<&str>, Option<&str>); 5] = [
+        type Case<'a> = (
+            Vec<&'a str>,
+            Option<&'a str>,
+            Option<&'a str>,
+            Option<&'a str>,
+        );
+        let cases: [Case<'_>; 5] = [
             // Two denies: the first declared hook's reason, alone.
             (
                 vec![&first, &second],
