@@ -1601,6 +1601,41 @@ mod tests {
     }
 
     #[test]
+    fn guarded_copies_of_a_project_install_are_never_registered() {
+        let copy = crate::dialect::fallback_command("./guard.sh");
+        let shared = crate::dialect::shared_relay_command("hookd-relay BeforeTool");
+        // (command, registered as a hook, what the info diagnostic says)
+        let cases = [
+            (
+                copy.as_str(),
+                false,
+                "is the copy of a hook for machines without hookd",
+            ),
+            (shared.as_str(), false, "is handled by hookd"),
+            // Only the exact text install writes is a copy.
+            (
+                "command -v hookd-relay >/dev/null 2>&1 || { ./guard.sh; }",
+                true,
+                "",
+            ),
+        ];
+        for (command, registered, noted) in cases {
+            let text = before_tool(&[("guard", command), ("other", "./other.sh")]);
+            let registry = Registry::build(&input(vec![layer(Source::Project, &text)], vec![]));
+            let mut expected = Vec::new();
+            if registered {
+                expected.push("BeforeTool project guard".to_owned());
+            }
+            expected.push("BeforeTool project other".to_owned());
+            assert_eq!(entries(&registry), expected, "{command}");
+            let said = registry.diagnostics().iter().any(|d| {
+                d.severity == Severity::Info && !noted.is_empty() && d.message.contains(noted)
+            });
+            assert_eq!(said, !registered, "{command}: {:?}", registry.diagnostics());
+        }
+    }
+
+    #[test]
     fn after_model_plans_put_builtin_filters_first() {
         let after_model = |hooks: Value| json!({"hooks": {"AfterModel": [{"hooks": hooks}]}});
         let project = after_model(json!([
