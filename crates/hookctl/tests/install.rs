@@ -1354,3 +1354,64 @@ fn a_project_install_keeps_the_hooks_running_on_a_machine_without_hookd() {
         assert_eq!(hook_objects(&host_file), Vec::new(), "{host}");
     }
 }
+
+#[test]
+fn doctor_names_relay_entries_in_a_shared_project_file() {
+    let home = Home::new();
+    let settings = home.project.join(".claude/settings.json");
+    home.write(&settings, CLAUDE_PROJECT);
+    let path = path_with_hookctl();
+    let run = home.hookctl_with_path(
+        &["install", "--host", "claude", "--scope", "project", "--yes"],
+        &path,
+    );
+    assert!(run.ok, "{}{}", run.stdout, run.stderr);
+    let socket = home.root.join("no-daemon.sock").display().to_string();
+    let shared = |path: &str| -> Vec<(String, String)> {
+        // No daemon runs: doctor says so (exit 1), and still checks the files.
+        let run = home.hookctl_with_path(&["--socket", &socket, "doctor", "--json"], path);
+        let report: Value = serde_json::from_str(&run.stdout).unwrap();
+        report["findings"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .filter(|finding| finding["check"] == "shared")
+            .map(|finding| {
+                (
+                    finding["status"].as_str().unwrap().to_owned(),
+                    finding["message"].as_str().unwrap().to_owned(),
+                )
+            })
+            .collect()
+    };
+    let found = shared(&path);
+    assert_eq!(found.len(), 1, "{found:?}");
+    assert_eq!(found[0].0, "note", "{found:?}");
+    assert!(
+        found[0].1.contains("1 relay entry") && found[0].1.contains("1 guarded copy"),
+        "{found:?}"
+    );
+    assert!(found[0].1.contains("hookd runs the hooks"), "{found:?}");
+    let found = shared("/usr/bin:/bin");
+    assert!(
+        found[0].1.contains("the CLI runs the copies itself"),
+        "{found:?}"
+    );
+
+    // The bare form an older hookctl wrote: a problem; installing again rewrites it.
+    let text = std::fs::read_to_string(&settings).unwrap();
+    std::fs::write(
+        &settings,
+        text.replace("! command -v hookd-relay >/dev/null 2>&1 || exec ", ""),
+    )
+    .unwrap();
+    let found = shared(&path);
+    assert_eq!(found[0].0, "problem", "{found:?}");
+    assert!(found[0].1.contains("command not found"), "{found:?}");
+    let run = home.hookctl_with_path(
+        &["install", "--host", "claude", "--scope", "project", "--yes"],
+        &path,
+    );
+    assert!(run.ok, "{}{}", run.stdout, run.stderr);
+    assert_eq!(shared(&path)[0].0, "note");
+}
