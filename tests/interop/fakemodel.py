@@ -78,7 +78,8 @@ def openai_events(turn, index):
             "id": "fc_%d" % index,
             "call_id": "call_%d" % index,
             "name": "exec_command",
-            "arguments": json.dumps({"cmd": turn["tool"]}),
+            # "tool_args": more arguments of Codex's shell tool (`sandbox_permissions`, ...).
+            "arguments": json.dumps(dict({"cmd": turn["tool"]}, **(turn.get("tool_args") or {}))),
             "status": "completed",
         }
     else:

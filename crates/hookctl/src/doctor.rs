@@ -30,6 +30,7 @@ use std::time::Duration;
 use hookd_client::{Client, ConnectOptions};
 use hookd_protocol::{ListResponse, Severity, StatusResponse};
 use serde::Serialize;
+use serde_json::Value;
 
 #[path = "doctor_fallback.rs"]
 mod fallback;
@@ -158,6 +159,7 @@ pub async fn diagnose(socket: &Path, project: &Path) -> Report {
         daemon.is_some(),
         &mut findings,
     );
+    check_shared_files(project, &mut findings);
     match &daemon {
         Some((client, status)) => match client.list(project.display().to_string()).await {
             Ok(listing) => {
@@ -487,9 +489,17 @@ fn check_wiring(project: &Path, findings: &mut Vec<Finding>) {
         ));
     }
     let mut programs: BTreeMap<String, Vec<String>> = BTreeMap::new();
+    // Whether every entry running a program is in the shared form, which answers nothing
+    // (rather than failing) where the program is not on PATH.
+    let mut all_shared: BTreeMap<String, bool> = BTreeMap::new();
     for install in &installed {
         for command in &install.commands {
             if let Some(program) = relay_program(command) {
+                let shared = hookd_core::dialect::is_shared_relay_command(command);
+                all_shared
+                    .entry(program.clone())
+                    .and_modify(|all| *all &= shared)
+                    .or_insert(shared);
                 programs
                     .entry(program)
                     .or_default()
@@ -503,11 +513,17 @@ fn check_wiring(project: &Path, findings: &mut Vec<Finding>) {
         files.dedup();
         let Some(path) = find_program(program) else {
             wiring_problems = true;
+            let effect = if all_shared.get(program).copied().unwrap_or(false) {
+                "the CLI relays nothing and hookd's hooks do not run for it (a project file's \
+                 guarded copies run instead)"
+            } else {
+                "every relayed event fails in the CLI"
+            };
             findings.push(Finding::problem(
                 "wiring",
                 format!(
                     "the relay entries in {} run `{program}`, which is not an executable on PATH: \
-                     every relayed event fails in the CLI",
+                     {effect}",
                     files.join(", ")
                 ),
                 "install the binaries on PATH (`cargo install --locked --path crates/hookctl`), \
@@ -552,6 +568,92 @@ fn check_wiring(project: &Path, findings: &mut Vec<Finding>) {
             format!(
                 "relay entries in step with hookd's hooks: {}",
                 described.join("; ")
+            ),
+        ));
+    }
+}
+
+/// `shared`: relay entries in a project's shared settings files (`.gemini/settings.json`,
+/// `.claude/settings.json`, `.codex/hooks.json`, usually committed), which every clone of
+/// the project runs, with or without hookd. An entry in the bare form (`hookd-relay EVENT`)
+/// is a problem: where `hookd-relay` is not on `PATH` the CLI gets "command not found", a
+/// non-blocking error, and the project's hooks, moved into `.hookd/hooks.json`, do not run.
+/// The shared form answers nothing there and the guarded copies run the hooks instead: a
+/// note says which of the two this machine gets.
+fn check_shared_files(project: &Path, findings: &mut Vec<Finding>) {
+    let relay_on_path = find_program(crate::install::RELAY_BINARY).is_some();
+    for dialect in hookd_core::dialect::Dialect::ALL {
+        let file = dialect.project_settings_file(project);
+        let text = crate::read_settings_text_or_empty(&file);
+        let Ok(Value::Object(root)) = hookd_core::jsonc::parse(&text) else {
+            continue;
+        };
+        let commands: Vec<String> = root
+            .get("hooks")
+            .and_then(Value::as_object)
+            .into_iter()
+            .flat_map(|hooks| hooks.values())
+            .filter_map(Value::as_array)
+            .flatten()
+            .filter_map(|definition| definition.get("hooks").and_then(Value::as_array))
+            .flatten()
+            .filter_map(|hook| hook.get("command").and_then(Value::as_str))
+            .map(str::to_owned)
+            .collect();
+        let relays: Vec<&String> = commands
+            .iter()
+            .filter(|command| hookd_core::dialect::is_relay_command(command))
+            .collect();
+        if relays.is_empty() {
+            continue;
+        }
+        let bare = relays
+            .iter()
+            .filter(|command| !hookd_core::dialect::is_shared_relay_command(command))
+            .count();
+        let copies = commands
+            .iter()
+            .filter(|command| hookd_core::dialect::fallback_original(command).is_some())
+            .count();
+        if bare > 0 {
+            findings.push(Finding::problem(
+                "shared",
+                format!(
+                    "{} (shared with the project) has {bare} relay entr{} of the bare form \
+                     (`hookd-relay EVENT`): where hookd-relay is not on PATH the CLI gets \
+                     \"command not found\" and {} does not run the project's hooks, which \
+                     are in {}",
+                    file.display(),
+                    if bare == 1 { "y" } else { "ies" },
+                    dialect.product(),
+                    project.join(".hookd/hooks.json").display()
+                ),
+                format!(
+                    "`hookctl install --host {} --scope project --cwd {}` again: the entries then \
+                     answer nothing without hookd, and each moved hook keeps a copy {} runs \
+                     where hookd is not installed",
+                    dialect.name(),
+                    project.display(),
+                    dialect.product()
+                ),
+            ));
+            continue;
+        }
+        let here = if relay_on_path {
+            "hookd-relay is on PATH here, so hookd runs the hooks and the copies do nothing"
+        } else {
+            "hookd-relay is not on PATH here, so the relay entries do nothing and the CLI runs \
+             the copies itself"
+        };
+        findings.push(Finding::note(
+            "shared",
+            format!(
+                "{} (shared with the project) has {} relay entr{} for machines with hookd and \
+                 {copies} guarded cop{} of the moved hooks for machines without it; {here}",
+                file.display(),
+                relays.len(),
+                if relays.len() == 1 { "y" } else { "ies" },
+                if copies == 1 { "y" } else { "ies" },
             ),
         ));
     }

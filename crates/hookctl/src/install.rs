@@ -538,12 +538,21 @@ pub fn install(
     let socket = socket
         .map(|socket| socket.display().to_string())
         .or_else(|| manifest.socket.clone());
+    let all_moved: Vec<MovedDefinition> = manifest
+        .moved
+        .iter()
+        .chain(&moved_records)
+        .cloned()
+        .collect();
     let (new_host_text, wiring) = rewire(
         &target,
         locations,
         &host_text,
         &host_root,
-        split.kept,
+        Kept {
+            definitions: split.kept,
+            moved: &all_moved,
+        },
         &new_hookd_text,
         socket.as_deref(),
         &mut report,
@@ -649,16 +658,25 @@ pub fn install(
     Ok(report)
 }
 
+/// What stays in the host file beside the relay entries.
+struct Kept<'a> {
+    /// Definitions hookd cannot run (host event → definitions).
+    definitions: Map<String, Value>,
+    /// Every definition the installs of this target moved: in a project's shared file each
+    /// keeps a guarded copy ([`fallback_copies`]).
+    moved: &'a [MovedDefinition],
+}
+
 /// The host file's text with fresh relay entries (for the hooks hookd's files have once
-/// `hookd_text` is this target's hookd file) followed by the `kept` definitions, and the
-/// wiring it holds.
+/// `hookd_text` is this target's hookd file), then, for a project, the guarded copies of the
+/// moved hooks, then the `kept` definitions, and the wiring it holds.
 #[allow(clippy::too_many_arguments)]
 fn rewire(
     target: &Target,
     locations: &Locations,
     host_text: &str,
     host_root: &Map<String, Value>,
-    kept: Map<String, Value>,
+    kept: Kept<'_>,
     hookd_text: &str,
     socket: Option<&str>,
     report: &mut String,
@@ -670,7 +688,8 @@ fn rewire(
         let _ = writeln!(
             report,
             "warning: hookd-relay is not on PATH; the relay entries in {} run `hookd-relay` \
-             from PATH (they are shared with the project), so add {} to PATH.",
+             from PATH (they are shared with the project), and until it is there the CLI runs \
+             its own copies of the moved hooks instead of hookd: add {} to PATH.",
             target.host_file.display(),
             Path::new(&locations.exe).parent().map_or_else(
                 || "its directory".to_owned(),
@@ -689,8 +708,15 @@ fn rewire(
             relay.display()
         );
     }
-    let mut relay_hooks = relay_entries(target.host, &program, socket, &wiring);
-    let kept_count = keep_in_host(&mut relay_hooks, kept);
+    // The relay from PATH is written in the form that says nothing where it is not there,
+    // in a user file too: a CLI that reads a user and a project file runs identical commands
+    // once, so the two entries must be the same text.
+    let from_path = program == RELAY_BINARY;
+    let mut relay_hooks = relay_entries(target.host, &program, socket, &wiring, from_path);
+    if target.scope == InstallScope::Project {
+        keep_in_host(&mut relay_hooks, fallback_copies(kept.moved, hookd_text));
+    }
+    let kept_count = keep_in_host(&mut relay_hooks, kept.definitions);
     if kept_count > 0 {
         let _ = writeln!(
             report,
@@ -937,7 +963,7 @@ pub fn wiring(host: Host, layers: &[SettingsLayer]) -> Vec<WireEntry> {
                 if config
                     .command
                     .as_deref()
-                    .is_some_and(dialect::is_relay_command)
+                    .is_some_and(dialect::is_hookd_wiring)
                 {
                     continue;
                 }
@@ -1010,7 +1036,10 @@ pub fn sync(args: &SyncArgs, locations: &Locations) -> anyhow::Result<String> {
             locations,
             &host_text,
             &host_root,
-            kept,
+            Kept {
+                definitions: kept,
+                moved: &manifest.moved,
+            },
             &hookd_text,
             manifest.socket.as_deref(),
             &mut report,
@@ -1621,12 +1650,7 @@ fn without_relay_entries(hooks: Option<&Value>) -> Map<String, Value> {
             };
             let remaining: Vec<Value> = list
                 .iter()
-                .filter(|hook| {
-                    !hook
-                        .get("command")
-                        .and_then(Value::as_str)
-                        .is_some_and(dialect::is_relay_command)
-                })
+                .filter(|hook| !is_wiring_hook(hook))
                 .cloned()
                 .collect();
             if remaining.len() == list.len() {
@@ -1776,8 +1800,7 @@ fn divide_definition(host: Host, definition: Value) -> (Option<Value>, Option<Va
     let mut moving = Vec::new();
     let mut staying = Vec::new();
     for hook in hooks {
-        let command = hook.get("command").and_then(Value::as_str);
-        if command.is_some_and(dialect::is_relay_command) {
+        if is_wiring_hook(hook) {
             continue;
         }
         let runs_command = hook.get("type").and_then(Value::as_str) == Some("command");
@@ -1843,9 +1866,113 @@ fn keep_in_host(relay_hooks: &mut Value, kept: Map<String, Value>) -> usize {
     count
 }
 
+/// The guarded copies, for a project's shared host file, of the `moved` definitions whose
+/// hooks hookd's file (`hookd_text`) still holds as they were moved: each hook's command runs
+/// only where `hookd-relay` is not on `PATH` (a teammate's machine without hookd), so the
+/// project's hooks run there as the CLI would run them, and nowhere twice. A moved hook
+/// edited or removed in hookd's file since has no copy (the host's form of the edit is not
+/// known).
+fn fallback_copies(moved: &[MovedDefinition], hookd_text: &str) -> Map<String, Value> {
+    let hookd_root: Map<String, Value> = hookd_core::jsonc::parse(hookd_text)
+        .ok()
+        .and_then(|value| match value {
+            Value::Object(root) => Some(root),
+            _ => None,
+        })
+        .unwrap_or_default();
+    let hookd_hooks = hookd_root.get("hooks").and_then(Value::as_object);
+    let still_there = |event: &str, definition: &Value| {
+        hookd_hooks
+            .and_then(|hooks| hooks.get(event))
+            .and_then(Value::as_array)
+            .is_some_and(|list| list.contains(definition))
+    };
+    let mut copies = Map::new();
+    for record in moved {
+        if record.hookd.is_empty()
+            || !record
+                .hookd
+                .iter()
+                .all(|(event, definition)| still_there(event, definition))
+        {
+            continue;
+        }
+        let copy = guarded_definition(&record.host_definition);
+        let list = copies
+            .entry(record.host_event.clone())
+            .or_insert_with(|| Value::Array(Vec::new()));
+        if let Value::Array(list) = list
+            && !list.contains(&copy)
+        {
+            list.push(copy);
+        }
+    }
+    copies
+}
+
+/// A host definition whose command hooks run only where `hookd-relay` is not on `PATH`: a
+/// shell-form command becomes `command -v hookd-relay >/dev/null 2>&1 || { COMMAND\n}`, an
+/// exec-form one (`command` and `args`, Claude Code) `sh -c GUARD COMMAND ARGS...`, which
+/// execs the program with its arguments as given. Everything else is kept as it is.
+fn guarded_definition(definition: &Value) -> Value {
+    let mut copy = definition.clone();
+    let Some(Value::Array(hooks)) = copy.get_mut("hooks") else {
+        return copy;
+    };
+    for hook in hooks.iter_mut() {
+        let Value::Object(hook) = hook else {
+            continue;
+        };
+        let Some(Value::String(command)) = hook.get("command").cloned() else {
+            continue;
+        };
+        match hook.get("args").cloned() {
+            Some(Value::Array(args)) => {
+                let mut guarded = vec![
+                    Value::from("-c"),
+                    Value::from(dialect::FALLBACK_EXEC_SCRIPT),
+                    Value::from(command),
+                ];
+                guarded.extend(args);
+                hook.insert("command".to_owned(), Value::from("sh"));
+                hook.insert("args".to_owned(), Value::Array(guarded));
+            }
+            _ => {
+                hook.insert(
+                    "command".to_owned(),
+                    Value::from(dialect::fallback_command(&command)),
+                );
+            }
+        }
+    }
+    copy
+}
+
+/// Whether a hook object of a host file is hookd's own wiring: a relay entry or a guarded
+/// copy, in either form ([`guarded_definition`]).
+fn is_wiring_hook(hook: &Value) -> bool {
+    let command = hook.get("command").and_then(Value::as_str);
+    if command.is_some_and(dialect::is_hookd_wiring) {
+        return true;
+    }
+    let args = hook.get("args").and_then(Value::as_array);
+    command == Some("sh")
+        && args.is_some_and(|args| {
+            args.len() >= 3 && args[0] == "-c" && args[1] == dialect::FALLBACK_EXEC_SCRIPT
+        })
+}
+
 /// The host's new `hooks`: one relay entry per wired event. `--socket` rides along in the
-/// command, so the relay asks the daemon the install was made for.
-fn relay_entries(host: Host, program: &str, socket: Option<&str>, wiring: &[WireEntry]) -> Value {
+/// command, so the relay asks the daemon the install was made for. With `from_path` (the
+/// relay run as `hookd-relay` from `PATH`, always so in a project's shared file) the entry
+/// answers nothing where `hookd-relay` is not on `PATH` ([`dialect::shared_relay_command`]).
+fn relay_entries(
+    host: Host,
+    program: &str,
+    socket: Option<&str>,
+    wiring: &[WireEntry],
+    from_path: bool,
+) -> Value {
     let socket = socket
         .map(|socket| format!(" --socket {}", hookd_core::command::shell_quote(socket)))
         .unwrap_or_default();
@@ -1859,7 +1986,10 @@ fn relay_entries(host: Host, program: &str, socket: Option<&str>, wiring: &[Wire
         } else {
             format!(" --dialect {}", host.as_str())
         };
-        let command = format!("{program} {event}{dialect}{socket}");
+        let mut command = format!("{program} {event}{dialect}{socket}");
+        if from_path {
+            command = dialect::shared_relay_command(&command);
+        }
         let relay = host.relay_handler(event, &command, entry.timeout_ms);
         let mut definition = Map::new();
         if let Some(matcher) = &entry.matcher {

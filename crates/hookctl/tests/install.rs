@@ -367,9 +367,13 @@ fn relay_entries_carry_the_socket_and_project_files_use_the_relay_from_path() {
         "{}",
         run.stdout
     );
+    // In the shared form: nothing is said where hookd-relay is not on PATH.
     assert_eq!(
         parse(&settings)["hooks"]["BeforeTool"][0]["hooks"][0]["command"],
-        json!("hookd-relay BeforeTool --socket '/run/my hookd.sock'")
+        json!(
+            "! command -v hookd-relay >/dev/null 2>&1 || exec hookd-relay BeforeTool --socket \
+             '/run/my hookd.sock'"
+        )
     );
     // With hookd-relay on PATH the user file says `hookd-relay` too, so a host reading both files
     // runs one relay (same name and command); the socket of the earlier install is kept.
@@ -387,9 +391,10 @@ fn relay_entries_carry_the_socket_and_project_files_use_the_relay_from_path() {
     );
     assert!(run.ok, "{}{}", run.stdout, run.stderr);
     assert!(!run.stdout.contains("not on PATH"), "{}", run.stdout);
+    // The same text as the project's entry: a CLI reading both files runs it once.
     assert_eq!(
         parse(&home.home.join(".gemini/settings.json"))["hooks"]["BeforeTool"][0]["hooks"][0]["command"],
-        json!("hookd-relay BeforeTool --socket '/run/my hookd.sock'")
+        parse(&settings)["hooks"]["BeforeTool"][0]["hooks"][0]["command"]
     );
 }
 
@@ -1166,4 +1171,247 @@ fn a_fifo_or_dev_zero_at_a_project_settings_path_fails_fast_with_a_clear_error()
     assert!(!run.ok, "{}{}", run.stdout, run.stderr);
     let said = format!("{}{}", run.stdout, run.stderr);
     assert!(said.contains("not a regular file"), "{said}");
+}
+
+/// One hook of a host file, run the way its host runs it: a shell-form command with the
+/// host's shell (`shell -c COMMAND`), an exec-form one (`command` and `args`) with no shell;
+/// `PATH` set to `path`. Returns (exit code, stdout, stderr).
+fn run_host_hook(shell: &str, hook: &Value, path: &str, cwd: &Path) -> (i32, String, String) {
+    let command = hook["command"].as_str().unwrap();
+    let mut child = match hook["args"].as_array() {
+        Some(args) => {
+            let mut child = Command::new(command);
+            child.args(args.iter().map(|arg| arg.as_str().unwrap()));
+            child
+        }
+        None => {
+            let mut child = Command::new(shell);
+            child.arg("-c").arg(command);
+            child
+        }
+    };
+    let output = child
+        .env_clear()
+        .env("PATH", path)
+        .env("CLAUDE_PROJECT_DIR", cwd)
+        .current_dir(cwd)
+        .stdin(Stdio::null())
+        .output()
+        .unwrap();
+    (
+        output.status.code().unwrap_or(-1),
+        String::from_utf8(output.stdout).unwrap(),
+        String::from_utf8(output.stderr).unwrap(),
+    )
+}
+
+/// Every hook object of a settings file, with its event.
+fn hook_objects(path: &Path) -> Vec<(String, Value)> {
+    let mut out = Vec::new();
+    for (event, definitions) in parse(path)["hooks"].as_object().into_iter().flatten() {
+        for definition in definitions.as_array().into_iter().flatten() {
+            for hook in definition["hooks"].as_array().into_iter().flatten() {
+                out.push((event.clone(), hook.clone()));
+            }
+        }
+    }
+    out
+}
+
+#[test]
+fn a_project_install_keeps_the_hooks_running_on_a_machine_without_hookd() {
+    // (host, its project file, its shell, its settings with a guard that blocks)
+    let guard = "echo \"guard blocked in $CLAUDE_PROJECT_DIR\" >&2; exit 2 # why";
+    let cases = [
+        (
+            "gemini",
+            ".gemini/settings.json",
+            "bash",
+            json!({"hooks": {"BeforeTool": [{"matcher": "run_shell_command", "hooks": [
+                {"type": "command", "name": "guard", "command": guard}]}]}}),
+        ),
+        (
+            "claude",
+            ".claude/settings.json",
+            "sh",
+            json!({"hooks": {"PreToolUse": [{"matcher": "Bash", "hooks": [
+                {"type": "command", "command": guard, "timeout": 5},
+                {"type": "command", "command": "sh", "args": ["-c", "echo exec form blocked >&2; exit 2"]}
+            ]}]}}),
+        ),
+        (
+            "codex",
+            ".codex/hooks.json",
+            "bash",
+            json!({"hooks": {"PreToolUse": [{"matcher": "Bash", "hooks": [
+                {"type": "command", "command": guard, "timeout": 5}]}]}}),
+        ),
+    ];
+    let without_hookd = "/usr/bin:/bin";
+    let with_hookd = path_with_hookctl();
+    for (host, file, shell, settings) in cases {
+        let home = Home::new();
+        let host_file = home.project.join(file);
+        let text = format!("{}\n", serde_json::to_string_pretty(&settings).unwrap());
+        home.write(&host_file, &text);
+        let before = home.snapshot();
+        let run = home.hookctl_with_path(
+            &["install", "--host", host, "--scope", "project", "--yes"],
+            &with_hookd,
+        );
+        assert!(run.ok, "{host}: {}{}", run.stdout, run.stderr);
+
+        let hooks = hook_objects(&host_file);
+        let relays: Vec<&Value> = hooks
+            .iter()
+            .map(|(_, hook)| hook)
+            .filter(|hook| {
+                hook["command"]
+                    .as_str()
+                    .is_some_and(hookd_core::dialect::is_relay_command)
+            })
+            .collect();
+        assert_eq!(relays.len(), 1, "{host}: {hooks:?}");
+        assert!(
+            hookd_core::dialect::is_shared_relay_command(relays[0]["command"].as_str().unwrap()),
+            "{host}: {}",
+            relays[0]
+        );
+        let copies: Vec<&Value> = hooks
+            .iter()
+            .map(|(_, hook)| hook)
+            .filter(|hook| !relays.contains(hook))
+            .collect();
+        let originals = settings["hooks"]
+            .as_object()
+            .unwrap()
+            .values()
+            .next()
+            .unwrap()[0]["hooks"]
+            .as_array()
+            .unwrap()
+            .len();
+        assert_eq!(copies.len(), originals, "{host}: {hooks:?}");
+
+        // No hookd-relay on PATH (a teammate's clone): the relay entry answers nothing and
+        // each copy blocks as the original would.
+        let (code, stdout, stderr) = run_host_hook(shell, relays[0], without_hookd, &home.project);
+        assert_eq!(
+            (code, stdout.as_str(), stderr.as_str()),
+            (0, "", ""),
+            "{host}"
+        );
+        for copy in &copies {
+            let (code, stdout, stderr) = run_host_hook(shell, copy, without_hookd, &home.project);
+            assert_eq!(code, 2, "{host}: {copy}: {stderr}");
+            assert_eq!(stdout, "", "{host}");
+            assert!(
+                stderr == format!("guard blocked in {}\n", home.project.display())
+                    || stderr == "exec form blocked\n",
+                "{host}: {stderr:?}"
+            );
+            // With hookd-relay on PATH the copy does nothing: hookd runs the hook.
+            let (code, stdout, stderr) = run_host_hook(shell, copy, &with_hookd, &home.project);
+            assert_eq!(
+                (code, stdout.as_str(), stderr.as_str()),
+                (0, "", ""),
+                "{host}: {copy}"
+            );
+        }
+
+        // Codex runs only what it trusts: install recorded every entry it wrote.
+        if host == "codex" {
+            let config = home.home.join(".codex/config.toml");
+            let config_text = std::fs::read_to_string(&config).unwrap();
+            let problems = hookd_core::dialect::Dialect::CODEX.wiring_problems(
+                &host_file,
+                &std::fs::read_to_string(&host_file).unwrap(),
+                &[(config.clone(), Some(config_text.clone()))],
+            );
+            assert!(problems.is_empty(), "{problems:?}\n{config_text}");
+            assert_eq!(
+                config_text.matches("trusted_hash").count(),
+                1 + copies.len(),
+                "{config_text}"
+            );
+        }
+
+        // Installing again and syncing change nothing; uninstall gives every file back.
+        assert!(
+            home.ok(&["install", "--host", host, "--scope", "project", "--yes"])
+                .contains("nothing to change"),
+            "{host}"
+        );
+        assert!(home.ok(&["sync"]).contains("in step"), "{host}");
+        home.ok(&["uninstall", "--host", host, "--scope", "project"]);
+        assert_eq!(home.snapshot(), before, "{host}: not back byte for byte");
+
+        // A moved hook removed from hookd's file loses its copy at the next sync.
+        home.ok(&["install", "--host", host, "--scope", "project", "--yes"]);
+        let hookd_file = home.project.join(".hookd/hooks.json");
+        home.write(&hookd_file, "{}\n");
+        home.ok(&["sync"]);
+        assert_eq!(hook_objects(&host_file), Vec::new(), "{host}");
+    }
+}
+
+#[test]
+fn doctor_names_relay_entries_in_a_shared_project_file() {
+    let home = Home::new();
+    let settings = home.project.join(".claude/settings.json");
+    home.write(&settings, CLAUDE_PROJECT);
+    let path = path_with_hookctl();
+    let run = home.hookctl_with_path(
+        &["install", "--host", "claude", "--scope", "project", "--yes"],
+        &path,
+    );
+    assert!(run.ok, "{}{}", run.stdout, run.stderr);
+    let socket = home.root.join("no-daemon.sock").display().to_string();
+    let shared = |path: &str| -> Vec<(String, String)> {
+        // No daemon runs: doctor says so (exit 1), and still checks the files.
+        let run = home.hookctl_with_path(&["--socket", &socket, "doctor", "--json"], path);
+        let report: Value = serde_json::from_str(&run.stdout).unwrap();
+        report["findings"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .filter(|finding| finding["check"] == "shared")
+            .map(|finding| {
+                (
+                    finding["status"].as_str().unwrap().to_owned(),
+                    finding["message"].as_str().unwrap().to_owned(),
+                )
+            })
+            .collect()
+    };
+    let found = shared(&path);
+    assert_eq!(found.len(), 1, "{found:?}");
+    assert_eq!(found[0].0, "note", "{found:?}");
+    assert!(
+        found[0].1.contains("1 relay entry") && found[0].1.contains("1 guarded copy"),
+        "{found:?}"
+    );
+    assert!(found[0].1.contains("hookd runs the hooks"), "{found:?}");
+    let found = shared("/usr/bin:/bin");
+    assert!(
+        found[0].1.contains("the CLI runs the copies itself"),
+        "{found:?}"
+    );
+
+    // The bare form an older hookctl wrote: a problem; installing again rewrites it.
+    let text = std::fs::read_to_string(&settings).unwrap();
+    std::fs::write(
+        &settings,
+        text.replace("! command -v hookd-relay >/dev/null 2>&1 || exec ", ""),
+    )
+    .unwrap();
+    let found = shared(&path);
+    assert_eq!(found[0].0, "problem", "{found:?}");
+    assert!(found[0].1.contains("command not found"), "{found:?}");
+    let run = home.hookctl_with_path(
+        &["install", "--host", "claude", "--scope", "project", "--yes"],
+        &path,
+    );
+    assert!(run.ok, "{}{}", run.stdout, run.stderr);
+    assert_eq!(shared(&path)[0].0, "note");
 }

@@ -12,6 +12,7 @@ mod breakdown;
 mod child;
 mod daemon;
 mod echo;
+mod fallback;
 mod fixture;
 mod frame;
 mod lean;
@@ -85,6 +86,10 @@ enum Helper {
     /// Times `hookctl relay` from exec to exit, next to a Node one-shot hook and `bash -c
     /// true` (needs `hookctl` built next to this binary).
     Relay,
+    /// Times what a project install's shared wiring costs per event where hookd is
+    /// installed: the relay entry's shared form against the bare one, and one guarded copy,
+    /// under `/bin/sh` and `bash` (needs `hookd-relay` built next to this binary).
+    Fallback,
     /// Times `hookctl state get/set`: the protocol round trip through hookd-client and the
     /// whole `hookctl state` process (needs `hookctl` built next to this binary).
     State,
@@ -141,6 +146,12 @@ fn main() -> anyhow::Result<()> {
             let samples = cli.iterations.unwrap_or_else(|| relay::samples(cli.quick));
             let report = relay::run(samples, cli.daemon_runtime)?;
             print!("{}", relay::table(&report));
+            Ok(())
+        }
+        Some(Helper::Fallback) => {
+            let samples = cli.iterations.unwrap_or_else(|| relay::samples(cli.quick));
+            let report = fallback::run(samples, cli.daemon_runtime)?;
+            print!("{}", fallback::table(&report));
             Ok(())
         }
         Some(Helper::State) => {

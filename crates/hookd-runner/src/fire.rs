@@ -56,8 +56,8 @@ use bytes::Bytes;
 use futures_util::StreamExt;
 use futures_util::stream::FuturesUnordered;
 use hookd_core::chain::apply_chain;
-use hookd_core::command::{CommandVars, expand_command};
-use hookd_core::env::hook_environment;
+use hookd_core::command::CommandVars;
+use hookd_core::dialect::Dialect;
 use hookd_core::event::HookEventName;
 use hookd_core::exec::ExecMode;
 use hookd_core::model::{HookEntry, HookType};
@@ -199,7 +199,7 @@ impl Default for RunnerConfig {
     }
 }
 
-/// Hook environments, built once per (client environment, session, hook environment) and
+/// Hook environments, built once per (client environment, session, dialect, hook environment) and
 /// reused: an agent's session fires the same hooks with the same environment over and over,
 /// and building one (tens of variables, as strings and then as the C strings `execve` takes)
 /// costs more than looking it up. Bounded: the least recently used entry makes room.
@@ -218,6 +218,7 @@ struct CachedEnv {
     plans_dir: String,
     session_id: String,
     state_token: String,
+    dialect: Dialect,
     hook_env: Vec<(String, String)>,
     env: Arc<HookEnv>,
 }
@@ -229,9 +230,11 @@ impl CachedEnv {
         redaction: &Arc<EnvRedaction>,
         vars: &CommandVars<'_>,
         state_token: &str,
+        dialect: Dialect,
         hook_env: &[(String, String)],
     ) -> bool {
-        (Arc::ptr_eq(&self.base, base) || self.base == *base)
+        self.dialect == dialect
+            && (Arc::ptr_eq(&self.base, base) || self.base == *base)
             && self.state_token == state_token
             && (Arc::ptr_eq(&self.redaction, redaction) || self.redaction == *redaction)
             && self.project_dir == vars.project_dir
@@ -245,9 +248,9 @@ impl EnvCache {
     /// The most environments kept.
     pub const CAPACITY: usize = 64;
 
-    /// The environment of a hook with `hook_env` run for a client whose environment is `base`
-    /// in the session `vars` describe, under the workspace's `redaction` settings:
-    /// `hookd_core::env::hook_environment`, built on first use, with the session's state
+    /// The environment of a hook of `dialect` with `hook_env` run for a client whose
+    /// environment is `base` in the session `vars` describe, under the workspace's `redaction`
+    /// settings: `Dialect::hook_environment`, built on first use, with the session's state
     /// token ([`FireRequest::state_token`]) set last, so neither the client's environment
     /// nor the hook's own `env` can put another there.
     pub fn get(
@@ -256,12 +259,13 @@ impl EnvCache {
         redaction: &Arc<EnvRedaction>,
         vars: &CommandVars<'_>,
         state_token: &str,
+        dialect: Dialect,
         hook_env: &[(String, String)],
     ) -> Arc<HookEnv> {
         let mut entries = self.entries.lock().unwrap_or_else(PoisonError::into_inner);
         if let Some(index) = entries
             .iter()
-            .rposition(|entry| entry.matches(base, redaction, vars, state_token, hook_env))
+            .rposition(|entry| entry.matches(base, redaction, vars, state_token, dialect, hook_env))
         {
             // Most recently used last.
             let entry = entries.remove(index);
@@ -269,7 +273,7 @@ impl EnvCache {
             entries.push(entry);
             return env;
         }
-        let mut built = hook_environment(base, redaction, vars, hook_env);
+        let mut built = dialect.hook_environment(base, redaction, vars, hook_env);
         built.retain(|(name, _)| name != STATE_TOKEN_ENV_VAR);
         if !state_token.is_empty() {
             built.push((STATE_TOKEN_ENV_VAR.to_owned(), state_token.to_owned()));
@@ -285,6 +289,7 @@ impl EnvCache {
             plans_dir: vars.plans_dir.to_owned(),
             session_id: vars.session_id.to_owned(),
             state_token: state_token.to_owned(),
+            dialect,
             hook_env: hook_env.to_vec(),
             env: Arc::clone(&env),
         });
@@ -925,15 +930,24 @@ impl<'a> Firing<'a> {
         stdin: Bytes,
         timeout: Duration,
     ) -> ProcessSpec {
+        // The host of the hook's dialect decides what its shell is given and which variables
+        // it sees (Gemini CLI's textual `$GEMINI_PROJECT_DIR` rewrite only for Gemini hooks).
+        let dialect = entry.config.dialect();
         ProcessSpec {
-            program: self.config.shell.clone(),
-            args: vec!["-c".to_owned(), expand_command(command, &self.vars)],
+            program: dialect
+                .hook_shell()
+                .map_or_else(|| self.config.shell.clone(), PathBuf::from),
+            args: vec![
+                "-c".to_owned(),
+                dialect.hook_command(command, &self.vars).into_owned(),
+            ],
             cwd: PathBuf::from(&self.request.base.cwd),
             env: self.config.envs.get(
                 &self.request.env,
                 &self.request.env_redaction,
                 &self.vars,
                 &self.request.state_token,
+                dialect,
                 &entry.config.env,
             ),
             stdin,
@@ -1503,6 +1517,44 @@ mod tests {
         )
         .await;
         assert_eq!(stdouts(&fired.results), ["s-1 /plans bar\n"]);
+    }
+
+    #[tokio::test]
+    async fn each_hook_gets_its_own_hosts_variables_and_command_line() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let project = dir.path().to_str().expect("utf-8");
+        let line =
+            "echo '$CLAUDE_PROJECT_DIR'; env | grep -E '^(GEMINI|CLAUDE)_' | sort | tr '\\n' ' '";
+        // (dialect, what the hook prints)
+        let cases = [
+            (
+                "gemini",
+                format!(
+                    "{project}\nCLAUDE_PROJECT_DIR={project} GEMINI_CWD={project} \
+                     GEMINI_PLANS_DIR=/plans GEMINI_PROJECT_DIR={project} GEMINI_SESSION_ID=s-1 "
+                ),
+            ),
+            (
+                "claude",
+                format!("$CLAUDE_PROJECT_DIR\nCLAUDE_PROJECT_DIR={project} "),
+            ),
+            ("codex", "$CLAUDE_PROJECT_DIR\n".to_owned()),
+        ];
+        for (dialect, expected) in cases {
+            let mut hook = (*command(line)).clone();
+            hook.config
+                .raw
+                .insert("dialect".to_owned(), Value::from(dialect));
+            let mut request = request(dir.path());
+            // A relayed event's base environment is the relaying host's hook environment.
+            request.env = Arc::new(vec![
+                ("PATH".to_owned(), PATH.to_owned()),
+                ("GEMINI_CWD".to_owned(), "/relay".to_owned()),
+                ("CLAUDE_PROJECT_DIR".to_owned(), "/relay".to_owned()),
+            ]);
+            let fired = fire(&plan(vec![Arc::new(hook)], false), &request, &config(4)).await;
+            assert_eq!(stdouts(&fired.results), [expected.as_str()], "{dialect}");
+        }
     }
 
     #[tokio::test]

@@ -17,11 +17,13 @@
 //! root in `GEMINI_PROJECT_DIR`. The relay entry is named `hookd-relay`, which is how Gemini
 //! CLI's `/hooks` panel lists it.
 
+use std::borrow::Cow;
 use std::path::{Path, PathBuf};
 
 use serde_json::{Map, Value, json};
 
 use super::{DialectError, HomeEnv, HostAnswer, HostDialect, RelayInput};
+use crate::command::{CommandVars, expand_command};
 use crate::event::{HookEventName, MergeStrategy};
 use crate::model::{DEFAULT_TIMEOUT_MS, LayerFile, Source};
 
@@ -70,6 +72,18 @@ impl HostDialect for Gemini {
 
     fn project_dir_var(&self) -> Option<&'static str> {
         Some("GEMINI_PROJECT_DIR")
+    }
+
+    fn hook_variables<'a>(&self, vars: &CommandVars<'a>) -> Vec<(&'static str, &'a str)> {
+        crate::env::gemini_variables(vars).to_vec()
+    }
+
+    fn hook_command<'c>(&self, command: &'c str, vars: &CommandVars<'_>) -> Cow<'c, str> {
+        Cow::Owned(expand_command(command, vars))
+    }
+
+    fn expands_settings_strings(&self) -> bool {
+        true
     }
 
     fn runs_layer(&self, source: Source, file: LayerFile) -> bool {

@@ -31,6 +31,7 @@ pub mod gemini;
 mod relay;
 pub mod wiring;
 
+use std::borrow::Cow;
 use std::fmt;
 use std::hash::{Hash, Hasher};
 use std::ops::Deref;
@@ -39,10 +40,13 @@ use std::path::{Path, PathBuf};
 use serde_json::{Map, Value};
 
 use crate::aggregate::{Aggregate, aggregate};
+use crate::command::CommandVars;
+use crate::env::HostVariables;
 use crate::event::HookEventName;
 use crate::exec::KeyProblem;
 use crate::model::{HookConfig, HookEntry, LayerFile, Source};
 use crate::result::{HookResult, HookRun};
+use crate::sanitize::EnvRedaction;
 
 pub use claude::{
     BlockStyle, CLAUDE_EVENTS, Conversion, ConversionProblem, ConvertOptions, DialectError,
@@ -56,7 +60,10 @@ pub use claude::{
     gemini_tool_input_to_claude, gemini_tool_to_claude, is_valid_claude_matcher,
 };
 pub use gemini::answer_for_gemini;
-pub use relay::is_relay_command;
+pub use relay::{
+    FALLBACK_EXEC_SCRIPT, RELAY_PROGRAM, SHARED_RELAY_PREFIX, fallback_command, fallback_original,
+    is_hookd_wiring, is_relay_command, is_shared_relay_command, shared_relay_command,
+};
 
 /// What the relay prints and exits with.
 #[derive(Debug, Clone, PartialEq, Eq, Default)]
@@ -134,6 +141,36 @@ pub trait HostDialect: Send + Sync + 'static {
     /// project directory, so that the relay's own working directory is the project (Codex
     /// CLI, whose payload `cwd` follows the shell tool's `workdir`). Default: no.
     fn project_dir_is_hook_cwd(&self) -> bool {
+        false
+    }
+
+    /// The variables the host sets for each of its hooks on top of its own environment, in
+    /// its order, from the firing's values. A hook of this dialect gets exactly these (and
+    /// hookd's `HOOKD_*`), never another host's ([`Dialect::hook_environment`]). Default:
+    /// none (Codex CLI hands its hooks its environment as it is).
+    fn hook_variables<'a>(&self, _vars: &CommandVars<'a>) -> Vec<(&'static str, &'a str)> {
+        Vec::new()
+    }
+
+    /// The command line the host's shell is given for a hook's `command`: the host's own
+    /// textual rewrite, if it makes one (Gemini CLI replaces `$GEMINI_PROJECT_DIR` and four
+    /// more with quoted values). Default: the command as written.
+    fn hook_command<'c>(&self, command: &'c str, _vars: &CommandVars<'_>) -> Cow<'c, str> {
+        Cow::Borrowed(command)
+    }
+
+    /// The shell that runs a hook's command line as `<shell> -c LINE`, when it is not bash
+    /// (Claude Code starts its hooks with Node's `shell: true`: `/bin/sh`); `None`: bash, as
+    /// Gemini CLI and Codex CLI run them. A different shell is a different language (`[[`,
+    /// `$'...'`) and sets different variables (`SHLVL`, `_`).
+    fn hook_shell(&self) -> Option<&'static str> {
+        None
+    }
+
+    /// Whether the host expands `$NAME`, `${NAME}` and `${NAME:-default}` in the strings of
+    /// its settings files when it loads them (Gemini CLI does); a hook of a dialect that does
+    /// not is read from hookd's files as written. Default: no.
+    fn expands_settings_strings(&self) -> bool {
         false
     }
 
@@ -363,6 +400,51 @@ impl Dialect {
     pub fn host(self) -> &'static dyn HostDialect {
         self.0
     }
+
+    /// The environment of a hook written in this dialect: `base` (the client's environment,
+    /// for a relayed event the relaying host's hook environment) less what `redaction` removes
+    /// and less every variable another registered host sets for its hooks that this one does
+    /// not, then this host's [`HostDialect::hook_variables`], then the hook's own `hook_env`.
+    pub fn hook_environment(
+        self,
+        base: &[(String, String)],
+        redaction: &EnvRedaction,
+        vars: &CommandVars<'_>,
+        hook_env: &[(String, String)],
+    ) -> Vec<(String, String)> {
+        let set = self.hook_variables(vars);
+        let foreign = self.foreign_variables();
+        let host = HostVariables {
+            set: &set,
+            foreign: &foreign,
+        };
+        crate::env::hook_environment(base, redaction, &host, hook_env)
+    }
+
+    /// The names other registered hosts set for their hooks and this one does not.
+    pub fn foreign_variables(self) -> Vec<&'static str> {
+        let names = |dialect: Dialect| {
+            dialect
+                .hook_variables(&CommandVars {
+                    project_dir: "",
+                    plans_dir: "",
+                    session_id: "",
+                })
+                .into_iter()
+                .map(|(name, _)| name)
+                .collect::<Vec<_>>()
+        };
+        let own = names(self);
+        let mut foreign: Vec<&'static str> = Vec::new();
+        for other in Dialect::ALL {
+            for name in names(*other) {
+                if !own.contains(&name) && !foreign.contains(&name) {
+                    foreign.push(name);
+                }
+            }
+        }
+        foreign
+    }
 }
 
 impl Default for Dialect {
@@ -445,6 +527,84 @@ mod tests {
         }
         assert_eq!(Dialect::CLAUDE.to_string(), "claude");
         assert_eq!(Dialect::parse("gemini"), Some(Dialect::GEMINI));
+    }
+
+    #[test]
+    fn each_host_gives_its_hooks_its_own_variables_and_none_of_another() {
+        let vars = CommandVars {
+            project_dir: "/w",
+            plans_dir: "/p",
+            session_id: "s",
+        };
+        let own = |pairs: &[(&str, &str)]| {
+            pairs
+                .iter()
+                .map(|(n, v)| ((*n).to_owned(), (*v).to_owned()))
+                .collect::<Vec<_>>()
+        };
+        // What a relayed event's base may hold: every host's variables, and the user's.
+        let base = own(&[
+            ("HOME", "/h"),
+            ("GEMINI_PROJECT_DIR", "/relay"),
+            ("GEMINI_PLANS_DIR", "/relay/p"),
+            ("GEMINI_CWD", "/relay"),
+            ("GEMINI_SESSION_ID", "r"),
+            ("CLAUDE_PROJECT_DIR", "/relay"),
+        ]);
+        // (dialect, expected environment): Gemini CLI's five (its runner, 0.61), Claude
+        // Code's project variable, nothing for Codex CLI.
+        let cases = [
+            (
+                Dialect::GEMINI,
+                own(&[
+                    ("HOME", "/h"),
+                    ("GEMINI_PROJECT_DIR", "/w"),
+                    ("GEMINI_PLANS_DIR", "/p"),
+                    ("GEMINI_CWD", "/w"),
+                    ("GEMINI_SESSION_ID", "s"),
+                    ("CLAUDE_PROJECT_DIR", "/w"),
+                ]),
+            ),
+            (
+                Dialect::CLAUDE,
+                own(&[("HOME", "/h"), ("CLAUDE_PROJECT_DIR", "/w")]),
+            ),
+            (Dialect::CODEX, own(&[("HOME", "/h")])),
+        ];
+        for (dialect, expected) in cases {
+            let env = dialect.hook_environment(
+                &base,
+                &EnvRedaction::default(),
+                &vars,
+                &own(&[("X", "1")]),
+            );
+            let mut expected = expected;
+            expected.push(("X".to_owned(), "1".to_owned()));
+            assert_eq!(env, expected, "{dialect}");
+        }
+    }
+
+    #[test]
+    fn only_gemini_rewrites_command_lines_and_expands_settings_strings() {
+        let vars = CommandVars {
+            project_dir: "/my project",
+            plans_dir: "/p",
+            session_id: "s",
+        };
+        let line = "echo '$CLAUDE_PROJECT_DIR' $GEMINI_PROJECT_DIR";
+        // (dialect, command line given to the shell, expands settings strings)
+        let cases = [
+            (Dialect::GEMINI, "echo ''/my project'' '/my project'", true),
+            (Dialect::CLAUDE, line, false),
+            (Dialect::CODEX, line, false),
+        ];
+        for (dialect, expected, expands) in cases {
+            assert_eq!(dialect.hook_command(line, &vars), expected, "{dialect}");
+            // Only Claude Code runs its hooks with another shell than bash.
+            let shell = (dialect == Dialect::CLAUDE).then_some("/bin/sh");
+            assert_eq!(dialect.hook_shell(), shell, "{dialect}");
+            assert_eq!(dialect.expands_settings_strings(), expands, "{dialect}");
+        }
     }
 
     #[test]

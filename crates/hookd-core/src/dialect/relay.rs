@@ -8,8 +8,67 @@
 //! own binary, `hookd-relay`. Assignments
 //! (`FOO=1 hookctl ...`), `env`, `exec`, `command`, `nohup` and `time` in front are looked
 //! through, and so is a shell's `-c` script (`bash -c 'hookctl relay X'`).
+//!
+//! A project install writes two more forms into the project's shared settings file, so that
+//! the file does the right thing on a machine without hookd ([`shared_relay_command`],
+//! [`fallback_command`]): the relay entry says nothing there, and each moved hook keeps a
+//! guarded copy that runs only where `hookd-relay` is not on `PATH`. hookd wrote both and
+//! recognises them exactly ([`is_hookd_wiring`]); the copies are never run by hookd, whose
+//! own copy of the hook is in the project's `.hookd/hooks.json`.
 
 use crate::command::simple_commands;
+
+/// The relay's program name, which project installs run from `PATH`.
+pub const RELAY_PROGRAM: &str = "hookd-relay";
+
+/// What a guarded copy starts with: its command runs only when `hookd-relay` is not on `PATH`
+/// (`command -v` is a shell builtin: the check starts no process).
+pub const FALLBACK_GUARD: &str = "command -v hookd-relay >/dev/null 2>&1 || { ";
+
+/// What a guarded copy ends with. The new line ends a comment the original may end with.
+pub const FALLBACK_END: &str = "\n}";
+
+/// The script of a guarded copy of an exec-form hook (`command` and `args`, no shell):
+/// `sh -c SCRIPT PROGRAM ARGS...` runs the program with its arguments as given, only when
+/// `hookd-relay` is not on `PATH`.
+pub const FALLBACK_EXEC_SCRIPT: &str =
+    "command -v hookd-relay >/dev/null 2>&1 || exec \"$0\" \"$@\"";
+
+/// The command line of a guarded copy of a hook whose command line is `original`.
+pub fn fallback_command(original: &str) -> String {
+    format!("{FALLBACK_GUARD}{original}{FALLBACK_END}")
+}
+
+/// The original command line of a guarded copy written by [`fallback_command`]; `None` for
+/// any other line.
+pub fn fallback_original(command: &str) -> Option<&str> {
+    command
+        .strip_prefix(FALLBACK_GUARD)?
+        .strip_suffix(FALLBACK_END)
+}
+
+/// A relay entry's command line for a shared project file: `relay` (which runs
+/// `hookd-relay ...`) when `hookd-relay` is on `PATH`, with no process more than `relay`
+/// itself (`exec`), and an answer of nothing (exit 0, no output) where it is not, so a
+/// machine without hookd sees no failed hook.
+pub fn shared_relay_command(relay: &str) -> String {
+    format!("{SHARED_RELAY_PREFIX}{relay}")
+}
+
+/// What a relay entry of a shared project file starts with ([`shared_relay_command`]).
+pub const SHARED_RELAY_PREFIX: &str = "! command -v hookd-relay >/dev/null 2>&1 || exec ";
+
+/// Whether `command` is a relay entry in the shared form, which says nothing where
+/// `hookd-relay` is not on `PATH`.
+pub fn is_shared_relay_command(command: &str) -> bool {
+    command.starts_with(SHARED_RELAY_PREFIX) && is_relay_command(command)
+}
+
+/// Whether `command` is hookd's own wiring: a relay entry ([`is_relay_command`]) or a
+/// guarded copy ([`fallback_original`]). Neither is ever run by hookd as a hook.
+pub fn is_hookd_wiring(command: &str) -> bool {
+    is_relay_command(command) || fallback_original(command).is_some()
+}
 
 /// Whether `command` invokes `hookctl relay` (see the module documentation).
 pub fn is_relay_command(command: &str) -> bool {
@@ -159,6 +218,42 @@ mod tests {
         ];
         for (command, expected) in cases {
             assert_eq!(is_relay_command(command), expected, "{command:?}");
+        }
+    }
+
+    #[test]
+    fn shared_project_wiring_is_recognised_exactly() {
+        let relay = shared_relay_command("hookd-relay PreToolUse --dialect claude");
+        assert_eq!(
+            relay,
+            "! command -v hookd-relay >/dev/null 2>&1 || exec hookd-relay PreToolUse --dialect claude"
+        );
+        assert!(is_relay_command(&relay));
+        assert!(is_shared_relay_command(&relay));
+        assert!(!is_shared_relay_command("hookd-relay PreToolUse"));
+        assert!(!is_shared_relay_command(
+            "! command -v hookd-relay >/dev/null 2>&1 || exec ./x"
+        ));
+        for original in ["./guard.sh", "python3 g.py # why\n", "a && { b; }", ""] {
+            let copy = fallback_command(original);
+            assert_eq!(fallback_original(&copy), Some(original), "{original:?}");
+            assert!(is_hookd_wiring(&copy), "{copy:?}");
+            // A copy is not a relay entry: it names hookd-relay only as `command -v`'s operand.
+            assert_eq!(
+                is_relay_command(&copy),
+                is_relay_command(original),
+                "{copy:?}"
+            );
+        }
+        // Only hookd's exact text is a copy: a hook of the user's that looks alike is a hook.
+        for lookalike in [
+            "command -v hookd-relay >/dev/null 2>&1 || { ./guard.sh; }",
+            "command -v hookd-relay >/dev/null || { ./guard.sh\n}",
+            " command -v hookd-relay >/dev/null 2>&1 || { ./guard.sh\n}",
+            "./guard.sh",
+        ] {
+            assert_eq!(fallback_original(lookalike), None, "{lookalike:?}");
+            assert!(!is_hookd_wiring(lookalike), "{lookalike:?}");
         }
     }
 }

@@ -3,7 +3,9 @@
 //! The environment is the base environment the caller passes in (the client's environment
 //! when it sent one, else the daemon's) less what secret redaction removes from it
 //! ([`crate::sanitize`]: off unless the settings enable it or the base environment is GitHub
-//! Actions'), then the five variables Gemini CLI sets for every hook, then the hook's own
+//! Actions') and less the variables other hosts set for their hooks, then the variables the
+//! hook's own host sets for every hook ([`HostVariables`], given by the hook's dialect: Gemini
+//! CLI's five, Claude Code's `CLAUDE_PROJECT_DIR`, none for Codex CLI), then the hook's own
 //! `env` entries; a later entry overrides an earlier one with the same name. The variables
 //! systemd hands to the daemon for socket activation and the watchdog are always removed: they
 //! describe the daemon's own process and would mislead a hook.
@@ -32,8 +34,32 @@ pub const SYSTEMD_VARIABLES: [&str; 6] = [
     "WATCHDOG_USEC",
 ];
 
-/// Builds a hook's environment: `base` less what `redaction` removes from it, then the Gemini
-/// CLI variables, then `hook_env`.
+/// The variables a host sets for each of its hooks, as the hook's dialect gives them.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct HostVariables<'a> {
+    /// Set for the hook, in the host's order (`GEMINI_PROJECT_DIR`, ...).
+    pub set: &'a [(&'static str, &'a str)],
+    /// Removed from the base environment: what other hosts set for their hooks and this one
+    /// does not, so a hook never sees another host's variables (a relayed event's base is the
+    /// relaying host's hook environment).
+    pub foreign: &'a [&'static str],
+}
+
+/// Gemini CLI's variables for every hook, in its order: `GEMINI_PROJECT_DIR`,
+/// `GEMINI_PLANS_DIR`, `GEMINI_CWD`, `GEMINI_SESSION_ID` and, "for compatibility",
+/// `CLAUDE_PROJECT_DIR` (Gemini CLI 0.61's hook runner).
+pub fn gemini_variables<'a>(vars: &CommandVars<'a>) -> [(&'static str, &'a str); 5] {
+    [
+        ("GEMINI_PROJECT_DIR", vars.project_dir),
+        ("GEMINI_PLANS_DIR", vars.plans_dir),
+        ("GEMINI_CWD", vars.project_dir),
+        ("GEMINI_SESSION_ID", vars.session_id),
+        ("CLAUDE_PROJECT_DIR", vars.project_dir),
+    ]
+}
+
+/// Builds a hook's environment: `base` less what `redaction` removes from it and less
+/// `host.foreign`, then `host.set`, then `hook_env`.
 ///
 /// A name set again keeps the position of its first occurrence and takes the later value, as
 /// JavaScript object spreading does; the result has no duplicate names. The systemd
@@ -41,26 +67,21 @@ pub const SYSTEMD_VARIABLES: [&str; 6] = [
 pub fn hook_environment(
     base: &[(String, String)],
     redaction: &EnvRedaction,
-    vars: &CommandVars<'_>,
+    host: &HostVariables<'_>,
     hook_env: &[(String, String)],
 ) -> Vec<(String, String)> {
-    let gemini = [
-        ("GEMINI_PROJECT_DIR", vars.project_dir),
-        ("GEMINI_PLANS_DIR", vars.plans_dir),
-        ("GEMINI_CWD", vars.project_dir),
-        ("GEMINI_SESSION_ID", vars.session_id),
-        ("CLAUDE_PROJECT_DIR", vars.project_dir),
-    ];
     let layers = sanitize::kept(base, redaction)
+        .filter(|(name, _)| !host.foreign.contains(&name.as_str()))
         .map(|(name, value)| (name.as_str(), value.as_str()))
-        .chain(gemini)
+        .chain(host.set.iter().copied())
         .chain(
             hook_env
                 .iter()
                 .map(|(name, value)| (name.as_str(), value.as_str())),
         );
 
-    let mut env: Vec<(String, String)> = Vec::with_capacity(base.len() + 5 + hook_env.len());
+    let mut env: Vec<(String, String)> =
+        Vec::with_capacity(base.len() + host.set.len() + hook_env.len());
     for (name, value) in layers {
         if SYSTEMD_VARIABLES.contains(&name) {
             continue;
@@ -148,17 +169,23 @@ mod tests {
     use super::*;
     use crate::sanitize::tests::pairs;
 
+    const VARS: CommandVars<'static> = CommandVars {
+        project_dir: "/w",
+        plans_dir: "/p",
+        session_id: "s",
+    };
+
+    fn gemini_host<'a>(set: &'a [(&'static str, &'a str)]) -> HostVariables<'a> {
+        HostVariables { set, foreign: &[] }
+    }
+
     fn check_env(base: &[(&str, &str)], hook_env: &[(&str, &str)], expected: &[(&str, &str)]) {
-        let vars = CommandVars {
-            project_dir: "/w",
-            plans_dir: "/p",
-            session_id: "s",
-        };
+        let set = gemini_variables(&VARS);
         assert_eq!(
             hook_environment(
                 &pairs(base),
                 &EnvRedaction::default(),
-                &vars,
+                &gemini_host(&set),
                 &pairs(hook_env)
             ),
             pairs(expected),
@@ -237,6 +264,67 @@ mod tests {
     }
 
     #[test]
+    fn foreign_variables_leave_the_base_but_not_the_hooks_own_env() {
+        // (base, set, foreign, hook env, expected)
+        type Pairs = &'static [(&'static str, &'static str)];
+        let cases: [(Pairs, Pairs, &[&str], Pairs, Pairs); 4] = [
+            // A Claude hook relayed by Gemini CLI: Gemini's variables go, Claude's stays.
+            (
+                &[
+                    ("PATH", "/bin"),
+                    ("GEMINI_CWD", "/w"),
+                    ("GEMINI_SESSION_ID", "s"),
+                    ("CLAUDE_PROJECT_DIR", "/w"),
+                ],
+                &[("CLAUDE_PROJECT_DIR", "/w")],
+                &[
+                    "GEMINI_PROJECT_DIR",
+                    "GEMINI_PLANS_DIR",
+                    "GEMINI_CWD",
+                    "GEMINI_SESSION_ID",
+                ],
+                &[],
+                &[("PATH", "/bin"), ("CLAUDE_PROJECT_DIR", "/w")],
+            ),
+            // A Codex hook: nothing of its own, every other host's variable removed.
+            (
+                &[
+                    ("CLAUDE_PROJECT_DIR", "/w"),
+                    ("CLAUDECODE", "1"),
+                    ("HOME", "/h"),
+                ],
+                &[],
+                &["CLAUDE_PROJECT_DIR", "GEMINI_CWD"],
+                &[],
+                &[("CLAUDECODE", "1"), ("HOME", "/h")],
+            ),
+            // The hook's own env may set any name, a foreign one included.
+            (
+                &[("GEMINI_CWD", "/x")],
+                &[],
+                &["GEMINI_CWD"],
+                &[("GEMINI_CWD", "mine")],
+                &[("GEMINI_CWD", "mine")],
+            ),
+            // Nothing foreign: the base passes.
+            (&[("A", "1")], &[], &[], &[], &[("A", "1")]),
+        ];
+        for (base, set, foreign, hook_env, expected) in cases {
+            let host = HostVariables { set, foreign };
+            assert_eq!(
+                hook_environment(
+                    &pairs(base),
+                    &EnvRedaction::default(),
+                    &host,
+                    &pairs(hook_env)
+                ),
+                pairs(expected),
+                "{base:?} {set:?} {foreign:?}"
+            );
+        }
+    }
+
+    #[test]
     fn default_plans_dir_joins_segments() {
         let cases = [
             ("/home/u", "proj", "s1", "/home/u/.gemini/tmp/proj/s1/plans"),
@@ -309,11 +397,8 @@ mod tests {
 
     #[test]
     fn redaction_filters_only_the_base_environment() {
-        let vars = CommandVars {
-            project_dir: "/w",
-            plans_dir: "/p",
-            session_id: "s",
-        };
+        let set = gemini_variables(&VARS);
+        let host = gemini_host(&set);
         let base = pairs(&[
             ("PATH", "/bin"),
             ("GITHUB_SHA", "abc"),
@@ -329,7 +414,7 @@ mod tests {
         // Strict (GITHUB_SHA in the base): the base keeps PATH and the allowed EDITOR only;
         // the Gemini variables and the hook's own entries are added whole.
         assert_eq!(
-            hook_environment(&base, &redaction, &vars, &hook_env),
+            hook_environment(&base, &redaction, &host, &hook_env),
             pairs(&[
                 ("PATH", "/bin"),
                 ("EDITOR", "vim"),
@@ -347,7 +432,7 @@ mod tests {
             .into_iter()
             .filter(|(name, _)| name != "GITHUB_SHA")
             .collect();
-        let env = hook_environment(&base, &redaction, &vars, &[]);
+        let env = hook_environment(&base, &redaction, &host, &[]);
         assert_eq!(env[..3], base[..]);
     }
 }

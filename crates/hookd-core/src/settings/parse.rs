@@ -3,7 +3,10 @@
 //!
 //! A settings file is JSON with comments ([`crate::jsonc`]). After parsing, every string value
 //! is passed through the load-time environment expansion ([`crate::envexpand`]), exactly as
-//! Gemini CLI does before anything else reads the file. Then we extract:
+//! Gemini CLI does before anything else reads the file, except the strings of a hook written
+//! in the dialect of a host that does not expand its settings (`"dialect": "claude"` or
+//! `"codex"`: [`crate::dialect::HostDialect::expands_settings_strings`]), which are read as
+//! their host reads them. Then we extract:
 //!
 //! - `hooks`: per event, the hook definitions, validated entry by entry (§1.4);
 //! - `hooksConfig.enabled`, `hooksConfig.disabled`, `hooksConfig.notifications` (§1.5);
@@ -233,6 +236,47 @@ pub struct ParsedSettings {
     pub diagnostics: Vec<Diagnostic>,
 }
 
+/// The load-time expansion of the `hooks` member: every string, as Gemini CLI does, but a
+/// hook entry whose dialect's host does not expand its settings is left as written (a Claude
+/// Code hook that prints `'$HOME'` prints it literally under hookd too). The dialect is read
+/// from the entry as written.
+fn expand_hooks(hooks: &mut Value, env: &dyn Fn(&str) -> Option<String>) {
+    let Value::Object(events) = hooks else {
+        envexpand::expand_value(hooks, env);
+        return;
+    };
+    for (_, definitions) in events.iter_mut() {
+        let Value::Array(definitions) = definitions else {
+            envexpand::expand_value(definitions, env);
+            continue;
+        };
+        for definition in definitions.iter_mut() {
+            let Value::Object(definition) = definition else {
+                envexpand::expand_value(definition, env);
+                continue;
+            };
+            for (key, member) in definition.iter_mut() {
+                match (key.as_str(), member) {
+                    ("hooks", Value::Array(entries)) => {
+                        for entry in entries.iter_mut() {
+                            let expands = match entry {
+                                Value::Object(raw) => crate::dialect::parse_dialect(raw)
+                                    .0
+                                    .expands_settings_strings(),
+                                _ => true,
+                            };
+                            if expands {
+                                envexpand::expand_value(entry, env);
+                            }
+                        }
+                    }
+                    (_, member) => envexpand::expand_value(member, env),
+                }
+            }
+        }
+    }
+}
+
 /// Keys inside `hooks` that older versions used for `hooksConfig`; skipped without a word.
 const LEGACY_HOOKS_KEYS: [&str; 3] = ["enabled", "disabled", "notifications"];
 
@@ -270,8 +314,12 @@ pub fn parse_settings(
             };
         }
     };
-    for (_, value) in root.iter_mut() {
-        envexpand::expand_value(value, env);
+    for (key, value) in root.iter_mut() {
+        if key == "hooks" {
+            expand_hooks(value, env);
+        } else {
+            envexpand::expand_value(value, env);
+        }
     }
 
     let mut hooks = Vec::new();
@@ -1089,6 +1137,39 @@ mod tests {
         assert_eq!(first.raw.get("command"), Some(&Value::from("/home/u/x.sh")));
         assert_eq!(hooks[1].timeout_ms, Some(0));
         assert!(parsed.diagnostics.is_empty(), "{:?}", parsed.diagnostics);
+    }
+
+    #[test]
+    fn only_hooks_of_expanding_hosts_are_expanded_at_load_time() {
+        // (dialect key, command after loading, env value after loading)
+        let cases = [
+            (None, "echo '/home/u' /home/u", "/home/u"),
+            (Some("gemini"), "echo '/home/u' /home/u", "/home/u"),
+            (Some("claude"), "echo '$HOME' ${HOME}", "$HOME"),
+            (Some("codex"), "echo '$HOME' ${HOME}", "$HOME"),
+            // An unknown dialect is Gemini's (with a warning), so it is expanded.
+            (Some("qwen"), "echo '/home/u' /home/u", "/home/u"),
+        ];
+        for (dialect, command, env) in cases {
+            let mut hook = serde_json::json!({
+                "type": "command", "command": "echo '$HOME' ${HOME}", "env": {"A": "$HOME"}
+            });
+            if let Some(dialect) = dialect {
+                hook["dialect"] = Value::from(dialect);
+            }
+            let text = serde_json::json!({"hooks": {"BeforeTool": [
+                {"matcher": "$HOOK", "hooks": [hook]}
+            ]}})
+            .to_string();
+            let parsed = parse(&text);
+            let layer = parsed.layer.expect("layer");
+            let definition = &layer.hooks[0].definitions[0];
+            // The definition's own keys are hookd's (Gemini CLI's) and always expanded.
+            assert_eq!(definition.matcher.as_deref(), Some("gate"), "{dialect:?}");
+            let entry = &definition.hooks[0];
+            assert_eq!(entry.command.as_deref(), Some(command), "{dialect:?}");
+            assert_eq!(entry.env, [("A".to_owned(), env.to_owned())], "{dialect:?}");
+        }
     }
 
     fn check_hooks_config(text: &str, expected: HooksConfig, diagnostics: usize) {

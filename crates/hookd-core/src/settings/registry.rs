@@ -29,7 +29,9 @@
 //! - **Relay entries.** A command hook that runs `hookctl relay` (see
 //!   [`crate::dialect::is_relay_command`]) is how an agent CLI is wired to hookd, not a hook:
 //!   running it would call the daemon again. It is never registered; an info diagnostic names
-//!   it. So one settings file can hold both the relay wiring and real hooks.
+//!   it. So one settings file can hold both the relay wiring and real hooks. Nor is a guarded
+//!   copy a project install keeps in the host's shared file for machines without hookd
+//!   ([`crate::dialect::fallback_original`]): hookd runs the hook from `.hookd/hooks.json`.
 //! - **Disabled hooks.** A hook whose display name (§1.6) is in the merged disabled list is
 //!   registered disabled: listed by [`Registry::entries`] but never planned. A hook with a
 //!   `name` can therefore only be disabled by that name.
@@ -57,7 +59,7 @@ use serde_json::{Map, Value};
 
 use crate::dialect::Dialect;
 use crate::dialect::condition::Condition;
-use crate::dialect::is_relay_command;
+use crate::dialect::{fallback_original, is_relay_command};
 use crate::event::HookEventName;
 use crate::extension::{self, ExtensionInput};
 use crate::matcher::{MatchContext, Matcher};
@@ -385,6 +387,19 @@ impl Registry {
                     self.diagnostics.push(diagnostic);
                 }
                 for config in &definition.hooks {
+                    // A guarded copy runs only where hookd is absent; hookd runs the hook from
+                    // the project's `.hookd/hooks.json`, so the copy would run it twice.
+                    if let Some(command) = config.command.as_deref().filter(|command| {
+                        config.runs_command() && fallback_original(command).is_some()
+                    }) {
+                        let mut diagnostic = Diagnostic::info(format!(
+                            "{command:?} ({event}) is the copy of a hook for machines without \
+                             hookd; hookd runs the hook from .hookd/hooks.json"
+                        ));
+                        diagnostic.path = origin.path.clone();
+                        self.diagnostics.push(diagnostic);
+                        continue;
+                    }
                     // The relay's own wiring would call the daemon that runs it: never a hook.
                     if let Some(command) = config.command.as_deref().filter(|command| {
                         config.runs_command()
@@ -1582,6 +1597,41 @@ mod tests {
                 "{command}: {:?}",
                 registry.diagnostics()
             );
+        }
+    }
+
+    #[test]
+    fn guarded_copies_of_a_project_install_are_never_registered() {
+        let copy = crate::dialect::fallback_command("./guard.sh");
+        let shared = crate::dialect::shared_relay_command("hookd-relay BeforeTool");
+        // (command, registered as a hook, what the info diagnostic says)
+        let cases = [
+            (
+                copy.as_str(),
+                false,
+                "is the copy of a hook for machines without hookd",
+            ),
+            (shared.as_str(), false, "is handled by hookd"),
+            // Only the exact text install writes is a copy.
+            (
+                "command -v hookd-relay >/dev/null 2>&1 || { ./guard.sh; }",
+                true,
+                "",
+            ),
+        ];
+        for (command, registered, noted) in cases {
+            let text = before_tool(&[("guard", command), ("other", "./other.sh")]);
+            let registry = Registry::build(&input(vec![layer(Source::Project, &text)], vec![]));
+            let mut expected = Vec::new();
+            if registered {
+                expected.push("BeforeTool project guard".to_owned());
+            }
+            expected.push("BeforeTool project other".to_owned());
+            assert_eq!(entries(&registry), expected, "{command}");
+            let said = registry.diagnostics().iter().any(|d| {
+                d.severity == Severity::Info && !noted.is_empty() && d.message.contains(noted)
+            });
+            assert_eq!(said, !registered, "{command}: {:?}", registry.diagnostics());
         }
     }
 

@@ -483,13 +483,30 @@ fn convert_hook(
     let exec_form = match hook.get("args") {
         None | Some(Value::Null) => None,
         Some(Value::Array(args)) if args.iter().all(Value::is_string) => {
+            let words: Vec<&str> = args.iter().filter_map(Value::as_str).collect();
+            // hookd's guarded copy of an exec-form hook (`sh -c GUARD PROGRAM ARGS...`) reads
+            // as the guarded copy of the program's line, which hookd recognises.
+            let guarded = command == "sh"
+                && words.len() >= 3
+                && words[0] == "-c"
+                && words[1] == crate::dialect::FALLBACK_EXEC_SCRIPT;
+            let words = if guarded { &words[2..] } else { &words[..] };
+            let (program, arguments) = if guarded {
+                (words[0], &words[1..])
+            } else {
+                (command, words)
+            };
             let mut line = String::from("exec ");
-            line.push_str(&quote_exec_word(command));
-            for arg in args.iter().filter_map(Value::as_str) {
+            line.push_str(&quote_exec_word(program));
+            for arg in arguments {
                 line.push(' ');
                 line.push_str(&quote_exec_word(arg));
             }
-            Some(line)
+            Some(if guarded {
+                crate::dialect::fallback_command(&line)
+            } else {
+                line
+            })
         }
         Some(other) => {
             conversion.problem(
@@ -1092,6 +1109,23 @@ mod tests {
                 "node",
                 json!(["${CLAUDE_PROJECT_DIR}/x.js", "pre${CLAUDE_PLUGIN_DATA}"]),
                 r#"exec 'node' "${CLAUDE_PROJECT_DIR}"'/x.js' 'pre'"${CLAUDE_PLUGIN_DATA}""#,
+            ),
+            // hookd's guarded copy of an exec-form hook: the copy of the program's line.
+            (
+                "sh",
+                json!([
+                    "-c",
+                    crate::dialect::FALLBACK_EXEC_SCRIPT,
+                    "node",
+                    "${CLAUDE_PROJECT_DIR}/x.js"
+                ]),
+                "command -v hookd-relay >/dev/null 2>&1 || { exec 'node' \"${CLAUDE_PROJECT_DIR}\"'/x.js'\n}",
+            ),
+            // Anything else run by `sh -c` is a hook.
+            (
+                "sh",
+                json!(["-c", "exit 0", "x"]),
+                "exec 'sh' '-c' 'exit 0' 'x'",
             ),
         ];
         for (command, args, line) in cases {

@@ -105,6 +105,22 @@ impl HostDialect for Claude {
         Some("CLAUDE_PROJECT_DIR")
     }
 
+    /// Claude Code 2.1.328 sets `CLAUDE_PROJECT_DIR` for every hook (and, for its own
+    /// session, `CLAUDECODE`, `CLAUDE_CODE_SESSION_ID`, `CLAUDE_ENV_FILE` on some events, ...,
+    /// which reach a relayed hook through the relay's environment, where Claude Code set
+    /// them). It rewrites no shell-form command line: the shell reads the variable.
+    fn hook_shell(&self) -> Option<&'static str> {
+        // Claude Code 2.1.328 spawns a shell-form hook with `shell: true`: `/bin/sh -c LINE`.
+        Some("/bin/sh")
+    }
+
+    fn hook_variables<'a>(
+        &self,
+        vars: &crate::command::CommandVars<'a>,
+    ) -> Vec<(&'static str, &'a str)> {
+        vec![("CLAUDE_PROJECT_DIR", vars.project_dir)]
+    }
+
     fn runs_layer(&self, _source: Source, file: LayerFile) -> bool {
         file == LayerFile::Claude
     }

@@ -23,6 +23,45 @@
 use serde_json::{Map, Value};
 
 use crate::dialect::{HostAnswer, answer_for_claude, answer_for_claude_input};
+use crate::event::HookEventName;
+use crate::result::HookResult;
+
+/// Takes back the rewritten input of a Codex-dialect `PreToolUse` hook that did not say
+/// `permissionDecision: "allow"` itself: Codex applies `updatedInput` only together with an
+/// explicit allow (alone, or with a legacy `decision: "approve"`, it is a failed hook and the
+/// command runs as the model wrote it), so hookd must not rewrite the command either.
+pub fn drop_unapproved_rewrite(result: &mut HookResult) {
+    if result.event != HookEventName::BeforeTool {
+        return;
+    }
+    let rewrites = result
+        .output
+        .as_ref()
+        .and_then(|output| output.get("hookSpecificOutput"))
+        .is_some_and(|specific| specific.get("tool_input").is_some());
+    if !rewrites {
+        return;
+    }
+    let said_allow = serde_json::from_str::<Value>(result.stdout.trim())
+        .ok()
+        .and_then(|own| {
+            own.get("hookSpecificOutput")?
+                .get("permissionDecision")?
+                .as_str()
+                .map(|decision| decision == "allow")
+        })
+        .unwrap_or(false);
+    if said_allow {
+        return;
+    }
+    if let Some(Value::Object(specific)) = result
+        .output
+        .as_mut()
+        .and_then(|output| output.get_mut("hookSpecificOutput"))
+    {
+        specific.remove("tool_input");
+    }
+}
 
 /// The reason given when nothing better is known.
 const NO_REASON: &str = "blocked by a hookd hook";

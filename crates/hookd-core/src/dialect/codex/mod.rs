@@ -28,11 +28,12 @@ pub use names::{
     CODEX_EVENTS, codex_event_label, codex_event_to_hookd, codex_tool_to_hookd, hookd_tool_to_codex,
 };
 pub use trust::{
-    CODEX_DEFAULT_TIMEOUT_S, codex_hooks_file_problems, codex_trust_hash, codex_trust_key,
-    trust_problems, trust_records_text,
+    CODEX_DEFAULT_TIMEOUT_S, codex_effective_timeout_s, codex_hooks_file_problems,
+    codex_trust_hash, codex_trust_key, trust_problems, trust_records_text,
 };
 
 use super::{Conversion, DialectError, HomeEnv, HostAnswer, HostDialect, Purpose, RelayInput};
+use crate::aggregate::Aggregate;
 use crate::event::HookEventName;
 use crate::model::{HookConfig, HookEntry, LayerFile, Source};
 use crate::result::{HookResult, HookRun};
@@ -103,7 +104,11 @@ impl HostDialect for Codex {
             Value::String(host_event.to_owned()),
         );
         let (_, mut input) = crate::dialect::claude_input_to_gemini(&host_input)?;
-        if let Some(tool) = host_input.get("tool_name").and_then(Value::as_str) {
+        // Claude Code's own tool events (`PermissionRequest`) keep the host's tool names, as
+        // their hooks' matchers do; only events hookd shares with Gemini CLI are renamed.
+        if event.claude_only().is_none()
+            && let Some(tool) = host_input.get("tool_name").and_then(Value::as_str)
+        {
             let hookd = codex_tool_to_hookd(tool);
             if hookd != tool {
                 input.insert("tool_name".to_owned(), Value::from(hookd.as_ref()));
@@ -125,6 +130,18 @@ impl HostDialect for Codex {
         errors: &[String],
     ) -> HostAnswer {
         answer_for_codex(&event.host_event, &event.host_input, final_output, errors)
+    }
+
+    fn aggregate(
+        &self,
+        event: HookEventName,
+        results: &[HookResult],
+        input: &Map<String, Value>,
+    ) -> Aggregate {
+        // Codex starts its hooks together and, like Claude Code, lets a deny win and shows
+        // one reason: the first declared hook's (observed with Codex 0.171), which is the
+        // first in hookd's plan order.
+        crate::dialect::aggregate_claude(event, results, input)
     }
 
     fn hook_payload(
@@ -155,7 +172,9 @@ impl HostDialect for Codex {
         // What Codex reads of an answer is a part of what Claude Code reads, in the same
         // fields; answers Codex would count as a failed hook are told apart in
         // docs/dialects.md.
-        crate::dialect::claude_hook_result(entry, run, input)
+        let mut result = crate::dialect::claude_hook_result(entry, run, input);
+        answer::drop_unapproved_rewrite(&mut result);
+        result
     }
 
     fn hook_applies(
@@ -191,12 +210,25 @@ impl HostDialect for Codex {
         Some(conversion)
     }
 
-    fn relay_handler(&self, _host_event: &str, command: &str, timeout_ms: u64) -> Value {
-        // Only what Codex accepts: a whole number of seconds, at least 1.
+    fn relay_matcher(&self, event: HookEventName, matchers: &[Option<String>]) -> Option<String> {
+        if matches!(event, HookEventName::BeforeTool | HookEventName::AfterTool) {
+            codex_matcher(matchers, true)
+        } else if event.claude_only().is_some() && event.matcher_field() == Some("tool_name") {
+            // Claude Code's own tool events (`PermissionRequest`): the hooks' matchers use
+            // Codex's names already.
+            codex_matcher(matchers, false)
+        } else {
+            None
+        }
+    }
+
+    fn relay_handler(&self, host_event: &str, command: &str, timeout_ms: u64) -> Value {
+        // Only what Codex accepts: a whole number of seconds, at least 1, and no more than
+        // Codex gives the event (it clamps SessionEnd's), so the entry says what Codex does.
         json!({
             "type": "command",
             "command": command,
-            "timeout": timeout_ms.div_ceil(1000).max(1),
+            "timeout": codex_effective_timeout_s(host_event, Some(timeout_ms.div_ceil(1000))),
         })
     }
 
@@ -268,6 +300,37 @@ impl HostDialect for Codex {
     }
 }
 
+/// One Codex matcher covering `matchers` (hookd matchers of a tool event; `hookd_names`:
+/// written with hookd's tool names, else with Codex's): the exact list of the Codex names of
+/// the tools they name, when every one is a list of names; `None` (every call relayed) when
+/// one is a pattern or matches everything. The names are letters, digits and `_`, which Codex
+/// reads, joined by `|`, as an exact list.
+pub fn codex_matcher(matchers: &[Option<String>], hookd_names: bool) -> Option<String> {
+    let mut names: Vec<String> = Vec::new();
+    for matcher in matchers {
+        let matcher = matcher.as_deref()?;
+        // Codex's own names come from a converted matcher, which is anchored.
+        let anchored = matcher.starts_with('^') && matcher.ends_with('$');
+        if !(hookd_names || anchored) {
+            return None;
+        }
+        for name in super::wiring::tool_names(matcher)? {
+            let codex = if hookd_names {
+                hookd_tool_to_codex(&name).into_owned()
+            } else {
+                name
+            };
+            if !names.contains(&codex) {
+                names.push(codex);
+            }
+        }
+    }
+    if names.is_empty() {
+        return None;
+    }
+    (!names.is_empty()).then(|| names.join("|"))
+}
+
 #[cfg(test)]
 mod tests {
     use serde_json::json;
@@ -333,6 +396,215 @@ mod tests {
         }
         assert!(Codex.relay_input("Interrupt", Map::new()).is_err());
         assert!(Codex.relay_input("Notification", Map::new()).is_err());
+    }
+
+    fn codex_entry(event: HookEventName, name: &str) -> HookEntry {
+        use crate::model::{HookType, Origin};
+        let mut raw = Map::new();
+        raw.insert("dialect".to_owned(), json!("codex"));
+        HookEntry {
+            event,
+            config: HookConfig {
+                hook_type: HookType::Command,
+                command: Some(format!("./{name}.sh")),
+                name: Some(name.to_owned()),
+                description: None,
+                timeout_ms: None,
+                env: Vec::new(),
+                raw,
+            },
+            source: Source::User,
+            origin: Origin::default(),
+            matcher: None,
+            sequential: false,
+            enabled: true,
+            trust: crate::trust::HookTrust::NotRequired,
+            builtin: None,
+            identity: Default::default(),
+        }
+    }
+
+    /// What Codex hears when Codex-dialect hooks answer `stdouts` (exit 0, in declared
+    /// order) to Codex's `PreToolUse` of `ls`.
+    fn codex_hears(stdouts: &[&str]) -> HostAnswer {
+        let relayed = Codex
+            .relay_input(
+                "PreToolUse",
+                json!({"session_id": "s", "cwd": "/w", "tool_name": "Bash",
+                    "tool_input": {"command": "ls"}})
+                .as_object()
+                .cloned()
+                .expect("object"),
+            )
+            .expect("relayed");
+        let results: Vec<HookResult> = stdouts
+            .iter()
+            .enumerate()
+            .map(|(index, stdout)| {
+                let run = HookRun {
+                    outcome: crate::result::HookOutcome::Exited { code: 0 },
+                    stdout: (*stdout).to_owned(),
+                    stderr: String::new(),
+                    duration: std::time::Duration::from_millis(1),
+                };
+                let entry = codex_entry(HookEventName::BeforeTool, &format!("h{index}"));
+                Codex.hook_result(&entry, run, &relayed.input)
+            })
+            .collect();
+        let merged = Codex.aggregate(HookEventName::BeforeTool, &results, &relayed.input);
+        Codex.relay_answer(&relayed, merged.final_output.as_ref(), &merged.errors)
+    }
+
+    #[test]
+    fn codex_hooks_are_merged_and_read_as_codex_reads_them() {
+        let deny = |reason: &str| {
+            json!({"hookSpecificOutput": {"hookEventName": "PreToolUse",
+                "permissionDecision": "deny", "permissionDecisionReason": reason}})
+            .to_string()
+        };
+        let rewrite = |decision: Option<&str>| {
+            let mut specific = json!({"hookEventName": "PreToolUse",
+                "updatedInput": {"command": "echo rewritten"}});
+            if let Some(decision) = decision {
+                specific["permissionDecision"] = json!(decision);
+            }
+            json!({"hookSpecificOutput": specific}).to_string()
+        };
+        let (first, second) = (deny("first reason"), deny("second reason"));
+        let (alone, approved, legacy) = (
+            rewrite(None),
+            rewrite(Some("allow")),
+            json!({"decision": "approve", "hookSpecificOutput": {"hookEventName": "PreToolUse",
+                "updatedInput": {"command": "echo rewritten"}}})
+            .to_string(),
+        );
+        // (hooks' stdouts in declared order, the permissionDecision Codex reads, its reason,
+        // the command it runs when rewritten)
+        type Case<'a> = (
+            Vec<&'a str>,
+            Option<&'a str>,
+            Option<&'a str>,
+            Option<&'a str>,
+        );
+        let cases: [Case<'_>; 5] = [
+            // Two denies: the first declared hook's reason, alone.
+            (
+                vec![&first, &second],
+                Some("deny"),
+                Some("first reason"),
+                None,
+            ),
+            (
+                vec![&second, &first],
+                Some("deny"),
+                Some("second reason"),
+                None,
+            ),
+            // updatedInput without an allow: Codex ignores it, the command is not rewritten.
+            (vec![&alone], None, None, None),
+            (vec![&legacy], None, None, None),
+            // With an allow it is applied.
+            (vec![&approved], Some("allow"), None, Some("echo rewritten")),
+        ];
+        for (stdouts, decision, reason, command) in cases {
+            let answer = codex_hears(&stdouts);
+            let heard: Value = if answer.stdout.trim().is_empty() {
+                json!({})
+            } else {
+                serde_json::from_str(&answer.stdout).expect("json")
+            };
+            let specific = &heard["hookSpecificOutput"];
+            assert_eq!(
+                specific["permissionDecision"].as_str(),
+                decision,
+                "{stdouts:?}: {heard}"
+            );
+            assert_eq!(
+                specific["permissionDecisionReason"].as_str(),
+                reason,
+                "{stdouts:?}: {heard}"
+            );
+            assert_eq!(
+                specific["updatedInput"]["command"].as_str(),
+                command,
+                "{stdouts:?}: {heard}"
+            );
+            assert_eq!(answer.exit_code, 0, "{stdouts:?}");
+        }
+    }
+
+    #[test]
+    fn permission_requests_keep_codex_tool_names() {
+        let relayed = Codex
+            .relay_input(
+                "PermissionRequest",
+                json!({"session_id": "s", "cwd": "/w", "tool_name": "Bash",
+                    "tool_input": {"command": "ls"}})
+                .as_object()
+                .cloned()
+                .expect("object"),
+            )
+            .expect("relayed");
+        assert_eq!(relayed.input["tool_name"], "Bash");
+        assert!(relayed.input.get("codex_tool_name").is_none());
+    }
+
+    #[test]
+    fn relay_matchers_select_only_the_tools_the_hooks_select() {
+        let some = |m: &str| Some(m.to_owned());
+        // (event, hooks' matchers, relay entry's matcher)
+        let cases = [
+            (
+                HookEventName::BeforeTool,
+                vec![some("^run_shell_command$")],
+                Some("Bash"),
+            ),
+            (
+                HookEventName::BeforeTool,
+                vec![some("run_shell_command"), some("^(?:replace|write_file)$")],
+                Some("Bash|apply_patch"),
+            ),
+            (
+                HookEventName::AfterTool,
+                vec![some("^mcp_gh_issue$")],
+                Some("mcp__gh__issue"),
+            ),
+            // A pattern, or a hook for every tool: every call is relayed, and the daemon,
+            // whose plan is empty for the rest, answers them as no hook would.
+            (HookEventName::BeforeTool, vec![some("^run_.*")], None),
+            (
+                HookEventName::BeforeTool,
+                vec![some("^run_shell_command$"), None],
+                None,
+            ),
+            (
+                HookEventName::Claude(crate::event::ClaudeEvent::PermissionRequest),
+                vec![some("^Bash$")],
+                Some("Bash"),
+            ),
+            (
+                HookEventName::Claude(crate::event::ClaudeEvent::PermissionRequest),
+                vec![some("Ba")],
+                None,
+            ),
+            (HookEventName::AfterAgent, vec![some("x")], None),
+        ];
+        for (event, matchers, expected) in cases {
+            assert_eq!(
+                Codex.relay_matcher(event, &matchers).as_deref(),
+                expected,
+                "{event:?} {matchers:?}"
+            );
+        }
+        // The SessionEnd entry says the timeout Codex gives it.
+        assert_eq!(
+            Codex.relay_handler("SessionEnd", "c", 610_000)["timeout"],
+            3
+        );
+        assert_eq!(
+            Codex.relay_handler("PreToolUse", "c", 610_000)["timeout"],
+            610
+        );
     }
 
     #[test]

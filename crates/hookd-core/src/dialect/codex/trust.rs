@@ -21,13 +21,25 @@ use sha2::{Digest, Sha256};
 use toml_edit::{DocumentMut, Item, Table};
 
 use super::names::{codex_event_has_matcher, codex_event_label};
-use crate::dialect::is_relay_command;
+use crate::dialect::is_hookd_wiring;
 
 /// The comment on each trust record hookd writes.
 pub const RECORD_MARK: &str = "# hookd relay entry: trust record kept by hookctl install";
 
 /// Codex's default hook timeout in seconds.
 pub const CODEX_DEFAULT_TIMEOUT_S: u64 = 600;
+
+/// The timeout Codex gives a handler of `event` whose `timeout` key is `written` (seconds),
+/// which is also what its trust hash covers: at least 1 second, 600 by default, but for the
+/// events Codex runs while it shuts a turn or the session down (`SessionEnd`, `Interrupt`)
+/// 1 second by default and at most 3 (observed with Codex 0.171: a record hashed with the
+/// written value is stale for Codex, which then skips the hook without a word).
+pub fn codex_effective_timeout_s(event: &str, written: Option<u64>) -> u64 {
+    match event {
+        "SessionEnd" | "Interrupt" => written.unwrap_or(1).clamp(1, 3),
+        _ => written.unwrap_or(CODEX_DEFAULT_TIMEOUT_S).max(1),
+    }
+}
 
 /// Codex's trust hash of one command handler of `event` (Codex's name, `PreToolUse`) in a
 /// group with `matcher`.
@@ -55,11 +67,7 @@ pub fn codex_trust_hash(
     if let Some(message) = handler.get("statusMessage").filter(|m| m.is_string()) {
         normalized.insert("statusMessage".to_owned(), message.clone());
     }
-    let timeout = handler
-        .get("timeout")
-        .and_then(Value::as_u64)
-        .unwrap_or(CODEX_DEFAULT_TIMEOUT_S)
-        .max(1);
+    let timeout = codex_effective_timeout_s(event, handler.get("timeout").and_then(Value::as_u64));
     normalized.insert("timeout".to_owned(), Value::from(timeout));
     normalized.insert("type".to_owned(), Value::from("command"));
     let mut identity = Map::new();
@@ -90,7 +98,8 @@ pub fn codex_trust_key(hooks_file: &Path, event: &str, group: usize, handler: us
     format!("{}:{label}:{group}:{handler}", hooks_file.display())
 }
 
-/// The relay entries of a `hooks.json` text, as (Codex event, trust key, hash).
+/// The entries hookd wrote into a `hooks.json` text (relay entries and a project's guarded
+/// copies), as (Codex event, trust key, hash).
 pub fn relay_records(hooks_file: &Path, text: &str) -> Vec<(String, String, String)> {
     let Ok(Value::Object(root)) = serde_json::from_str::<Value>(text) else {
         return Vec::new();
@@ -116,7 +125,7 @@ pub fn relay_records(hooks_file: &Path, text: &str) -> Vec<(String, String, Stri
                     && handler
                         .get("command")
                         .and_then(Value::as_str)
-                        .is_some_and(is_relay_command);
+                        .is_some_and(is_hookd_wiring);
                 if relay {
                     records.push((
                         event.clone(),
@@ -394,6 +403,41 @@ mod tests {
             codex_trust_hash("Stop", None, &h),
             format!("sha256:{:x}", Sha256::digest(stop_text.as_bytes()))
         );
+    }
+
+    #[test]
+    fn shutdown_events_are_hashed_with_the_clamped_timeout() {
+        // (event, written timeout, the timeout in the hashed identity)
+        let cases = [
+            ("SessionEnd", Some(610), 3),
+            ("SessionEnd", Some(2), 2),
+            ("SessionEnd", Some(0), 1),
+            ("SessionEnd", None, 1),
+            ("Interrupt", Some(60), 3),
+            ("PreToolUse", Some(610), 610),
+            ("PreToolUse", None, 600),
+            ("Stop", Some(0), 1),
+        ];
+        for (event, written, effective) in cases {
+            assert_eq!(
+                codex_effective_timeout_s(event, written),
+                effective,
+                "{event} {written:?}"
+            );
+            let mut raw = json!({"type": "command", "command": "x"});
+            if let Some(written) = written {
+                raw["timeout"] = json!(written);
+            }
+            let label = codex_event_label(event).expect("label");
+            let text = format!(
+                r#"{{"event_name":"{label}","hooks":[{{"async":false,"command":"x","timeout":{effective},"type":"command"}}]}}"#
+            );
+            assert_eq!(
+                codex_trust_hash(event, None, &handler(raw)),
+                format!("sha256:{:x}", Sha256::digest(text.as_bytes())),
+                "{event} {written:?}"
+            );
+        }
     }
 
     #[test]
