@@ -136,7 +136,11 @@ struct EventEntry {
 struct Tables {
     /// Keys in first-run order, then the entries by key.
     hook_order: Vec<(HookEventName, String, &'static str)>,
-    hooks: HashMap<(HookEventName, String, &'static str), HookEntry>,
+    /// By event and source, then by name: a run finds its hooks' entries by borrowed names,
+    /// without building a key (a stream runs this for every chunk).
+    hooks: HashMap<(HookEventName, &'static str), HashMap<String, HookEntry>>,
+    /// How many hook entries `hooks` holds.
+    hooks_len: usize,
     hooks_untracked: u64,
     event_order: Vec<HookEventName>,
     events: HashMap<HookEventName, EventEntry>,
@@ -202,22 +206,26 @@ impl RunStats {
         let mut tables = self.tables.lock().unwrap_or_else(PoisonError::into_inner);
         let tables = &mut *tables;
         for result in results {
-            let key = (event, result.name.clone(), result.source.label());
-            if !tables.hooks.contains_key(&key) {
-                if tables.hooks.len() >= MAX_HOOKS {
-                    tables.hooks_untracked += 1;
-                    continue;
+            let label = result.source.label();
+            let by_name = tables.hooks.entry((event, label)).or_default();
+            let entry = match by_name.get_mut(result.name.as_str()) {
+                Some(entry) => entry,
+                None => {
+                    if tables.hooks_len >= MAX_HOOKS {
+                        tables.hooks_untracked += 1;
+                        continue;
+                    }
+                    tables.hooks_len += 1;
+                    tables
+                        .hook_order
+                        .push((event, result.name.clone(), label));
+                    by_name.entry(result.name.clone()).or_default()
                 }
-                tables.hook_order.push(key.clone());
-            }
-            let entry = tables.hooks.entry(key).or_default();
+            };
             entry.runs += 1;
             entry.durations.push(result.duration);
             entry.max = entry.max.max(result.duration);
-            *entry
-                .decisions
-                .entry(hook_decision(result).to_owned())
-                .or_default() += 1;
+            count_decision(&mut entry.decisions, hook_decision(result));
             if let Some(failure) = result.failure {
                 entry.failures += 1;
                 *entry.failures_by_kind.entry(failure.as_str()).or_default() += 1;
@@ -242,10 +250,7 @@ impl RunStats {
         if results.iter().any(|result| result.failure.is_some()) {
             event_entry.failed_runs += 1;
         }
-        *event_entry
-            .decisions
-            .entry(final_decision(aggregate).to_owned())
-            .or_default() += 1;
+        count_decision(&mut event_entry.decisions, final_decision(aggregate));
         event_entry.durations.push(total);
     }
 
@@ -276,7 +281,7 @@ impl RunStats {
             .hook_order
             .iter()
             .filter_map(|key| {
-                let entry = tables.hooks.get(key)?;
+                let entry = tables.hooks.get(&(key.0, key.2))?.get(&key.1)?;
                 let (p50_ms, p99_ms) = entry.durations.p50_p99();
                 Some(HookStats {
                     event: key.0.as_str().to_owned(),
@@ -348,6 +353,16 @@ impl RunStats {
             hooks_untracked,
             background: None,
             breaker: None,
+        }
+    }
+}
+
+/// Counts one `decision`, allocating only for one not seen before.
+fn count_decision(decisions: &mut BTreeMap<String, u64>, decision: &str) {
+    match decisions.get_mut(decision) {
+        Some(count) => *count += 1,
+        None => {
+            decisions.insert(decision.to_owned(), 1);
         }
     }
 }

@@ -64,7 +64,7 @@ use crate::results;
 use crate::runstats::ClientEntry;
 use crate::shared::Shared;
 use crate::stats::Stats;
-use crate::story::RunContext;
+use crate::story::{RunContext, StreamStory};
 
 /// At most this much of the text emitted so far is kept for `full_content`; beyond it the
 /// oldest text is dropped (on a character boundary).
@@ -375,6 +375,17 @@ impl StreamState {
         }
     }
 
+    /// The display names of the stream's hooks in the order their records come: the
+    /// filters, then the command hooks.
+    fn record_names(&self) -> impl Iterator<Item = &str> + '_ {
+        let commands = self.commands.iter().flat_map(|plan| plan.hooks.iter());
+        self.filters
+            .iter()
+            .map(|filter| &filter.entry)
+            .chain(commands)
+            .map(|entry| entry.config.display_name())
+    }
+
     /// The builtin filters' hook entries, in the order they run.
     pub(crate) fn filter_entries(&self) -> impl Iterator<Item = &Arc<HookEntry>> + '_ {
         self.filters.iter().map(|filter| &filter.entry)
@@ -433,6 +444,7 @@ impl StreamRun {
     /// cancelled, or the daemon is stopping), then sends `stream_closed`.
     pub(crate) async fn serve(mut self, mut commands: mpsc::Receiver<Command>) {
         let mut state = StreamState::new(&self.plan);
+        let mut story = StreamStory::new(&self.client, &self.fire, state.record_names());
         let mut chunks = 0u64;
         while let Some(command) = commands.recv().await {
             if self.gone.is_cancelled() {
@@ -451,7 +463,7 @@ impl StreamRun {
                     drop(slot);
                     // The bookkeeping is done while the client reads the answer.
                     let Answered { results, aggregate } = &answered;
-                    crate::story::finished_run(
+                    crate::story::finished_chunk(
                         &self.shared,
                         &RunContext {
                             client: &self.client,
@@ -461,8 +473,8 @@ impl StreamRun {
                         },
                         &self.fire,
                         self.generation,
-                        results,
-                        aggregate,
+                        (results, aggregate),
+                        &mut story,
                     );
                     if let Some(commands) = &state.commands {
                         // The command hooks' records follow the filters'.
@@ -601,6 +613,8 @@ pub(crate) struct FilterStream {
     hooks: usize,
     /// The client's counters.
     client: Arc<ClientEntry>,
+    /// What the stream did, for its log line when it ends.
+    story: StreamStory,
 }
 
 impl FilterStream {
@@ -612,13 +626,16 @@ impl FilterStream {
         generation: u64,
         client: Arc<ClientEntry>,
     ) -> FilterStream {
+        let state = StreamState::new(plan);
+        let story = StreamStory::new(&client, &fire, state.record_names());
         FilterStream {
             client,
             fire,
-            state: StreamState::new(plan),
+            state,
             generation,
             chunks: 0,
             hooks: plan.hooks.len(),
+            story,
         }
     }
 
@@ -685,7 +702,7 @@ impl FilterStream {
             &filtered,
             body,
         );
-        crate::story::finished_run(
+        crate::story::finished_chunk(
             shared,
             &RunContext {
                 client: &self.client,
@@ -695,8 +712,8 @@ impl FilterStream {
             },
             &self.fire,
             self.generation,
-            &filtered.results,
-            &aggregate,
+            (&filtered.results, &aggregate),
+            &mut self.story,
         );
     }
 
