@@ -11,6 +11,7 @@ mod decisions;
 mod execution;
 mod faults_clients;
 mod faults_hooks;
+mod filter_budget;
 mod hostile_edges;
 mod hostile_settings;
 mod hostile_trust;

@@ -136,14 +136,15 @@ struct EventEntry {
 struct Tables {
     /// Keys in first-run order, then the entries by key.
     hook_order: Vec<(HookEventName, String, &'static str)>,
-    /// By event and source, then by name: a run finds its hooks' entries by borrowed names,
-    /// without building a key (a stream runs this for every chunk).
-    hooks: HashMap<(HookEventName, &'static str), HashMap<String, HookEntry>>,
+    /// By event and source (a short list: looked through, not hashed), then by name: a run
+    /// finds its hooks' entries by borrowed names, without building a key (a stream runs this
+    /// for every chunk).
+    hooks: Vec<((HookEventName, &'static str), HashMap<String, HookEntry>)>,
     /// How many hook entries `hooks` holds.
     hooks_len: usize,
     hooks_untracked: u64,
-    event_order: Vec<HookEventName>,
-    events: HashMap<HookEventName, EventEntry>,
+    /// In first-run order; a short list (one entry per event), looked through.
+    events: Vec<(HookEventName, EventEntry)>,
     relays: BTreeMap<&'static str, u64>,
 }
 
@@ -207,7 +208,18 @@ impl RunStats {
         let tables = &mut *tables;
         for result in results {
             let label = result.source.label();
-            let by_name = tables.hooks.entry((event, label)).or_default();
+            let group = match tables
+                .hooks
+                .iter()
+                .position(|(key, _)| *key == (event, label))
+            {
+                Some(group) => group,
+                None => {
+                    tables.hooks.push(((event, label), HashMap::new()));
+                    tables.hooks.len() - 1
+                }
+            };
+            let by_name = &mut tables.hooks[group].1;
             let entry = match by_name.get_mut(result.name.as_str()) {
                 Some(entry) => entry,
                 None => {
@@ -216,9 +228,7 @@ impl RunStats {
                         continue;
                     }
                     tables.hooks_len += 1;
-                    tables
-                        .hook_order
-                        .push((event, result.name.clone(), label));
+                    tables.hook_order.push((event, result.name.clone(), label));
                     by_name.entry(result.name.clone()).or_default()
                 }
             };
@@ -239,13 +249,14 @@ impl RunStats {
                 entry.last_error = Some(error.chars().take(MAX_ERROR_CHARS).collect());
             }
         }
-        let event_entry = match tables.events.get_mut(&event) {
-            Some(entry) => entry,
+        let index = match tables.events.iter().position(|(seen, _)| *seen == event) {
+            Some(index) => index,
             None => {
-                tables.event_order.push(event);
-                tables.events.entry(event).or_default()
+                tables.events.push((event, EventEntry::default()));
+                tables.events.len() - 1
             }
         };
+        let event_entry = &mut tables.events[index].1;
         event_entry.runs += 1;
         if results.iter().any(|result| result.failure.is_some()) {
             event_entry.failed_runs += 1;
@@ -281,7 +292,11 @@ impl RunStats {
             .hook_order
             .iter()
             .filter_map(|key| {
-                let entry = tables.hooks.get(&(key.0, key.2))?.get(&key.1)?;
+                let (_, by_name) = tables
+                    .hooks
+                    .iter()
+                    .find(|(group, _)| *group == (key.0, key.2))?;
+                let entry = by_name.get(&key.1)?;
                 let (p50_ms, p99_ms) = entry.durations.p50_p99();
                 Some(HookStats {
                     event: key.0.as_str().to_owned(),
@@ -304,19 +319,18 @@ impl RunStats {
             })
             .collect();
         let events = tables
-            .event_order
+            .events
             .iter()
-            .filter_map(|event| {
-                let entry = tables.events.get(event)?;
+            .map(|(event, entry)| {
                 let (p50_ms, p99_ms) = entry.durations.p50_p99();
-                Some(EventStats {
+                EventStats {
                     event: event.as_str().to_owned(),
                     runs: entry.runs,
                     failed_runs: entry.failed_runs,
                     decisions: entry.decisions.clone(),
                     p50_ms,
                     p99_ms,
-                })
+                }
             })
             .collect();
         let relays = tables

@@ -154,6 +154,17 @@ pub(crate) enum ChunkRoute {
     Unknown,
 }
 
+/// What [`Streams::filter_chunk`] did with a chunk.
+pub(crate) enum FilterOutcome {
+    /// Filtered; its `chunk_result` body is written.
+    Answered,
+    /// Its text is larger than [`INLINE_FILTER_BYTES`]: given back, nothing done, for
+    /// [`FilterStream::chunk_bounded`].
+    TooLarge(Map<String, Value>),
+    /// The stream is not a filter-only stream (any more).
+    NotFiltered,
+}
+
 /// A stream taken out of the table.
 pub(crate) enum Removed {
     /// A stream without hooks and how many chunks it answered.
@@ -203,21 +214,20 @@ impl Streams {
     }
 
     /// Runs a chunk of the filter-only stream `id` and writes its `chunk_result` frame body
-    /// into `body`; `false` (nothing written) when `id` is not such a stream.
+    /// into `body`. A chunk whose text is larger than [`INLINE_FILTER_BYTES`] is given back
+    /// untouched, for the blocking pool (the size is learned from the text the filters need
+    /// anyway, so an ordinary chunk pays for no separate look).
     pub(crate) fn filter_chunk(
         &self,
         shared: &Shared,
         (id, seq): (&RequestId, u64),
         llm_response: Map<String, Value>,
         body: &mut Vec<u8>,
-    ) -> bool {
+    ) -> FilterOutcome {
         let mut map = self.lock();
         match map.get_mut(&id.as_id_ref() as &dyn IdKey) {
-            Some(Entry::Filtered(stream)) => {
-                stream.chunk(shared, (id, seq), llm_response, body);
-                true
-            }
-            _ => false,
+            Some(Entry::Filtered(stream)) => stream.chunk(shared, (id, seq), llm_response, body),
+            _ => FilterOutcome::NotFiltered,
         }
     }
 
@@ -640,24 +650,33 @@ impl FilterStream {
     }
 
     /// Runs one chunk through the filters and writes its `chunk_result` frame body into
-    /// `body`.
+    /// `body`; a chunk too large for the read loop is given back untouched.
     fn chunk(
         &mut self,
         shared: &Shared,
         (id, seq): (&RequestId, u64),
         llm_response: Map<String, Value>,
         body: &mut Vec<u8>,
-    ) {
+    ) -> FilterOutcome {
+        let response = Value::Object(llm_response);
+        let original = chunk_text(&response);
+        if original.len() > INLINE_FILTER_BYTES {
+            let Value::Object(llm_response) = response else {
+                return FilterOutcome::NotFiltered;
+            };
+            return FilterOutcome::TooLarge(llm_response);
+        }
         Stats::add(&shared.stats.events_served, 1);
         self.chunks += 1;
-        let filtered = run_filters(
+        let filtered = run_filters_on(
             &mut self.state,
             &mut self.fire.input,
-            llm_response,
+            (response, original),
             (self.hooks, false),
             shared.config.default_on_failure,
         );
         self.answer(shared, (id, seq), filtered, body);
+        FilterOutcome::Answered
     }
 
     /// Runs one chunk whose text is larger than [`INLINE_FILTER_BYTES`] through the filters,
@@ -754,6 +773,24 @@ pub(crate) fn run_filters(
 ) -> Filtered {
     let response = Value::Object(llm_response);
     let original = chunk_text(&response);
+    run_filters_on(
+        state,
+        input,
+        (response, original),
+        (hooks, last),
+        default_on_failure,
+    )
+}
+
+/// [`run_filters`] on a chunk whose text (`original`, [`chunk_text`] of `response`) is
+/// already known.
+fn run_filters_on(
+    state: &mut StreamState,
+    input: &mut Map<String, Value>,
+    (response, original): (Value, String),
+    (hooks, last): (usize, bool),
+    default_on_failure: FailurePolicy,
+) -> Filtered {
     let mut results: Vec<HookResult> = Vec::with_capacity(hooks);
     let mut text = original.clone();
     let mut missed = false;
@@ -896,6 +933,7 @@ fn chunk_text_len(llm_response: &Map<String, Value>) -> usize {
 }
 
 /// Whether a chunk of a filter-only stream is too large to be filtered by the read loop.
+#[cfg(test)]
 pub(crate) fn needs_blocking_filter(llm_response: &Map<String, Value>) -> bool {
     chunk_text_len(llm_response) > INLINE_FILTER_BYTES
 }

@@ -457,6 +457,31 @@ pub struct Redactor {
     /// Every pattern's `start` regex at once: one pass tells where the first match starts.
     gate: Gate,
     patterns: Vec<Compiled>,
+    /// What the compiled regexes take in memory, as [`Redactor::compiled_bytes`] counts it.
+    compiled_bytes: usize,
+}
+
+/// What each compiled regex is counted as beyond its automata: the search strategy, its
+/// literal prefilter and the first of its search caches (measured on the default patterns;
+/// a search cache grows with use, see `docs/limits.md`).
+pub const REGEX_FIXED_BYTES: usize = 16 * 1024;
+
+/// The memory counted for the regexes `patterns` compiled into one automaton under
+/// `size_limit`: the Thompson automaton the `regex` crate builds for them, measured by
+/// building it once more here (the `regex` crate does not tell), twice (a search runs a
+/// forward and a reverse automaton), plus [`REGEX_FIXED_BYTES`]. A pattern the measurement
+/// cannot build (it compiled for `regex`, so this does not happen) counts as the most its
+/// automata may take.
+fn compiled_regex_bytes(patterns: &[&str], size_limit: usize) -> usize {
+    use regex_automata::nfa::thompson;
+    let built = thompson::Compiler::new()
+        .configure(thompson::Config::new().nfa_size_limit(Some(size_limit)))
+        .build_many(patterns);
+    let automata = match built {
+        Ok(nfa) => nfa.memory_usage(),
+        Err(_) => size_limit,
+    };
+    2 * automata + REGEX_FIXED_BYTES
 }
 
 /// All the patterns' `start` regexes in one automaton, searched before any pattern alone.
@@ -472,7 +497,8 @@ enum Gate {
 }
 
 impl Gate {
-    fn compile(starts: &[&str]) -> Result<Gate, RedactConfigError> {
+    /// The gate of `starts`, and the memory it is counted as.
+    fn compile(starts: &[&str]) -> Result<(Gate, usize), RedactConfigError> {
         let size_limit = GATE_SIZE_LIMIT;
         // Each pattern compiled alone, so `(?:p)` means the same as `p`, except where a `#`
         // comment of verbose mode (`(?x)`) would swallow the `)` and the patterns after it.
@@ -486,13 +512,14 @@ impl Gate {
                 .size_limit(size_limit)
                 .build()
             {
-                return Ok(Gate::Alternation(regex));
+                let bytes = compiled_regex_bytes(&[alternation.as_str()], size_limit);
+                return Ok((Gate::Alternation(regex), bytes));
             }
         }
         RegexSetBuilder::new(starts)
             .size_limit(size_limit)
             .build()
-            .map(Gate::Set)
+            .map(|set| (Gate::Set(set), compiled_regex_bytes(starts, size_limit)))
             .map_err(|error| match error {
                 regex::Error::CompiledTooBig(limit) => RedactConfigError::new(
                     "patterns",
@@ -594,6 +621,7 @@ impl Redactor {
         };
         let mut patterns = Vec::new();
         let mut starts = Vec::new();
+        let mut compiled_bytes = 0;
         for (index, pattern) in config.patterns.iter().chain(&defaults).enumerate() {
             let key = if index < config.patterns.len() {
                 format!("patterns[{index}]")
@@ -613,6 +641,10 @@ impl Redactor {
             };
             let has_secret_group =
                 end.is_none() && start.capture_names().any(|name| name == Some("secret"));
+            compiled_bytes += compiled_regex_bytes(&[start_text.as_str()], REGEX_SIZE_LIMIT);
+            if let PatternKind::Block { end, .. } = &pattern.kind {
+                compiled_bytes += compiled_regex_bytes(&[end.as_str()], REGEX_SIZE_LIMIT);
+            }
             starts.push(start_text.as_str());
             patterns.push(Compiled {
                 start,
@@ -621,10 +653,12 @@ impl Redactor {
                 replacement: config.replacement.replace("{name}", &pattern.name),
             });
         }
+        let (gate, gate_bytes) = Gate::compile(&starts)?;
         Ok(Redactor {
             config: config.clone(),
-            gate: Gate::compile(&starts)?,
+            gate,
             patterns,
+            compiled_bytes: compiled_bytes + gate_bytes,
         })
     }
 
@@ -636,6 +670,14 @@ impl Redactor {
     /// The settings this filter was compiled from.
     pub fn config(&self) -> &RedactConfig {
         &self.config
+    }
+
+    /// The memory this filter's compiled regexes are counted as, in bytes: each regex's
+    /// automata as measured when it was compiled (forward and reverse) plus
+    /// [`REGEX_FIXED_BYTES`], the gate's included. What the daemon's budget of compiled filters
+    /// adds up (`docs/limits.md`); the search caches a regex grows while it runs come on top.
+    pub fn compiled_bytes(&self) -> usize {
+        self.compiled_bytes
     }
 
     /// How many bytes a stream holds back at a chunk boundary (the `holdback` setting).
