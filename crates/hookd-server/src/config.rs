@@ -225,8 +225,9 @@ impl ServerConfig {
 /// largest size at once.
 pub const DEFAULT_MAX_PENDING_FRAME_BYTES: usize = 256 * 1024 * 1024;
 
-/// The default [`ServerConfig::compiled_budget_bytes`]: 256 MiB, room for about a hundred
-/// projects with the default `redact` filter, or a few with the heaviest settings allowed.
+/// The default [`ServerConfig::compiled_budget_bytes`]: 256 MiB, room for every cached project
+/// with the default `redact` filter (about 0.5 MiB each), or about nine with four filters as
+/// heavy as the limits allow.
 pub const DEFAULT_COMPILED_BUDGET_BYTES: usize = 256 * 1024 * 1024;
 
 /// The default bound on background runs in flight (async hooks, detached events).

@@ -461,27 +461,32 @@ pub struct Redactor {
     compiled_bytes: usize,
 }
 
-/// What each compiled regex is counted as beyond its automata: the search strategy, its
-/// literal prefilter and the first of its search caches (measured on the default patterns;
-/// a search cache grows with use, see `docs/limits.md`).
+/// What each compiled regex is counted as beyond its automaton: the search strategy and its
+/// literal prefilter (see [`compiled_regex_bytes`]).
 pub const REGEX_FIXED_BYTES: usize = 16 * 1024;
 
+/// How many times its Thompson automaton a compiled regex is counted as: the forward and the
+/// reverse automaton a search runs, what the `regex` crate builds beside them, and the search
+/// caches it grows on ordinary text. Measured by counting allocations: 3 times the automaton
+/// once compiled and 4 to 5 times after its first searches, on the default patterns and on
+/// heavy Unicode ones (`(\w+\s?){3}x`).
+pub const AUTOMATON_FACTOR: usize = 5;
+
 /// The memory counted for the regexes `patterns` compiled into one automaton under
-/// `size_limit`: the Thompson automaton the `regex` crate builds for them, measured by
-/// building it once more here (the `regex` crate does not tell), twice (a search runs a
-/// forward and a reverse automaton), plus [`REGEX_FIXED_BYTES`]. A pattern the measurement
-/// cannot build (it compiled for `regex`, so this does not happen) counts as the most its
-/// automata may take.
+/// `size_limit`: [`AUTOMATON_FACTOR`] times the Thompson automaton the `regex` crate builds
+/// for them (measured by building it once more here: the `regex` crate does not tell), plus
+/// [`REGEX_FIXED_BYTES`]. A pattern the measurement cannot build (it compiled for `regex`, so
+/// this does not happen) counts as the most its automaton may take.
 fn compiled_regex_bytes(patterns: &[&str], size_limit: usize) -> usize {
     use regex_automata::nfa::thompson;
     let built = thompson::Compiler::new()
         .configure(thompson::Config::new().nfa_size_limit(Some(size_limit)))
         .build_many(patterns);
-    let automata = match built {
+    let automaton = match built {
         Ok(nfa) => nfa.memory_usage(),
         Err(_) => size_limit,
     };
-    2 * automata + REGEX_FIXED_BYTES
+    AUTOMATON_FACTOR * automaton + REGEX_FIXED_BYTES
 }
 
 /// All the patterns' `start` regexes in one automaton, searched before any pattern alone.
@@ -673,9 +678,9 @@ impl Redactor {
     }
 
     /// The memory this filter's compiled regexes are counted as, in bytes: each regex's
-    /// automata as measured when it was compiled (forward and reverse) plus
+    /// automaton as measured when it was compiled, times [`AUTOMATON_FACTOR`], plus
     /// [`REGEX_FIXED_BYTES`], the gate's included. What the daemon's budget of compiled filters
-    /// adds up (`docs/limits.md`); the search caches a regex grows while it runs come on top.
+    /// adds up (`docs/limits.md`).
     pub fn compiled_bytes(&self) -> usize {
         self.compiled_bytes
     }
@@ -1019,6 +1024,42 @@ mod tests {
 
     fn defaults() -> Redactor {
         redactor(json!({"builtin": "redact"}))
+    }
+
+    #[test]
+    fn compiled_bytes_grow_with_the_patterns_and_stay_within_their_limits() {
+        let heavy: Vec<Value> = (0..12)
+            .map(|i| json!({"name": format!("p{i}"), "regex": format!(r"(\w+\s?){{3}}x{i}")}))
+            .collect();
+        // (settings, the regexes compiled besides the gate)
+        let cases = [
+            (
+                json!({"builtin": "redact", "default_patterns": false,
+                    "patterns": [{"name": "t", "regex": "TCK-[0-9]{6}"}]}),
+                1,
+            ),
+            (json!({"builtin": "redact"}), default_patterns().len()),
+            (
+                json!({"builtin": "redact", "default_patterns": false, "patterns": heavy}),
+                12,
+            ),
+        ];
+        let mut last = 0;
+        for (settings, regexes) in cases {
+            let bytes = redactor(settings.clone()).compiled_bytes();
+            // At least the fixed part of each regex and the gate; at most what the size
+            // limits let their automata take.
+            let floor = (regexes + 1) * REGEX_FIXED_BYTES;
+            let ceiling = 2 * regexes * (AUTOMATON_FACTOR * REGEX_SIZE_LIMIT + REGEX_FIXED_BYTES)
+                + AUTOMATON_FACTOR * GATE_SIZE_LIMIT
+                + REGEX_FIXED_BYTES;
+            assert!(
+                (floor..=ceiling).contains(&bytes),
+                "{settings}: {bytes} not in {floor}..={ceiling}"
+            );
+            assert!(bytes > last, "{settings}: {bytes} after {last}");
+            last = bytes;
+        }
     }
 
     /// Redacts `text` whole and in every two-chunk split, checking they agree.
