@@ -29,6 +29,7 @@ mod lastgood;
 mod lastrun;
 mod limits;
 mod manage;
+mod memory;
 mod registries;
 mod relayed;
 mod results;

@@ -30,7 +30,9 @@
 //! compiled again at its next event, from its files as they are then (what a cached registry
 //! would have been rebuilt to when they changed), and the last good version of its files is
 //! kept for it ([`EVICTED_REMEMBERED`] of them), so a file broken since is still replaced by
-//! the version it had. Runs and streams in flight keep the snapshot they hold.
+//! the version it had. Runs and streams in flight keep the snapshot they hold. Dropped
+//! registries are freed off the daemon's threads and their memory given back to the system
+//! ([`crate::memory`]).
 //!
 //! The project-hook trust store is a shared file like the settings layers, and the digests of
 //! each project's hook scripts are part of what its registry is built from, so trusting,
@@ -326,13 +328,15 @@ impl Registries {
                     self.clock.fetch_add(1, Ordering::Relaxed),
                 ),
             );
-            let dropped = self.keep_within_budget(&mut cache, &snapshot.project_dir);
-            break (snapshot, evicted, dropped);
+            let (dropped, freed) = self.keep_within_budget(&mut cache, &snapshot.project_dir);
+            break (snapshot, evicted, (dropped, freed));
         };
         if let Some(evicted) = evicted {
             lock(&self.last_good).forget_project(&evicted);
         }
+        let (dropped, freed) = dropped;
         self.remember_budget_evicted(dropped);
+        crate::memory::release(freed);
         drop(guard);
         self.release_project_lock(project_dir, project_lock);
         self.projects_changed.notify_one();
@@ -340,19 +344,24 @@ impl Registries {
         snapshot
     }
 
-    /// Drops the least recently used registries other than `keep`'s while the cached compiled
-    /// filters are over the budget; returns the dropped projects. The caller holds the cache.
+    /// Takes the least recently used registries other than `keep`'s out of the cache while the
+    /// cached compiled filters are over the budget; returns the projects and their registries
+    /// (to be freed off the daemon's threads, [`crate::memory::release`]). The caller holds the
+    /// cache.
     fn keep_within_budget(
         &self,
         cache: &mut HashMap<PathBuf, Cached>,
         keep: &Path,
-    ) -> Vec<PathBuf> {
+    ) -> (Vec<PathBuf>, Vec<Arc<Snapshot>>) {
         let entries = cache
             .iter()
             .map(|(dir, cached)| (dir.as_path(), cached.last_used, cached.compiled_bytes));
         let dropped = over_budget(entries, self.compiled_budget, keep);
+        let mut snapshots = Vec::with_capacity(dropped.len());
         for dir in &dropped {
-            cache.remove(dir);
+            if let Some(cached) = cache.remove(dir) {
+                snapshots.push(cached.snapshot);
+            }
             tracing::debug!(
                 project = %dir.display(),
                 budget = self.compiled_budget,
@@ -361,7 +370,7 @@ impl Registries {
         }
         self.budget_evictions
             .fetch_add(dropped.len() as u64, Ordering::Relaxed);
-        dropped
+        (dropped, snapshots)
     }
 
     /// Keeps the last good files of projects dropped for the budget, forgetting those of the
@@ -485,7 +494,7 @@ impl Registries {
         }
         let snapshot = Arc::new(built.into_snapshot(self.next_generation()));
         let (layers, files) = changed_files(&old.input, &snapshot.input);
-        let dropped = {
+        let (dropped, freed) = {
             let mut cache = self.lock_cache();
             match cache.get_mut(project_dir) {
                 Some(cached) => {
@@ -493,11 +502,12 @@ impl Registries {
                     cached.snapshot = Arc::clone(&snapshot);
                     self.keep_within_budget(&mut cache, project_dir)
                 }
-                None => Vec::new(),
+                None => (Vec::new(), Vec::new()),
             }
         };
         if !dropped.is_empty() {
             self.remember_budget_evicted(dropped);
+            crate::memory::release(freed);
             self.projects_changed.notify_one();
         }
         tracing::debug!(
