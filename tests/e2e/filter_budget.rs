@@ -15,9 +15,9 @@ const PROJECTS: usize = 16;
 /// The budget the daemon runs with.
 const BUDGET_MIB: usize = 32;
 
-/// Room above the budget for what is not a compiled filter: the test's own allocations, the
-/// runtime, allocator slack and the search caches the filters grow while they run.
-const SLACK_MIB: u64 = 48;
+/// Room above the budget and the project being built for what is not a compiled filter: the
+/// test's own allocations, the runtime, allocator slack and the registries being freed.
+const SLACK_MIB: u64 = 56;
 
 /// How long one event may take, filters compiled included, on a loaded 2-core machine.
 const EVENT_BOUND: Duration = Duration::from_secs(30);
@@ -136,9 +136,17 @@ async fn many_heavy_filter_projects_stay_within_the_budget_and_are_all_answered(
     let once_more = check_project(&client, &projects[last], last).await;
     assert_eq!(again.generation, once_more.generation);
     daemon.stop().await;
+    // The bound `docs/limits.md` gives: the budget, plus the registry being built (one at a
+    // time here), plus slack. Without the budget, the filters alone would take
+    // `per_project * PROJECTS`.
+    let per_project_mib = per_project.div_ceil(1024 * 1024) as u64;
+    eprintln!(
+        "compiled filters counted per project: {per_project_mib} MiB; all {PROJECTS}: {} MiB",
+        per_project_mib * PROJECTS as u64
+    );
     memory.finish().assert_bounded(
         "sixteen projects of heavy filters",
-        BUDGET_MIB as u64 + SLACK_MIB,
+        BUDGET_MIB as u64 + per_project_mib + SLACK_MIB,
     );
 }
 
