@@ -834,8 +834,10 @@ mod tests {
 
     #[test]
     fn over_budget_drops_the_least_recently_used_others_until_it_fits() {
-        // (entries as (dir, last use, bytes), budget, keep, expected drops in order)
-        let cases: &[(&[(&str, u64, usize)], usize, &str, &[&str])] = &[
+        /// Each project's `(dir, last use, bytes)`.
+        type Entries<'a> = &'a [(&'a str, u64, usize)];
+        // (entries, budget, keep, expected drops in order)
+        let cases: &[(Entries, usize, &str, &[&str])] = &[
             // Within the budget: nothing.
             (&[("/a", 1, 10), ("/b", 2, 10)], 20, "/b", &[]),
             // Over: the oldest goes first, and only as many as needed.

@@ -131,6 +131,9 @@ struct EventEntry {
     durations: Window,
 }
 
+/// An event and a hook source (its label): the hooks of one group are kept by name.
+type HookGroup = (HookEventName, &'static str);
+
 /// The tables under the lock.
 #[derive(Debug, Default)]
 struct Tables {
@@ -139,7 +142,7 @@ struct Tables {
     /// By event and source (a short list: looked through, not hashed), then by name: a run
     /// finds its hooks' entries by borrowed names, without building a key (a stream runs this
     /// for every chunk).
-    hooks: Vec<((HookEventName, &'static str), HashMap<String, HookEntry>)>,
+    hooks: Vec<(HookGroup, HashMap<String, HookEntry>)>,
     /// How many hook entries `hooks` holds.
     hooks_len: usize,
     hooks_untracked: u64,
