@@ -12,6 +12,7 @@ mod execution;
 mod fallback;
 mod faults_clients;
 mod faults_hooks;
+mod filter_budget;
 mod hostile_edges;
 mod hostile_settings;
 mod hostile_trust;

@@ -51,6 +51,18 @@ impl Helper {
         log: &Path,
     ) -> anyhow::Result<Helper> {
         let exe = std::env::current_exe().context("cannot find the benchmark's own binary")?;
+        Helper::start_exe(&exe, name, args, env, log)
+    }
+
+    /// [`Helper::start`] with the helper taken from `exe`, another build of the benchmark
+    /// (to measure that build's daemon, `hookd-bench stream --against`).
+    pub fn start_exe(
+        exe: &Path,
+        name: &'static str,
+        args: &[OsString],
+        env: &[(String, String)],
+        log: &Path,
+    ) -> anyhow::Result<Helper> {
         let log_file =
             File::create(log).with_context(|| format!("cannot create {}", log.display()))?;
         let mut child = Command::new(exe)

@@ -82,7 +82,16 @@ enum Helper {
     },
     /// Streams AfterModel chunks through one-shot, persistent, pre-warmed and builtin hooks
     /// and through no hook, next to a raw ping-pong of the same frame sizes.
-    Stream,
+    Stream {
+        /// Another build's hookd-bench binary: measure the fast rows (workers, builtin filter,
+        /// no hook) of this build's daemon and of that one's in alternating rounds, and print
+        /// an A/B table of the medians.
+        #[arg(long, value_name = "OTHER_HOOKD_BENCH")]
+        against: Option<PathBuf>,
+        /// Rounds of each build with --against.
+        #[arg(long, default_value_t = 4, requires = "against")]
+        rounds: usize,
+    },
     /// Times `hookctl relay` from exec to exit, next to a Node one-shot hook and `bash -c
     /// true` (needs `hookctl` built next to this binary).
     Relay,
@@ -137,9 +146,21 @@ fn main() -> anyhow::Result<()> {
             print!("{}", load::text(&report));
             load::check(&report)
         }
-        Some(Helper::Stream) => {
+        Some(Helper::Stream {
+            against: None,
+            rounds: _,
+        }) => {
             let report = stream::run(stream::Options::new(cli.quick, cli.daemon_runtime))?;
             print!("{}", stream::table(&report));
+            Ok(())
+        }
+        Some(Helper::Stream {
+            against: Some(other),
+            rounds,
+        }) => {
+            let options = stream::Options::new(cli.quick, cli.daemon_runtime);
+            let comparison = stream::compare(&options, &other, rounds)?;
+            print!("{}", stream::comparison_table(&comparison));
             Ok(())
         }
         Some(Helper::Relay) => {

@@ -30,6 +30,12 @@ pub struct ServerConfig {
     /// whose next frame would take the total past it has that frame refused: its body is
     /// skipped as it arrives and a `limit_reached` error answers it.
     pub max_pending_frame_bytes: usize,
+    /// The most memory the cached projects' compiled `redact` filters may be counted as
+    /// together, in bytes (`hookd_core::registry::Registry::compiled_bytes`). When a project's
+    /// registry takes the total past it, the least recently used other projects' registries
+    /// are dropped from the cache until it fits; such a project is read and compiled again at
+    /// its next event, with the same hooks. One project is always kept, however large.
+    pub compiled_budget_bytes: usize,
     /// At most this many event runs are in flight on one connection. When a connection
     /// reaches it, the daemon stops reading that connection's frames until one finishes, so a
     /// client pipelining thousands of requests is served in order without the daemon holding
@@ -188,6 +194,7 @@ impl ServerConfig {
             max_hello_frame_bytes: hookd_protocol::DEFAULT_MAX_HELLO_FRAME_BYTES,
             max_pending_frame_bytes: DEFAULT_MAX_PENDING_FRAME_BYTES,
             max_inflight_per_connection: DEFAULT_MAX_INFLIGHT_PER_CONNECTION,
+            compiled_budget_bytes: DEFAULT_COMPILED_BUDGET_BYTES,
             max_output_bytes: 1024 * 1024,
             kill_grace: Duration::from_secs(2),
             shutdown_grace: Duration::from_secs(10),
@@ -222,6 +229,11 @@ impl ServerConfig {
 /// The default daemon-wide bound on partly received frames: 256 MiB, four frames of the
 /// largest size at once.
 pub const DEFAULT_MAX_PENDING_FRAME_BYTES: usize = 256 * 1024 * 1024;
+
+/// The default [`ServerConfig::compiled_budget_bytes`]: 256 MiB, room for every cached project
+/// with the default `redact` filter (about 0.5 MiB each), or about nine with four filters as
+/// heavy as the limits allow.
+pub const DEFAULT_COMPILED_BUDGET_BYTES: usize = 256 * 1024 * 1024;
 
 /// The default bound on background runs in flight (async hooks, detached events).
 pub const DEFAULT_MAX_BACKGROUND_RUNS: usize = 64;

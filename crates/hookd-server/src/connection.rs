@@ -56,8 +56,7 @@ use crate::shared::Shared;
 use crate::stats::Stats;
 use crate::story::RunContext;
 use crate::stream::{
-    ChunkRoute, Command, FilterStream, Removed, StreamRun, Streams, is_filter_plan,
-    needs_blocking_filter,
+    ChunkRoute, Command, FilterOutcome, FilterStream, Removed, StreamRun, Streams, is_filter_plan,
 };
 
 /// The write side of a connection, shared by the connection task and its runs.
@@ -708,9 +707,6 @@ impl Connection {
                 });
                 send(&self.sink, &reply).await;
             }
-            ChunkRoute::Filtered if needs_blocking_filter(&request.llm_response) => {
-                self.filter_large_chunk(request).await;
-            }
             ChunkRoute::Filtered => {
                 // The body is written into a buffer the connection keeps, not one allocated
                 // per chunk: it is copied into the queue anyway.
@@ -720,15 +716,26 @@ impl Connection {
                         .lock()
                         .unwrap_or_else(PoisonError::into_inner),
                 );
-                let answered = self.streams.filter_chunk(
-                    &self.shared,
-                    (&request.id, request.seq),
-                    request.llm_response,
-                    &mut body,
-                );
-                if answered {
+                let ChunkRequest {
+                    id,
+                    seq,
+                    llm_response,
+                } = request;
+                let outcome =
+                    self.streams
+                        .filter_chunk(&self.shared, (&id, seq), llm_response, &mut body);
+                match outcome {
                     // Queued like the no-hook answers: the read loop flushes before it waits.
-                    self.sink.queue_frame(&body).await;
+                    FilterOutcome::Answered => self.sink.queue_frame(&body).await,
+                    FilterOutcome::TooLarge(llm_response) => {
+                        let request = ChunkRequest {
+                            id,
+                            seq,
+                            llm_response,
+                        };
+                        self.filter_large_chunk(request).await;
+                    }
+                    FilterOutcome::NotFiltered => {}
                 }
                 if body.capacity() <= MAX_KEPT_FILTER_BODY {
                     *self

@@ -30,6 +30,7 @@ mod lastgood;
 mod lastrun;
 mod limits;
 mod manage;
+mod memory;
 mod oneshot;
 mod registries;
 mod relayed;

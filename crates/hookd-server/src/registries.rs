@@ -23,6 +23,17 @@
 //! holds at most [`MAX_CACHED_PROJECTS`] projects; the least recently used one is dropped
 //! first, so a client naming endless directories cannot grow the daemon without bound.
 //!
+//! The compiled `redact` filters of the cached registries share one memory budget
+//! (`ServerConfig::compiled_budget_bytes`, counted by `Registry::compiled_bytes`): a build or
+//! rebuild that takes the total past it drops the least recently used other projects until it
+//! fits ([`over_budget`]). Dropping never changes a decision: an evicted project is read and
+//! compiled again at its next event, from its files as they are then (what a cached registry
+//! would have been rebuilt to when they changed), and the last good version of its files is
+//! kept for it ([`EVICTED_REMEMBERED`] of them), so a file broken since is still replaced by
+//! the version it had. Runs and streams in flight keep the snapshot they hold. Dropped
+//! registries are freed off the daemon's threads and their memory given back to the system
+//! ([`crate::memory`]).
+//!
 //! The project-hook trust store is a shared file like the settings layers, and the digests of
 //! each project's hook scripts are part of what its registry is built from, so trusting,
 //! untrusting or editing a script rebuilds exactly the registries whose hooks' trust changed.
@@ -30,7 +41,7 @@
 //! Each file keeps its last good version ([`crate::lastgood`]); settings problems are logged
 //! once when they appear and once when they are resolved, not on every rebuild.
 
-use std::collections::{BTreeMap, BTreeSet, HashMap};
+use std::collections::{BTreeMap, BTreeSet, HashMap, VecDeque};
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
@@ -46,6 +57,10 @@ use crate::lastgood::LastGood;
 
 /// How many project registries are kept at most.
 pub(crate) const MAX_CACHED_PROJECTS: usize = 256;
+
+/// How many projects dropped to keep within the compiled-filter budget keep the last good
+/// version of their files (the oldest is forgotten first, as for a project dropped by count).
+pub(crate) const EVICTED_REMEMBERED: usize = MAX_CACHED_PROJECTS;
 
 /// How many change announcements a subscriber may fall behind before it loses the oldest.
 const CHANGE_CAPACITY: usize = 64;
@@ -142,10 +157,51 @@ impl Built {
     }
 }
 
-/// A cache entry with its last use, for eviction.
+/// A cache entry with its last use and its compiled filters' memory, for eviction.
 struct Cached {
     snapshot: Arc<Snapshot>,
     last_used: u64,
+    /// `snapshot.registry.compiled_bytes()`, kept so that the total is a cheap sum.
+    compiled_bytes: usize,
+}
+
+impl Cached {
+    fn new(snapshot: Arc<Snapshot>, last_used: u64) -> Cached {
+        let compiled_bytes = snapshot.registry.compiled_bytes();
+        Cached {
+            snapshot,
+            last_used,
+            compiled_bytes,
+        }
+    }
+}
+
+/// The projects to drop so that the compiled memory of those left is at most `budget`: the
+/// least recently used first, never `keep` (the project being built, which is kept even when
+/// it alone is over the budget). `entries` are each project's `(dir, last use, bytes)`.
+fn over_budget<'a>(
+    entries: impl Iterator<Item = (&'a Path, u64, usize)>,
+    budget: usize,
+    keep: &Path,
+) -> Vec<PathBuf> {
+    let mut entries: Vec<(&Path, u64, usize)> = entries.collect();
+    let mut total: usize = entries.iter().map(|(_, _, bytes)| bytes).sum();
+    if total <= budget {
+        return Vec::new();
+    }
+    entries.sort_unstable_by_key(|(_, last_used, _)| *last_used);
+    let mut dropped = Vec::new();
+    for (dir, _, bytes) in entries {
+        if total <= budget {
+            break;
+        }
+        if dir == keep || bytes == 0 {
+            continue;
+        }
+        total -= bytes;
+        dropped.push(dir.to_path_buf());
+    }
+    dropped
 }
 
 /// The registry cache.
@@ -169,6 +225,13 @@ pub(crate) struct Registries {
     projects_changed: Notify,
     generation: AtomicU64,
     clock: AtomicU64,
+    /// The budget of compiled filters, from the config.
+    compiled_budget: usize,
+    /// Projects dropped to keep within the budget, oldest first, whose last good files are
+    /// still kept (at most [`EVICTED_REMEMBERED`]).
+    budget_evicted: Mutex<VecDeque<PathBuf>>,
+    /// How many registries were dropped to keep within the budget.
+    budget_evictions: AtomicU64,
     gemini_home: PathBuf,
     /// The daemon's project-hook trust policy, which de-duplication depends on.
     project_hooks: ProjectHookPolicy,
@@ -195,6 +258,9 @@ impl Registries {
             projects_changed: Notify::new(),
             generation: AtomicU64::new(0),
             clock: AtomicU64::new(0),
+            compiled_budget: config.compiled_budget_bytes,
+            budget_evicted: Mutex::new(VecDeque::new()),
+            budget_evictions: AtomicU64::new(0),
             gemini_home: crate::shared::gemini_home(config),
             project_hooks: config.project_hooks,
         }
@@ -235,7 +301,7 @@ impl Registries {
             self.release_project_lock(project_dir, project_lock);
             return snapshot;
         }
-        let (snapshot, evicted) = loop {
+        let (snapshot, evicted, dropped) = loop {
             let (shared, epoch) = self.shared_layers().await;
             let built = self.build(&shared, project_dir).await;
             let mut cache = self.lock_cache();
@@ -257,21 +323,89 @@ impl Registries {
             };
             cache.insert(
                 snapshot.project_dir.clone(),
-                Cached {
-                    snapshot: Arc::clone(&snapshot),
-                    last_used: self.clock.fetch_add(1, Ordering::Relaxed),
-                },
+                Cached::new(
+                    Arc::clone(&snapshot),
+                    self.clock.fetch_add(1, Ordering::Relaxed),
+                ),
             );
-            break (snapshot, evicted);
+            let (dropped, freed) = self.keep_within_budget(&mut cache, &snapshot.project_dir);
+            break (snapshot, evicted, (dropped, freed));
         };
         if let Some(evicted) = evicted {
             lock(&self.last_good).forget_project(&evicted);
         }
+        let (dropped, freed) = dropped;
+        self.remember_budget_evicted(dropped);
+        crate::memory::release(freed);
         drop(guard);
         self.release_project_lock(project_dir, project_lock);
         self.projects_changed.notify_one();
         self.log_diagnostics();
         snapshot
+    }
+
+    /// Takes the least recently used registries other than `keep`'s out of the cache while the
+    /// cached compiled filters are over the budget; returns the projects and their registries
+    /// (to be freed off the daemon's threads, [`crate::memory::release`]). The caller holds the
+    /// cache.
+    fn keep_within_budget(
+        &self,
+        cache: &mut HashMap<PathBuf, Cached>,
+        keep: &Path,
+    ) -> (Vec<PathBuf>, Vec<Arc<Snapshot>>) {
+        let entries = cache
+            .iter()
+            .map(|(dir, cached)| (dir.as_path(), cached.last_used, cached.compiled_bytes));
+        let dropped = over_budget(entries, self.compiled_budget, keep);
+        let mut snapshots = Vec::with_capacity(dropped.len());
+        for dir in &dropped {
+            if let Some(cached) = cache.remove(dir) {
+                snapshots.push(cached.snapshot);
+            }
+            tracing::debug!(
+                project = %dir.display(),
+                budget = self.compiled_budget,
+                "registry dropped to keep compiled filters within their budget"
+            );
+        }
+        self.budget_evictions
+            .fetch_add(dropped.len() as u64, Ordering::Relaxed);
+        (dropped, snapshots)
+    }
+
+    /// Keeps the last good files of projects dropped for the budget, forgetting those of the
+    /// oldest beyond [`EVICTED_REMEMBERED`] that are not cached again.
+    fn remember_budget_evicted(&self, dropped: Vec<PathBuf>) {
+        if dropped.is_empty() {
+            return;
+        }
+        let mut evicted = lock(&self.budget_evicted);
+        for dir in dropped {
+            evicted.retain(|seen| *seen != dir);
+            evicted.push_back(dir);
+        }
+        let mut forget = Vec::new();
+        while evicted.len() > EVICTED_REMEMBERED {
+            if let Some(dir) = evicted.pop_front() {
+                forget.push(dir);
+            }
+        }
+        drop(evicted);
+        let cache = self.lock_cache();
+        let forget: Vec<PathBuf> = forget
+            .into_iter()
+            .filter(|dir| !cache.contains_key(dir))
+            .collect();
+        drop(cache);
+        let mut last_good = lock(&self.last_good);
+        for dir in &forget {
+            last_good.forget_project(dir);
+        }
+    }
+
+    /// How many registries were dropped to keep within the compiled-filter budget.
+    fn budget_evictions(&self) -> u64 {
+        self.budget_evictions.load(Ordering::Relaxed)
     }
 
     /// The build lock of one project, created on first use.
@@ -360,8 +494,21 @@ impl Registries {
         }
         let snapshot = Arc::new(built.into_snapshot(self.next_generation()));
         let (layers, files) = changed_files(&old.input, &snapshot.input);
-        if let Some(cached) = self.lock_cache().get_mut(project_dir) {
-            cached.snapshot = Arc::clone(&snapshot);
+        let (dropped, freed) = {
+            let mut cache = self.lock_cache();
+            match cache.get_mut(project_dir) {
+                Some(cached) => {
+                    cached.compiled_bytes = snapshot.registry.compiled_bytes();
+                    cached.snapshot = Arc::clone(&snapshot);
+                    self.keep_within_budget(&mut cache, project_dir)
+                }
+                None => (Vec::new(), Vec::new()),
+            }
+        };
+        if !dropped.is_empty() {
+            self.remember_budget_evicted(dropped);
+            crate::memory::release(freed);
+            self.projects_changed.notify_one();
         }
         tracing::debug!(
             project = %project_dir.display(),
@@ -414,14 +561,20 @@ impl Registries {
     /// A one-line summary for a service manager's status.
     pub(crate) fn summary(&self) -> String {
         let cache = self.lock_cache();
+        let projects = cache.len();
         let hooks: usize = cache
             .values()
             .map(|cached| cached.snapshot.registry.entries().len())
             .sum();
+        let compiled: usize = cache.values().map(|cached| cached.compiled_bytes).sum();
+        drop(cache);
+        let evictions = self.budget_evictions();
         format!(
-            "{} project registr{} loaded, {hooks} hooks",
-            cache.len(),
-            if cache.len() == 1 { "y" } else { "ies" }
+            "{projects} project registr{} loaded, {hooks} hooks, compiled filters {:.1} of \
+             {:.0} MiB ({evictions} dropped for it)",
+            if projects == 1 { "y" } else { "ies" },
+            compiled as f64 / (1024.0 * 1024.0),
+            self.compiled_budget as f64 / (1024.0 * 1024.0),
         )
     }
 
@@ -677,6 +830,59 @@ mod tests {
         assert_eq!(got_layers, layers);
         let files: Vec<PathBuf> = files.iter().map(PathBuf::from).collect();
         assert_eq!(got_files, files);
+    }
+
+    #[test]
+    fn over_budget_drops_the_least_recently_used_others_until_it_fits() {
+        /// Each project's `(dir, last use, bytes)`.
+        type Entries<'a> = &'a [(&'a str, u64, usize)];
+        // (entries, budget, keep, expected drops in order)
+        let cases: &[(Entries, usize, &str, &[&str])] = &[
+            // Within the budget: nothing.
+            (&[("/a", 1, 10), ("/b", 2, 10)], 20, "/b", &[]),
+            // Over: the oldest goes first, and only as many as needed.
+            (
+                &[("/a", 1, 10), ("/b", 2, 10), ("/c", 3, 10)],
+                20,
+                "/c",
+                &["/a"],
+            ),
+            (
+                &[("/a", 3, 10), ("/b", 1, 10), ("/c", 2, 10)],
+                10,
+                "/a",
+                &["/b", "/c"],
+            ),
+            // The kept project stays even when it is the oldest, or alone over the budget.
+            (&[("/a", 1, 10), ("/b", 2, 10)], 10, "/a", &["/b"]),
+            (&[("/a", 1, 50), ("/b", 2, 10)], 10, "/a", &["/b"]),
+            (&[("/a", 1, 50)], 10, "/a", &[]),
+            // A project without filters frees nothing and is not dropped for the budget.
+            (
+                &[("/a", 1, 0), ("/b", 2, 10), ("/c", 3, 10)],
+                10,
+                "/c",
+                &["/b"],
+            ),
+            // A budget of zero keeps only the project being built.
+            (
+                &[("/a", 1, 1), ("/b", 2, 1), ("/c", 3, 1)],
+                0,
+                "/b",
+                &["/a", "/c"],
+            ),
+        ];
+        for (entries, budget, keep, expected) in cases {
+            let dropped = over_budget(
+                entries
+                    .iter()
+                    .map(|(dir, used, bytes)| (Path::new(*dir), *used, *bytes)),
+                *budget,
+                Path::new(keep),
+            );
+            let expected: Vec<PathBuf> = expected.iter().map(PathBuf::from).collect();
+            assert_eq!(dropped, expected, "{entries:?} budget {budget} keep {keep}");
+        }
     }
 
     #[test]

@@ -131,15 +131,23 @@ struct EventEntry {
     durations: Window,
 }
 
+/// An event and a hook source (its label): the hooks of one group are kept by name.
+type HookGroup = (HookEventName, &'static str);
+
 /// The tables under the lock.
 #[derive(Debug, Default)]
 struct Tables {
     /// Keys in first-run order, then the entries by key.
     hook_order: Vec<(HookEventName, String, &'static str)>,
-    hooks: HashMap<(HookEventName, String, &'static str), HookEntry>,
+    /// By event and source (a short list: looked through, not hashed), then by name: a run
+    /// finds its hooks' entries by borrowed names, without building a key (a stream runs this
+    /// for every chunk).
+    hooks: Vec<(HookGroup, HashMap<String, HookEntry>)>,
+    /// How many hook entries `hooks` holds.
+    hooks_len: usize,
     hooks_untracked: u64,
-    event_order: Vec<HookEventName>,
-    events: HashMap<HookEventName, EventEntry>,
+    /// In first-run order; a short list (one entry per event), looked through.
+    events: Vec<(HookEventName, EventEntry)>,
     relays: BTreeMap<&'static str, u64>,
 }
 
@@ -202,22 +210,35 @@ impl RunStats {
         let mut tables = self.tables.lock().unwrap_or_else(PoisonError::into_inner);
         let tables = &mut *tables;
         for result in results {
-            let key = (event, result.name.clone(), result.source.label());
-            if !tables.hooks.contains_key(&key) {
-                if tables.hooks.len() >= MAX_HOOKS {
-                    tables.hooks_untracked += 1;
-                    continue;
+            let label = result.source.label();
+            let group = match tables
+                .hooks
+                .iter()
+                .position(|(key, _)| *key == (event, label))
+            {
+                Some(group) => group,
+                None => {
+                    tables.hooks.push(((event, label), HashMap::new()));
+                    tables.hooks.len() - 1
                 }
-                tables.hook_order.push(key.clone());
-            }
-            let entry = tables.hooks.entry(key).or_default();
+            };
+            let by_name = &mut tables.hooks[group].1;
+            let entry = match by_name.get_mut(result.name.as_str()) {
+                Some(entry) => entry,
+                None => {
+                    if tables.hooks_len >= MAX_HOOKS {
+                        tables.hooks_untracked += 1;
+                        continue;
+                    }
+                    tables.hooks_len += 1;
+                    tables.hook_order.push((event, result.name.clone(), label));
+                    by_name.entry(result.name.clone()).or_default()
+                }
+            };
             entry.runs += 1;
             entry.durations.push(result.duration);
             entry.max = entry.max.max(result.duration);
-            *entry
-                .decisions
-                .entry(hook_decision(result).to_owned())
-                .or_default() += 1;
+            count_decision(&mut entry.decisions, hook_decision(result));
             if let Some(failure) = result.failure {
                 entry.failures += 1;
                 *entry.failures_by_kind.entry(failure.as_str()).or_default() += 1;
@@ -231,21 +252,19 @@ impl RunStats {
                 entry.last_error = Some(error.chars().take(MAX_ERROR_CHARS).collect());
             }
         }
-        let event_entry = match tables.events.get_mut(&event) {
-            Some(entry) => entry,
+        let index = match tables.events.iter().position(|(seen, _)| *seen == event) {
+            Some(index) => index,
             None => {
-                tables.event_order.push(event);
-                tables.events.entry(event).or_default()
+                tables.events.push((event, EventEntry::default()));
+                tables.events.len() - 1
             }
         };
+        let event_entry = &mut tables.events[index].1;
         event_entry.runs += 1;
         if results.iter().any(|result| result.failure.is_some()) {
             event_entry.failed_runs += 1;
         }
-        *event_entry
-            .decisions
-            .entry(final_decision(aggregate).to_owned())
-            .or_default() += 1;
+        count_decision(&mut event_entry.decisions, final_decision(aggregate));
         event_entry.durations.push(total);
     }
 
@@ -276,7 +295,11 @@ impl RunStats {
             .hook_order
             .iter()
             .filter_map(|key| {
-                let entry = tables.hooks.get(key)?;
+                let (_, by_name) = tables
+                    .hooks
+                    .iter()
+                    .find(|(group, _)| *group == (key.0, key.2))?;
+                let entry = by_name.get(&key.1)?;
                 let (p50_ms, p99_ms) = entry.durations.p50_p99();
                 Some(HookStats {
                     event: key.0.as_str().to_owned(),
@@ -299,19 +322,18 @@ impl RunStats {
             })
             .collect();
         let events = tables
-            .event_order
+            .events
             .iter()
-            .filter_map(|event| {
-                let entry = tables.events.get(event)?;
+            .map(|(event, entry)| {
                 let (p50_ms, p99_ms) = entry.durations.p50_p99();
-                Some(EventStats {
+                EventStats {
                     event: event.as_str().to_owned(),
                     runs: entry.runs,
                     failed_runs: entry.failed_runs,
                     decisions: entry.decisions.clone(),
                     p50_ms,
                     p99_ms,
-                })
+                }
             })
             .collect();
         let relays = tables
@@ -348,6 +370,16 @@ impl RunStats {
             hooks_untracked,
             background: None,
             breaker: None,
+        }
+    }
+}
+
+/// Counts one `decision`, allocating only for one not seen before.
+fn count_decision(decisions: &mut BTreeMap<String, u64>, decision: &str) {
+    match decisions.get_mut(decision) {
+        Some(count) => *count += 1,
+        None => {
+            decisions.insert(decision.to_owned(), 1);
         }
     }
 }

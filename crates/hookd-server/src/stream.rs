@@ -64,7 +64,7 @@ use crate::results;
 use crate::runstats::ClientEntry;
 use crate::shared::Shared;
 use crate::stats::Stats;
-use crate::story::RunContext;
+use crate::story::{RunContext, StreamStory};
 
 /// At most this much of the text emitted so far is kept for `full_content`; beyond it the
 /// oldest text is dropped (on a character boundary).
@@ -154,6 +154,17 @@ pub(crate) enum ChunkRoute {
     Unknown,
 }
 
+/// What [`Streams::filter_chunk`] did with a chunk.
+pub(crate) enum FilterOutcome {
+    /// Filtered; its `chunk_result` body is written.
+    Answered,
+    /// Its text is larger than [`INLINE_FILTER_BYTES`]: given back, nothing done, for
+    /// [`FilterStream::chunk_bounded`].
+    TooLarge(Map<String, Value>),
+    /// The stream is not a filter-only stream (any more).
+    NotFiltered,
+}
+
 /// A stream taken out of the table.
 pub(crate) enum Removed {
     /// A stream without hooks and how many chunks it answered.
@@ -203,21 +214,20 @@ impl Streams {
     }
 
     /// Runs a chunk of the filter-only stream `id` and writes its `chunk_result` frame body
-    /// into `body`; `false` (nothing written) when `id` is not such a stream.
+    /// into `body`. A chunk whose text is larger than [`INLINE_FILTER_BYTES`] is given back
+    /// untouched, for the blocking pool (the size is learned from the text the filters need
+    /// anyway, so an ordinary chunk pays for no separate look).
     pub(crate) fn filter_chunk(
         &self,
         shared: &Shared,
         (id, seq): (&RequestId, u64),
         llm_response: Map<String, Value>,
         body: &mut Vec<u8>,
-    ) -> bool {
+    ) -> FilterOutcome {
         let mut map = self.lock();
         match map.get_mut(&id.as_id_ref() as &dyn IdKey) {
-            Some(Entry::Filtered(stream)) => {
-                stream.chunk(shared, (id, seq), llm_response, body);
-                true
-            }
-            _ => false,
+            Some(Entry::Filtered(stream)) => stream.chunk(shared, (id, seq), llm_response, body),
+            _ => FilterOutcome::NotFiltered,
         }
     }
 
@@ -375,6 +385,17 @@ impl StreamState {
         }
     }
 
+    /// The display names of the stream's hooks in the order their records come: the
+    /// filters, then the command hooks.
+    fn record_names(&self) -> impl Iterator<Item = &str> + '_ {
+        let commands = self.commands.iter().flat_map(|plan| plan.hooks.iter());
+        self.filters
+            .iter()
+            .map(|filter| &filter.entry)
+            .chain(commands)
+            .map(|entry| entry.config.display_name())
+    }
+
     /// The builtin filters' hook entries, in the order they run.
     pub(crate) fn filter_entries(&self) -> impl Iterator<Item = &Arc<HookEntry>> + '_ {
         self.filters.iter().map(|filter| &filter.entry)
@@ -433,6 +454,7 @@ impl StreamRun {
     /// cancelled, or the daemon is stopping), then sends `stream_closed`.
     pub(crate) async fn serve(mut self, mut commands: mpsc::Receiver<Command>) {
         let mut state = StreamState::new(&self.plan);
+        let mut story = StreamStory::new(&self.client, &self.fire, state.record_names());
         let mut chunks = 0u64;
         while let Some(command) = commands.recv().await {
             if self.gone.is_cancelled() {
@@ -451,7 +473,7 @@ impl StreamRun {
                     drop(slot);
                     // The bookkeeping is done while the client reads the answer.
                     let Answered { results, aggregate } = &answered;
-                    crate::story::finished_run(
+                    crate::story::finished_chunk(
                         &self.shared,
                         &RunContext {
                             client: &self.client,
@@ -461,8 +483,8 @@ impl StreamRun {
                         },
                         &self.fire,
                         self.generation,
-                        results,
-                        aggregate,
+                        (results, aggregate),
+                        &mut story,
                     );
                     if let Some(commands) = &state.commands {
                         // The command hooks' records follow the filters'.
@@ -601,6 +623,8 @@ pub(crate) struct FilterStream {
     hooks: usize,
     /// The client's counters.
     client: Arc<ClientEntry>,
+    /// What the stream did, for its log line when it ends.
+    story: StreamStory,
 }
 
 impl FilterStream {
@@ -612,35 +636,47 @@ impl FilterStream {
         generation: u64,
         client: Arc<ClientEntry>,
     ) -> FilterStream {
+        let state = StreamState::new(plan);
+        let story = StreamStory::new(&client, &fire, state.record_names());
         FilterStream {
             client,
             fire,
-            state: StreamState::new(plan),
+            state,
             generation,
             chunks: 0,
             hooks: plan.hooks.len(),
+            story,
         }
     }
 
     /// Runs one chunk through the filters and writes its `chunk_result` frame body into
-    /// `body`.
+    /// `body`; a chunk too large for the read loop is given back untouched.
     fn chunk(
         &mut self,
         shared: &Shared,
         (id, seq): (&RequestId, u64),
         llm_response: Map<String, Value>,
         body: &mut Vec<u8>,
-    ) {
+    ) -> FilterOutcome {
+        let response = Value::Object(llm_response);
+        let original = chunk_text(&response);
+        if original.len() > INLINE_FILTER_BYTES {
+            let Value::Object(llm_response) = response else {
+                return FilterOutcome::NotFiltered;
+            };
+            return FilterOutcome::TooLarge(llm_response);
+        }
         Stats::add(&shared.stats.events_served, 1);
         self.chunks += 1;
-        let filtered = run_filters(
+        let filtered = run_filters_on(
             &mut self.state,
             &mut self.fire.input,
-            llm_response,
+            (response, original),
             (self.hooks, false),
             shared.config.default_on_failure,
         );
         self.answer(shared, (id, seq), filtered, body);
+        FilterOutcome::Answered
     }
 
     /// Runs one chunk whose text is larger than [`INLINE_FILTER_BYTES`] through the filters,
@@ -685,7 +721,7 @@ impl FilterStream {
             &filtered,
             body,
         );
-        crate::story::finished_run(
+        crate::story::finished_chunk(
             shared,
             &RunContext {
                 client: &self.client,
@@ -695,8 +731,8 @@ impl FilterStream {
             },
             &self.fire,
             self.generation,
-            &filtered.results,
-            &aggregate,
+            (&filtered.results, &aggregate),
+            &mut self.story,
         );
     }
 
@@ -737,6 +773,24 @@ pub(crate) fn run_filters(
 ) -> Filtered {
     let response = Value::Object(llm_response);
     let original = chunk_text(&response);
+    run_filters_on(
+        state,
+        input,
+        (response, original),
+        (hooks, last),
+        default_on_failure,
+    )
+}
+
+/// [`run_filters`] on a chunk whose text (`original`, [`chunk_text`] of `response`) is
+/// already known.
+fn run_filters_on(
+    state: &mut StreamState,
+    input: &mut Map<String, Value>,
+    (response, original): (Value, String),
+    (hooks, last): (usize, bool),
+    default_on_failure: FailurePolicy,
+) -> Filtered {
     let mut results: Vec<HookResult> = Vec::with_capacity(hooks);
     let mut text = original.clone();
     let mut missed = false;
@@ -879,6 +933,7 @@ fn chunk_text_len(llm_response: &Map<String, Value>) -> usize {
 }
 
 /// Whether a chunk of a filter-only stream is too large to be filtered by the read loop.
+#[cfg(test)]
 pub(crate) fn needs_blocking_filter(llm_response: &Map<String, Value>) -> bool {
     chunk_text_len(llm_response) > INLINE_FILTER_BYTES
 }

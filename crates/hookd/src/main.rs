@@ -50,6 +50,11 @@ struct Args {
     /// beyond it is skipped and refused with limit_reached [default: 268435456].
     #[arg(long)]
     max_pending_frame_bytes: Option<usize>,
+    /// Memory the cached projects' compiled redact filters may take together, in MiB; past it
+    /// the least recently used projects are dropped from the cache and compiled again when
+    /// next used [default: 256].
+    #[arg(long)]
+    compiled_budget_mib: Option<usize>,
     /// Event runs in flight on one connection before hookd stops reading its requests until
     /// one finishes [default: 1024].
     #[arg(long)]
@@ -306,6 +311,9 @@ fn build_config(args: &Args, env: HashMap<String, String>) -> hookd_server::Serv
     }
     if let Some(n) = args.max_pending_frame_bytes {
         config.max_pending_frame_bytes = n;
+    }
+    if let Some(mib) = args.compiled_budget_mib {
+        config.compiled_budget_bytes = mib.saturating_mul(1024 * 1024);
     }
     if let Some(n) = args.max_inflight_per_connection {
         config.max_inflight_per_connection = n.max(1);

@@ -1,6 +1,6 @@
 //! The real `hookd` binary's log: one `info` line per event that ran hooks, with every field,
-//! and a `warn` line per hook that failed (here, one that timed out and was killed); the
-//! client's name is in both and in `status`.
+//! one per stream when it ends (not one per chunk), and a `warn` line per hook that failed
+//! (here, one that timed out and was killed); the client's name is in them and in `status`.
 
 // Test fixtures may unwrap: a failure here is a failed test, not a daemon bug.
 #![allow(clippy::unwrap_used)]
@@ -202,4 +202,45 @@ async fn a_timed_out_hook_logs_a_warn_line() {
     }
     let line = daemon.line_with(&["event ran hooks"]).await;
     assert!(line.contains("slow=timed_out/"), "{line}");
+}
+
+#[tokio::test]
+async fn a_stream_logs_one_info_line_when_it_ends_not_one_per_chunk() {
+    let daemon = Daemon::start(json!({"hooks": {"AfterModel": [{"hooks": [
+        {"name": "redact", "type": "builtin", "builtin": "redact"}
+    ]}]}}));
+    let client = daemon.client("log-test/stream").await;
+    let mut stream = client
+        .open_stream(hookd_client::StreamRequest::new(daemon.project()))
+        .await
+        .unwrap();
+    for n in 0..3 {
+        let chunk = json!({"candidates": [{"content": {"parts": [format!("chunk {n} ")]}}]});
+        stream
+            .send_chunk(chunk.as_object().cloned().unwrap())
+            .await
+            .unwrap();
+        stream.next_result().await.unwrap().unwrap();
+    }
+    stream.close().await.unwrap();
+
+    let line = daemon
+        .line_with(&["stream ran hooks", "log-test/stream"])
+        .await;
+    for part in [
+        " INFO ",
+        "hookd::run",
+        "event=\"AfterModel\"",
+        &format!("project=\"{}\"", daemon.project()),
+        "chunks=3",
+        "hooks=\"redact=ok/",
+        "decision=\"none\"",
+        "failed_chunks=0",
+        "total=",
+    ] {
+        assert!(line.contains(part), "{part:?} missing from {line}");
+    }
+    let text = std::fs::read_to_string(&daemon.log).unwrap();
+    assert_eq!(text.matches("stream ran hooks").count(), 1, "{text}");
+    assert_eq!(text.matches("event ran hooks").count(), 0, "{text}");
 }

@@ -457,6 +457,36 @@ pub struct Redactor {
     /// Every pattern's `start` regex at once: one pass tells where the first match starts.
     gate: Gate,
     patterns: Vec<Compiled>,
+    /// What the compiled regexes take in memory, as [`Redactor::compiled_bytes`] counts it.
+    compiled_bytes: usize,
+}
+
+/// What each compiled regex is counted as beyond its automaton: the search strategy and its
+/// literal prefilter (see [`compiled_regex_bytes`]).
+pub const REGEX_FIXED_BYTES: usize = 16 * 1024;
+
+/// How many times its Thompson automaton a compiled regex is counted as: the forward and the
+/// reverse automaton a search runs, what the `regex` crate builds beside them, and the search
+/// caches it grows on ordinary text. Measured by counting allocations: 3 times the automaton
+/// once compiled and 4 to 5 times after its first searches, on the default patterns and on
+/// heavy Unicode ones (`(\w+\s?){3}x`).
+pub const AUTOMATON_FACTOR: usize = 5;
+
+/// The memory counted for the regexes `patterns` compiled into one automaton under
+/// `size_limit`: [`AUTOMATON_FACTOR`] times the Thompson automaton the `regex` crate builds
+/// for them (measured by building it once more here: the `regex` crate does not tell), plus
+/// [`REGEX_FIXED_BYTES`]. A pattern the measurement cannot build (it compiled for `regex`, so
+/// this does not happen) counts as the most its automaton may take.
+fn compiled_regex_bytes(patterns: &[&str], size_limit: usize) -> usize {
+    use regex_automata::nfa::thompson;
+    let built = thompson::Compiler::new()
+        .configure(thompson::Config::new().nfa_size_limit(Some(size_limit)))
+        .build_many(patterns);
+    let automaton = match built {
+        Ok(nfa) => nfa.memory_usage(),
+        Err(_) => size_limit,
+    };
+    AUTOMATON_FACTOR * automaton + REGEX_FIXED_BYTES
 }
 
 /// All the patterns' `start` regexes in one automaton, searched before any pattern alone.
@@ -472,7 +502,8 @@ enum Gate {
 }
 
 impl Gate {
-    fn compile(starts: &[&str]) -> Result<Gate, RedactConfigError> {
+    /// The gate of `starts`, and the memory it is counted as.
+    fn compile(starts: &[&str]) -> Result<(Gate, usize), RedactConfigError> {
         let size_limit = GATE_SIZE_LIMIT;
         // Each pattern compiled alone, so `(?:p)` means the same as `p`, except where a `#`
         // comment of verbose mode (`(?x)`) would swallow the `)` and the patterns after it.
@@ -486,13 +517,14 @@ impl Gate {
                 .size_limit(size_limit)
                 .build()
             {
-                return Ok(Gate::Alternation(regex));
+                let bytes = compiled_regex_bytes(&[alternation.as_str()], size_limit);
+                return Ok((Gate::Alternation(regex), bytes));
             }
         }
         RegexSetBuilder::new(starts)
             .size_limit(size_limit)
             .build()
-            .map(Gate::Set)
+            .map(|set| (Gate::Set(set), compiled_regex_bytes(starts, size_limit)))
             .map_err(|error| match error {
                 regex::Error::CompiledTooBig(limit) => RedactConfigError::new(
                     "patterns",
@@ -594,6 +626,7 @@ impl Redactor {
         };
         let mut patterns = Vec::new();
         let mut starts = Vec::new();
+        let mut compiled_bytes = 0;
         for (index, pattern) in config.patterns.iter().chain(&defaults).enumerate() {
             let key = if index < config.patterns.len() {
                 format!("patterns[{index}]")
@@ -613,6 +646,10 @@ impl Redactor {
             };
             let has_secret_group =
                 end.is_none() && start.capture_names().any(|name| name == Some("secret"));
+            compiled_bytes += compiled_regex_bytes(&[start_text.as_str()], REGEX_SIZE_LIMIT);
+            if let PatternKind::Block { end, .. } = &pattern.kind {
+                compiled_bytes += compiled_regex_bytes(&[end.as_str()], REGEX_SIZE_LIMIT);
+            }
             starts.push(start_text.as_str());
             patterns.push(Compiled {
                 start,
@@ -621,10 +658,12 @@ impl Redactor {
                 replacement: config.replacement.replace("{name}", &pattern.name),
             });
         }
+        let (gate, gate_bytes) = Gate::compile(&starts)?;
         Ok(Redactor {
             config: config.clone(),
-            gate: Gate::compile(&starts)?,
+            gate,
             patterns,
+            compiled_bytes: compiled_bytes + gate_bytes,
         })
     }
 
@@ -636,6 +675,14 @@ impl Redactor {
     /// The settings this filter was compiled from.
     pub fn config(&self) -> &RedactConfig {
         &self.config
+    }
+
+    /// The memory this filter's compiled regexes are counted as, in bytes: each regex's
+    /// automaton as measured when it was compiled, times [`AUTOMATON_FACTOR`], plus
+    /// [`REGEX_FIXED_BYTES`], the gate's included. What the daemon's budget of compiled filters
+    /// adds up (`docs/limits.md`).
+    pub fn compiled_bytes(&self) -> usize {
+        self.compiled_bytes
     }
 
     /// How many bytes a stream holds back at a chunk boundary (the `holdback` setting).
@@ -977,6 +1024,42 @@ mod tests {
 
     fn defaults() -> Redactor {
         redactor(json!({"builtin": "redact"}))
+    }
+
+    #[test]
+    fn compiled_bytes_grow_with_the_patterns_and_stay_within_their_limits() {
+        let heavy: Vec<Value> = (0..12)
+            .map(|i| json!({"name": format!("p{i}"), "regex": format!(r"(\w+\s?){{3}}x{i}")}))
+            .collect();
+        // (settings, the regexes compiled besides the gate)
+        let cases = [
+            (
+                json!({"builtin": "redact", "default_patterns": false,
+                    "patterns": [{"name": "t", "regex": "TCK-[0-9]{6}"}]}),
+                1,
+            ),
+            (json!({"builtin": "redact"}), default_patterns().len()),
+            (
+                json!({"builtin": "redact", "default_patterns": false, "patterns": heavy}),
+                12,
+            ),
+        ];
+        let mut last = 0;
+        for (settings, regexes) in cases {
+            let bytes = redactor(settings.clone()).compiled_bytes();
+            // At least the fixed part of each regex and the gate; at most what the size
+            // limits let their automata take.
+            let floor = (regexes + 1) * REGEX_FIXED_BYTES;
+            let ceiling = 2 * regexes * (AUTOMATON_FACTOR * REGEX_SIZE_LIMIT + REGEX_FIXED_BYTES)
+                + AUTOMATON_FACTOR * GATE_SIZE_LIMIT
+                + REGEX_FIXED_BYTES;
+            assert!(
+                (floor..=ceiling).contains(&bytes),
+                "{settings}: {bytes} not in {floor}..={ceiling}"
+            );
+            assert!(bytes > last, "{settings}: {bytes} after {last}");
+            last = bytes;
+        }
     }
 
     /// Redacts `text` whole and in every two-chunk split, checking they agree.

@@ -493,6 +493,18 @@ impl Registry {
         self.project_hooks.as_ref()
     }
 
+    /// The memory its compiled `redact` filters are counted as, in bytes (the sum of each
+    /// filter's [`crate::redact::Redactor::compiled_bytes`]): what the daemon's budget of
+    /// compiled filters charges this registry. Matchers are not counted: a matcher is one
+    /// short regex, far below a filter's patterns.
+    pub fn compiled_bytes(&self) -> usize {
+        self.hooks
+            .iter()
+            .filter_map(|hook| hook.entry.builtin.as_deref())
+            .map(crate::redact::Redactor::compiled_bytes)
+            .sum()
+    }
+
     /// Everything reported while building, in the order found.
     pub fn diagnostics(&self) -> &[Diagnostic] {
         &self.diagnostics
