@@ -63,10 +63,10 @@ pub use hookd_runner::spawn::{OpenFilesLimit, raise_open_files_limit};
 pub use hookd_state::Limits as StateLimits;
 pub use hookd_state::token::{TOKEN_ENV_VAR as STATE_TOKEN_ENV_VAR, TokenKey as StateTokenKey};
 pub use oneshot::{
-    EngineOptions, OneShotError, RecordError, block_on_deep, oneshot_main, serve_one, state_dir,
+    EngineOptions, OneShotError, RecordError, block_on_deep, oneshot_main, serve_one,
 };
 pub use socket::{BindError, BoundSocket, bind_socket, bind_socket_file};
-pub use state::{EXPIRY_BATCH, EXPIRY_INTERVAL, default_store_path};
+pub use state::{EXPIRY_BATCH, EXPIRY_INTERVAL, default_store_path, state_dir};
 
 use shared::Shared;
 

@@ -29,6 +29,7 @@ use tokio_util::sync::CancellationToken;
 
 use crate::config::ServerConfig;
 use crate::shared::Shared;
+use crate::state::state_dir;
 
 /// Why a one-shot run could not serve its connection.
 #[derive(Debug, thiserror::Error)]
@@ -42,19 +43,6 @@ pub enum OneShotError {
     /// The runtime or its thread could not be started.
     #[error("cannot start the engine: {0}")]
     Runtime(String),
-}
-
-/// The state directory the relay and the engine share: `$XDG_STATE_HOME/hookd`, else
-/// `~/.local/state/hookd` (where the relay keeps its log).
-pub fn state_dir(env: &std::collections::HashMap<String, String>) -> Option<PathBuf> {
-    let absolute = |name: &str| {
-        env.get(name)
-            .map(PathBuf::from)
-            .filter(|path| path.is_absolute())
-    };
-    absolute("XDG_STATE_HOME")
-        .or_else(|| absolute("HOME").map(|home| home.join(".local/state")))
-        .map(|dir| dir.join("hookd"))
 }
 
 /// `hookd --oneshot`: serves the connection on stdin with `config`, over which the options the

@@ -299,10 +299,10 @@ fn apply(store: &Store, project: &str, request: StateRequest) -> Result<StateRes
     Ok(response)
 }
 
-/// The store's file: `$XDG_STATE_HOME/hookd/state.redb`, else
-/// `$HOME/.local/state/hookd/state.redb` (the directory the relay's log uses); `None` when
-/// neither variable is set to an absolute path.
-pub fn default_store_path(env: &std::collections::HashMap<String, String>) -> Option<PathBuf> {
+/// hookd's state directory: `$XDG_STATE_HOME/hookd`, else `$HOME/.local/state/hookd`, the
+/// one the relay's log, the session store and the options the one-shot engine reads share;
+/// `None` when neither variable is set to an absolute path.
+pub fn state_dir(env: &std::collections::HashMap<String, String>) -> Option<PathBuf> {
     let absolute = |name: &str| {
         env.get(name)
             .map(PathBuf::from)
@@ -310,7 +310,12 @@ pub fn default_store_path(env: &std::collections::HashMap<String, String>) -> Op
     };
     absolute("XDG_STATE_HOME")
         .or_else(|| absolute("HOME").map(|home| home.join(".local/state")))
-        .map(|dir| hookd_state::store_path(&dir.join("hookd")))
+        .map(|dir| dir.join("hookd"))
+}
+
+/// The store's file: `state.redb` in [`state_dir`].
+pub fn default_store_path(env: &std::collections::HashMap<String, String>) -> Option<PathBuf> {
+    state_dir(env).map(|dir| hookd_state::store_path(&dir))
 }
 
 fn now_ms() -> u64 {
