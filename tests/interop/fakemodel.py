@@ -20,6 +20,8 @@ What the model answers comes from a script, a JSON file:
 
 A turn may also have `"touch": PATH`: the file is created just before the answer is sent, a
 cue the suite uses to act at that moment (restart the daemon while the CLI gets a tool call).
+And `"wait_for": PATH`: the answer waits (at most a minute) until that file exists, so the suite
+can finish an action before the session goes on.
 
 The turn answered is chosen by the request itself, not by a counter: the number of model
 (assistant) messages already in the request's history. A retried request, or a second CLI
@@ -268,7 +270,12 @@ def anthropic_events(turn, index, model):
 
 
 def touch(turn):
-    """A turn may name a file to create as it is answered: a cue for the suite."""
+    """A turn may name a file to create as it is answered: a cue for the suite; and a file to
+    wait for before it is answered (at most a minute), which the suite creates when it is done."""
+    waited = turn.get("wait_for")
+    deadline = time.monotonic() + 60
+    while waited and not os.path.exists(waited) and time.monotonic() < deadline:
+        time.sleep(0.01)
     path = turn.get("touch")
     if path and not os.path.exists(path):
         open(path, "w").close()

@@ -142,8 +142,9 @@ def env_value(s, name, value):
     if PER_RUN.search(name):
         return "<per run>"
     text = s.run.normalize(value)
-    # The world's directory as Claude Code spells it in names (`/` as `-`).
-    text = text.replace(str(s.w.root).replace("/", "-"), "<world>")
+    # The world's directory as Claude Code spells it in names (every character but a letter
+    # or a digit as `-`: a temp directory's `_` too).
+    text = text.replace(re.sub(r"[^A-Za-z0-9]", "-", str(s.w.root)), "<world>")
     text = re.sub(r"127\.0\.0\.1:\d+", "127.0.0.1:<port>", text)
     return re.sub(r"/\d+\.sock$", "/<n>.sock", text)
 
@@ -201,7 +202,8 @@ def hook_env(ctx, host):
     differing = {k: (native.get(k), hookd.get(k)) for k in set(native) | set(hookd) if native.get(k) != hookd.get(k)}
     v.expect("variables whose values differ", differing, {})
     v.same("'$HOME' in single quotes", facts["native"]["literal"], facts["hookd"]["literal"])
-    v.expect("hookd's own variables, through hookd", facts["hookd"]["hookd_vars"], ["HOOKD_SOCKET"])
+    # The socket, and the session-state token a hook's `hookctl state set` needs.
+    v.expect("hookd's own variables, through hookd", facts["hookd"]["hookd_vars"], ["HOOKD_SOCKET", "HOOKD_STATE_TOKEN"])
     v.same("tool_ran", facts["native"]["tool_ran"], facts["hookd"]["tool_ran"])
     return v
 

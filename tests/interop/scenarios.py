@@ -378,7 +378,17 @@ def restart_scenario(ctx, host, activated):
                         time.sleep(0.3)
                         s.w.start_daemon()
 
-                watcher = CueWatcher([(in_flight, restart), (second_call, restart)])
+                # The third call waits for the second restart to end: a relay that finds no
+                # daemon runs the hooks itself at once, so the session would otherwise end
+                # before a restart on a busy machine.
+                restarted_twice = s.w.root / "cue-restarted-twice"
+                turns[2]["wait_for"] = str(restarted_twice)
+
+                def restart_then_cue():
+                    restart()
+                    restarted_twice.touch()
+
+                watcher = CueWatcher([(in_flight, restart), (second_call, restart_then_cue)])
             s.go(turns, env_extra={"INTEROP_HOOK_SIGNAL": str(in_flight), "INTEROP_HOOK_SLEEP": "0.5"})
             if watcher:
                 watcher.stop()
