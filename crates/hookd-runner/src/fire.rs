@@ -79,7 +79,7 @@ use tokio_util::sync::CancellationToken;
 use crate::breakers::Breakers;
 use crate::prewarm::{PrewarmRequest, Prewarmer};
 use crate::process::{ProcessLimits, ProcessSpec, run_one_shot, run_process};
-use crate::shares::{RunClass, SharePlace, SlotShares};
+use crate::shares::{RunClass, ShareLimits, SharePlace, SlotShares};
 use crate::slots::SlotSource;
 use crate::spawn::HookEnv;
 use crate::verify;
@@ -193,7 +193,7 @@ impl Default for RunnerConfig {
             prewarm: Arc::new(Prewarmer::new()),
             envs: Arc::new(EnvCache::default()),
             breakers: Arc::new(Breakers::default()),
-            shares: Arc::new(SlotShares::default()),
+            shares: Arc::new(SlotShares::new(ShareLimits::for_slots(DEFAULT_HOOK_SLOTS))),
             plan_only: None,
         }
     }

@@ -96,12 +96,6 @@ pub struct SlotShares {
     freed: Notify,
 }
 
-impl Default for SlotShares {
-    fn default() -> Self {
-        SlotShares::new(ShareLimits::for_slots(crate::fire::DEFAULT_HOOK_SLOTS))
-    }
-}
-
 impl SlotShares {
     /// Shares with these limits, none held.
     pub fn new(limits: ShareLimits) -> SlotShares {
