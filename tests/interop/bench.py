@@ -19,7 +19,7 @@ time of the CLI process, spawn to exit, is measured under five configurations:
 
 Each configuration has its own world (daemon and fake model kept running); the runs are
 interleaved, one session of each per round in a rotating order, so drift hits all alike.
-`--static-relay` links `hookd-relay` statically first (README: a static relay).
+`--static-relay` links `hookd-relay` statically first (docs/hosts.md: a static relay).
 Medians of `--runs` sessions are printed with the ratios the issue's targets name, then
 `hookd-bench relay` (exec-to-exit of `hookctl relay` next to `bash -c true`) is run.
 """

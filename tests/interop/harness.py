@@ -76,7 +76,7 @@ def build(release=False, static_relay=False):
     subprocess.run(cmd, cwd=REPO, check=True)
     profile = "release" if release else "debug"
     if static_relay:
-        # Relinks hookd-relay in place, statically (README: a static relay).
+        # Relinks hookd-relay in place, statically (docs/hosts.md: a static relay).
         cmd = ["cargo", "rustc", "--locked", "-p", "hookctl", "--bin", "hookd-relay"]
         if release:
             cmd.append("--release")

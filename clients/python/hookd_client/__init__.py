@@ -1,7 +1,7 @@
 """hookd's Python client: an asyncio :class:`Client`, a blocking :class:`SyncClient`, and
 (in :mod:`hookd_client.claude_agent_sdk`) hooks for the Claude Agent SDK.
 
-See README.md ("Clients") and docs/protocol.md.
+See docs/clients.md and docs/protocol.md.
 """
 
 from ._client import (

@@ -1,4 +1,4 @@
-// hookd's TypeScript client: see README.md ("Clients") and docs/protocol.md.
+// hookd's TypeScript client: see docs/clients.md and docs/protocol.md.
 
 export {
   ConnectionLostError,
