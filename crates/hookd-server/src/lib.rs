@@ -25,6 +25,8 @@ mod config;
 mod connection;
 mod control;
 mod convert;
+mod engine;
+mod eventrun;
 mod io;
 mod lastgood;
 mod lastrun;
@@ -32,8 +34,10 @@ mod limits;
 mod manage;
 mod memory;
 mod oneshot;
+mod recorder;
 mod registries;
 mod relayed;
+mod request;
 mod results;
 mod runstats;
 mod shared;
@@ -44,6 +48,7 @@ mod story;
 mod stream;
 mod trust;
 mod watcher;
+mod wire;
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -101,7 +106,7 @@ pub async fn run(
         .as_ref()
         .map(audit::AuditLog::start)
         .transpose()?;
-    let mut shared = Shared::new(config, cancel.clone(), audit);
+    let mut shared = Shared::new(config, cancel.clone(), audit, None);
     shared.set_hook_socket(
         listener
             .local_addr()
@@ -113,7 +118,7 @@ pub async fn run(
     // The watcher lives as long as the accept loop; its token stops it with the daemon.
     let watcher_stop = CancellationToken::new();
     let watcher = tokio::spawn(watcher::supervise(
-        Arc::clone(&shared),
+        Arc::clone(&shared.registries),
         watcher_stop.clone(),
     ));
     let state_expiry = tokio::spawn(Arc::clone(&shared.state).expire_until(watcher_stop.clone()));
@@ -153,7 +158,7 @@ pub async fn run(
                 }
                 tracing::info!("reloading every settings layer");
                 shared.registries.reload_all().await;
-                background::resume_paused_hooks(&shared);
+                background::resume_paused_hooks(&shared.engine);
                 if let Some(lifecycle) = &lifecycle {
                     lifecycle.ready(&shared.registries.summary());
                 }
@@ -235,13 +240,13 @@ pub async fn run(
     // Persistent workers and pre-warmed spares outlive the runs that used them; stop them
     // (their whole process groups) now that no run needs them.
     let bound = shared.config.kill_grace + Duration::from_secs(2);
-    if tokio::time::timeout(bound, shared.runner.shutdown())
+    if tokio::time::timeout(bound, shared.engine.runner.shutdown())
         .await
         .is_err()
     {
         tracing::warn!("some persistent workers or spares did not stop in time");
     }
-    if let Some(audit) = &shared.audit {
+    if let Some(audit) = &shared.engine.recorder.audit {
         audit.close().await;
     }
     shared.state.close().await;

@@ -77,7 +77,7 @@ pub(crate) fn fitted(
 ) -> Bytes {
     match body {
         Some(body) => Bytes::from(body),
-        None => crate::connection::encode_fitted(wire(), max_frame_bytes),
+        None => crate::wire::encode_fitted(wire(), max_frame_bytes),
     }
 }
 
