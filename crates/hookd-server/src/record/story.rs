@@ -11,7 +11,7 @@
 //!   killed by a signal hookd did not send, or was refused (an untrusted project hook under
 //!   `require`); trust warnings are logged by the runner when it decides them;
 //! - events that match no hook get a `debug` line where they are answered
-//!   (`crate::connection`);
+//!   (`crate::connection`, `crate::request::event`);
 //! - a stream a client opened (`stream_open`) gets one `info` line when it ends
 //!   ([`StreamStory`]): its chunks, each hook's decisions and summed duration, the final
 //!   decisions. Its chunks are logged one by one only at `debug`: a model response is a hundred

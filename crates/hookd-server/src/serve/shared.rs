@@ -18,7 +18,7 @@ use crate::stats::Stats;
 /// Everything connections share. Built once by [`crate::run`] (or by the one-shot engine).
 ///
 /// Only the accept loop and the connection's own code (`crate::connection`,
-/// `crate::session`, `crate::request`) see it; the modules before them get the narrow handle
+/// `crate::request`) see it; the modules before them get the narrow handle
 /// they need: [`Engine`] to run and record hooks, [`Registries`] to read and edit settings,
 /// [`Background`] to run work apart from any answer.
 pub(crate) struct Shared {

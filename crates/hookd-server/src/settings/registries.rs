@@ -270,11 +270,6 @@ impl Registries {
         }
     }
 
-    /// The directory Gemini CLI's `~/.gemini` lives in.
-    pub(crate) fn gemini_home(&self) -> &Path {
-        &self.gemini_home
-    }
-
     /// The daemon's project-hook trust policy.
     pub(crate) fn project_hooks(&self) -> ProjectHookPolicy {
         self.project_hooks

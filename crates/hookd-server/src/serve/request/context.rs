@@ -68,6 +68,14 @@ pub(crate) struct Connection {
 }
 
 impl Connection {
+    /// The environment a request's hooks run with: the one it sent, else the connection's.
+    pub(crate) fn hook_env(&self, env: Option<&WireEnv>) -> Env {
+        match env {
+            Some(env) => wire_env(env.clone(), &self.shared),
+            None => Arc::clone(&self.env),
+        }
+    }
+
     /// Registers an in-flight request's cancellation token, or answers `duplicate_id`.
     pub(crate) async fn register(&self, id: &RequestId) -> Option<CancellationToken> {
         let parent = self.cancel.clone();

@@ -14,7 +14,7 @@ use crate::convert;
 use crate::eventrun::{RelayedChunk, Run};
 use crate::limits::OUTPUT_BUDGET_KIB;
 use crate::relayed::{SeriesKey, is_last_chunk};
-use crate::request::context::{Connection, parse_event, parse_relayed_by, wire_env};
+use crate::request::context::{Connection, parse_event, parse_relayed_by};
 use crate::stats::Stats;
 use crate::wire::send;
 
@@ -54,10 +54,7 @@ impl Connection {
             };
         let backgrounded = background.is_some();
         if let Some((kind, background)) = background {
-            let env = match &request.env {
-                Some(env) => wire_env(env.clone(), &self.shared),
-                None => Arc::clone(&self.env),
-            };
+            let env = self.hook_env(request.env.as_ref());
             let job = Job {
                 kind,
                 request: request.clone(),
@@ -116,10 +113,7 @@ impl Connection {
             return;
         };
 
-        let env = match &request.env {
-            Some(env) => wire_env(env.clone(), &self.shared),
-            None => Arc::clone(&self.env),
-        };
+        let env = self.hook_env(request.env.as_ref());
         // A relayed AfterModel chunk continues its response's series (`crate::relayed`).
         let series = (relayed_by.is_some() && event == HookEventName::AfterModel).then(|| {
             let key = SeriesKey::new(

@@ -17,7 +17,7 @@ use hookd_runner::fire::{FireRequest, ProcessKeys};
 use tokio::sync::mpsc;
 
 use crate::request::context::{
-    Connection, MAX_KEPT_FILTER_BODY, empty_event_result, parse_event, unknown_stream, wire_env,
+    Connection, MAX_KEPT_FILTER_BODY, empty_event_result, parse_event, unknown_stream,
 };
 use crate::stats::Stats;
 use crate::stream::{
@@ -70,16 +70,11 @@ impl Connection {
             self.streams.insert_plain(request.id);
             return;
         };
-        let env = match &request.env {
-            Some(env) => wire_env(env.clone(), &self.shared),
-            None => Arc::clone(&self.env),
-        };
+        let env = self.hook_env(request.env.as_ref());
         let plans_dir = request.plans_dir.clone().unwrap_or_else(|| {
-            hookd_core::env::default_plans_dir(
-                &self.shared.registries.gemini_home().display().to_string(),
-                &snapshot.project_id,
-                &request.session_id,
-            )
+            self.shared
+                .engine
+                .default_plans_dir(&snapshot.project_id, &request.session_id)
         });
         // The request is the same for every chunk: serialised once for the hooks' payloads.
         let serialized = request
