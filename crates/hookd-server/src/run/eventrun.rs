@@ -10,10 +10,11 @@ use std::sync::Arc;
 
 use hookd_core::HookEventName;
 use hookd_core::HookResult;
+use hookd_core::aggregate::Aggregate;
 use hookd_core::dialect::Dialect;
 use hookd_core::payload::{BaseFields, format_timestamp};
 use hookd_core::sanitize::EnvRedaction;
-use hookd_protocol::{EventRequest, ServerMessage};
+use hookd_protocol::{EventRequest, HookRecord, RequestId, ServerMessage};
 use hookd_runner::fire::{FireRequest, ProcessKeys, run_plan};
 use tokio::sync::mpsc;
 use tokio_util::sync::CancellationToken;
@@ -65,38 +66,12 @@ pub(crate) struct Run {
 }
 
 impl Run {
-    /// Runs the plan, streams per-hook records when asked, and sends the aggregate.
+    /// Runs the plan, streams per-hook records when asked, sends the aggregate, then records
+    /// the run.
     pub(crate) async fn execute(mut self, mut request: EventRequest, mut plan: hookd_core::Plan) {
         let hook_count = plan.hooks.len();
         Stats::add(&self.engine.stats.hooks_pending, hook_count as u64);
-        let plans_dir = request.plans_dir.take().unwrap_or_else(|| {
-            self.engine
-                .default_plans_dir(&self.project_id, &request.session_id)
-        });
-        // The request's fields move into the firing (the aggregate reads the input from it).
-        let project_dir = request
-            .project_dir
-            .take()
-            .unwrap_or_else(|| request.cwd.clone());
-        let state_token = self.engine.state.token(&request.session_id, &project_dir);
-        let mut fire = FireRequest {
-            event: self.event,
-            input: std::mem::take(&mut request.input),
-            base: BaseFields {
-                session_id: std::mem::take(&mut request.session_id),
-                transcript_path: std::mem::take(&mut request.transcript_path),
-                cwd: std::mem::take(&mut request.cwd),
-                timestamp: format_timestamp(unix_millis_now()),
-            },
-            project_dir,
-            plans_dir,
-            env: Arc::clone(&self.env),
-            env_redaction: Arc::clone(&self.env_redaction),
-            serialized: Vec::new(),
-            process_keys: ProcessKeys::default(),
-            class: hookd_runner::shares::RunClass::Foreground,
-            state_token,
-        };
+        let mut fire = self.fire_request(&mut request);
 
         // Exactly one record per hook goes through this channel, so a capacity of the plan's
         // length means the runner's callback never has to wait or drop. Only a client that
@@ -108,7 +83,7 @@ impl Run {
             (None, None)
         };
         let stats = Arc::clone(&self.engine.stats);
-        let on_result = move |index: usize, result: &hookd_core::HookResult| {
+        let on_result = move |index: usize, result: &HookResult| {
             Stats::sub(&stats.hooks_pending, 1);
             if let Some(records) = &records_tx {
                 let _ = records.try_send((index, convert::hook_record(result)));
@@ -173,19 +148,7 @@ impl Run {
             drop(on_result);
             results
         };
-        let forward = async {
-            let Some(mut records) = records_rx else {
-                return;
-            };
-            while let Some((index, hook)) = records.recv().await {
-                let message = ServerMessage::HookResult(hookd_protocol::HookResultMessage {
-                    id: request.id.clone(),
-                    index: index as u64,
-                    hook,
-                });
-                send(&self.sink, &message).await;
-            }
-        };
+        let forward = forward_records(&self.sink, &request.id, records_rx);
         let (results, ()) = tokio::join!(run, forward);
 
         let aggregate = match self.relayed_by {
@@ -201,31 +164,15 @@ impl Run {
             }
         }
         drop(series);
-        let max_frame_bytes = self.engine.max_frame_bytes;
-        let body = results::result_body(
-            &request.id,
-            &aggregate,
-            &results,
-            self.generation,
-            max_frame_bytes,
-        );
-        let frame = results::fitted(body, max_frame_bytes, || {
-            convert::result(request.id.clone(), &aggregate, &results, self.generation)
-        });
-        self.inflight
-            .lock()
-            .unwrap_or_else(std::sync::PoisonError::into_inner)
-            .remove(&request.id);
-        send_frame(&self.sink, frame).await;
+        self.answer(&request.id, &aggregate, &results).await;
         // The bookkeeping is done while the client reads the answer.
-        let context = RunContext {
-            client: &self.client,
-            relayed_by: self.relayed_by,
-            wall: Some(self.started.elapsed()),
-            background: None,
-        };
         self.engine.recorder.run(&FinishedRun {
-            context,
+            context: RunContext {
+                client: &self.client,
+                relayed_by: self.relayed_by,
+                wall: Some(self.started.elapsed()),
+                background: None,
+            },
             fire: &fire,
             generation: self.generation,
             results: &results,
@@ -233,5 +180,71 @@ impl Run {
             latest: (&plan.hooks, &results),
         });
         hookd_runner::spawn::settle();
+    }
+
+    /// The firing of the request: its fields move into it (the aggregate reads the input
+    /// from it).
+    fn fire_request(&self, request: &mut EventRequest) -> FireRequest {
+        let plans_dir = request.plans_dir.take().unwrap_or_else(|| {
+            self.engine
+                .default_plans_dir(&self.project_id, &request.session_id)
+        });
+        let project_dir = request
+            .project_dir
+            .take()
+            .unwrap_or_else(|| request.cwd.clone());
+        let state_token = self.engine.state.token(&request.session_id, &project_dir);
+        FireRequest {
+            event: self.event,
+            input: std::mem::take(&mut request.input),
+            base: BaseFields {
+                session_id: std::mem::take(&mut request.session_id),
+                transcript_path: std::mem::take(&mut request.transcript_path),
+                cwd: std::mem::take(&mut request.cwd),
+                timestamp: format_timestamp(unix_millis_now()),
+            },
+            project_dir,
+            plans_dir,
+            env: Arc::clone(&self.env),
+            env_redaction: Arc::clone(&self.env_redaction),
+            serialized: Vec::new(),
+            process_keys: ProcessKeys::default(),
+            class: hookd_runner::shares::RunClass::Foreground,
+            state_token,
+        }
+    }
+
+    /// Sends the `result`, fitted into one frame, and frees the request's id.
+    async fn answer(&self, id: &RequestId, aggregate: &Aggregate, results: &[HookResult]) {
+        let max_frame_bytes = self.engine.max_frame_bytes;
+        let body = results::result_body(id, aggregate, results, self.generation, max_frame_bytes);
+        let frame = results::fitted(body, max_frame_bytes, || {
+            convert::result(id.clone(), aggregate, results, self.generation)
+        });
+        self.inflight
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .remove(id);
+        send_frame(&self.sink, frame).await;
+    }
+}
+
+/// Sends each hook's record as it arrives (`hook_result` frames), for a client that asked for
+/// them; returns once every record is sent.
+async fn forward_records(
+    sink: &Sink,
+    id: &RequestId,
+    records: Option<mpsc::Receiver<(usize, HookRecord)>>,
+) {
+    let Some(mut records) = records else {
+        return;
+    };
+    while let Some((index, hook)) = records.recv().await {
+        let message = ServerMessage::HookResult(hookd_protocol::HookResultMessage {
+            id: id.clone(),
+            index: index as u64,
+            hook,
+        });
+        send(sink, &message).await;
     }
 }
