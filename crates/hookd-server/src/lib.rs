@@ -5,45 +5,44 @@
 //! socket the way the daemon must (private directory, 0600 socket, refusing to start over a
 //! live daemon, replacing a stale socket file).
 //!
-//! Roles: the accept loop here (connection semaphore, peer-uid check, graceful stop),
-//! [`connection`] (one per client: handshake, requests, run tasks, subscriptions), `stream`
-//! (its AfterModel stream sessions), `io` (its frame reading and writing),
-//! `registries` (registries per project dir, built on first use, cached, rebuilt and swapped
-//! when their files change), `watcher` (watches the settings files and triggers the
-//! rebuilds), `lastgood` (a bad save keeps the last good version of a file in force),
-//! `manage` (enable/disable by editing settings files), `trust` (the project-hook trust
-//! requests, hookd's project-hook trust), `lastrun` (each hook's latest run),
-//! `convert` (engine types to wire types), `audit` (the audit log and its writer thread),
-//! `limits` (the connection limit's saturation log, each connection's in-flight cap),
-//! `background` (async hooks and detached events, run apart from any connection under their
-//! own bound and stop grace). [`serve_one`] serves one connection in a process of its own
-//! with the same code: the engine the relay falls back on when no daemon answers.
+//! The accept loop is here (connection semaphore, peer-uid check, graceful stop);
+//! [`serve_one`] serves one connection in a process of its own with the same code: the engine
+//! the relay falls back on when no daemon answers.
+//!
+//! The crate is six rooms, one folder each; a module imports only from the rooms before its
+//! own, and from the modules listed before it in its own room (a test reads the sources and
+//! holds every module to this order, so no import circle can form):
+//!
+//! 1. `base`: configuration, socket and frame I/O, each connection's bounds, counters,
+//!    latest runs, last good files, session state.
+//! 2. `record`: the audit log, the `stats` counters, the log lines of runs, and the one
+//!    `Recorder` every finished run goes through.
+//! 3. `settings`: registries per project dir, editing settings files, project-hook trust,
+//!    the watcher that triggers rebuilds.
+//! 4. `reply`: writing to a client, results fitted into a frame, engine types as wire types.
+//! 5. `run`: the `Engine` handle runs hold, streams, relayed AfterModel responses,
+//!    background work, the run of one event.
+//! 6. `serve`: the daemon's shared state, one module per request kind (`request`), the
+//!    connection's read loop, the one-shot engine.
+//!
+//! Modules below `serve` never see the daemon's shared state: each gets the narrow handle it
+//! needs (`Engine`, `Registries`, `Background`, `Recorder`).
 
-mod audit;
-mod background;
-mod config;
-mod connection;
-mod control;
-mod convert;
-mod io;
-mod lastgood;
-mod lastrun;
-mod limits;
-mod manage;
-mod memory;
-mod oneshot;
-mod registries;
-mod relayed;
-mod results;
-mod runstats;
-mod shared;
-mod socket;
-mod state;
-mod stats;
-mod story;
-mod stream;
-mod trust;
-mod watcher;
+mod base;
+mod record;
+mod reply;
+mod run;
+mod serve;
+mod settings;
+
+// Every module is also reachable by its own name (`crate::config`, `crate::request`, ...),
+// so a path says what a thing is without spelling its room.
+use base::{config, control, io, lastgood, lastrun, limits, memory, socket, state, stats};
+use record::{audit, recorder, runstats, story};
+use reply::{convert, results, wire};
+use run::{background, engine, eventrun, relayed, stream};
+use serve::{connection, oneshot, request, shared};
+use settings::{manage, registries, trust, watcher};
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -101,7 +100,7 @@ pub async fn run(
         .as_ref()
         .map(audit::AuditLog::start)
         .transpose()?;
-    let mut shared = Shared::new(config, cancel.clone(), audit);
+    let mut shared = Shared::new(config, cancel.clone(), audit, None);
     shared.set_hook_socket(
         listener
             .local_addr()
@@ -113,7 +112,7 @@ pub async fn run(
     // The watcher lives as long as the accept loop; its token stops it with the daemon.
     let watcher_stop = CancellationToken::new();
     let watcher = tokio::spawn(watcher::supervise(
-        Arc::clone(&shared),
+        Arc::clone(&shared.registries),
         watcher_stop.clone(),
     ));
     let state_expiry = tokio::spawn(Arc::clone(&shared.state).expire_until(watcher_stop.clone()));
@@ -153,7 +152,7 @@ pub async fn run(
                 }
                 tracing::info!("reloading every settings layer");
                 shared.registries.reload_all().await;
-                background::resume_paused_hooks(&shared);
+                background::resume_paused_hooks(&shared.engine);
                 if let Some(lifecycle) = &lifecycle {
                     lifecycle.ready(&shared.registries.summary());
                 }
@@ -235,13 +234,13 @@ pub async fn run(
     // Persistent workers and pre-warmed spares outlive the runs that used them; stop them
     // (their whole process groups) now that no run needs them.
     let bound = shared.config.kill_grace + Duration::from_secs(2);
-    if tokio::time::timeout(bound, shared.runner.shutdown())
+    if tokio::time::timeout(bound, shared.engine.runner.shutdown())
         .await
         .is_err()
     {
         tracing::warn!("some persistent workers or spares did not stop in time");
     }
-    if let Some(audit) = &shared.audit {
+    if let Some(audit) = &shared.engine.recorder.audit {
         audit.close().await;
     }
     shared.state.close().await;
@@ -301,5 +300,229 @@ async fn tick(watchdog: &mut Option<tokio::time::Interval>) {
             interval.tick().await;
         }
         None => std::future::pending().await,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::path::Path;
+
+    /// The rooms in their order, each with its modules in their order: a module may import
+    /// only the modules listed before it. A module of `serve/request/` is named
+    /// `request::NAME`; `request` itself (its `mod.rs`, the dispatcher) comes after them.
+    const ROOMS: [(&str, &[&str]); 6] = [
+        (
+            "base",
+            &[
+                "control", "state", "config", "io", "limits", "memory", "stats", "lastrun",
+                "lastgood", "socket",
+            ],
+        ),
+        ("record", &["audit", "runstats", "story", "recorder"]),
+        ("settings", &["registries", "manage", "trust", "watcher"]),
+        ("reply", &["wire", "results", "convert"]),
+        (
+            "run",
+            &["engine", "stream", "relayed", "background", "eventrun"],
+        ),
+        (
+            "serve",
+            &[
+                "shared",
+                "request::context",
+                "request::event",
+                "request::stream",
+                "request::subscribe",
+                "request::cancel",
+                "request::list",
+                "request::edit",
+                "request::status",
+                "request::stats",
+                "request::reload",
+                "request",
+                "connection",
+                "oneshot",
+            ],
+        ),
+    ];
+
+    /// Every module in order, as `(room, module)`.
+    fn order() -> Vec<(&'static str, &'static str)> {
+        ROOMS
+            .iter()
+            .flat_map(|(room, modules)| modules.iter().map(move |module| (*room, *module)))
+            .collect()
+    }
+
+    /// The module a source file is, from its path under `src/`: `base/config.rs` is
+    /// `config`, `serve/request/event.rs` is `request::event`, `serve/request/mod.rs` is
+    /// `request`; `None` for the crate root and the rooms' own `mod.rs`.
+    fn module_of(relative: &Path) -> Option<String> {
+        let parts: Vec<String> = relative
+            .with_extension("")
+            .iter()
+            .map(|part| part.to_string_lossy().into_owned())
+            .collect();
+        let mut parts = match parts.as_slice() {
+            [_lib] => return None,
+            [_room, module] if module == "mod" => return None,
+            [_room, rest @ ..] => rest.to_vec(),
+            [] => return None,
+        };
+        if parts.last().is_some_and(|last| last == "mod") {
+            parts.pop();
+        }
+        Some(parts.join("::"))
+    }
+
+    /// The module a path that starts after `crate::` (or after `super::`, with `parent` the
+    /// importing module's parent) leads to: the longest listed module it names. A room's name
+    /// is skipped (`crate::base::config` is `config`).
+    fn target(path: &[String], parent: Option<&str>, listed: &[&str]) -> Option<String> {
+        let mut path: Vec<String> = path.to_vec();
+        if path
+            .first()
+            .is_some_and(|first| ROOMS.iter().any(|(room, _)| room == first))
+        {
+            path.remove(0);
+        }
+        if let Some(parent) = parent {
+            path.insert(0, parent.to_owned());
+        }
+        (1..=path.len())
+            .rev()
+            .map(|len| path[..len].join("::"))
+            .find(|name| listed.contains(&name.as_str()))
+    }
+
+    /// The paths in `code` after `prefix` (`crate::` or `super::`), each as its segments;
+    /// a group (`crate::{a, b::c}`, one level) gives one path per member.
+    fn paths_after(code: &str, prefix: &str) -> Vec<Vec<String>> {
+        let mut found = Vec::new();
+        for (at, _) in code.match_indices(prefix) {
+            let before = code[..at].chars().next_back();
+            if before.is_some_and(|c| c.is_alphanumeric() || c == '_') {
+                continue;
+            }
+            let rest = &code[at + prefix.len()..];
+            let mut segments = Vec::new();
+            let mut rest = rest;
+            loop {
+                let name: String = rest
+                    .chars()
+                    .take_while(|c| c.is_ascii_alphanumeric() || *c == '_')
+                    .collect();
+                if name.is_empty() {
+                    break;
+                }
+                rest = &rest[name.len()..];
+                segments.push(name);
+                match rest.strip_prefix("::") {
+                    Some(after) => rest = after,
+                    None => break,
+                }
+            }
+            if let Some(group) = rest.strip_prefix('{') {
+                let group = group.split('}').next().unwrap_or("");
+                for member in group.split(',') {
+                    let mut path = segments.clone();
+                    path.extend(
+                        member
+                            .trim()
+                            .split("::")
+                            .map(|segment| segment.trim().to_owned())
+                            .filter(|segment| !segment.is_empty()),
+                    );
+                    found.push(path);
+                }
+            } else {
+                found.push(segments);
+            }
+        }
+        found
+    }
+
+    fn sources(dir: &Path, into: &mut Vec<std::path::PathBuf>) {
+        for entry in std::fs::read_dir(dir).expect("source dir") {
+            let path = entry.expect("entry").path();
+            if path.is_dir() {
+                sources(&path, into);
+            } else if path.extension().is_some_and(|ext| ext == "rs") {
+                into.push(path);
+            }
+        }
+    }
+
+    /// Every `crate::` and `super::` path outside tests and comments leads to a module listed
+    /// before the one it is in (or to itself), so the modules, and the rooms they are in,
+    /// import no circle. Every source file is a listed module in its room's folder.
+    #[test]
+    fn modules_import_only_from_earlier_modules() {
+        let src = Path::new(env!("CARGO_MANIFEST_DIR")).join("src");
+        let order = order();
+        let listed: Vec<&str> = order.iter().map(|(_, module)| *module).collect();
+        let mut files = Vec::new();
+        sources(&src, &mut files);
+        let mut seen = Vec::new();
+        let mut checked = 0;
+        for file in files {
+            let relative = file.strip_prefix(&src).expect("under src");
+            let Some(module) = module_of(relative) else {
+                continue;
+            };
+            let room = relative.iter().next().and_then(|room| room.to_str());
+            let position = order.iter().position(|(listed_room, listed_module)| {
+                Some(*listed_room) == room && *listed_module == module
+            });
+            let Some(position) = position else {
+                panic!(
+                    "{}: module {module} is not listed in the {} room of ROOMS",
+                    relative.display(),
+                    room.unwrap_or("?")
+                );
+            };
+            seen.push(module.clone());
+            let text = std::fs::read_to_string(&file).expect("source");
+            let code = text.split("\n#[cfg(test)]\nmod tests").next().unwrap_or("");
+            let code: String = code
+                .lines()
+                .map(|line| line.split("//").next().unwrap_or(""))
+                .collect::<Vec<_>>()
+                .join("\n");
+            let parent = module
+                .rsplit_once("::")
+                .map(|(parent, _)| parent.to_owned());
+            let imports = paths_after(&code, "crate::")
+                .into_iter()
+                .map(|path| (path, None))
+                .chain(
+                    paths_after(&code, "super::")
+                        .into_iter()
+                        .map(|path| (path, Some(parent.clone().unwrap_or_default()))),
+                );
+            for (path, parent) in imports {
+                let parent = parent.as_deref().filter(|parent| !parent.is_empty());
+                let Some(target) = target(&path, parent, &listed) else {
+                    continue;
+                };
+                let target_position = listed.iter().position(|name| *name == target);
+                assert!(
+                    target_position <= Some(position),
+                    "{}: {module} (room {}) imports {target} (room {}), which comes after it; \
+                     a module may import only the modules listed before it in ROOMS",
+                    relative.display(),
+                    order[position].0,
+                    target_position.map_or("?", |at| order[at].0),
+                );
+                checked += 1;
+            }
+        }
+        for module in &listed {
+            assert!(
+                seen.iter().any(|name| name == module),
+                "{module} is listed in ROOMS but has no source file"
+            );
+        }
+        assert!(checked > 100, "only {checked} imports found");
     }
 }

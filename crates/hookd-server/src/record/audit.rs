@@ -51,7 +51,6 @@ use hookd_runner::fire::FireRequest;
 use serde_json::{Map, Value};
 
 use crate::config::AuditConfig;
-use crate::shared::Shared;
 
 /// The most bytes one write gathers from the queue: lines that arrive together are written
 /// with one system call, without letting a backlog grow one buffer without bound.
@@ -106,14 +105,14 @@ pub(crate) struct RunRecord<'a> {
 /// Records one event run in the daemon's audit log, when it keeps one: `fire` is the request
 /// the hooks ran for, `results` their records in plan order, `aggregate` the merged result.
 pub(crate) fn record_run(
-    shared: &Shared,
+    audit: Option<&AuditLog>,
     fire: &FireRequest,
     generation: u64,
     results: &[HookResult],
     aggregate: &Aggregate,
     background: Option<&'static str>,
 ) {
-    let Some(audit) = &shared.audit else {
+    let Some(audit) = audit else {
         return;
     };
     let stdin = audit

@@ -1,5 +1,5 @@
 //! What the daemon tells about each event run that had hooks: the log lines, the audit line
-//! and the counters behind `stats`, all from one place ([`finished_run`]).
+//! and the counters behind `stats`, all recorded from one place ([`crate::recorder::Recorder`]).
 //!
 //! Log lines (targets `hookd::run` and `hookd::hook`, so `--log-level hookd::run=info` picks
 //! them alone):
@@ -11,7 +11,7 @@
 //!   killed by a signal hookd did not send, or was refused (an untrusted project hook under
 //!   `require`); trust warnings are logged by the runner when it decides them;
 //! - events that match no hook get a `debug` line where they are answered
-//!   (`crate::connection`);
+//!   (`crate::connection`, `crate::request::event`);
 //! - a stream a client opened (`stream_open`) gets one `info` line when it ends
 //!   ([`StreamStory`]): its chunks, each hook's decisions and summed duration, the final
 //!   decisions. Its chunks are logged one by one only at `debug`: a model response is a hundred
@@ -27,8 +27,7 @@ use hookd_core::dialect::Dialect;
 use hookd_runner::fire::FireRequest;
 use serde_json::Value;
 
-use crate::runstats::ClientEntry;
-use crate::shared::Shared;
+use crate::runstats::{ClientEntry, final_decision, hook_decision};
 
 /// Who asked for a run and how long it took, beside what [`FireRequest`] says.
 pub(crate) struct RunContext<'a> {
@@ -42,62 +41,6 @@ pub(crate) struct RunContext<'a> {
     /// For a run outside the answer (`crate::background`): `async`, `detached`, `dropped`
     /// or `cut_short`; `None` for a run the client waited for.
     pub(crate) background: Option<&'static str>,
-}
-
-/// Records one finished event run: the audit line, the log lines and the counters.
-pub(crate) fn finished_run(
-    shared: &Shared,
-    context: &RunContext<'_>,
-    fire: &FireRequest,
-    generation: u64,
-    results: &[HookResult],
-    aggregate: &Aggregate,
-) {
-    let total = record_run(shared, context, fire, generation, (results, aggregate));
-    log_run(context, fire, results, aggregate, total);
-}
-
-/// Records one finished chunk of a stream a client opened: the audit line and the counters
-/// as for any run, a `warn` line per failed hook, and the chunk in the stream's `story`, whose
-/// `info` line comes when the stream ends. The chunk's own `info` line is written only when
-/// `debug` is on for `hookd::run`.
-pub(crate) fn finished_chunk(
-    shared: &Shared,
-    context: &RunContext<'_>,
-    fire: &FireRequest,
-    generation: u64,
-    (results, aggregate): (&[HookResult], &Aggregate),
-    story: &mut StreamStory,
-) {
-    let total = record_run(shared, context, fire, generation, (results, aggregate));
-    story.add(results, aggregate);
-    log_failed_hooks(context, fire, results);
-    if tracing::enabled!(target: "hookd::run", tracing::Level::DEBUG) {
-        log_chunk(context, fire, results, aggregate, total);
-    }
-}
-
-/// The audit line and the counters of one run; returns the run's total time.
-fn record_run(
-    shared: &Shared,
-    context: &RunContext<'_>,
-    fire: &FireRequest,
-    generation: u64,
-    (results, aggregate): (&[HookResult], &Aggregate),
-) -> Duration {
-    crate::audit::record_run(
-        shared,
-        fire,
-        generation,
-        results,
-        aggregate,
-        context.background,
-    );
-    let total = context.wall.unwrap_or(aggregate.total_duration);
-    shared
-        .run_stats
-        .record(context, fire.event, results, aggregate, total);
-    total
 }
 
 /// The most distinct decisions a stream's line tells apart per hook (and for the stream);
@@ -196,7 +139,7 @@ impl StreamStory {
     }
 
     /// Adds one chunk's records and aggregate.
-    fn add(&mut self, results: &[HookResult], aggregate: &Aggregate) {
+    pub(crate) fn add(&mut self, results: &[HookResult], aggregate: &Aggregate) {
         self.chunks += 1;
         self.total += aggregate.total_duration;
         if !aggregate.success {
@@ -254,45 +197,13 @@ impl Drop for StreamStory {
     }
 }
 
-/// A hook's decision as the log shows it: the `decision` of its output, else `ok` or the
-/// failure kind (`timed_out`, `refused`, ...).
-pub(crate) fn hook_decision(result: &HookResult) -> &str {
-    let decision = result
-        .output
-        .as_ref()
-        .and_then(|output| output.get("decision"))
-        .and_then(Value::as_str);
-    match (decision, result.failure) {
-        (Some(decision), _) => decision,
-        (None, Some(failure)) => failure.as_str(),
-        (None, None) if result.success => "ok",
-        (None, None) => result.outcome.kind(),
-    }
-}
-
-/// The run's final decision as the log and `stats` show it: the merged output's `decision`,
-/// `stop` when it says `continue: false`, else `none`.
-pub(crate) fn final_decision(aggregate: &Aggregate) -> &str {
-    let output = aggregate.final_output.as_ref();
-    if let Some(decision) = output
-        .and_then(|output| output.get("decision"))
-        .and_then(Value::as_str)
-    {
-        return decision;
-    }
-    if output.and_then(|output| output.get("continue")) == Some(&Value::Bool(false)) {
-        return "stop";
-    }
-    "none"
-}
-
 /// Milliseconds with one decimal, for log lines.
 fn millis(duration: Duration) -> String {
     format!("{:.1}ms", duration.as_secs_f64() * 1000.0)
 }
 
 /// Writes the run's `info` line and a `warn` line per failed hook.
-fn log_run(
+pub(crate) fn log_run(
     context: &RunContext<'_>,
     fire: &FireRequest,
     results: &[HookResult],
@@ -320,7 +231,7 @@ fn log_run(
 }
 
 /// Writes a stream chunk's `debug` line, the fields of [`log_run`]'s plus `chunk`.
-fn log_chunk(
+pub(crate) fn log_chunk(
     context: &RunContext<'_>,
     fire: &FireRequest,
     results: &[HookResult],
@@ -367,7 +278,11 @@ fn hooks_field(results: &[HookResult]) -> String {
 }
 
 /// Writes a `warn` line per hook of the run that failed.
-fn log_failed_hooks(context: &RunContext<'_>, fire: &FireRequest, results: &[HookResult]) {
+pub(crate) fn log_failed_hooks(
+    context: &RunContext<'_>,
+    fire: &FireRequest,
+    results: &[HookResult],
+) {
     for result in results {
         let Some(failure) = result.failure else {
             continue;

@@ -23,8 +23,7 @@ use hookd_protocol as wire;
 use hookd_protocol::RequestId;
 
 use crate::manage::{ManageError, write_atomically};
-use crate::registries::Snapshot;
-use crate::shared::Shared;
+use crate::registries::{Registries, Snapshot};
 
 /// A trust request that could not be carried out; nothing was written.
 #[derive(Debug, thiserror::Error)]
@@ -123,29 +122,29 @@ fn untrusted_hooks(snapshot: &Snapshot) -> (Vec<(TrustKey, String)>, usize) {
 
 /// Answers `trust`: `edited`, or `edit_failed` when the store cannot be used.
 pub(crate) async fn answer_trust(
-    shared: &Shared,
+    registries: &Registries,
     request: wire::TrustRequest,
 ) -> wire::ServerMessage {
     let id = request.id.clone();
-    edited_or_error(id, trust(shared, request).await)
+    edited_or_error(id, trust(registries, request).await)
 }
 
 /// Answers `untrust`: `edited`, or `edit_failed` when the store cannot be used.
 pub(crate) async fn answer_untrust(
-    shared: &Shared,
+    registries: &Registries,
     request: wire::UntrustRequest,
 ) -> wire::ServerMessage {
     let id = request.id.clone();
-    edited_or_error(id, untrust(shared, request).await)
+    edited_or_error(id, untrust(registries, request).await)
 }
 
 /// Answers `trust_list`, or `edit_failed` when the store cannot be read.
 pub(crate) async fn answer_list(
-    shared: &Shared,
+    registries: &Registries,
     request: wire::TrustListRequest,
 ) -> wire::ServerMessage {
     let id = request.id.clone();
-    match list(shared, request).await {
+    match list(registries, request).await {
         Ok(listing) => wire::ServerMessage::TrustList(listing),
         Err(err) => error_message(id, &err),
     }
@@ -166,33 +165,33 @@ fn edited_or_error(
 
 /// Answers `trust_preview`.
 pub(crate) async fn answer_preview(
-    shared: &Shared,
+    registries: &Registries,
     request: wire::TrustPreviewRequest,
 ) -> wire::ServerMessage {
-    let snapshot = shared.registries.get(Path::new(&request.cwd)).await;
+    let snapshot = registries.get(Path::new(&request.cwd)).await;
     let (untrusted, trusted) = untrusted_hooks(&snapshot);
     wire::ServerMessage::TrustPreview(wire::TrustPreviewMessage {
         id: request.id,
         cwd: request.cwd,
-        policy: shared.config.project_hooks.as_str().to_owned(),
+        policy: registries.project_hooks().as_str().to_owned(),
         folder_trusted: snapshot.folder_trusted(),
         untrusted: untrusted
             .iter()
             .map(|(key, event)| wire_key(key, Some(event)))
             .collect(),
         trusted: trusted as u64,
-        file: store_path(shared).display().to_string(),
+        file: store_path(registries).display().to_string(),
         generation: snapshot.generation,
     })
 }
 
 /// Stores the requested keys that are still current.
 async fn trust(
-    shared: &Shared,
+    registries: &Registries,
     request: wire::TrustRequest,
 ) -> Result<wire::EditedMessage, TrustError> {
-    let _guard = shared.edit_lock.lock().await;
-    let snapshot = shared.registries.get(Path::new(&request.cwd)).await;
+    let _guard = registries.edit_lock().lock().await;
+    let snapshot = registries.get(Path::new(&request.cwd)).await;
     let (untrusted, _) = untrusted_hooks(&snapshot);
     let current: HashSet<&TrustKey> = untrusted.iter().map(|(key, _)| key).collect();
     let mut keys: Vec<TrustKey> = Vec::new();
@@ -212,7 +211,7 @@ async fn trust(
         }
     }
     let project = project_key(&snapshot);
-    let path = store_path(shared);
+    let path = store_path(registries);
     let mut message = String::new();
     let mut files = Vec::new();
     if keys.is_empty() {
@@ -240,7 +239,7 @@ async fn trust(
             hookd_core::trust::trust_anyway_command(&project)
         ));
     }
-    let generation = refresh(shared, &snapshot, !files.is_empty()).await;
+    let generation = refresh(registries, &snapshot, !files.is_empty()).await;
     Ok(wire::EditedMessage {
         id: request.id,
         changed: !files.is_empty(),
@@ -252,13 +251,13 @@ async fn trust(
 
 /// Forgets every key of the project.
 async fn untrust(
-    shared: &Shared,
+    registries: &Registries,
     request: wire::UntrustRequest,
 ) -> Result<wire::EditedMessage, TrustError> {
-    let _guard = shared.edit_lock.lock().await;
-    let snapshot = shared.registries.get(Path::new(&request.cwd)).await;
+    let _guard = registries.edit_lock().lock().await;
+    let snapshot = registries.get(Path::new(&request.cwd)).await;
     let project = project_key(&snapshot);
-    let path = store_path(shared);
+    let path = store_path(registries);
     let mut store = read_store(&path).await?;
     let removed = store.untrust(&project);
     let mut files = Vec::new();
@@ -272,7 +271,7 @@ async fn untrust(
             path.display()
         )
     };
-    let generation = refresh(shared, &snapshot, removed > 0).await;
+    let generation = refresh(registries, &snapshot, removed > 0).await;
     Ok(wire::EditedMessage {
         id: request.id,
         changed: removed > 0,
@@ -284,10 +283,10 @@ async fn untrust(
 
 /// The store as it is on disk, for `trust_list`.
 async fn list(
-    shared: &Shared,
+    registries: &Registries,
     request: wire::TrustListRequest,
 ) -> Result<wire::TrustListMessage, TrustError> {
-    let path = store_path(shared);
+    let path = store_path(registries);
     let store = read_store(&path).await?;
     let wanted = request.cwd.as_deref().map(Path::new);
     let projects = store
@@ -317,8 +316,8 @@ fn error_message(id: RequestId, err: &TrustError) -> wire::ServerMessage {
         .to_server_message()
 }
 
-fn store_path(shared: &Shared) -> PathBuf {
-    shared.registries.paths().trusted_hooks.clone()
+fn store_path(registries: &Registries) -> PathBuf {
+    registries.paths().trusted_hooks.clone()
 }
 
 /// The store as it is on disk now; a missing file is an empty store. Read as any
@@ -389,16 +388,12 @@ fn create_private(path: &Path) -> std::io::Result<()> {
 }
 
 /// Puts a store change in force before answering and returns the project's generation.
-async fn refresh(shared: &Shared, snapshot: &Snapshot, changed: bool) -> u64 {
+async fn refresh(registries: &Registries, snapshot: &Snapshot, changed: bool) -> u64 {
     if !changed {
         return snapshot.generation;
     }
-    shared.registries.reload_shared().await;
-    shared
-        .registries
-        .get(&snapshot.project_dir)
-        .await
-        .generation
+    registries.reload_shared().await;
+    registries.get(&snapshot.project_dir).await.generation
 }
 
 #[cfg(test)]

@@ -114,16 +114,19 @@ pub async fn serve_one(
     config.lifecycle = None;
     stream.set_nonblocking(true)?;
     let stream = tokio::net::UnixStream::from_std(stream)?;
-    let mut shared = Shared::new(config, CancellationToken::new(), None);
-    shared.runner.plan_only = plan_only.map(Arc::from);
-    let shared = Arc::new(shared);
+    let shared = Arc::new(Shared::new(
+        config,
+        CancellationToken::new(),
+        None,
+        plan_only.map(Arc::from),
+    ));
     crate::connection::serve(stream, Arc::clone(&shared)).await;
     let bound = shared.config.kill_grace + Duration::from_secs(2);
     shared
         .background
         .drain(Instant::now() + shared.config.background_grace, bound)
         .await;
-    if tokio::time::timeout(bound, shared.runner.shutdown())
+    if tokio::time::timeout(bound, shared.engine.runner.shutdown())
         .await
         .is_err()
     {

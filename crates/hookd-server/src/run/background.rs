@@ -19,7 +19,7 @@
 //! (whole process groups); each run cut short is logged (`warn`) and audited with
 //! `"background": "cut_short"`, its killed hooks with outcome `cancelled`.
 //!
-//! Every finished background run goes through [`crate::story::finished_run`], like a run a
+//! Every finished background run goes through [`crate::recorder::Recorder`], like a run a
 //! client waited for: its log line, its audit line (with its `background` kind) and its
 //! counters in `stats`.
 
@@ -38,10 +38,12 @@ use tokio::sync::Semaphore;
 use tokio_util::sync::CancellationToken;
 use tokio_util::task::TaskTracker;
 
+use crate::engine::Engine;
+use crate::recorder::FinishedRun;
 use crate::runstats::ClientEntry;
-use crate::shared::Shared;
 use crate::stats::Stats;
 use crate::story::RunContext;
+use crate::wire::unix_millis_now;
 
 /// Why a run is in the background.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -129,8 +131,8 @@ impl Background {
 
     /// Starts `job` in the background, or records it as dropped when the bound, or its
     /// project's share of it, is reached.
-    pub(crate) fn start(shared: &Arc<Shared>, job: Job) {
-        let background = &shared.background;
+    pub(crate) fn start(self: &Arc<Self>, engine: &Arc<Engine>, job: Job) {
+        let background = self;
         let project = job.project_key();
         let Some(share) = ProjectShare::take(
             &background.per_project,
@@ -150,7 +152,7 @@ impl Background {
                  max_background_runs)",
                 background.project_share()
             );
-            record_dropped(shared, job, &message);
+            record_dropped(engine, job, &message);
             return;
         };
         let Ok(permit) = Arc::clone(&background.slots).try_acquire_owned() else {
@@ -166,14 +168,15 @@ impl Background {
                 "not run: {} background runs were already in flight (max_background_runs)",
                 background.max
             );
-            record_dropped(shared, job, &message);
+            record_dropped(engine, job, &message);
             return;
         };
         background.started.fetch_add(1, Ordering::Relaxed);
-        let shared = Arc::clone(shared);
-        background.tasks.spawn(async move {
-            execute(&shared, job).await;
-            shared.background.finished.fetch_add(1, Ordering::Relaxed);
+        let engine = Arc::clone(engine);
+        let background = Arc::clone(background);
+        self.tasks.spawn(async move {
+            execute(&engine, &background, job).await;
+            background.finished.fetch_add(1, Ordering::Relaxed);
             drop(permit);
             drop(share);
         });
@@ -277,20 +280,17 @@ impl Drop for ProjectShare {
 }
 
 /// The firing of a job's request, as a run the client waits for would build it.
-fn fire_request(shared: &Shared, job: &mut Job) -> FireRequest {
+fn fire_request(engine: &Engine, job: &mut Job) -> FireRequest {
     let request = &mut job.request;
-    let plans_dir = request.plans_dir.take().unwrap_or_else(|| {
-        hookd_core::env::default_plans_dir(
-            &shared.registries.gemini_home().display().to_string(),
-            &job.project_id,
-            &request.session_id,
-        )
-    });
+    let plans_dir = request
+        .plans_dir
+        .take()
+        .unwrap_or_else(|| engine.default_plans_dir(&job.project_id, &request.session_id));
     let project_dir = request
         .project_dir
         .take()
         .unwrap_or_else(|| request.cwd.clone());
-    let state_token = shared.state.token(&request.session_id, &project_dir);
+    let state_token = engine.state.token(&request.session_id, &project_dir);
     FireRequest {
         event: job.event,
         input: std::mem::take(&mut request.input),
@@ -298,7 +298,7 @@ fn fire_request(shared: &Shared, job: &mut Job) -> FireRequest {
             session_id: std::mem::take(&mut request.session_id),
             transcript_path: std::mem::take(&mut request.transcript_path),
             cwd: std::mem::take(&mut request.cwd),
-            timestamp: format_timestamp(crate::connection::unix_millis_now()),
+            timestamp: format_timestamp(unix_millis_now()),
         },
         project_dir,
         plans_dir,
@@ -312,20 +312,20 @@ fn fire_request(shared: &Shared, job: &mut Job) -> FireRequest {
 }
 
 /// Runs a job's hooks and records the run; a run killed by the stop is recorded as cut short.
-async fn execute(shared: &Arc<Shared>, mut job: Job) {
+async fn execute(engine: &Engine, background: &Background, mut job: Job) {
     let started = Instant::now();
-    let fire = fire_request(shared, &mut job);
-    let token = shared.background.cut.child_token();
+    let fire = fire_request(engine, &mut job);
+    let token = background.cut.child_token();
     let hook_count = job.plan.hooks.len() as u64;
-    Stats::add(&shared.stats.hooks_pending, hook_count);
-    let stats = Arc::clone(shared);
+    Stats::add(&engine.stats.hooks_pending, hook_count);
+    let stats = Arc::clone(&engine.stats);
     let mut on_result = move |_: usize, _: &HookResult| {
-        Stats::sub(&stats.stats.hooks_pending, 1);
+        Stats::sub(&stats.hooks_pending, 1);
     };
-    let results = run_plan(&job.plan, &fire, &shared.runner, &token, &mut on_result).await;
+    let results = run_plan(&job.plan, &fire, &engine.runner, &token, &mut on_result).await;
     let cut_short = token.is_cancelled();
     if cut_short {
-        shared.background.cut_short.fetch_add(1, Ordering::Relaxed);
+        background.cut_short.fetch_add(1, Ordering::Relaxed);
         let killed: Vec<&str> = results
             .iter()
             .filter(|result| matches!(result.outcome, HookOutcome::Cancelled))
@@ -343,12 +343,12 @@ async fn execute(shared: &Arc<Shared>, mut job: Job) {
     } else {
         job.kind.as_str()
     };
-    finish(shared, &job, &fire, &results, kind, started.elapsed());
+    finish(engine, &job, &fire, &results, kind, started.elapsed());
 }
 
 /// Records a job that was not started: each hook refused with `message`.
-fn record_dropped(shared: &Arc<Shared>, mut job: Job, message: &str) {
-    let fire = fire_request(shared, &mut job);
+fn record_dropped(engine: &Engine, mut job: Job, message: &str) {
+    let fire = fire_request(engine, &mut job);
     let results: Vec<HookResult> = job
         .plan
         .hooks
@@ -366,16 +366,16 @@ fn record_dropped(shared: &Arc<Shared>, mut job: Job, message: &str) {
             let policy = entry
                 .config
                 .on_failure()
-                .unwrap_or(shared.config.default_on_failure);
+                .unwrap_or(engine.default_on_failure);
             hookd_core::policy::apply_failure_policy(result, policy)
         })
         .collect();
-    finish(shared, &job, &fire, &results, "dropped", Duration::ZERO);
+    finish(engine, &job, &fire, &results, "dropped", Duration::ZERO);
 }
 
 /// The bookkeeping of a finished (or dropped) background run.
 fn finish(
-    shared: &Shared,
+    engine: &Engine,
     job: &Job,
     fire: &FireRequest,
     results: &[HookResult],
@@ -392,8 +392,14 @@ fn finish(
         wall: Some(wall),
         background: Some(kind),
     };
-    crate::story::finished_run(shared, &context, fire, job.generation, results, &aggregate);
-    shared.last_runs.record(&job.plan.hooks, results);
+    engine.recorder.run(&FinishedRun {
+        context,
+        fire,
+        generation: job.generation,
+        results,
+        aggregate: &aggregate,
+        latest: (&job.plan.hooks, results),
+    });
     hookd_runner::spawn::settle();
 }
 
@@ -425,8 +431,8 @@ pub(crate) fn split(plan: Plan, detach: bool) -> (Option<Plan>, Option<(Kind, Pl
 
 /// A reload (`hookctl reload`, SIGHUP) forgets the circuit breaker's counts and pauses: the
 /// user may have fixed what made a hook fail, and the next event tries every hook again.
-pub(crate) fn resume_paused_hooks(shared: &Shared) {
-    let paused = shared.runner.breakers.reset();
+pub(crate) fn resume_paused_hooks(engine: &Engine) {
+    let paused = engine.runner.breakers.reset();
     if paused > 0 {
         tracing::info!(
             paused,

@@ -5,7 +5,7 @@
 //! copied into the wire types (`convert`) and serialised from there: the bytes are exactly
 //! what encoding the wire message gives (a test checks it for every outcome and field), one
 //! copy of every record and output fewer. A body that grows past the frame limit is given up
-//! as soon as it does (it is never built whole) and left to `connection::encode_fitted`,
+//! as soon as it does (it is never built whole) and left to `crate::wire::encode_fitted`,
 //! which cuts the captured texts until it fits.
 
 use std::time::Duration;
@@ -69,7 +69,7 @@ pub(crate) fn write_chunk_result_body(
 }
 
 /// `body` as a frame when it was written within `max_frame_bytes`; else the message `wire`
-/// builds, cut to fit by `connection::encode_fitted` (rare: hooks at their output caps).
+/// builds, cut to fit by `crate::wire::encode_fitted` (rare: hooks at their output caps).
 pub(crate) fn fitted(
     body: Option<Vec<u8>>,
     max_frame_bytes: usize,
@@ -77,7 +77,7 @@ pub(crate) fn fitted(
 ) -> Bytes {
     match body {
         Some(body) => Bytes::from(body),
-        None => crate::connection::encode_fitted(wire(), max_frame_bytes),
+        None => crate::wire::encode_fitted(wire(), max_frame_bytes),
     }
 }
 

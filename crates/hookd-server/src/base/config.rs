@@ -179,6 +179,16 @@ impl std::fmt::Debug for ServerConfig {
 }
 
 impl ServerConfig {
+    /// The directory `~` stands for in Gemini CLI's paths: `GEMINI_CLI_HOME`, else the home
+    /// dir.
+    pub(crate) fn gemini_home(&self) -> PathBuf {
+        self.env
+            .get("GEMINI_CLI_HOME")
+            .filter(|home| !home.is_empty())
+            .map(PathBuf::from)
+            .unwrap_or_else(|| self.home.clone())
+    }
+
     /// A configuration with default limits for the given environment.
     pub fn new(env: HashMap<String, String>) -> ServerConfig {
         let state_store = crate::state::default_store_path(&env);

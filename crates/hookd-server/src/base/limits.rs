@@ -111,6 +111,10 @@ impl InflightLimit {
     }
 }
 
+/// The output budget of one connection, in KiB (64 MiB): each event run holds its worst-case
+/// captured output from before it starts until its result is written.
+pub(crate) const OUTPUT_BUDGET_KIB: u32 = 64 * 1024;
+
 #[cfg(test)]
 mod tests {
     use futures_util::FutureExt;

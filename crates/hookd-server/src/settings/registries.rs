@@ -235,6 +235,9 @@ pub(crate) struct Registries {
     gemini_home: PathBuf,
     /// The daemon's project-hook trust policy, which de-duplication depends on.
     project_hooks: ProjectHookPolicy,
+    /// Serializes edits of settings files (enable, disable, trust): each edit reads a file,
+    /// changes it and reloads it whole.
+    edit_lock: tokio::sync::Mutex<()>,
 }
 
 impl Registries {
@@ -261,14 +264,20 @@ impl Registries {
             compiled_budget: config.compiled_budget_bytes,
             budget_evicted: Mutex::new(VecDeque::new()),
             budget_evictions: AtomicU64::new(0),
-            gemini_home: crate::shared::gemini_home(config),
+            gemini_home: config.gemini_home(),
+            edit_lock: tokio::sync::Mutex::new(()),
             project_hooks: config.project_hooks,
         }
     }
 
-    /// The directory Gemini CLI's `~/.gemini` lives in.
-    pub(crate) fn gemini_home(&self) -> &Path {
-        &self.gemini_home
+    /// The daemon's project-hook trust policy.
+    pub(crate) fn project_hooks(&self) -> ProjectHookPolicy {
+        self.project_hooks
+    }
+
+    /// The lock every edit of a settings file holds from its read to its reload.
+    pub(crate) fn edit_lock(&self) -> &tokio::sync::Mutex<()> {
+        &self.edit_lock
     }
 
     /// Where the shared configuration files are.

@@ -58,13 +58,15 @@ use serde_json::{Map, Value, json};
 use tokio::sync::{OwnedSemaphorePermit, Semaphore, mpsc};
 use tokio_util::sync::CancellationToken;
 
-use crate::connection::{Inflight, OUTPUT_BUDGET_KIB, Sink, send, send_frame, unix_millis_now};
 use crate::convert;
+use crate::engine::Engine;
+use crate::limits::OUTPUT_BUDGET_KIB;
+use crate::recorder::FinishedRun;
 use crate::results;
 use crate::runstats::ClientEntry;
-use crate::shared::Shared;
 use crate::stats::Stats;
 use crate::story::{RunContext, StreamStory};
+use crate::wire::{Inflight, Sink, send, send_frame, unix_millis_now};
 
 /// At most this much of the text emitted so far is kept for `full_content`; beyond it the
 /// oldest text is dropped (on a character boundary).
@@ -219,14 +221,14 @@ impl Streams {
     /// anyway, so an ordinary chunk pays for no separate look).
     pub(crate) fn filter_chunk(
         &self,
-        shared: &Shared,
+        engine: &Engine,
         (id, seq): (&RequestId, u64),
         llm_response: Map<String, Value>,
         body: &mut Vec<u8>,
     ) -> FilterOutcome {
         let mut map = self.lock();
         match map.get_mut(&id.as_id_ref() as &dyn IdKey) {
-            Some(Entry::Filtered(stream)) => stream.chunk(shared, (id, seq), llm_response, body),
+            Some(Entry::Filtered(stream)) => stream.chunk(engine, (id, seq), llm_response, body),
             _ => FilterOutcome::NotFiltered,
         }
     }
@@ -317,7 +319,8 @@ struct Filter {
 pub(crate) struct StreamRun {
     /// The client's counters.
     pub(crate) client: Arc<ClientEntry>,
-    pub(crate) shared: Arc<Shared>,
+    /// How hooks are run and the chunks recorded.
+    pub(crate) engine: Arc<Engine>,
     pub(crate) sink: Sink,
     pub(crate) inflight: Inflight,
     pub(crate) id: RequestId,
@@ -473,24 +476,31 @@ impl StreamRun {
                     drop(slot);
                     // The bookkeeping is done while the client reads the answer.
                     let Answered { results, aggregate } = &answered;
-                    crate::story::finished_chunk(
-                        &self.shared,
-                        &RunContext {
-                            client: &self.client,
-                            relayed_by: None,
-                            wall: None,
-                            background: None,
+                    // The command hooks' records follow the filters'; only theirs are a hook's
+                    // latest run for `list`.
+                    let latest = match &state.commands {
+                        Some(commands) => (
+                            commands.hooks.as_slice(),
+                            results.get(state.filters.len()..).unwrap_or_default(),
+                        ),
+                        None => (&[][..], &[][..]),
+                    };
+                    self.engine.recorder.chunk(
+                        &FinishedRun {
+                            context: RunContext {
+                                client: &self.client,
+                                relayed_by: None,
+                                wall: None,
+                                background: None,
+                            },
+                            fire: &self.fire,
+                            generation: self.generation,
+                            results,
+                            aggregate,
+                            latest,
                         },
-                        &self.fire,
-                        self.generation,
-                        (results, aggregate),
                         &mut story,
                     );
-                    if let Some(commands) = &state.commands {
-                        // The command hooks' records follow the filters'.
-                        let ran = results.get(state.filters.len()..).unwrap_or_default();
-                        self.shared.last_runs.record(&commands.hooks, ran);
-                    }
                     hookd_runner::spawn::settle();
                 }
                 Command::Close => break,
@@ -521,13 +531,13 @@ impl StreamRun {
         seq: u64,
         llm_response: Map<String, Value>,
     ) -> (bytes::Bytes, Answered, Option<OwnedSemaphorePermit>) {
-        Stats::add(&self.shared.stats.events_served, 1);
+        Stats::add(&self.engine.stats.events_served, 1);
         let mut filtered = run_filters_bounded(
             state,
             &mut self.fire.input,
             llm_response,
             (self.plan.hooks.len(), false),
-            self.shared.config.default_on_failure,
+            self.engine.default_on_failure,
         )
         .await;
 
@@ -569,7 +579,7 @@ impl StreamRun {
                 None => self.fire.serialized.push(("full_content", fresh())),
             }
             self.fire.base.timestamp = format_timestamp(unix_millis_now());
-            let worst_kib = (commands.hooks.len() * 2 * self.shared.config.max_output_bytes)
+            let worst_kib = (commands.hooks.len() * 2 * self.engine.max_output_bytes)
                 .div_ceil(1024)
                 .clamp(1, OUTPUT_BUDGET_KIB as usize);
             let kib = u32::try_from(worst_kib).unwrap_or(OUTPUT_BUDGET_KIB);
@@ -578,15 +588,15 @@ impl StreamRun {
                 () = self.gone.cancelled() => None,
             };
             let hook_count = commands.hooks.len();
-            Stats::add(&self.shared.stats.hooks_pending, hook_count as u64);
-            let stats = Arc::clone(&self.shared);
+            Stats::add(&self.engine.stats.hooks_pending, hook_count as u64);
+            let stats = Arc::clone(&self.engine.stats);
             let mut on_result = move |_: usize, _: &HookResult| {
-                Stats::sub(&stats.stats.hooks_pending, 1);
+                Stats::sub(&stats.hooks_pending, 1);
             };
             let ran = run_plan(
                 commands,
                 &self.fire,
-                &self.shared.runner,
+                &self.engine.runner,
                 &self.token,
                 &mut on_result,
             )
@@ -595,7 +605,7 @@ impl StreamRun {
         }
         let mut body = Vec::new();
         let aggregate = chunk_result(
-            &self.shared,
+            &self.engine,
             &self.fire.input,
             state,
             (&self.id, seq),
@@ -653,7 +663,7 @@ impl FilterStream {
     /// `body`; a chunk too large for the read loop is given back untouched.
     fn chunk(
         &mut self,
-        shared: &Shared,
+        engine: &Engine,
         (id, seq): (&RequestId, u64),
         llm_response: Map<String, Value>,
         body: &mut Vec<u8>,
@@ -666,16 +676,16 @@ impl FilterStream {
             };
             return FilterOutcome::TooLarge(llm_response);
         }
-        Stats::add(&shared.stats.events_served, 1);
+        Stats::add(&engine.stats.events_served, 1);
         self.chunks += 1;
         let filtered = run_filters_on(
             &mut self.state,
             &mut self.fire.input,
             (response, original),
             (self.hooks, false),
-            shared.config.default_on_failure,
+            engine.default_on_failure,
         );
-        self.answer(shared, (id, seq), filtered, body);
+        self.answer(engine, (id, seq), filtered, body);
         FilterOutcome::Answered
     }
 
@@ -685,22 +695,22 @@ impl FilterStream {
     /// connection's later frames wait too and the chunks stay in order.
     pub(crate) async fn chunk_bounded(
         &mut self,
-        shared: &Shared,
+        engine: &Engine,
         (id, seq): (&RequestId, u64),
         llm_response: Map<String, Value>,
     ) -> Vec<u8> {
-        Stats::add(&shared.stats.events_served, 1);
+        Stats::add(&engine.stats.events_served, 1);
         self.chunks += 1;
         let filtered = run_filters_bounded(
             &mut self.state,
             &mut self.fire.input,
             llm_response,
             (self.hooks, false),
-            shared.config.default_on_failure,
+            engine.default_on_failure,
         )
         .await;
         let mut body = Vec::new();
-        self.answer(shared, (id, seq), filtered, &mut body);
+        self.answer(engine, (id, seq), filtered, &mut body);
         body
     }
 
@@ -708,30 +718,33 @@ impl FilterStream {
     /// audits it.
     fn answer(
         &mut self,
-        shared: &Shared,
+        engine: &Engine,
         (id, seq): (&RequestId, u64),
         filtered: Filtered,
         body: &mut Vec<u8>,
     ) {
         let aggregate = chunk_result(
-            shared,
+            engine,
             &self.fire.input,
             &mut self.state,
             (id, seq),
             &filtered,
             body,
         );
-        crate::story::finished_chunk(
-            shared,
-            &RunContext {
-                client: &self.client,
-                relayed_by: None,
-                wall: None,
-                background: None,
+        engine.recorder.chunk(
+            &FinishedRun {
+                context: RunContext {
+                    client: &self.client,
+                    relayed_by: None,
+                    wall: None,
+                    background: None,
+                },
+                fire: &self.fire,
+                generation: self.generation,
+                results: &filtered.results,
+                aggregate: &aggregate,
+                latest: (&[], &[]),
             },
-            &self.fire,
-            self.generation,
-            (&filtered.results, &aggregate),
             &mut self.story,
         );
     }
@@ -971,7 +984,7 @@ struct Answered {
 /// frame body into `body` (emptied first, its room kept) and returns the aggregate; adds the
 /// text the chunk emits to what `full_content` will hold.
 fn chunk_result(
-    shared: &Shared,
+    engine: &Engine,
     input: &Map<String, Value>,
     state: &mut StreamState,
     (id, seq): (&RequestId, u64),
@@ -987,7 +1000,7 @@ fn chunk_result(
     let emitted = replacement_text(&aggregate).unwrap_or_else(|| text.clone());
     state.push_emitted(&emitted);
     let content = (emitted != *original).then_some(emitted);
-    let max_frame_bytes = shared.config.max_frame_bytes;
+    let max_frame_bytes = engine.max_frame_bytes;
     let written = results::write_chunk_result_body(
         body,
         id,
@@ -1005,7 +1018,7 @@ fn chunk_result(
             content,
             result: convert::event_result(&aggregate, results),
         });
-        let frame = crate::connection::encode_fitted(message, max_frame_bytes);
+        let frame = crate::wire::encode_fitted(message, max_frame_bytes);
         body.clear();
         body.extend_from_slice(&frame);
     }

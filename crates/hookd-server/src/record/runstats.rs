@@ -18,8 +18,7 @@ use hookd_core::{HookEventName, HookOutcome, HookResult};
 use hookd_protocol::{
     ClientStats, ConnectedClient, EventStats, HookStats, RelayStats, RequestId, StatsResponse,
 };
-
-use crate::story::{RunContext, final_decision, hook_decision};
+use serde_json::Value;
 
 /// The most hooks whose runs are kept apart.
 pub(crate) const MAX_HOOKS: usize = 1024;
@@ -200,13 +199,13 @@ impl RunStats {
     /// Counts one finished run of `event` with hooks.
     pub(crate) fn record(
         &self,
-        context: &RunContext<'_>,
+        client: &ClientEntry,
         event: HookEventName,
         results: &[HookResult],
         aggregate: &Aggregate,
         total: Duration,
     ) {
-        context.client.runs.fetch_add(1, Ordering::Relaxed);
+        client.runs.fetch_add(1, Ordering::Relaxed);
         let mut tables = self.tables.lock().unwrap_or_else(PoisonError::into_inner);
         let tables = &mut *tables;
         for result in results {
@@ -382,6 +381,38 @@ fn count_decision(decisions: &mut BTreeMap<String, u64>, decision: &str) {
             decisions.insert(decision.to_owned(), 1);
         }
     }
+}
+
+/// A hook's decision as the log shows it: the `decision` of its output, else `ok` or the
+/// failure kind (`timed_out`, `refused`, ...).
+pub(crate) fn hook_decision(result: &HookResult) -> &str {
+    let decision = result
+        .output
+        .as_ref()
+        .and_then(|output| output.get("decision"))
+        .and_then(Value::as_str);
+    match (decision, result.failure) {
+        (Some(decision), _) => decision,
+        (None, Some(failure)) => failure.as_str(),
+        (None, None) if result.success => "ok",
+        (None, None) => result.outcome.kind(),
+    }
+}
+
+/// The run's final decision as the log and `stats` show it: the merged output's `decision`,
+/// `stop` when it says `continue: false`, else `none`.
+pub(crate) fn final_decision(aggregate: &Aggregate) -> &str {
+    let output = aggregate.final_output.as_ref();
+    if let Some(decision) = output
+        .and_then(|output| output.get("decision"))
+        .and_then(Value::as_str)
+    {
+        return decision;
+    }
+    if output.and_then(|output| output.get("continue")) == Some(&Value::Bool(false)) {
+        return "stop";
+    }
+    "none"
 }
 
 #[cfg(test)]

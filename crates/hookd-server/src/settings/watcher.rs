@@ -45,7 +45,7 @@ use tokio_util::sync::CancellationToken;
 
 use hookd_runner::loader::LayerPaths;
 
-use crate::shared::Shared;
+use crate::registries::Registries;
 
 /// How long events are collected after the first one before rebuilding. Short: an editor's
 /// save is a burst of a few events within a millisecond or two, and the goal is that the next
@@ -76,7 +76,7 @@ type Interests = Vec<(Option<OsString>, Scope)>;
 
 /// The filesystem watcher of one daemon.
 pub(crate) struct Watcher {
-    shared: Arc<Shared>,
+    registries: Arc<Registries>,
     inner: RecommendedWatcher,
     events: mpsc::Receiver<notify::Result<Event>>,
     /// Set by the callback when it had to drop an event.
@@ -107,7 +107,7 @@ impl Batch {
 
 impl Watcher {
     /// Creates the watcher; nothing is watched until [`Watcher::run`].
-    pub(crate) fn new(shared: Arc<Shared>) -> notify::Result<Watcher> {
+    pub(crate) fn new(registries: Arc<Registries>) -> notify::Result<Watcher> {
         let (sender, events) = mpsc::channel(EVENT_CAPACITY);
         let overflowed = Arc::new(AtomicBool::new(false));
         let dropped = Arc::new(AtomicU64::new(0));
@@ -128,7 +128,7 @@ impl Watcher {
             }
         })?;
         Ok(Watcher {
-            shared,
+            registries,
             inner,
             events,
             overflowed,
@@ -144,14 +144,14 @@ impl Watcher {
         self.sync_watches().await;
         // The shared files were read before they were watched; read them once more so a
         // write in between is not missed (nothing is swapped if nothing changed).
-        self.shared.registries.reload_shared().await;
+        self.registries.reload_shared().await;
         let mut missing_poll = tokio::time::interval(MISSING_POLL);
         missing_poll.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
         loop {
             tokio::select! {
                 biased;
                 _ = cancel.cancelled() => return,
-                _ = self.shared.registries.projects_changed() => self.sync_watches().await,
+                _ = self.registries.projects_changed() => self.sync_watches().await,
                 _ = missing_poll.tick(), if !self.missing.is_empty() => {
                     if self.missing.keys().any(|dir| dir.is_dir()) {
                         self.sync_watches().await;
@@ -192,7 +192,7 @@ impl Watcher {
     /// its watch existed is seen by that rebuild's read, one written after by the watch.
     async fn sync_watches(&mut self) {
         let (added, appeared) = self.update_watches();
-        let registries = &self.shared.registries;
+        let registries = &self.registries;
         if appeared.shared {
             tracing::debug!("a directory of the shared settings appeared");
             registries.reload_shared().await;
@@ -207,8 +207,7 @@ impl Watcher {
         // Watches first: a file written from now on is seen by a watch, one written before by
         // the rebuild's read.
         self.sync_watches().await;
-        let shared = Arc::clone(&self.shared);
-        let registries = &shared.registries;
+        let registries = Arc::clone(&self.registries);
         if batch.everything || batch.shared {
             tracing::debug!(everything = batch.everything, "shared settings changed");
             registries.reload_shared().await;
@@ -271,7 +270,7 @@ impl Watcher {
     /// the projects that were not watched before and what the directories that were missing
     /// and are watched now belong to.
     fn update_watches(&mut self) -> (Vec<PathBuf>, Batch) {
-        let registries = &self.shared.registries;
+        let registries = &self.registries;
         let paths = registries.paths().clone();
         let shared_layers = registries.shared();
         let projects = registries.project_dirs();
@@ -451,10 +450,10 @@ fn is_read_only(kind: &EventKind) -> bool {
 
 /// Runs the watcher for the daemon's lifetime, recreating it if it cannot be created (for
 /// example when the user's inotify instances are exhausted) or if it stops by itself.
-pub(crate) async fn supervise(shared: Arc<Shared>, cancel: CancellationToken) {
+pub(crate) async fn supervise(registries: Arc<Registries>, cancel: CancellationToken) {
     let mut warned = false;
     loop {
-        match Watcher::new(Arc::clone(&shared)) {
+        match Watcher::new(Arc::clone(&registries)) {
             Ok(watcher) => {
                 if warned {
                     tracing::info!("watching settings files again");
@@ -466,7 +465,7 @@ pub(crate) async fn supervise(shared: Arc<Shared>, cancel: CancellationToken) {
                 }
                 tracing::warn!("the settings watcher stopped; restarting it");
                 // Whatever changed while it was down is picked up by a full reload.
-                shared.registries.reload_shared().await;
+                registries.reload_shared().await;
             }
             Err(err) => {
                 if !warned {

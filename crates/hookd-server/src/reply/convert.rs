@@ -3,7 +3,6 @@
 //! The protocol crate knows nothing of the engine, and the engine nothing of the wire; this
 //! module is the one place that knows both.
 
-use std::sync::Arc;
 use std::time::Duration;
 
 use hookd_core::aggregate::Aggregate;
@@ -15,8 +14,6 @@ use hookd_protocol::{RequestId, ServerMessage};
 use crate::lastrun::LastRuns;
 use crate::manage::Outcome as EditOutcome;
 use crate::registries::{Change, Snapshot};
-use crate::shared::Shared;
-use crate::stats::Stats;
 
 /// Milliseconds as a float, the wire's unit for durations.
 fn millis(duration: Duration) -> f64 {
@@ -251,39 +248,6 @@ pub(crate) fn edited(id: RequestId, outcome: EditOutcome) -> ServerMessage {
             .collect(),
         generation: outcome.generation,
     })
-}
-
-/// The `status` response.
-pub(crate) async fn status(shared: &Arc<Shared>, id: RequestId) -> wire::StatusResponse {
-    let max_hooks = shared.config.max_hooks as u64;
-    let running = max_hooks.saturating_sub(shared.runner.hook_slots.available_permits() as u64);
-    let pending = Stats::get(&shared.stats.hooks_pending);
-    let registries = shared
-        .registries
-        .snapshots()
-        .await
-        .iter()
-        .map(|snapshot| registry_status(snapshot))
-        .collect();
-    wire::StatusResponse {
-        id,
-        version: env!("CARGO_PKG_VERSION").to_owned(),
-        pid: std::process::id(),
-        uptime_ms: shared.started.elapsed().as_millis() as u64,
-        connections: Stats::get(&shared.stats.connections),
-        max_connections: shared.config.max_connections as u64,
-        hooks_running: running,
-        hooks_queued: pending.saturating_sub(running),
-        max_hooks,
-        max_inflight_per_connection: shared.config.max_inflight_per_connection as u64,
-        events_served: Stats::get(&shared.stats.events_served),
-        registries,
-        audit: shared.audit.as_ref().map(crate::audit::status),
-        clients: shared.run_stats.connected(),
-        project_hooks: Some(shared.config.project_hooks.as_str().to_owned()),
-        background: Some(shared.background.status()),
-        breaker: Some(breaker_status(&shared.runner.breakers)),
-    }
 }
 
 /// A paused hook on the wire.

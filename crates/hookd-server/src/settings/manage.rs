@@ -26,7 +26,7 @@ use hookd_core::{HookEntry, Source};
 use hookd_protocol::Scope;
 use hookd_runner::loader::LayerPaths;
 
-use crate::shared::Shared;
+use crate::registries::Registries;
 
 /// A management request that could not be carried out; nothing was written.
 #[derive(Debug, thiserror::Error)]
@@ -92,15 +92,15 @@ struct Planned {
 
 /// Management requests of one daemon.
 pub(crate) struct Manager<'a> {
-    shared: &'a Shared,
+    registries: &'a Registries,
     project_dir: PathBuf,
 }
 
 impl<'a> Manager<'a> {
     /// Management of the settings that apply to `project_dir`.
-    pub(crate) fn new(shared: &'a Shared, project_dir: &Path) -> Manager<'a> {
+    pub(crate) fn new(registries: &'a Registries, project_dir: &Path) -> Manager<'a> {
         Manager {
-            shared,
+            registries,
             project_dir: project_dir.to_owned(),
         }
     }
@@ -110,7 +110,7 @@ impl<'a> Manager<'a> {
     fn targets(&self) -> Vec<Target> {
         let user = Target {
             scope: Scope::User,
-            path: self.shared.registries.paths().user.clone(),
+            path: self.registries.paths().user.clone(),
         };
         let project = self.target(Scope::Project);
         if same_file(&project.path, &user.path) {
@@ -122,7 +122,7 @@ impl<'a> Manager<'a> {
 
     fn target(&self, scope: Scope) -> Target {
         let path = match scope {
-            Scope::User => self.shared.registries.paths().user.clone(),
+            Scope::User => self.registries.paths().user.clone(),
             Scope::Project => LayerPaths::project_settings(&self.project_dir),
         };
         Target { scope, path }
@@ -130,8 +130,8 @@ impl<'a> Manager<'a> {
 
     /// Removes `name` from the disabled lists of both writable scopes.
     pub(crate) async fn enable(&self, name: &str) -> Result<Outcome, ManageError> {
-        let _edits = self.shared.edit_lock.lock().await;
-        let env = self.shared.registries.env().vars.clone();
+        let _edits = self.registries.edit_lock().lock().await;
+        let env = self.registries.env().vars.clone();
         let lookup = move |var: &str| env.get(var).cloned();
         let mut planned = Vec::new();
         for target in self.targets() {
@@ -148,7 +148,7 @@ impl<'a> Manager<'a> {
             }
         }
         if planned.is_empty() {
-            let snapshot = self.shared.registries.get(&self.project_dir).await;
+            let snapshot = self.registries.get(&self.project_dir).await;
             let mut message = format!("Hook \"{name}\" is already enabled.");
             message.push_str(&still_disabled_note(&snapshot, name));
             return Ok(Outcome {
@@ -175,11 +175,11 @@ impl<'a> Manager<'a> {
 
     /// Adds `name` to the disabled list of `scope`.
     pub(crate) async fn disable(&self, name: &str, scope: Scope) -> Result<Outcome, ManageError> {
-        let _edits = self.shared.edit_lock.lock().await;
+        let _edits = self.registries.edit_lock().lock().await;
         let target = self.target(scope);
         let text = read(&target.path).await?;
         let present = self.disabled_in(&target.path, &text)?.contains(name);
-        let before = self.shared.registries.get(&self.project_dir).await;
+        let before = self.registries.get(&self.project_dir).await;
         let configured = before
             .registry
             .entries()
@@ -242,8 +242,8 @@ impl<'a> Manager<'a> {
 
     /// Empties the disabled lists of both writable scopes.
     pub(crate) async fn enable_all(&self) -> Result<Outcome, ManageError> {
-        let _edits = self.shared.edit_lock.lock().await;
-        let before = self.shared.registries.get(&self.project_dir).await;
+        let _edits = self.registries.edit_lock().lock().await;
+        let before = self.registries.get(&self.project_dir).await;
         if let Some(outcome) = refuse_when_off(&before) {
             return Ok(outcome);
         }
@@ -283,8 +283,8 @@ impl<'a> Manager<'a> {
     /// Adds the display name of every hook the project's registry holds to the disabled list
     /// of `scope`.
     pub(crate) async fn disable_all(&self, scope: Scope) -> Result<Outcome, ManageError> {
-        let _edits = self.shared.edit_lock.lock().await;
-        let before = self.shared.registries.get(&self.project_dir).await;
+        let _edits = self.registries.edit_lock().lock().await;
+        let before = self.registries.get(&self.project_dir).await;
         if let Some(outcome) = refuse_when_off(&before) {
             return Ok(outcome);
         }
@@ -334,7 +334,7 @@ impl<'a> Manager<'a> {
 
     /// The disabled names of a file, expanded as the loader expands them.
     fn disabled_in(&self, path: &Path, text: &str) -> Result<BTreeSet<String>, ManageError> {
-        let env = &self.shared.registries.env().vars;
+        let env = &self.registries.env().vars;
         let lookup = |var: &str| env.get(var).cloned();
         let names = edit::disabled_names(text).map_err(|source| ManageError::Edit {
             path: path.to_owned(),
@@ -366,7 +366,7 @@ impl<'a> Manager<'a> {
             user_changed |= target.scope == Scope::User;
             files.push(target.path);
         }
-        let registries = &self.shared.registries;
+        let registries = self.registries;
         // Make sure the project is loaded, then bring it (and, for a user edit, every project)
         // up to date before answering.
         registries.get(&self.project_dir).await;

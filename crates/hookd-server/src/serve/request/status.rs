@@ -1,0 +1,54 @@
+//! The requests that ask how the daemon is: `ping` (alive) and `status` (its bounds, load,
+//! registries, clients, audit log, background work and circuit breaker).
+
+use hookd_protocol as wire;
+use hookd_protocol::{PingRequest, PongMessage, RequestId, ServerMessage, StatusRequest};
+
+use crate::audit;
+use crate::convert;
+use crate::shared::Shared;
+use crate::stats::Stats;
+
+/// Answers `ping`.
+pub(crate) fn pong(request: PingRequest) -> ServerMessage {
+    ServerMessage::Pong(PongMessage { id: request.id })
+}
+
+/// Answers `status`.
+pub(crate) async fn answer(shared: &Shared, request: StatusRequest) -> ServerMessage {
+    ServerMessage::Status(status(shared, request.id).await)
+}
+
+/// The `status` response.
+pub(crate) async fn status(shared: &Shared, id: RequestId) -> wire::StatusResponse {
+    let max_hooks = shared.config.max_hooks as u64;
+    let running =
+        max_hooks.saturating_sub(shared.engine.runner.hook_slots.available_permits() as u64);
+    let pending = Stats::get(&shared.stats.hooks_pending);
+    let registries = shared
+        .registries
+        .snapshots()
+        .await
+        .iter()
+        .map(|snapshot| convert::registry_status(snapshot))
+        .collect();
+    wire::StatusResponse {
+        id,
+        version: env!("CARGO_PKG_VERSION").to_owned(),
+        pid: std::process::id(),
+        uptime_ms: shared.started.elapsed().as_millis() as u64,
+        connections: Stats::get(&shared.stats.connections),
+        max_connections: shared.config.max_connections as u64,
+        hooks_running: running,
+        hooks_queued: pending.saturating_sub(running),
+        max_hooks,
+        max_inflight_per_connection: shared.config.max_inflight_per_connection as u64,
+        events_served: Stats::get(&shared.stats.events_served),
+        registries,
+        audit: shared.engine.recorder.audit.as_ref().map(audit::status),
+        clients: shared.engine.recorder.run_stats.connected(),
+        project_hooks: Some(shared.config.project_hooks.as_str().to_owned()),
+        background: Some(shared.background.status()),
+        breaker: Some(convert::breaker_status(&shared.engine.runner.breakers)),
+    }
+}
