@@ -2,11 +2,11 @@
 //! read bounded, its text refused when not UTF-8, its top-level object, one member set with the
 //! rest of the text kept, and the atomic write with the permissions it should keep.
 
-use std::io::Write as _;
 use std::path::{Path, PathBuf};
 
 use anyhow::{Context, bail};
 use hookd_core::jsonc;
+use hookd_protocol::atomic::AtomicWrite;
 use serde_json::{Map, Value};
 
 /// One file's change.
@@ -98,35 +98,11 @@ pub(super) fn missing_dirs(path: &Path) -> Vec<PathBuf> {
         .collect()
 }
 
-/// Writes `bytes` to `path` atomically: a temporary file in the same directory, fsync,
-/// rename, then fsync of the directory. `mode` is the file's permissions (default 0644).
+/// Writes `bytes` to `path` atomically and durably ([`AtomicWrite`]); `mode` is the file's
+/// permissions (default 0644). A symbolic link at `path` is replaced by the file.
 pub(super) fn write_atomic(path: &Path, bytes: &[u8], mode: Option<u32>) -> anyhow::Result<()> {
-    use std::os::unix::fs::{OpenOptionsExt, PermissionsExt};
-    let dir = path
-        .parent()
-        .filter(|dir| !dir.as_os_str().is_empty())
-        .unwrap_or(Path::new("."));
-    std::fs::create_dir_all(dir).with_context(|| format!("cannot create {}", dir.display()))?;
-    let name = path
-        .file_name()
-        .map(|name| name.to_string_lossy().into_owned())
-        .unwrap_or_default();
-    let temp = dir.join(format!(".{name}.hookctl-{}.tmp", std::process::id()));
-    let result = (|| -> std::io::Result<()> {
-        let mut file = std::fs::OpenOptions::new()
-            .write(true)
-            .create(true)
-            .truncate(true)
-            .mode(mode.unwrap_or(0o644))
-            .open(&temp)?;
-        file.write_all(bytes)?;
-        file.set_permissions(std::fs::Permissions::from_mode(mode.unwrap_or(0o644)))?;
-        file.sync_all()?;
-        std::fs::rename(&temp, path)?;
-        std::fs::File::open(dir)?.sync_all()
-    })();
-    if result.is_err() {
-        let _ = std::fs::remove_file(&temp);
-    }
-    result.with_context(|| format!("cannot write {}", path.display()))
+    AtomicWrite::new()
+        .mode(mode.unwrap_or(0o644))
+        .write(path, bytes)
+        .with_context(|| format!("cannot write {}", path.display()))
 }
