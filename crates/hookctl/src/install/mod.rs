@@ -33,6 +33,15 @@
 //! other host's hooks in a shared hookd file) stays where it is. A moved Claude Code hook that
 //! was edited in hookd's file since cannot be converted back: uninstall refuses and names the
 //! command that finishes it (`--force` leaves the edited hook in hookd's file).
+//!
+//! The modules, by concern: `args` (the commands' arguments), `locations` (which files, from
+//! the environment), `handover` (install), `sync`, `uninstall` (with the give-back plan),
+//! `split` (what of a host file moves and what stays), `wiring` (the relay entries),
+//! `guarded` (the guarded copies in a project's shared file), `trust_moved` (trusting what
+//! install moved), `companions` (the host's own rules and companion files, such as Codex
+//! CLI's trust records), `files` (reading, editing and writing one file), `manifest` (what
+//! was changed and moved), `diff` (the report's diffs) and `status` (what `list` and
+//! `doctor` show).
 
 mod args;
 mod companions;
