@@ -28,6 +28,7 @@ use anyhow::{Context, bail};
 use hookd_core::dialect::{ConversionProblem, ProblemKind, Purpose, convert_claude_settings};
 use hookd_core::settings::{Severity, parse_settings};
 use hookd_core::{Source, edit, jsonc};
+use hookd_protocol::atomic::AtomicWrite;
 use serde_json::{Map, Value};
 
 use crate::manage::Reported;
@@ -200,7 +201,10 @@ fn migrate_from_claude(project: &Path, dry_run: bool) -> anyhow::Result<String> 
         }
         return Ok(report);
     }
-    write_atomic(&target, new_text.as_bytes())
+    // Atomic and durable; an existing file's permissions are kept.
+    AtomicWrite::new()
+        .keep_mode()
+        .write(&target, new_text.as_bytes())
         .with_context(|| format!("Error saving migrated hooks to {}", target.display()))?;
     writeln!(report, "✓ Hooks successfully migrated to {GEMINI_FILE}")?;
     writeln!(
@@ -316,36 +320,4 @@ fn check_result(report: &mut String, target: &Path, text: &str) -> std::fmt::Res
         writeln!(report, "  {}: {diagnostic}", diagnostic.severity)?;
     }
     Ok(())
-}
-
-/// Replaces `path` with `bytes`: a temporary file in the same directory (created if need
-/// be), fsync, rename, fsync of the directory. An existing file's permissions are kept.
-fn write_atomic(path: &Path, bytes: &[u8]) -> std::io::Result<()> {
-    use std::io::Write as _;
-    use std::os::unix::fs::PermissionsExt;
-
-    let dir = path.parent().unwrap_or(Path::new("."));
-    std::fs::create_dir_all(dir)?;
-    let mode = std::fs::metadata(path)
-        .ok()
-        .map(|metadata| metadata.permissions().mode() & 0o7777);
-    let file_name = path
-        .file_name()
-        .map(|name| name.to_string_lossy().into_owned())
-        .unwrap_or_default();
-    let temp = dir.join(format!(".{file_name}.hookctl-{}.tmp", std::process::id()));
-    let result = (|| {
-        let mut file = std::fs::File::create(&temp)?;
-        if let Some(mode) = mode {
-            file.set_permissions(std::fs::Permissions::from_mode(mode))?;
-        }
-        file.write_all(bytes)?;
-        file.sync_all()?;
-        std::fs::rename(&temp, path)?;
-        std::fs::File::open(dir)?.sync_all()
-    })();
-    if result.is_err() {
-        let _ = std::fs::remove_file(&temp);
-    }
-    result
 }

@@ -2,14 +2,13 @@
 //! (the same edits the daemon makes, written atomically), and a running daemon would pick them
 //! up on its next start. An unknown name is still disabled, with a warning.
 
-use std::io::Write;
-use std::os::unix::fs::PermissionsExt;
 use std::path::{Path, PathBuf};
 
 use anyhow::Context;
 use hookd_core::Source;
 use hookd_core::edit::{self, Edit};
 use hookd_core::settings::parse_settings;
+use hookd_protocol::atomic::AtomicWrite;
 use hookd_runner::loader::{LayerPaths, LoaderEnv};
 
 /// Where the user settings and the project's settings are.
@@ -26,31 +25,14 @@ fn read(path: &Path) -> anyhow::Result<String> {
         .unwrap_or_default())
 }
 
-/// Writes `text` over `path` atomically (a new file renamed over it), keeping the old file's
-/// mode, creating the directory when needed.
+/// Writes `text` over `path` atomically and durably ([`AtomicWrite`]), keeping the old file's
+/// mode (0644 for a new file), creating the directory when needed.
 fn write(path: &Path, text: &str) -> anyhow::Result<()> {
-    let dir = path
-        .parent()
-        .with_context(|| format!("{} has no directory", path.display()))?;
-    std::fs::create_dir_all(dir).with_context(|| format!("cannot create {}", dir.display()))?;
-    let mode = std::fs::metadata(path).map_or(0o644, |meta| meta.permissions().mode() & 0o7777);
-    let name = path
-        .file_name()
-        .map(|name| name.to_string_lossy().into_owned())
-        .unwrap_or_default();
-    let temp = dir.join(format!(".{name}.hookctl-{}", std::process::id()));
-    let written = (|| -> std::io::Result<()> {
-        let mut file = std::fs::File::create(&temp)?;
-        file.write_all(text.as_bytes())?;
-        file.set_permissions(std::fs::Permissions::from_mode(mode))?;
-        file.sync_all()?;
-        std::fs::rename(&temp, path)
-    })();
-    if let Err(err) = written {
-        let _ = std::fs::remove_file(&temp);
-        return Err(err).with_context(|| format!("cannot write {}", path.display()));
-    }
-    Ok(())
+    AtomicWrite::new()
+        .keep_mode()
+        .mode(0o644)
+        .write(path, text.as_bytes())
+        .with_context(|| format!("cannot write {}", path.display()))
 }
 
 /// Whether a hook named `name` is configured in any of `files`.

@@ -74,6 +74,7 @@ use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 use std::time::{Duration, Instant};
 
+use hookd_client::blocking::{self, ConnectError, FrameError, FrameReader};
 use hookd_core::HookEventName;
 use hookd_core::dialect::{Dialect, DialectError, HostAnswer, RelayInput};
 use hookd_protocol::{
@@ -89,6 +90,10 @@ pub const UNREACHABLE_ENV_VAR: &str = "HOOKD_RELAY_UNREACHABLE";
 
 /// The largest frame the relay reads: the protocol's default maximum.
 const MAX_FRAME_BYTES: usize = hookd_protocol::DEFAULT_MAX_FRAME_BYTES;
+
+/// The frame reader's first buffer: the answers to an event (hello, result) fit, so it does
+/// not grow on the usual path.
+const READ_BUFFER_BYTES: usize = 16 * 1024;
 
 /// The id of the relay's one request.
 const REQUEST_ID: u64 = 1;
@@ -1231,18 +1236,18 @@ fn converse(
         .max(Duration::from_millis(1));
     stream.set_write_timeout(Some(remaining))?;
     stream.write_all(frames)?;
-    let mut reader = FrameReader::default();
+    let mut reader = FrameReader::new(MAX_FRAME_BYTES, READ_BUFFER_BYTES);
     // A daemon says hello within a millisecond or two. One that has not after
     // [`STOPPED_CHECK_AFTER`] is looked at: a stopped process (SIGSTOP, a debugger) will not
     // answer, so it is given up on at once rather than at the hello deadline.
     let first_look = (Instant::now() + STOPPED_CHECK_AFTER).min(hello_by);
-    let first = match reader.next(&mut stream, ping.then_some(first_look))? {
+    let first = match next_message(&mut reader, &stream, ping.then_some(first_look))? {
         None if peer_is_stopped(&stream) => {
             return Err(Exchange::Lost(
                 "the daemon is stopped (SIGSTOP or a debugger)".to_owned(),
             ));
         }
-        None => reader.next(&mut stream, Some(hello_by))?,
+        None => next_message(&mut reader, &stream, Some(hello_by))?,
         message => message,
     };
     match first {
@@ -1270,7 +1275,7 @@ fn converse(
             (Some(check), Some(deadline)) => Some(check.min(deadline)),
             (check, deadline) => check.or(deadline),
         };
-        match reader.next(&mut stream, wake)? {
+        match next_message(&mut reader, &stream, wake)? {
             Some(ServerMessage::Result(result)) if result.id == id => return Ok(result.result),
             Some(ServerMessage::Error(error)) if error.id.as_ref().is_none_or(|got| *got == id) => {
                 // A daemon that is stopping refuses new work: the next one will take it.
@@ -1327,67 +1332,8 @@ fn converse(
     }
 }
 
-/// Reads frames from a stream with deadlines, keeping what a timed-out read had received.
-#[derive(Default)]
-struct FrameReader {
-    buffer: Vec<u8>,
-}
-
-impl FrameReader {
-    /// The next message; `None` when `until` passes first.
-    fn next(
-        &mut self,
-        stream: &mut UnixStream,
-        until: Option<Instant>,
-    ) -> Result<Option<ServerMessage>, Exchange> {
-        let prefix = hookd_protocol::LENGTH_PREFIX_BYTES;
-        loop {
-            if self.buffer.len() >= prefix {
-                let mut length = [0u8; 4];
-                length.copy_from_slice(&self.buffer[..prefix]);
-                let length = u32::from_be_bytes(length) as usize;
-                if length > MAX_FRAME_BYTES {
-                    return Err(Exchange::Lost(format!(
-                        "the daemon sent a frame of {length} bytes, more than {MAX_FRAME_BYTES}"
-                    )));
-                }
-                if self.buffer.len() >= prefix + length {
-                    let message = parse_server_frame(&self.buffer[prefix..prefix + length]);
-                    self.buffer.drain(..prefix + length);
-                    return message.map(Some);
-                }
-                self.buffer.reserve(prefix + length - self.buffer.len());
-            }
-            let timeout = match until {
-                Some(until) => {
-                    let left = until.saturating_duration_since(Instant::now());
-                    if left.is_zero() {
-                        return Ok(None);
-                    }
-                    Some(left)
-                }
-                None => None,
-            };
-            stream.set_read_timeout(timeout)?;
-            let mut chunk = [0u8; 16 * 1024];
-            match stream.read(&mut chunk) {
-                Ok(0) => return Err(Exchange::Gone("the connection closed".to_owned())),
-                Ok(read) => self.buffer.extend_from_slice(&chunk[..read]),
-                Err(err)
-                    if matches!(
-                        err.kind(),
-                        io::ErrorKind::WouldBlock
-                            | io::ErrorKind::TimedOut
-                            | io::ErrorKind::Interrupted
-                    ) => {}
-                Err(err) => return Err(err.into()),
-            }
-        }
-    }
-}
-
-/// Connects within `deadline`: a daemon whose backlog is full makes a blocking connect wait,
-/// so the socket is non-blocking while connecting and retried until the deadline.
+/// Connects within `deadline` ([`blocking::connect`]: non-blocking while connecting, so a
+/// daemon whose backlog is full cannot hold the relay past it).
 ///
 /// The socket is checked first (its directory and the socket are the user's own, not
 /// symbolic links, and nobody else can write to the directory) and the process that listens
@@ -1395,69 +1341,39 @@ impl FrameReader {
 /// event never reach another user's fake daemon; a failed check is a lost daemon, answered
 /// with the unreachable policy and the reason on stderr.
 fn connect(socket: &Path, deadline: Instant) -> Result<UnixStream, Exchange> {
-    use nix::errno::Errno;
-    use nix::sys::socket::{AddressFamily, SockFlag, SockType, UnixAddr};
-    let lost = |what: &str, err: Errno| Exchange::Lost(format!("{what}: {}", err.desc()));
-    match hookd_protocol::verify_socket_path(socket) {
-        Ok(()) => {}
-        Err(hookd_protocol::SocketTrustError::Missing { .. }) => {
-            return Err(Exchange::NotComing(
-                "no socket there (is hookd running?)".into(),
-            ));
-        }
-        Err(error) => return Err(Exchange::Lost(error.to_string())),
-    }
-    let fd = nix::sys::socket::socket(
-        AddressFamily::Unix,
-        SockType::Stream,
-        SockFlag::SOCK_CLOEXEC | SockFlag::SOCK_NONBLOCK,
-        None,
-    )
-    .map_err(|err| lost("cannot create a socket", err))?;
-    let address = UnixAddr::new(socket).map_err(|err| lost("bad socket path", err))?;
-    loop {
-        use std::os::fd::AsRawFd;
-        match nix::sys::socket::connect(fd.as_raw_fd(), &address) {
-            Ok(()) => break,
-            Err(Errno::EAGAIN | Errno::EINTR) if Instant::now() < deadline => {
-                std::thread::sleep(Duration::from_millis(5));
-            }
-            Err(Errno::EAGAIN) => {
-                return Err(Exchange::Lost("the daemon is too busy to accept".into()));
-            }
-            Err(Errno::ENOENT) => {
-                return Err(Exchange::NotComing(
-                    "no socket there (is hookd running?)".into(),
-                ));
-            }
-            Err(Errno::ECONNREFUSED) => {
-                return Err(Exchange::NotComing(
-                    "connection refused: nobody listens on the socket (is hookd running?)".into(),
-                ));
-            }
-            Err(err) => return Err(lost("cannot connect", err)),
-        }
-    }
-    hookd_protocol::verify_peer(&fd).map_err(|error| Exchange::Lost(error.to_string()))?;
-    let stream = UnixStream::from(fd);
-    stream.set_nonblocking(false)?;
-    Ok(stream)
+    blocking::connect(socket, deadline).map_err(|err| match err {
+        ConnectError::Io(err) => Exchange::from(err),
+        err if err.is_absent() => Exchange::NotComing(err.to_string()),
+        err => Exchange::Lost(err.to_string()),
+    })
 }
 
 /// Appends one frame (length prefix and body) to `out`.
 fn push_frame(out: &mut Vec<u8>, body: &[u8]) -> Result<(), Exchange> {
-    let length = u32::try_from(body.len())
-        .ok()
-        .filter(|length| (*length as usize) <= MAX_FRAME_BYTES)
-        .ok_or_else(|| {
-            Exchange::Lost(format!(
-                "the event is too large to send ({} bytes)",
-                body.len()
-            ))
-        })?;
-    out.extend_from_slice(&length.to_be_bytes());
-    out.extend_from_slice(body);
-    Ok(())
+    blocking::push_frame(out, body, MAX_FRAME_BYTES).map_err(|_| {
+        Exchange::Lost(format!(
+            "the event is too large to send ({} bytes)",
+            body.len()
+        ))
+    })
+}
+
+/// The next daemon message; `None` when `until` passes first (what was received of a frame
+/// is kept for the next call).
+fn next_message(
+    reader: &mut FrameReader,
+    stream: &UnixStream,
+    until: Option<Instant>,
+) -> Result<Option<ServerMessage>, Exchange> {
+    match reader.read_frame_until(stream, until) {
+        Ok(Some(body)) => parse_server_frame(body).map(Some),
+        Ok(None) => Ok(None),
+        Err(FrameError::TooLarge { length, .. }) => Err(Exchange::Lost(format!(
+            "the daemon sent a frame of {length} bytes, more than {MAX_FRAME_BYTES}"
+        ))),
+        Err(FrameError::Closed) => Err(Exchange::Gone("the connection closed".to_owned())),
+        Err(FrameError::Io(err)) => Err(err.into()),
+    }
 }
 
 /// Parses one frame's body as a daemon message.

@@ -207,28 +207,20 @@ fn hand_started_daemon(env: &ServiceEnv, use_systemctl: bool) -> Option<(PathBuf
 
 /// The pid of the hookd that answers a `hello` on `socket` within a second.
 fn daemon_pid(socket: &Path) -> Option<u32> {
-    use std::io::{Read, Write};
+    use std::io::Write;
+    let timeout = std::time::Duration::from_secs(1);
     let mut stream = std::os::unix::net::UnixStream::connect(socket).ok()?;
-    let timeout = Some(std::time::Duration::from_secs(1));
-    stream.set_read_timeout(timeout).ok()?;
-    stream.set_write_timeout(timeout).ok()?;
+    stream.set_read_timeout(Some(timeout)).ok()?;
+    stream.set_write_timeout(Some(timeout)).ok()?;
     let hello = hookd_protocol::ClientMessage::Hello(hookd_protocol::ClientHello::new(
         format!("hookctl/{}", env!("CARGO_PKG_VERSION")),
         None,
     ));
-    let body = hookd_protocol::encode(&hello);
-    let mut frame = u32::try_from(body.len()).ok()?.to_be_bytes().to_vec();
-    frame.extend_from_slice(&body);
+    let frame = hookd_client::blocking::frame(&hookd_protocol::encode(&hello)).ok()?;
     stream.write_all(&frame).ok()?;
-    let mut prefix = [0u8; 4];
-    stream.read_exact(&mut prefix).ok()?;
-    let length = u32::from_be_bytes(prefix) as usize;
-    if length > 64 * 1024 {
-        return None;
-    }
-    let mut body = vec![0u8; length];
-    stream.read_exact(&mut body).ok()?;
-    match hookd_protocol::parse_server_message(&body).ok()? {
+    let mut reader = hookd_client::blocking::FrameReader::new(64 * 1024, 1024);
+    let body = reader.read_frame(&mut stream).ok()?;
+    match hookd_protocol::parse_server_message(body).ok()? {
         hookd_protocol::ServerMessage::Hello(hello) => Some(hello.pid),
         _ => None,
     }

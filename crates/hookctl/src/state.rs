@@ -19,11 +19,11 @@
 
 use std::ffi::OsString;
 use std::io::{Read, Write};
-use std::os::unix::net::UnixStream;
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
+use hookd_client::blocking::{self, ConnectError, FrameReader};
 use hookd_protocol::{
     ClientHello, ClientMessage, ErrorCode, ServerMessage, StateOp, StateRequest, StateResponse,
 };
@@ -37,6 +37,9 @@ pub const MAX_STDIN_BYTES: u64 = 1024 * 1024;
 
 /// The largest answer frame read back (a `list` of every key at its longest is far less).
 const MAX_ANSWER_BYTES: usize = 16 * 1024 * 1024;
+
+/// The answer reader's first buffer: most answers fit.
+const READ_BUFFER_BYTES: usize = 16 * 1024;
 
 /// The variable naming the session, checked before `GEMINI_SESSION_ID`.
 pub const SESSION_ENV_VAR: &str = "HOOKD_SESSION_ID";
@@ -208,11 +211,14 @@ pub fn exchange(socket: &Path, request: StateRequest) -> Result<StateResponse, F
             format!("{what} {}: {err}", socket.display()),
         )
     };
-    hookd_protocol::verify_socket_path(socket)
-        .map_err(|err| unavailable("cannot use the socket", &err))?;
-    let mut stream =
-        UnixStream::connect(socket).map_err(|err| unavailable("cannot connect to", &err))?;
-    hookd_protocol::verify_peer(&stream).map_err(|err| unavailable("refusing", &err))?;
+    // The socket and the listening process are checked as every client checks them.
+    let mut stream = blocking::connect(socket, Instant::now() + TIMEOUT).map_err(|err| {
+        let what = match err {
+            ConnectError::Untrusted(_) => "refusing",
+            _ => "cannot connect to",
+        };
+        unavailable(what, &err)
+    })?;
     stream
         .set_read_timeout(Some(TIMEOUT))
         .and_then(|()| stream.set_write_timeout(Some(TIMEOUT)))
@@ -223,17 +229,24 @@ pub fn exchange(socket: &Path, request: StateRequest) -> Result<StateResponse, F
     ));
     let mut frames = Vec::new();
     for message in [hello, ClientMessage::State(request)] {
-        let body = hookd_protocol::encode(&message);
-        let length = u32::try_from(body.len())
-            .map_err(|_| failure(EXIT_BAD_REQUEST, "the request is too large"))?;
-        frames.extend_from_slice(&length.to_be_bytes());
-        frames.extend_from_slice(&body);
+        blocking::push_frame(
+            &mut frames,
+            &hookd_protocol::encode(&message),
+            hookd_protocol::DEFAULT_MAX_FRAME_BYTES,
+        )
+        .map_err(|_| failure(EXIT_BAD_REQUEST, "the request is too large"))?;
     }
     stream
         .write_all(&frames)
         .map_err(|err| unavailable("cannot write to", &err))?;
+    let mut reader = FrameReader::new(MAX_ANSWER_BYTES, READ_BUFFER_BYTES);
     loop {
-        match read_message(&mut stream).map_err(|err| unavailable("no answer from", &err))? {
+        let body = reader
+            .read_frame(&mut stream)
+            .map_err(|err| unavailable("no answer from", &err))?;
+        let message = hookd_protocol::parse_server_message(body)
+            .map_err(|err| unavailable("no answer from", &err))?;
+        match message {
             ServerMessage::Hello(_) => {}
             ServerMessage::State(response) => return Ok(response),
             ServerMessage::Error(error) => {
@@ -254,21 +267,6 @@ pub fn exchange(socket: &Path, request: StateRequest) -> Result<StateResponse, F
             }
         }
     }
-}
-
-/// Reads one frame and parses it as a daemon message.
-fn read_message(stream: &mut impl Read) -> std::io::Result<ServerMessage> {
-    let mut prefix = [0u8; hookd_protocol::LENGTH_PREFIX_BYTES];
-    stream.read_exact(&mut prefix)?;
-    let length = u32::from_be_bytes(prefix) as usize;
-    if length > MAX_ANSWER_BYTES {
-        return Err(std::io::Error::other(format!(
-            "a frame of {length} bytes, more than {MAX_ANSWER_BYTES}"
-        )));
-    }
-    let mut body = vec![0u8; length];
-    stream.read_exact(&mut body)?;
-    hookd_protocol::parse_server_message(&body).map_err(std::io::Error::other)
 }
 
 #[cfg(test)]

@@ -21,11 +21,12 @@ use std::sync::Arc;
 use anyhow::Context;
 use bytes::Bytes;
 use futures_util::{SinkExt, StreamExt};
+use hookd_client::blocking::FrameReader;
 use hookd_protocol::FrameCodec;
 use tokio_util::codec::{FramedRead, FramedWrite};
 
 use crate::daemon::RuntimeFlavor;
-use crate::frame::{FrameReader, frame, write_framed};
+use crate::frame::frame;
 
 /// A JSON object of exactly `len` bytes (at least 8), so the reply looks like a message.
 pub fn filler_body(len: usize) -> Vec<u8> {
@@ -94,10 +95,10 @@ async fn answer_frames_async(stream: tokio::net::UnixStream, reply: Bytes) {
 
 /// Answers every frame on `stream` with `reply` until the peer closes.
 fn answer_frames(mut stream: UnixStream, reply: &[u8]) -> io::Result<()> {
-    let mut reader = FrameReader::default();
+    let mut reader = crate::frame::reader();
     loop {
         reader.read_frame(&mut stream)?;
-        write_framed(&mut stream, reply)?;
+        stream.write_all(reply)?;
     }
 }
 
@@ -149,7 +150,7 @@ impl PingPong {
             .with_context(|| format!("cannot connect to {}", socket.display()))?;
         Ok(PingPong {
             stream,
-            reader: FrameReader::default(),
+            reader: crate::frame::reader(),
             request: frame(request_body)?,
             reply_bytes,
         })
@@ -157,7 +158,9 @@ impl PingPong {
 
     /// Sends the request and waits for the reply.
     pub fn round_trip(&mut self) -> anyhow::Result<()> {
-        write_framed(&mut self.stream, &self.request).context("echo server write")?;
+        self.stream
+            .write_all(&self.request)
+            .context("echo server write")?;
         let reply = self
             .reader
             .read_frame(&mut self.stream)

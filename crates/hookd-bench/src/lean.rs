@@ -5,13 +5,15 @@
 //! timed path. What it measures is therefore the daemon plus the kernel, which is what the
 //! raw ping-pong floor is compared with.
 
+use std::io::Write as _;
 use std::os::unix::net::UnixStream;
 use std::path::Path;
 
 use anyhow::Context;
+use hookd_client::blocking::FrameReader;
 use hookd_protocol::{ClientHello, ClientMessage, ServerMessage, encode, parse_server_message};
 
-use crate::frame::{FrameReader, frame, write_framed};
+use crate::frame::frame;
 
 /// The name the lean client gives in its `hello`.
 const CLIENT_NAME: &str = concat!("hookd-bench-lean/", env!("CARGO_PKG_VERSION"));
@@ -31,7 +33,7 @@ impl LeanConnection {
             .with_context(|| format!("cannot connect to {}", socket.display()))?;
         let mut connection = LeanConnection {
             stream,
-            reader: FrameReader::default(),
+            reader: crate::frame::reader(),
         };
         let hello = ClientMessage::Hello(ClientHello::new(CLIENT_NAME, None));
         let answer = connection.round_trip(&frame(&encode(&hello))?)?;
@@ -46,7 +48,9 @@ impl LeanConnection {
     ///
     /// Only for requests answered by exactly one frame (events without streaming, pings).
     pub fn round_trip(&mut self, framed_request: &[u8]) -> anyhow::Result<&[u8]> {
-        write_framed(&mut self.stream, framed_request).context("cannot write to the daemon")?;
+        self.stream
+            .write_all(framed_request)
+            .context("cannot write to the daemon")?;
         self.reader
             .read_frame(&mut self.stream)
             .context("cannot read from the daemon")

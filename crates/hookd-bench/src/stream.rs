@@ -28,13 +28,14 @@ use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
 use anyhow::Context;
+use hookd_client::blocking::FrameReader;
 use hookd_protocol::{ClientHello, ClientMessage, encode};
 use serde_json::{Value, json};
 
 use crate::child::Helper;
 use crate::daemon::RuntimeFlavor;
 use crate::echo::PingPong;
-use crate::frame::{FrameReader, frame, write_framed};
+use crate::frame::frame;
 use crate::stats::{Samples, Summary, micros};
 
 /// The text of every chunk: about 200 bytes, as a streamed model answer's chunk is.
@@ -687,7 +688,7 @@ impl ChunkStream {
             .with_context(|| format!("cannot connect to {}", socket.display()))?;
         let mut this = ChunkStream {
             stream,
-            reader: FrameReader::default(),
+            reader: crate::frame::reader(),
             row,
             cwd: cwd.to_owned(),
             seq: 0,
@@ -710,7 +711,7 @@ impl ChunkStream {
 
     /// One request, one answer, as text.
     fn round_trip(&mut self, body: &[u8]) -> anyhow::Result<String> {
-        write_framed(&mut self.stream, &frame(body)?)?;
+        self.stream.write_all(&frame(body)?)?;
         let answer = self.reader.read_frame(&mut self.stream)?;
         Ok(String::from_utf8_lossy(answer).into_owned())
     }

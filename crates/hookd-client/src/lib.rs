@@ -1,4 +1,5 @@
-//! An async client for hookd.
+//! An async client for hookd, and a small blocking one ([`blocking`]) for callers that
+//! cannot afford a runtime.
 //!
 //! [`Client::connect`] opens the daemon's Unix socket and does the `hello` handshake. After
 //! that, any number of tasks may send requests through the same [`Client`] (it is cheap to
@@ -36,6 +37,7 @@
 //! # }
 //! ```
 
+pub mod blocking;
 mod connection;
 mod error;
 mod event;

@@ -11,8 +11,11 @@
 //! failure into an [`ErrorCode`] for the `error` frame; both sides write with [`encode`].
 //! `docs/protocol.md` describes the protocol for implementers in other languages.
 //!
-//! These are wire types, deliberately independent of the engine's domain types.
+//! These are wire types, deliberately independent of the engine's domain types. Beside them
+//! live the two pieces of file-system I/O the daemon and its clients share: where the socket is
+//! and the checks before trusting it, and [`atomic`] file replacement.
 
+pub mod atomic;
 mod background;
 mod codec;
 mod depth;

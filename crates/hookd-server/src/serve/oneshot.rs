@@ -24,6 +24,7 @@ use std::time::{Duration, Instant};
 
 use hookd_core::policy::FailurePolicy;
 use hookd_core::trust::ProjectHookPolicy;
+use hookd_protocol::atomic::AtomicWrite;
 use serde_json::{Map, Value};
 use tokio_util::sync::CancellationToken;
 
@@ -245,26 +246,13 @@ impl EngineOptions {
         state_dir.join(format!("engine-{}.json", &digest[..16]))
     }
 
-    /// Writes the record atomically (a temporary file renamed over it), readable by its owner
+    /// Writes the record atomically and durably ([`AtomicWrite`]), readable by its owner
     /// only; the directory is created with mode 0700 when missing.
     pub fn record(&self, path: &Path) -> std::io::Result<()> {
-        use std::io::Write;
-        use std::os::unix::fs::{DirBuilderExt, OpenOptionsExt};
-        let dir = path.parent().unwrap_or(Path::new("."));
-        std::fs::DirBuilder::new()
-            .recursive(true)
-            .mode(0o700)
-            .create(dir)?;
-        let temporary = dir.join(format!(".engine-{}.tmp", std::process::id()));
-        let mut file = std::fs::OpenOptions::new()
-            .create(true)
-            .write(true)
-            .truncate(true)
+        AtomicWrite::new()
             .mode(0o600)
-            .open(&temporary)?;
-        file.write_all(self.to_json().as_bytes())?;
-        drop(file);
-        std::fs::rename(&temporary, path)
+            .dir_mode(0o700)
+            .write(path, self.to_json().as_bytes())
     }
 
     /// Reads the record at `path` over `defaults`; `Ok(None)` when there is none. A record

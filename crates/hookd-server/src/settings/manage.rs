@@ -15,15 +15,13 @@
 //! and finds nothing new.
 
 use std::collections::BTreeSet;
-use std::io::Write;
-use std::os::unix::fs::PermissionsExt;
 use std::path::{Path, PathBuf};
-use std::sync::atomic::{AtomicU64, Ordering};
 
 use hookd_core::edit::{self, Edit, EditError};
 use hookd_core::envexpand;
 use hookd_core::{HookEntry, Source};
 use hookd_protocol::Scope;
+use hookd_protocol::atomic::AtomicWrite;
 use hookd_runner::loader::LayerPaths;
 
 use crate::registries::Registries;
@@ -461,9 +459,6 @@ async fn read(path: &Path) -> Result<String, ManageError> {
     }
 }
 
-/// Tells temporary files of concurrent writes apart.
-static TEMP_COUNTER: AtomicU64 = AtomicU64::new(0);
-
 /// Replaces `path`'s contents atomically: readers see the old file or the new one, never a
 /// part. A symlink is followed, so the link stays a link.
 pub(crate) async fn write_atomically(path: &Path, text: &str) -> Result<(), ManageError> {
@@ -481,52 +476,18 @@ pub(crate) async fn write_atomically(path: &Path, text: &str) -> Result<(), Mana
         })
 }
 
+/// The write itself ([`AtomicWrite`]): the file's permissions are kept, a symlink is followed.
 fn write_blocking(path: &Path, text: &str) -> std::io::Result<()> {
-    let target = match std::fs::symlink_metadata(path) {
-        Ok(metadata) if metadata.file_type().is_symlink() => std::fs::canonicalize(path)?,
-        _ => path.to_owned(),
-    };
-    let dir = target
-        .parent()
-        .ok_or_else(|| std::io::Error::other("the settings path has no directory"))?;
-    std::fs::create_dir_all(dir)?;
-    let mode = std::fs::metadata(&target)
-        .ok()
-        .map(|metadata| metadata.permissions().mode());
-    let file_name = target
-        .file_name()
-        .map(|name| name.to_string_lossy().into_owned())
-        .unwrap_or_default();
-    let temp = dir.join(format!(
-        ".{file_name}.hookd-{}-{}.tmp",
-        std::process::id(),
-        TEMP_COUNTER.fetch_add(1, Ordering::Relaxed)
-    ));
-    let result = (|| {
-        let mut file = std::fs::OpenOptions::new()
-            .write(true)
-            .create_new(true)
-            .open(&temp)?;
-        file.write_all(text.as_bytes())?;
-        if let Some(mode) = mode {
-            file.set_permissions(std::fs::Permissions::from_mode(mode))?;
-        }
-        file.sync_all()?;
-        std::fs::rename(&temp, &target)
-    })();
-    if result.is_err() {
-        let _ = std::fs::remove_file(&temp);
-        return result;
-    }
-    // The rename is durable once the directory is; failing to sync it loses nothing now.
-    if let Ok(dir) = std::fs::File::open(dir) {
-        let _ = dir.sync_all();
-    }
-    Ok(())
+    AtomicWrite::new()
+        .keep_mode()
+        .follow_symlink()
+        .write(path, text.as_bytes())
 }
 
 #[cfg(test)]
 mod tests {
+    use std::os::unix::fs::PermissionsExt;
+
     use super::*;
 
     #[test]

@@ -1,0 +1,88 @@
+//! The command-line arguments of `hookctl install`, `uninstall` and `sync`, and the scope
+//! (user or project) they name.
+
+use std::path::PathBuf;
+
+use super::Host;
+
+/// A registered host's name, for clap: its possible values are the registry's names.
+pub(super) fn host_name() -> impl clap::builder::TypedValueParser<Value = Host> {
+    use clap::builder::TypedValueParser as _;
+    clap::builder::PossibleValuesParser::new(Host::ALL.iter().map(|host| host.name()))
+        .map(|name| Host::parse(&name).unwrap_or_default())
+}
+
+/// Which settings files: the user's or one project's.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum InstallScope {
+    /// The user's settings (every project).
+    User,
+    /// One project's settings (`--cwd`, else the current directory).
+    Project,
+}
+
+impl InstallScope {
+    pub(super) fn as_str(self) -> &'static str {
+        match self {
+            InstallScope::User => "user",
+            InstallScope::Project => "project",
+        }
+    }
+
+    pub(super) fn parse(text: &str) -> Option<InstallScope> {
+        match text {
+            "user" => Some(InstallScope::User),
+            "project" => Some(InstallScope::Project),
+            _ => None,
+        }
+    }
+}
+
+/// Arguments of `hookctl install`.
+#[derive(Debug, Clone, clap::Args)]
+pub struct InstallArgs {
+    /// The agent CLI whose hooks hookd takes over.
+    #[arg(long, value_parser = host_name())]
+    pub host: Host,
+    /// The user's settings or one project's.
+    #[arg(long, value_enum, default_value_t = InstallScope::User)]
+    pub scope: InstallScope,
+    /// The project dir (with --scope project) [default: the current dir].
+    #[arg(long, value_name = "DIR")]
+    pub cwd: Option<PathBuf>,
+    /// Show the changes and stop.
+    #[arg(long)]
+    pub dry_run: bool,
+    /// Apply the changes without asking. Required when stdin is not a terminal.
+    #[arg(long, short = 'y')]
+    pub yes: bool,
+}
+
+/// Arguments of `hookctl uninstall`.
+#[derive(Debug, Clone, clap::Args)]
+pub struct UninstallArgs {
+    /// The agent CLI given to install.
+    #[arg(long, value_parser = host_name())]
+    pub host: Host,
+    /// The scope given to install.
+    #[arg(long, value_enum, default_value_t = InstallScope::User)]
+    pub scope: InstallScope,
+    /// The project dir (with --scope project) [default: the current dir].
+    #[arg(long, value_name = "DIR")]
+    pub cwd: Option<PathBuf>,
+    /// Show what would be restored and stop.
+    #[arg(long)]
+    pub dry_run: bool,
+    /// Finish even where a moved Claude Code hook was edited in hookd's file since: the
+    /// edited hook stays in hookd's file.
+    #[arg(long)]
+    pub force: bool,
+}
+
+/// Arguments of `hookctl sync`.
+#[derive(Debug, Clone, clap::Args)]
+pub struct SyncArgs {
+    /// Show the changes and stop.
+    #[arg(long)]
+    pub dry_run: bool,
+}
