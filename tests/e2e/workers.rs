@@ -9,10 +9,10 @@ use std::path::Path;
 use std::time::{Duration, Instant};
 
 use hookd_client::{Client, EventRequest};
-use hookd_e2e::{
+use hookd_protocol::{EventResult, Outcome};
+use hookd_testkit::{
     Daemon, RawConn, fire, fire_request, input, process_running, wait_until, within, write,
 };
-use hookd_protocol::{EventResult, Outcome};
 use serde_json::{Value, json};
 
 /// The worker of these tests. It answers `{"decision":"deny","reason":"<pid>:<count>"}`,

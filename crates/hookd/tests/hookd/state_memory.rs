@@ -7,24 +7,17 @@
 use std::io::{Read, Write};
 use std::os::unix::net::UnixStream;
 use std::path::Path;
-use std::process::{Child, Command, Stdio};
+use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
 use serde_json::{Value, json};
+
+use hookd_testkit::KillOnDrop;
 
 const PATIENCE: Duration = Duration::from_secs(60);
 
 /// The bound `docs/state.md` and `docs/limits.md` state for a daemon with a full store.
 const RSS_BOUND_MIB: u64 = 96;
-
-struct KillOnDrop(Child);
-
-impl Drop for KillOnDrop {
-    fn drop(&mut self) {
-        let _ = self.0.kill();
-        let _ = self.0.wait();
-    }
-}
 
 /// One connection speaking the protocol: requests with increasing ids, one answer each.
 struct Conn {

@@ -20,6 +20,8 @@ use nix::sys::signal::{Signal, kill};
 use nix::unistd::Pid;
 use serde_json::{Value, json};
 
+use hookd_testkit::KillOnDrop;
+
 /// How long any single condition may take before the test fails.
 const PATIENCE: Duration = Duration::from_secs(30);
 
@@ -307,18 +309,6 @@ fn wait_for_exit(child: &mut Child) -> ExitStatus {
 
 fn signal(pid: u32, signal: Signal) {
     kill(Pid::from_raw(i32::try_from(pid).unwrap()), signal).unwrap();
-}
-
-/// Kills a leftover process when a test fails half-way.
-struct KillOnDrop(Child);
-
-impl Drop for KillOnDrop {
-    fn drop(&mut self) {
-        if self.0.try_wait().ok().flatten().is_none() {
-            let _ = self.0.kill();
-            let _ = self.0.wait();
-        }
-    }
 }
 
 #[test]

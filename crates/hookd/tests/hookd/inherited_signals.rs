@@ -6,21 +6,14 @@ use std::io::{Read, Write};
 use std::os::unix::fs::PermissionsExt;
 use std::os::unix::net::UnixStream;
 use std::path::Path;
-use std::process::{Child, Command, Stdio};
+use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
 use serde_json::{Value, json};
 
+use hookd_testkit::KillOnDrop;
+
 const PATIENCE: Duration = Duration::from_secs(30);
-
-struct KillOnDrop(Child);
-
-impl Drop for KillOnDrop {
-    fn drop(&mut self) {
-        let _ = self.0.kill();
-        let _ = self.0.wait();
-    }
-}
 
 fn send(stream: &mut UnixStream, message: &Value) {
     let body = serde_json::to_vec(message).expect("json");
