@@ -10,6 +10,7 @@ use std::time::{Duration, Instant};
 
 use hookd_client::{Client, ClientError, ConnectOptions, EventRequest};
 use hookd_protocol::{ErrorCode, StateOp};
+use hookd_testkit::Hermetic;
 use hookd_testkit::{Daemon, DaemonOptions, command_hook, fire_request, script_command, settings};
 use serde_json::json;
 
@@ -153,7 +154,7 @@ impl DaemonProcess {
         );
         let child = Command::new(DAEMON)
             .env_clear()
-            .env("HOME", root.join("home"))
+            .hermetic(root.join("home"))
             .env("PATH", std::env::var("PATH").unwrap_or_default())
             .env("HOOKD_SOCKET", &socket)
             .env(

@@ -1,6 +1,6 @@
 //! The hermetic environment of a child process under test: the variables through which the
 //! machine's own configuration (the developer's `~/.config`, a running hookd's socket, the
-//! CLIs' own homes) would otherwise leak into a test.
+//! CLIs' own homes, hookd's knobs in the runner's shell) would otherwise leak into a test.
 
 use std::path::Path;
 use std::process::Command;
@@ -13,15 +13,26 @@ pub const HOST_VARS: &[&str] = &[
     "XDG_RUNTIME_DIR",
     "GEMINI_CLI_HOME",
     "CLAUDE_CONFIG_DIR",
+    "CODEX_HOME",
     "HOOKD_SOCKET",
+    "HOOKD_RELAY_RETRY_MS",
+    "HOOKD_RELAY_UNREACHABLE",
+    "HOOKD_RELAY_DEADLINE_MS",
 ];
 
-/// Gives `command` the home `home` and removes [`HOST_VARS`]; a test sets what it needs of
-/// those afterwards (a later `env` wins).
-pub fn hermetic<'a>(command: &'a mut Command, home: &Path) -> &'a mut Command {
-    command.env("HOME", home);
-    for var in HOST_VARS {
-        command.env_remove(var);
+/// A [`Command`] made hermetic, in a builder chain.
+pub trait Hermetic {
+    /// Gives the command the home `home` and removes [`HOST_VARS`]; a test sets what it needs
+    /// of those after this call (the last setting of a variable wins).
+    fn hermetic(&mut self, home: impl AsRef<Path>) -> &mut Self;
+}
+
+impl Hermetic for Command {
+    fn hermetic(&mut self, home: impl AsRef<Path>) -> &mut Self {
+        self.env("HOME", home.as_ref());
+        for var in HOST_VARS {
+            self.env_remove(var);
+        }
+        self
     }
-    command
 }

@@ -15,5 +15,5 @@ pub mod env;
 pub mod process;
 
 pub use daemon::*;
-pub use env::{HOST_VARS, hermetic};
+pub use env::{HOST_VARS, Hermetic};
 pub use process::{KillOnDrop, wait_for_socket, write_script};

@@ -10,6 +10,7 @@ use std::time::{Duration, Instant};
 
 use serde_json::{Value, json};
 
+use hookd_testkit::Hermetic;
 use hookd_testkit::KillOnDrop;
 
 const PATIENCE: Duration = Duration::from_secs(30);
@@ -78,7 +79,7 @@ fn sigterm_answers_the_call_in_flight_and_refuses_new_connections() {
             .arg(&socket)
             .env_clear()
             .env("PATH", std::env::var_os("PATH").unwrap_or_default())
-            .env("HOME", &home)
+            .hermetic(&home)
             .env(
                 "GEMINI_CLI_SYSTEM_SETTINGS_PATH",
                 dir.path().join("etc/settings.json"),
@@ -178,7 +179,7 @@ fn sigterm_with_a_stuck_audit_fifo_exits_within_its_deadline() {
             .arg("--audit-stdin")
             .env_clear()
             .env("PATH", std::env::var_os("PATH").unwrap_or_default())
-            .env("HOME", &home)
+            .hermetic(&home)
             .env(
                 "GEMINI_CLI_SYSTEM_SETTINGS_PATH",
                 dir.path().join("etc/settings.json"),

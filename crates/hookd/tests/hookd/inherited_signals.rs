@@ -11,6 +11,7 @@ use std::time::{Duration, Instant};
 
 use serde_json::{Value, json};
 
+use hookd_testkit::Hermetic;
 use hookd_testkit::KillOnDrop;
 
 const PATIENCE: Duration = Duration::from_secs(30);
@@ -70,7 +71,7 @@ fn hook_exit_codes_are_read_when_the_parent_ignored_sigchld() {
             .arg(&socket)
             .env_clear()
             .env("PATH", std::env::var_os("PATH").unwrap_or_default())
-            .env("HOME", &home)
+            .hermetic(&home)
             .env(
                 "GEMINI_CLI_SYSTEM_SETTINGS_PATH",
                 dir.path().join("etc/settings.json"),

@@ -16,6 +16,7 @@ use nix::sys::signal::{Signal, kill};
 use nix::unistd::Pid;
 use serde_json::{Value, json};
 
+use hookd_testkit::Hermetic;
 use hookd_testkit::KillOnDrop;
 
 const PATIENCE: Duration = Duration::from_secs(30);
@@ -40,7 +41,7 @@ fn hookd(home: &Path, socket: &Path, ulimit_args: &str) -> Command {
         .arg(socket)
         .env_clear()
         .env("PATH", std::env::var_os("PATH").unwrap_or_default())
-        .env("HOME", home)
+        .hermetic(home)
         .env(
             "GEMINI_CLI_SYSTEM_SETTINGS_PATH",
             home.join("no-system.json"),

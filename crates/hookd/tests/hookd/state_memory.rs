@@ -12,6 +12,7 @@ use std::time::{Duration, Instant};
 
 use serde_json::{Value, json};
 
+use hookd_testkit::Hermetic;
 use hookd_testkit::KillOnDrop;
 
 const PATIENCE: Duration = Duration::from_secs(60);
@@ -117,7 +118,7 @@ fn a_full_store_keeps_the_daemon_within_its_memory_bound() {
             .arg(&socket)
             .env_clear()
             .env("PATH", std::env::var_os("PATH").unwrap_or_default())
-            .env("HOME", &home)
+            .hermetic(&home)
             .env("XDG_STATE_HOME", dir.path().join("state"))
             .env(
                 "GEMINI_CLI_SYSTEM_SETTINGS_PATH",
