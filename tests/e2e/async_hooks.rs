@@ -12,10 +12,10 @@ use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
 use hookd_client::EventRequest;
-use hookd_e2e::{
+use hookd_server::{AuditConfig, ServerConfig};
+use hookd_testkit::{
     Daemon, DaemonOptions, RawConn, fire, input, process_running, settings, wait_until, within,
 };
-use hookd_server::{AuditConfig, ServerConfig};
 use serde_json::{Value, json};
 
 /// Claude Code's default SessionEnd budget: it kills its hooks after about 1.5 s.
@@ -549,7 +549,7 @@ async fn one_project_cannot_take_every_background_slot() {
     })
     .await;
     let other = daemon.dir.path().join("other");
-    hookd_e2e::write(&other.join(".gemini/settings.json"), &slow.to_string());
+    hookd_testkit::write(&other.join(".gemini/settings.json"), &slow.to_string());
     let client = daemon.client().await;
     let fields = json!({"tool_name": "write_file", "tool_input": {}, "tool_response": {}});
     fire(&client, &daemon.cwd(), "AfterTool", fields.clone()).await;
@@ -701,7 +701,7 @@ async fn an_async_flood_from_one_project_never_starves_another_projects_guards()
             vec![hook("farewell", "touch session-end.done", json!({}))],
         ),
     ]);
-    hookd_e2e::write(&other.join(".gemini/settings.json"), &guarded.to_string());
+    hookd_testkit::write(&other.join(".gemini/settings.json"), &guarded.to_string());
     let other_cwd = other.display().to_string();
 
     // The flood: 20 tool calls, each starting 8 sleepers in the background.

@@ -10,10 +10,10 @@ use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 use hookd_client::{EventRequest, StreamRequest};
-use hookd_e2e::{
+use hookd_server::{AuditConfig, ServerConfig};
+use hookd_testkit::{
     Daemon, DaemonOptions, command_hook, fire_request, input, settings, wait_until, within,
 };
-use hookd_server::{AuditConfig, ServerConfig};
 use serde_json::{Value, json};
 
 /// Where the test daemons write their audit log: next to their home directory, which exists

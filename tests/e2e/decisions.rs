@@ -2,7 +2,7 @@
 //! output is normalised to `continue, stopReason, suppressOutput, systemMessage, decision,
 //! reason, hookSpecificOutput` in that order.
 
-use hookd_e2e::{Daemon, command_hook, fire};
+use hookd_testkit::{Daemon, command_hook, fire};
 use serde_json::{Value, json};
 
 /// One merge case: the outputs of the hooks, in plan order, and the expected final output.

@@ -4,8 +4,8 @@
 
 use std::time::{Duration, Instant};
 
-use hookd_e2e::{Daemon, command_hook, fire, process_running, script_command, wait_until};
 use hookd_protocol::Outcome;
+use hookd_testkit::{Daemon, command_hook, fire, process_running, script_command, wait_until};
 use serde_json::{Value, json};
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

@@ -13,6 +13,7 @@ use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
+use hookd_testkit::Hermetic;
 use serde_json::{Value, json};
 
 const RELAY: &str = env!("CARGO_BIN_EXE_e2e-relay");
@@ -83,15 +84,10 @@ impl Setup {
     /// hookd variables).
     fn env(&self, command: &mut Command) {
         command
-            .env("HOME", &self.home)
+            .hermetic(&self.home)
             .env("XDG_STATE_HOME", self.dir.path().join("state"))
             .env("GEMINI_PROJECT_DIR", &self.project)
             .env("HOOKD_ENGINE", ENGINE)
-            .env_remove("XDG_CONFIG_HOME")
-            .env_remove("HOOKD_SOCKET")
-            .env_remove("HOOKD_RELAY_RETRY_MS")
-            .env_remove("HOOKD_RELAY_UNREACHABLE")
-            .env_remove("HOOKD_RELAY_DEADLINE_MS")
             .current_dir(&self.project);
     }
 

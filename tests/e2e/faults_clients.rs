@@ -10,7 +10,7 @@
 use std::collections::HashMap;
 use std::time::Duration;
 
-use hookd_e2e::{
+use hookd_testkit::{
     Daemon, DaemonOptions, ECHO_N_SCRIPT, MemoryWatch, PROBE_TOOL, RECORD_PID, RawConn,
     command_hook, fire, memory_test_lock, open_file_count, raise_open_files_limit, wait_until,
     within,

@@ -10,8 +10,10 @@
 
 use std::time::{Duration, Instant};
 
-use hookd_e2e::{Daemon, DaemonOptions, MemoryWatch, RECORD_PID, RawConn, fire, memory_test_lock};
 use hookd_protocol::{EventResult, HookRecord, Outcome, StreamName};
+use hookd_testkit::{
+    Daemon, DaemonOptions, MemoryWatch, RECORD_PID, RawConn, fire, memory_test_lock,
+};
 use serde_json::{Value, json};
 
 /// Where hooks write the pids of the processes they start, next to their own.
@@ -529,9 +531,9 @@ async fn a_result_too_large_for_a_frame_still_gets_a_final_answer() {
     // Through the client library: the request ends, one way or the other, instead of hanging.
     let client = daemon.client().await;
     let request = hookd_client::EventRequest::new("BeforeTool", daemon.cwd()).with_input(
-        hookd_e2e::input(json!({"tool_name": "nul", "tool_input": {}})),
+        hookd_testkit::input(json!({"tool_name": "nul", "tool_input": {}})),
     );
-    let _answer = hookd_e2e::within(
+    let _answer = hookd_testkit::within(
         "the client library's answer to an event with a huge result",
         Duration::from_secs(60),
         client.event(request),

@@ -6,7 +6,7 @@
 use std::time::Duration;
 
 use hookd_client::{Client, EventRequest, EventResponse};
-use hookd_e2e::{Daemon, DaemonOptions, MemoryWatch, input, memory_test_lock, within, write};
+use hookd_testkit::{Daemon, DaemonOptions, MemoryWatch, input, memory_test_lock, within, write};
 use serde_json::{Map, Value, json};
 
 /// Projects loaded one after another.

@@ -8,11 +8,11 @@ use std::path::Path;
 use std::time::{Duration, Instant};
 
 use hookd_client::{Client, ClientError, ConnectOptions};
-use hookd_e2e::{
+use hookd_protocol::{EventResult, Outcome, SocketTrustError};
+use hookd_testkit::{
     Daemon, DaemonOptions, MemoryWatch, RawConn, command_hook, fire, memory_test_lock, settings,
     within,
 };
-use hookd_protocol::{EventResult, Outcome, SocketTrustError};
 use serde_json::{Value, json};
 
 /// How long the bystander's answer may take while an attack runs: far above a normal answer
@@ -683,7 +683,7 @@ async fn a_leaking_worker_is_bounded_and_fails_closed() {
         "max_memory_mb": 96, "on_failure": "deny",
     });
     let daemon = Daemon::start(gate_settings("leaky", worker)).await;
-    hookd_e2e::write(&daemon.project.join(".gemini/hooks/leak.py"), LEAKER);
+    hookd_testkit::write(&daemon.project.join(".gemini/hooks/leak.py"), LEAKER);
     let client = daemon.client().await;
     let cwd = daemon.cwd();
     let mut reasons = Vec::new();
@@ -738,20 +738,20 @@ async fn workers_of_invented_sessions_stay_within_the_hook_cap() {
     )
     .await;
     let hooks = daemon.project.join(".gemini/hooks");
-    hookd_e2e::write(&hooks.join("worker.py"), WORKER);
+    hookd_testkit::write(&hooks.join("worker.py"), WORKER);
     let client = daemon.client().await;
     let mut most_alive = 0;
     for session in 0..12 {
         let mut request = hookd_client::EventRequest::new("BeforeTool", daemon.cwd());
-        request.input = hookd_e2e::input(json!({"tool_name": "sessions"}));
+        request.input = hookd_testkit::input(json!({"tool_name": "sessions"}));
         request.session_id = format!("invented-{session}");
-        let response = hookd_e2e::fire_request(&client, request).await;
+        let response = hookd_testkit::fire_request(&client, request).await;
         assert_eq!(decision(&response.result), Some("allow"), "{response:?}");
         let alive = std::fs::read_dir(&hooks)
             .unwrap()
             .filter_map(|entry| entry.ok()?.file_name().into_string().ok())
             .filter_map(|name| name.strip_prefix("worker.")?.parse::<i32>().ok())
-            .filter(|pid| hookd_e2e::process_running(*pid))
+            .filter(|pid| hookd_testkit::process_running(*pid))
             .count();
         most_alive = most_alive.max(alive);
     }

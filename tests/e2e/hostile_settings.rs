@@ -13,8 +13,8 @@ use std::sync::mpsc;
 use std::time::{Duration, Instant};
 
 use hookd_client::{Client, ConnectOptions, EventRequest, StreamRequest};
-use hookd_e2e::{Daemon, DaemonOptions, command_hook, fire, input, saying, within, write};
 use hookd_protocol::Diagnostic;
+use hookd_testkit::{Daemon, DaemonOptions, command_hook, fire, input, saying, within, write};
 use serde_json::{Value, json};
 
 /// How long another project's first event may take while an attack runs. Generous for an

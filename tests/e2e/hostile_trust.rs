@@ -16,8 +16,8 @@ use std::time::Duration;
 
 use hookd_client::Client;
 use hookd_core::trust::ProjectHookPolicy;
-use hookd_e2e::{Daemon, DaemonOptions, command_hook, fire, settings, write};
 use hookd_protocol::{EventResult, HookRecord, Outcome};
+use hookd_testkit::{Daemon, DaemonOptions, command_hook, fire, settings, write};
 use serde_json::{Value, json};
 
 /// How long the watcher may take to turn an edit into a rebuilt registry.

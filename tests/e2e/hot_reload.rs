@@ -11,8 +11,8 @@ use std::path::Path;
 use std::time::Duration;
 
 use hookd_client::Client;
-use hookd_e2e::{Daemon, SEEN_WITHIN, message, saying, wait_for_message, within, write};
 use hookd_protocol::{Severity, StatusResponse};
+use hookd_testkit::{Daemon, SEEN_WITHIN, message, saying, wait_for_message, within, write};
 use serde_json::{Value, json};
 
 /// Polls `status` until `condition` holds for it, and returns that status.
@@ -51,7 +51,7 @@ async fn an_edit_is_seen_by_the_next_event_without_a_reload() {
     let daemon = Daemon::start(saying("v", "one")).await;
     let client = daemon.client().await;
     let cwd = daemon.cwd();
-    let first = hookd_e2e::fire_request(
+    let first = hookd_testkit::fire_request(
         &client,
         hookd_client::EventRequest::new("BeforeAgent", &cwd),
     )
@@ -68,7 +68,7 @@ async fn an_edit_is_seen_by_the_next_event_without_a_reload() {
     save_by_rename(&project_settings(&daemon), &saying("v", "three"));
     wait_for_message(&client, &cwd, Some("three")).await;
 
-    let last = hookd_e2e::fire_request(
+    let last = hookd_testkit::fire_request(
         &client,
         hookd_client::EventRequest::new("BeforeAgent", &cwd),
     )

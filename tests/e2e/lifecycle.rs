@@ -5,11 +5,11 @@ use std::path::Path;
 use std::time::Duration;
 
 use hookd_client::{Client, ClientError, EventRequest, EventStreamItem};
-use hookd_e2e::{
+use hookd_protocol::{ErrorCode, Outcome, Severity};
+use hookd_testkit::{
     Daemon, DaemonOptions, RawConn, command_hook, fire, input, process_running, script_command,
     wait_until, within,
 };
-use hookd_protocol::{ErrorCode, Outcome, Severity};
 use serde_json::{Value, json};
 
 /// A hook that starts a background `sleep 60` in its process group, writes its own pid and
@@ -272,7 +272,7 @@ async fn list_shows_project_hooks_with_their_settings_file() {
     assert!(!find("off").enabled, "a hook named in hooksConfig.disabled");
 
     // The disabled hook does not run; the listing and the event share a generation.
-    let response = hookd_e2e::fire_request(
+    let response = hookd_testkit::fire_request(
         &client,
         EventRequest::new("SessionStart", cwd.clone())
             .with_input(input(json!({"source": "startup"}))),

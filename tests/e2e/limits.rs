@@ -7,8 +7,8 @@
 use std::collections::BTreeSet;
 use std::time::Duration;
 
-use hookd_e2e::{Daemon, DaemonOptions, RawConn, command_hook, settings, within};
 use hookd_server::ServerConfig;
+use hookd_testkit::{Daemon, DaemonOptions, RawConn, command_hook, settings, within};
 use serde_json::{Value, json};
 
 /// Starts a daemon with `project_settings` and its configuration adjusted by `configure`.

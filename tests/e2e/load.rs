@@ -3,7 +3,7 @@
 
 use std::time::Duration;
 
-use hookd_e2e::{Daemon, ECHO_N_SCRIPT, command_hook, fire, script_command, settings, within};
+use hookd_testkit::{Daemon, ECHO_N_SCRIPT, command_hook, fire, script_command, settings, within};
 use serde_json::json;
 use tokio::task::JoinSet;
 

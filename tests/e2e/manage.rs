@@ -7,9 +7,9 @@ use std::collections::HashMap;
 use std::path::PathBuf;
 
 use hookd_client::{Client, ClientError, ConnectOptions, Scope};
-use hookd_e2e::{command_hook, fire, settings, write};
 use hookd_protocol::ErrorCode;
 use hookd_server::ServerConfig;
+use hookd_testkit::{command_hook, fire, settings, write};
 use serde_json::json;
 use tokio::task::JoinHandle;
 use tokio_util::sync::CancellationToken;

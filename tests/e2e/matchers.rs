@@ -1,7 +1,7 @@
 //! Matchers (spec §2) through the socket: tool names match as unanchored regexes, SessionStart
 //! triggers match exactly, and a Notification matcher is ignored.
 
-use hookd_e2e::{Daemon, command_hook, fire};
+use hookd_testkit::{Daemon, command_hook, fire};
 use serde_json::{Value, json};
 
 /// Fires `event` with `input` and returns the names of the hooks that ran, in plan order.

@@ -1,8 +1,8 @@
 //! Each branch of spec §4.6 (exit code and output parsing), through the socket: what the hook
 //! record says and what the event's final output becomes.
 
-use hookd_e2e::{Daemon, command_hook, fire};
 use hookd_protocol::{HookRecord, Outcome, OutputFormat};
+use hookd_testkit::{Daemon, command_hook, fire};
 use serde_json::{Value, json};
 
 /// What a hook's parsed output must be.

@@ -6,7 +6,7 @@ use std::path::Path;
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use hookd_client::EventRequest;
-use hookd_e2e::{Daemon, command_hook, fire_request, input, script_command, settings};
+use hookd_testkit::{Daemon, command_hook, fire_request, input, script_command, settings};
 use serde_json::{Map, Value, json};
 
 /// The session id every request of this module sends.
@@ -317,7 +317,7 @@ async fn the_client_environment_reaches_hooks() {
 
     // No client environment: hooks get the daemon's.
     let plain = daemon.client().await;
-    hookd_e2e::fire(&plain, &cwd, "BeforeAgent", prompt.clone()).await;
+    hookd_testkit::fire(&plain, &cwd, "BeforeAgent", prompt.clone()).await;
     let env = read_env(&out, "BeforeAgent");
     assert!(
         var(&env, "GEMINI_CLI_SYSTEM_SETTINGS_PATH").is_some(),
@@ -332,7 +332,7 @@ async fn the_client_environment_reaches_hooks() {
             ("HOOKD_E2E_MARK".to_owned(), "from-hello".to_owned()),
         ])
         .await;
-    hookd_e2e::fire(&with_env, &cwd, "BeforeAgent", prompt.clone()).await;
+    hookd_testkit::fire(&with_env, &cwd, "BeforeAgent", prompt.clone()).await;
     let env = read_env(&out, "BeforeAgent");
     assert_eq!(var(&env, "HOOKD_E2E_MARK"), Some("from-hello"));
     assert_eq!(
@@ -404,7 +404,7 @@ async fn secrets_are_redacted_from_the_base_environment_in_github_actions_or_whe
             ("GIT_CONFIG_COUNT", "0"),
         ]))
         .await;
-    hookd_e2e::fire(&client, &daemon.cwd(), "BeforeAgent", prompt.clone()).await;
+    hookd_testkit::fire(&client, &daemon.cwd(), "BeforeAgent", prompt.clone()).await;
     let seen = read_env(&out, "BeforeAgent");
     assert_eq!(
         names(&seen, &candidates),
@@ -420,7 +420,7 @@ async fn secrets_are_redacted_from_the_base_environment_in_github_actions_or_whe
     let client = daemon
         .client_with_env(env(&[("EDITOR", "vim"), ("MY_TOKEN", "t")]))
         .await;
-    hookd_e2e::fire(&client, &daemon.cwd(), "BeforeAgent", prompt.clone()).await;
+    hookd_testkit::fire(&client, &daemon.cwd(), "BeforeAgent", prompt.clone()).await;
     let seen = read_env(&out, "BeforeAgent");
     assert_eq!(
         names(&seen, &candidates),
@@ -448,7 +448,7 @@ async fn secrets_are_redacted_from_the_base_environment_in_github_actions_or_whe
             ("GIT_CONFIG_COUNT", "0"),
         ]))
         .await;
-    hookd_e2e::fire(&client, &daemon.cwd(), "BeforeAgent", prompt).await;
+    hookd_testkit::fire(&client, &daemon.cwd(), "BeforeAgent", prompt).await;
     let seen = read_env(&out, "BeforeAgent");
     assert_eq!(
         names(&seen, &candidates),

@@ -4,8 +4,8 @@
 //! hooks without the key; a hook that decided is never touched; and where the event's merge
 //! ignores decisions (BeforeToolSelection) the policy changes nothing.
 
-use hookd_e2e::{Daemon, DaemonOptions, command_hook, fire};
 use hookd_protocol::{EventResult, HookRecord, Severity};
+use hookd_testkit::{Daemon, DaemonOptions, command_hook, fire};
 use serde_json::{Value, json};
 
 /// A hook that crashes as an interpreter would: a stack trace on stderr and exit code 1.

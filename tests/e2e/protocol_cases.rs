@@ -4,7 +4,7 @@
 
 use std::time::Duration;
 
-use hookd_e2e::{Daemon, within};
+use hookd_testkit::{Daemon, within};
 use serde_json::Value;
 
 /// The shared cases.

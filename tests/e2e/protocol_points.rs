@@ -8,7 +8,7 @@
 use std::time::Duration;
 
 use hookd_client::StreamRequest;
-use hookd_e2e::{Daemon, RawConn, command_hook, script_command, settings, within};
+use hookd_testkit::{Daemon, RawConn, command_hook, script_command, settings, within};
 use serde_json::{Map, Value, json};
 
 /// Generous bound for anything that should take a moment.
@@ -220,7 +220,7 @@ async fn chunk_text_in_part_objects_is_read_and_filtered_like_strings() {
     );
 
     // A plain AfterModel event reads part objects too.
-    let result = hookd_e2e::fire(
+    let result = hookd_testkit::fire(
         &client,
         &daemon.cwd(),
         "AfterModel",
@@ -254,7 +254,7 @@ async fn subscribing_to_a_directory_not_loaded_yet_reports_its_changes() {
         )
         .await;
         assert_eq!(ack, json!({"type": "subscribed", "id": id, "cwd": cwd}));
-        hookd_e2e::write(
+        hookd_testkit::write(
             &dir.join(".gemini/settings.json"),
             &serde_json::to_string(&hooked).expect("json"),
         );

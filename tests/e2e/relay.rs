@@ -8,11 +8,11 @@ use std::path::Path;
 use std::time::Duration;
 
 use hookd_client::Client;
-use hookd_e2e::{
+use hookd_protocol::Severity;
+use hookd_testkit::{
     Daemon, DaemonOptions, SEEN_WITHIN, command_hook, fire, message, saying, settings,
     wait_for_message, write,
 };
-use hookd_protocol::Severity;
 use serde_json::{Value, json};
 
 fn text(value: &Value) -> String {

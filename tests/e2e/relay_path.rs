@@ -5,7 +5,7 @@
 
 use std::os::unix::fs::PermissionsExt;
 
-use hookd_e2e::{Daemon, DaemonOptions, RawConn, command_hook, settings, write};
+use hookd_testkit::{Daemon, DaemonOptions, RawConn, command_hook, settings, write};
 use serde_json::{Value, json};
 
 /// A BeforeTool hook named `name` that denies with the reason `name`.
@@ -189,7 +189,7 @@ async fn a_stopping_daemon_answers_what_was_sent_before_the_stop() {
         bytes.extend_from_slice(&body);
     }
     conn.send_bytes(&bytes).await;
-    hookd_e2e::wait_until(
+    hookd_testkit::wait_until(
         "the first hook to start",
         std::time::Duration::from_secs(20),
         || started.exists(),
@@ -198,7 +198,7 @@ async fn a_stopping_daemon_answers_what_was_sent_before_the_stop() {
 
     let stopped = tokio::spawn(daemon.stop());
     // The listener closes at once, while the first hook still runs.
-    hookd_e2e::within(
+    hookd_testkit::within(
         "new connections refused",
         std::time::Duration::from_secs(20),
         async {
@@ -217,7 +217,7 @@ async fn a_stopping_daemon_answers_what_was_sent_before_the_stop() {
         assert_eq!(answer["id"], id, "{answer}");
         assert_eq!(answer["final_output"]["reason"], "first", "{answer}");
     }
-    hookd_e2e::within(
+    hookd_testkit::within(
         "the daemon to stop",
         std::time::Duration::from_secs(20),
         stopped,

@@ -4,8 +4,10 @@
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use hookd_e2e::{Daemon, DaemonOptions, command_hook, fire, input, settings, wait_until, write};
 use hookd_server::{Control, Lifecycle};
+use hookd_testkit::{
+    Daemon, DaemonOptions, command_hook, fire, input, settings, wait_until, write,
+};
 use serde_json::json;
 
 /// Records every lifecycle call in order.

@@ -7,7 +7,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
 
 use hookd_client::EventRequest;
-use hookd_e2e::{Daemon, command_hook, fire_request, settings, write};
+use hookd_testkit::{Daemon, command_hook, fire_request, settings, write};
 use serde_json::{Value, json};
 use tokio::task::JoinSet;
 
@@ -61,7 +61,7 @@ async fn rapid_edits_under_load_never_tear_a_registry() {
             // At least a few events each, then until the edits stop.
             while answered < 5 || editing.load(Ordering::Acquire) {
                 let request = EventRequest::new("BeforeTool", &cwd)
-                    .with_input(hookd_e2e::input(json!({"tool_name": "t"})));
+                    .with_input(hookd_testkit::input(json!({"tool_name": "t"})));
                 let response = fire_request(&client, request).await;
                 assert!(response.result.success, "{response:?}");
                 let version = version_of(&response.result.hooks);
@@ -98,7 +98,7 @@ async fn rapid_edits_under_load_never_tear_a_registry() {
     let deadline = tokio::time::Instant::now() + Duration::from_secs(10);
     loop {
         let request = EventRequest::new("BeforeTool", &cwd)
-            .with_input(hookd_e2e::input(json!({"tool_name": "t"})));
+            .with_input(hookd_testkit::input(json!({"tool_name": "t"})));
         let response = fire_request(&client, request).await;
         if version_of(&response.result.hooks) == EDITS {
             break;

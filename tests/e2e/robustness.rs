@@ -6,11 +6,11 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
 
 use hookd_client::{ClientError, EventRequest};
-use hookd_e2e::{
+use hookd_protocol::ErrorCode;
+use hookd_testkit::{
     Daemon, DaemonOptions, ECHO_N_SCRIPT, RawConn, command_hook, fire, script_command, settings,
     within,
 };
-use hookd_protocol::ErrorCode;
 use serde_json::{Value, json};
 
 /// The daemon's frame limit in these tests.

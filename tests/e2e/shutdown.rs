@@ -4,8 +4,8 @@
 use std::time::Duration;
 
 use hookd_client::{ClientError, EventRequest};
-use hookd_e2e::{Daemon, command_hook, input, wait_until, within};
 use hookd_protocol::ErrorCode;
+use hookd_testkit::{Daemon, command_hook, input, wait_until, within};
 use serde_json::json;
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

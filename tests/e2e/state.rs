@@ -9,8 +9,9 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::{Duration, Instant};
 
 use hookd_client::{Client, ClientError, ConnectOptions, EventRequest};
-use hookd_e2e::{Daemon, DaemonOptions, command_hook, fire_request, script_command, settings};
 use hookd_protocol::{ErrorCode, StateOp};
+use hookd_testkit::Hermetic;
+use hookd_testkit::{Daemon, DaemonOptions, command_hook, fire_request, script_command, settings};
 use serde_json::json;
 
 const HOOKCTL: &str = env!("CARGO_BIN_EXE_e2e-hookctl");
@@ -29,7 +30,7 @@ const PROJECT: &str = "/e2e-project";
 
 /// Sets a key as a hook of `session` would (with its state token).
 async fn set(client: &Client, session: &str, key: &str, value: &str) {
-    let token = hookd_e2e::state_token(session, PROJECT);
+    let token = hookd_testkit::state_token(session, PROJECT);
     set_with(client, session, key, value, &token).await;
 }
 
@@ -106,7 +107,7 @@ async fn state_survives_a_daemon_restart() {
                 "s1",
                 Some("gone"),
                 None,
-                Some(&hookd_e2e::state_token("s1", PROJECT))
+                Some(&hookd_testkit::state_token("s1", PROJECT))
             )
             .await
             .expect("delete")
@@ -147,13 +148,13 @@ impl DaemonProcess {
                 r#"printf '{"systemMessage":"%s"}' "$HOOKD_STATE_TOKEN""#,
             )],
         )]);
-        hookd_e2e::write(
+        hookd_testkit::write(
             &root.join("home/.gemini/settings.json"),
             &settings.to_string(),
         );
         let child = Command::new(DAEMON)
             .env_clear()
-            .env("HOME", root.join("home"))
+            .hermetic(root.join("home"))
             .env("PATH", std::env::var("PATH").unwrap_or_default())
             .env("HOOKD_SOCKET", &socket)
             .env(
@@ -190,7 +191,7 @@ impl DaemonProcess {
     /// The state token of `session`, from a hook of this daemon.
     async fn token(client: &Client, root: &Path, session: &str) -> String {
         let mut request = EventRequest::new("BeforeTool", root.display().to_string())
-            .with_input(hookd_e2e::input(json!({"tool_name": "state-token"})));
+            .with_input(hookd_testkit::input(json!({"tool_name": "state-token"})));
         request.session_id = session.to_owned();
         let response = fire_request(client, request).await;
         response
@@ -346,7 +347,7 @@ printf 'piped' | '{hookctl}' state set from-stdin || exit 9
         .await;
     for session in ["A", "B", "A"] {
         let mut request = EventRequest::new("BeforeTool", daemon.cwd()).with_input(
-            hookd_e2e::input(json!({"tool_name": "run_shell_command", "tool_input": {}})),
+            hookd_testkit::input(json!({"tool_name": "run_shell_command", "tool_input": {}})),
         );
         request.session_id = session.to_owned();
         let response = fire_request(&client, request).await;
@@ -440,7 +441,7 @@ async fn the_bounds_are_answered_with_clear_errors() {
             "needs a `value`",
         ),
     ];
-    let token = |session: &str| hookd_e2e::state_token(session, PROJECT);
+    let token = |session: &str| hookd_testkit::state_token(session, PROJECT);
     for (op, session, key, value, code, words) in cases {
         let (got, message) = server_error(
             client
@@ -518,7 +519,7 @@ async fn a_session_end_expires_that_sessions_keys_only() {
     // no-hook fast path, which must not skip it.
     fire_request(&client, EventRequest::new("Notification", daemon.cwd())).await;
     let mut request = EventRequest::new("SessionEnd", daemon.cwd())
-        .with_input(hookd_e2e::input(json!({"reason": "exit"})));
+        .with_input(hookd_testkit::input(json!({"reason": "exit"})));
     request.session_id = "ended".to_owned();
     fire_request(&client, request).await;
     let deadline = Instant::now() + Duration::from_secs(10);
@@ -574,15 +575,15 @@ echo '{{"decision":"allow"}}'"#,
     // The victim's own key, written as its hook would.
     set(&client, "victim", "planted", "mine").await;
     let mut attack = EventRequest::new("BeforeTool", daemon.cwd())
-        .with_input(hookd_e2e::input(json!({"tool_name": "attack"})));
+        .with_input(hookd_testkit::input(json!({"tool_name": "attack"})));
     attack.session_id = "attacker".to_owned();
     let bystander = daemon.client().await;
     let gated = async {
         let asked = Instant::now();
-        let result = hookd_e2e::within(
+        let result = hookd_testkit::within(
             "the bystander's gate",
             Duration::from_secs(1),
-            hookd_e2e::fire(
+            hookd_testkit::fire(
                 &bystander,
                 &daemon.cwd(),
                 "BeforeTool",
@@ -645,11 +646,11 @@ echo "$GEMINI_PROJECT_DIR" >> '{log}'"#,
     };
     let daemon = Daemon::start_with(writer.clone(), options).await;
     let other = daemon.dir.path().join("other");
-    hookd_e2e::write(&other.join(".gemini/settings.json"), &writer.to_string());
+    hookd_testkit::write(&other.join(".gemini/settings.json"), &writer.to_string());
     let client = daemon.client().await;
     let run = |cwd: String, session: &str| {
         let mut request = EventRequest::new("BeforeTool", cwd)
-            .with_input(hookd_e2e::input(json!({"tool_name": "write_file"})));
+            .with_input(hookd_testkit::input(json!({"tool_name": "write_file"})));
         request.session_id = session.to_owned();
         fire_request(&client, request)
     };

@@ -8,10 +8,10 @@
 use std::time::{Duration, Instant};
 
 use hookd_client::{ClientError, StreamRequest};
-use hookd_e2e::{
+use hookd_protocol::ErrorCode;
+use hookd_testkit::{
     Daemon, RawConn, command_hook, process_running, script_command, settings, wait_until, within,
 };
-use hookd_protocol::ErrorCode;
 use serde_json::{Map, Value, json};
 
 /// Generous bound for anything that should take a moment.
@@ -84,7 +84,7 @@ fn after_model(hooks: Vec<Value>) -> Value {
 #[tokio::test]
 async fn a_thousand_chunks_through_a_replacing_worker_come_back_in_order() {
     let daemon = Daemon::start(after_model(vec![worker_hook(json!({}))])).await;
-    hookd_e2e::write(&daemon.project.join(".gemini/hooks/worker.py"), WORKER);
+    hookd_testkit::write(&daemon.project.join(".gemini/hooks/worker.py"), WORKER);
     let client = daemon.client().await;
     let request = StreamRequest::new(daemon.cwd()).with_llm_request(llm_request());
     let mut stream = client.open_stream(request).await.expect("open");
@@ -252,7 +252,7 @@ async fn a_stream_without_hooks_answers_every_chunk_at_once() {
 #[tokio::test]
 async fn a_worker_that_crashes_mid_stream_is_replaced_and_the_stream_goes_on() {
     let daemon = Daemon::start(after_model(vec![worker_hook(json!({}))])).await;
-    hookd_e2e::write(&daemon.project.join(".gemini/hooks/worker.py"), WORKER);
+    hookd_testkit::write(&daemon.project.join(".gemini/hooks/worker.py"), WORKER);
     let client = daemon.client().await;
     let mut stream = client
         .open_stream(StreamRequest::new(daemon.cwd()))
@@ -285,7 +285,7 @@ async fn a_worker_that_crashes_mid_stream_is_replaced_and_the_stream_goes_on() {
 #[tokio::test]
 async fn a_hanging_worker_is_killed_at_its_timeout_and_the_chunk_says_so() {
     let daemon = Daemon::start(after_model(vec![worker_hook(json!({"timeout": 1500}))])).await;
-    hookd_e2e::write(&daemon.project.join(".gemini/hooks/worker.py"), WORKER);
+    hookd_testkit::write(&daemon.project.join(".gemini/hooks/worker.py"), WORKER);
     let client = daemon.client().await;
     let mut stream = client
         .open_stream(StreamRequest::new(daemon.cwd()))
@@ -543,7 +543,7 @@ async fn hooked_events_lists_the_events_with_hooks_and_follows_changes() {
         ("BeforeTool", None, vec![command_hook("t", "true")]),
         ("AfterModel", None, vec![command_hook("m", "true")]),
     ]);
-    hookd_e2e::write(
+    hookd_testkit::write(
         &daemon.project.join(".gemini/settings.json"),
         &serde_json::to_string_pretty(&new_settings).expect("json"),
     );

@@ -10,8 +10,8 @@ use std::time::Duration;
 
 use hookd_client::Client;
 use hookd_core::trust::{ProjectHookPolicy, sha256_hex};
-use hookd_e2e::{Daemon, DaemonOptions, command_hook, fire, settings, write};
 use hookd_protocol::{EventResult, HookRecord, Outcome};
+use hookd_testkit::{Daemon, DaemonOptions, command_hook, fire, settings, write};
 use serde_json::{Value, json};
 
 /// How long the watcher may take to turn a script edit into a rebuilt registry.

@@ -69,8 +69,8 @@ use hookd_core::redact::Redactor;
 use hookd_core::result::{HookOutcome, HookResult, HookRun, OutputFormat};
 use hookd_core::sanitize::EnvRedaction;
 use hookd_core::trust::{
-    HookTrust, ProjectHookPolicy, TrustGap, TrustKey, changed_script_message, refusal_message,
-    uncovered_message, warning_message,
+    HookTrust, ProjectHookPolicy, TrustGap, TrustKey, changed_script, changed_script_message,
+    refusal_message, uncovered_message, warning_message,
 };
 use serde_json::{Map, Value};
 use tokio::sync::Semaphore;
@@ -735,7 +735,7 @@ impl<'a> Firing<'a> {
                     message: if *gap == TrustGap::Uncovered {
                         uncovered_message(name, key, project_dir)
                     } else {
-                        refusal_message(name, *gap, project_dir)
+                        refusal_message(name, gap, project_dir)
                     },
                 }
             }
@@ -744,7 +744,7 @@ impl<'a> Firing<'a> {
                     .config
                     .trust_warnings
                     .first_time(project_dir, key)
-                    .then(|| warning_message(name, *gap, project_dir));
+                    .then(|| warning_message(name, gap, project_dir));
                 if let Some(warning) = &warning {
                     tracing::warn!("{warning}");
                 }
@@ -786,7 +786,7 @@ impl<'a> Firing<'a> {
                     };
                 };
                 if collected.digests != key.scripts || collected.uncovered != key.uncovered {
-                    let changed = first_difference(&key.scripts, &collected.digests);
+                    let changed = changed_script(&key.scripts, &collected.digests);
                     return TrustVerdict::Refuse {
                         message: changed_script_message(name, &changed, project_dir),
                     };
@@ -965,22 +965,6 @@ impl<'a> Firing<'a> {
         let key = Arc::new(ProcessKey::new(entry, &self.vars, &spec));
         self.request.process_keys.put(entry, &key);
         key
-    }
-}
-
-/// The first file (relative path) whose digest differs between a trusted key and what is on
-/// disk now.
-fn first_difference(
-    trusted: &[hookd_core::trust::ScriptDigest],
-    now: &[hookd_core::trust::ScriptDigest],
-) -> String {
-    let changed = trusted
-        .iter()
-        .find(|script| !now.contains(script))
-        .or_else(|| now.iter().find(|script| !trusted.contains(script)));
-    match changed {
-        Some(script) => script.path.clone(),
-        None => "(what it runs)".to_owned(),
     }
 }
 

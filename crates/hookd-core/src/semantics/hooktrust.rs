@@ -129,12 +129,17 @@ fn is_sha256_hex(text: &str) -> bool {
 }
 
 /// Why a project hook is not trusted.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq)]
 pub enum TrustGap {
     /// Nothing with its name and command was ever trusted for the project.
     New,
     /// Its name and command were trusted, but with other script contents.
-    ScriptChanged,
+    ScriptChanged {
+        /// The first file whose contents differ ([`ScriptDigest::path`]), named in the
+        /// refusal as the run-time check names it ([`crate::trust::changed_script`]), so the
+        /// message does not depend on whether the watcher rebuilt the registry first.
+        script: String,
+    },
     /// Its name and command were trusted, but with other settings (its `env`, ...).
     SettingsChanged,
     /// Some of what it runs cannot be verified ([`TrustKey::uncovered`]), and the user has

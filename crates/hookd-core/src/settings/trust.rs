@@ -129,7 +129,9 @@ impl HookTrustInput {
             TrustGap::Uncovered
         } else if let Some(same) = same {
             if same.settings == key.settings {
-                TrustGap::ScriptChanged
+                TrustGap::ScriptChanged {
+                    script: changed_script(&same.scripts, &key.scripts),
+                }
             } else {
                 TrustGap::SettingsChanged
             }
@@ -214,7 +216,7 @@ pub fn uncovered_message(display_name: &str, key: &TrustKey, project_dir: &str) 
 }
 
 /// The refusal of an untrusted project hook under `require`, for its record's error.
-pub fn refusal_message(display_name: &str, gap: TrustGap, project_dir: &str) -> String {
+pub fn refusal_message(display_name: &str, gap: &TrustGap, project_dir: &str) -> String {
     format!(
         "project hook \"{display_name}\" was not run: {} (project_hooks = require); review it, \
          then run `{}`",
@@ -233,7 +235,7 @@ pub fn changed_script_message(display_name: &str, script: &str, project_dir: &st
 }
 
 /// The warning an untrusted project hook's first run carries under `warn`.
-pub fn warning_message(display_name: &str, gap: TrustGap, project_dir: &str) -> String {
+pub fn warning_message(display_name: &str, gap: &TrustGap, project_dir: &str) -> String {
     format!(
         "project hook \"{display_name}\" ran, but {} (project_hooks = warn); review it, then run \
          `{}`",
@@ -242,12 +244,29 @@ pub fn warning_message(display_name: &str, gap: TrustGap, project_dir: &str) -> 
     )
 }
 
-fn gap_text(gap: TrustGap) -> &'static str {
+fn gap_text(gap: &TrustGap) -> String {
     match gap {
-        TrustGap::New => "it is not trusted",
-        TrustGap::ScriptChanged => "its script changed since it was trusted",
-        TrustGap::SettingsChanged => "its settings (env, ...) changed since it was trusted",
-        TrustGap::Uncovered => "what it runs cannot all be verified",
+        TrustGap::New => "it is not trusted".to_owned(),
+        TrustGap::ScriptChanged { script } => {
+            format!("its script {script} changed since it was trusted")
+        }
+        TrustGap::SettingsChanged => {
+            "its settings (env, ...) changed since it was trusted".to_owned()
+        }
+        TrustGap::Uncovered => "what it runs cannot all be verified".to_owned(),
+    }
+}
+
+/// The first script of `trusted` whose digest is not in `now` (else the first of `now` not in
+/// `trusted`): the file a refusal of a changed script names.
+pub fn changed_script(trusted: &[ScriptDigest], now: &[ScriptDigest]) -> String {
+    let changed = trusted
+        .iter()
+        .find(|script| !now.contains(script))
+        .or_else(|| now.iter().find(|script| !trusted.contains(script)));
+    match changed {
+        Some(script) => script.path.clone(),
+        None => "(what it runs)".to_owned(),
     }
 }
 
@@ -1712,7 +1731,9 @@ mod tests {
                 Some("v2"),
                 HookTrust::Untrusted {
                     key: key("guard", "./g.sh", &[("g.sh", "v2")]),
-                    gap: TrustGap::ScriptChanged,
+                    gap: TrustGap::ScriptChanged {
+                        script: "g.sh".to_owned(),
+                    },
                 },
             ),
             // The script disappeared: the key has no script, which is another key.
@@ -1721,7 +1742,9 @@ mod tests {
                 None,
                 HookTrust::Untrusted {
                     key: key("guard", "./g.sh", &[]),
-                    gap: TrustGap::ScriptChanged,
+                    gap: TrustGap::ScriptChanged {
+                        script: "g.sh".to_owned(),
+                    },
                 },
             ),
             (
@@ -1824,13 +1847,19 @@ mod tests {
             "hookctl trust --cwd '/srv/my p'"
         );
         assert_eq!(
-            refusal_message("guard", TrustGap::New, "/srv/p"),
+            refusal_message("guard", &TrustGap::New, "/srv/p"),
             "project hook \"guard\" was not run: it is not trusted (project_hooks = require); \
              review it, then run `hookctl trust --cwd /srv/p`"
         );
         assert_eq!(
-            warning_message("guard", TrustGap::ScriptChanged, "/srv/p"),
-            "project hook \"guard\" ran, but its script changed since it was trusted \
+            warning_message(
+                "guard",
+                &TrustGap::ScriptChanged {
+                    script: "g.sh".to_owned()
+                },
+                "/srv/p"
+            ),
+            "project hook \"guard\" ran, but its script g.sh changed since it was trusted \
              (project_hooks = warn); review it, then run `hookctl trust --cwd /srv/p`"
         );
         assert!(changed_script_message("guard", "g.sh", "/p").contains("its script g.sh changed"));

@@ -7,24 +7,18 @@
 use std::io::{Read, Write};
 use std::os::unix::net::UnixStream;
 use std::path::Path;
-use std::process::{Child, Command, Stdio};
+use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
 use serde_json::{Value, json};
+
+use hookd_testkit::Hermetic;
+use hookd_testkit::KillOnDrop;
 
 const PATIENCE: Duration = Duration::from_secs(60);
 
 /// The bound `docs/state.md` and `docs/limits.md` state for a daemon with a full store.
 const RSS_BOUND_MIB: u64 = 96;
-
-struct KillOnDrop(Child);
-
-impl Drop for KillOnDrop {
-    fn drop(&mut self) {
-        let _ = self.0.kill();
-        let _ = self.0.wait();
-    }
-}
 
 /// One connection speaking the protocol: requests with increasing ids, one answer each.
 struct Conn {
@@ -124,7 +118,7 @@ fn a_full_store_keeps_the_daemon_within_its_memory_bound() {
             .arg(&socket)
             .env_clear()
             .env("PATH", std::env::var_os("PATH").unwrap_or_default())
-            .env("HOME", &home)
+            .hermetic(&home)
             .env("XDG_STATE_HOME", dir.path().join("state"))
             .env(
                 "GEMINI_CLI_SYSTEM_SETTINGS_PATH",

@@ -6,7 +6,7 @@
 // Test fixtures may unwrap: a failure here is a failed test, not a daemon bug.
 #![allow(clippy::unwrap_used)]
 
-mod common;
+use crate::common;
 
 use std::io::Write;
 use std::os::unix::fs::PermissionsExt;
@@ -15,6 +15,7 @@ use std::process::{Command, Output, Stdio};
 use std::time::{Duration, Instant};
 
 use common::Fixture;
+use hookd_testkit::Hermetic;
 use serde_json::{Value, json};
 
 /// One relay run: what the host would see, and how long it took.
@@ -1160,10 +1161,7 @@ async fn the_first_event_after_install_runs_the_moved_hook() {
             .arg(&socket)
             .args(["install", "--host", "gemini", "--yes"])
             .current_dir(&project)
-            .env("HOME", &home)
-            .env_remove("XDG_CONFIG_HOME")
-            .env_remove("XDG_STATE_HOME")
-            .env_remove("HOOKD_SOCKET")
+            .hermetic(&home)
             .output()
             .unwrap()
     })

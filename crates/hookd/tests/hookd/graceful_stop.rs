@@ -5,21 +5,15 @@
 use std::io::{Read, Write};
 use std::os::unix::net::UnixStream;
 use std::path::Path;
-use std::process::{Child, Command, Stdio};
+use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
 use serde_json::{Value, json};
 
+use hookd_testkit::Hermetic;
+use hookd_testkit::KillOnDrop;
+
 const PATIENCE: Duration = Duration::from_secs(30);
-
-struct KillOnDrop(Child);
-
-impl Drop for KillOnDrop {
-    fn drop(&mut self) {
-        let _ = self.0.kill();
-        let _ = self.0.wait();
-    }
-}
 
 fn frame(message: &Value) -> Vec<u8> {
     let body = serde_json::to_vec(message).expect("json");
@@ -85,7 +79,7 @@ fn sigterm_answers_the_call_in_flight_and_refuses_new_connections() {
             .arg(&socket)
             .env_clear()
             .env("PATH", std::env::var_os("PATH").unwrap_or_default())
-            .env("HOME", &home)
+            .hermetic(&home)
             .env(
                 "GEMINI_CLI_SYSTEM_SETTINGS_PATH",
                 dir.path().join("etc/settings.json"),
@@ -185,7 +179,7 @@ fn sigterm_with_a_stuck_audit_fifo_exits_within_its_deadline() {
             .arg("--audit-stdin")
             .env_clear()
             .env("PATH", std::env::var_os("PATH").unwrap_or_default())
-            .env("HOME", &home)
+            .hermetic(&home)
             .env(
                 "GEMINI_CLI_SYSTEM_SETTINGS_PATH",
                 dir.path().join("etc/settings.json"),

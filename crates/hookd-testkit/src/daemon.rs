@@ -1,4 +1,4 @@
-//! Test support for the end-to-end tests: a real daemon on a socket in a temp dir, with a temp
+//! The daemon fixture: a real daemon on a socket in a temp dir, with a temp
 //! `HOME`, a project dir, and helpers to write settings files and hook scripts.
 //!
 //! The daemon is [`hookd_server::run`], the same function the `hookd` binary calls. Readiness

@@ -11,6 +11,7 @@ use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
 use hookd_client::{Client, ConnectOptions, EventRequest};
+use hookd_testkit::Hermetic;
 use serde_json::json;
 
 /// How long any single condition may take before the test fails.
@@ -44,7 +45,7 @@ impl Daemon {
             .arg("--socket")
             .arg(&socket)
             .args(["--log-level", "info"])
-            .env("HOME", dir.path().join("home"))
+            .hermetic(dir.path().join("home"))
             .env(
                 "GEMINI_CLI_SYSTEM_SETTINGS_PATH",
                 dir.path().join("none.json"),

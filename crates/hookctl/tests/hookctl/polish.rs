@@ -5,12 +5,13 @@
 // Test fixtures may unwrap: a failure here is a failed test, not a daemon bug.
 #![allow(clippy::unwrap_used)]
 
-mod common;
+use crate::common;
 
 use std::path::Path;
 use std::process::{Command, Output, Stdio};
 
 use common::Fixture;
+use hookd_testkit::Hermetic;
 use serde_json::Value;
 
 /// Runs hookctl in `cwd` with `home` as HOME and a socket nobody listens on.
@@ -20,11 +21,8 @@ fn offline(home: &Path, cwd: &Path, args: &[&str]) -> Output {
         .arg(home.join("no-daemon/hookd.sock"))
         .args(args)
         .current_dir(cwd)
-        .env("HOME", home)
+        .hermetic(home)
         .env("RUST_BACKTRACE", "1")
-        .env_remove("GEMINI_CLI_HOME")
-        .env_remove("XDG_CONFIG_HOME")
-        .env_remove("HOOKD_SOCKET")
         .stdin(Stdio::null())
         .output()
         .unwrap()

@@ -20,6 +20,9 @@ use nix::sys::signal::{Signal, kill};
 use nix::unistd::Pid;
 use serde_json::{Value, json};
 
+use hookd_testkit::Hermetic;
+use hookd_testkit::KillOnDrop;
+
 /// How long any single condition may take before the test fails.
 const PATIENCE: Duration = Duration::from_secs(30);
 
@@ -235,7 +238,7 @@ impl Fixture {
         command
             .env_clear()
             .env("PATH", std::env::var_os("PATH").unwrap_or_default())
-            .env("HOME", &self.home)
+            .hermetic(&self.home)
             .stdout(std::fs::File::create(&self.log).unwrap())
             .stderr(std::fs::File::create(self.log.with_extension("err")).unwrap());
         command
@@ -307,18 +310,6 @@ fn wait_for_exit(child: &mut Child) -> ExitStatus {
 
 fn signal(pid: u32, signal: Signal) {
     kill(Pid::from_raw(i32::try_from(pid).unwrap()), signal).unwrap();
-}
-
-/// Kills a leftover process when a test fails half-way.
-struct KillOnDrop(Child);
-
-impl Drop for KillOnDrop {
-    fn drop(&mut self) {
-        if self.0.try_wait().ok().flatten().is_none() {
-            let _ = self.0.kill();
-            let _ = self.0.wait();
-        }
-    }
 }
 
 #[test]
@@ -529,7 +520,7 @@ fn without_activation_hookd_binds_its_own_socket_and_logs_for_the_journal() {
             .arg(&fixture.socket)
             .env_clear()
             .env("PATH", std::env::var_os("PATH").unwrap_or_default())
-            .env("HOME", &fixture.home)
+            .hermetic(&fixture.home)
             // Socket-activation variables meant for another process are ignored.
             .env("LISTEN_FDS", "1")
             .env("LISTEN_PID", "1")

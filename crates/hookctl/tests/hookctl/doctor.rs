@@ -5,7 +5,7 @@
 // Test fixtures may unwrap: a failure here is a failed test, not a daemon bug.
 #![allow(clippy::unwrap_used)]
 
-mod common;
+use crate::common;
 
 use std::collections::HashMap;
 use std::os::unix::fs::PermissionsExt;
@@ -13,6 +13,7 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, Output, Stdio};
 
 use common::Fixture;
+use hookd_testkit::Hermetic;
 use serde_json::{Value, json};
 
 /// A user settings file with one BeforeTool hook.
@@ -33,13 +34,8 @@ fn hookctl(socket: &Path, home: &Path, project: &Path, args: &[&str]) -> Output 
         .arg(socket)
         .args(args)
         .current_dir(project)
-        .env("HOME", home)
+        .hermetic(home)
         .env("PATH", path)
-        .env_remove("XDG_CONFIG_HOME")
-        .env_remove("XDG_STATE_HOME")
-        .env_remove("XDG_RUNTIME_DIR")
-        .env_remove("GEMINI_CLI_HOME")
-        .env_remove("HOOKD_SOCKET")
         .stdin(Stdio::null())
         .output()
         .unwrap()
@@ -296,14 +292,9 @@ async fn doctor_names_moved_guards_while_no_daemon_runs_and_recent_fallbacks() {
                 .arg(&view.socket)
                 .args(["doctor", "--json"])
                 .current_dir(&view.project)
-                .env("HOME", &view.home)
+                .hermetic(&view.home)
                 .env("PATH", &path)
                 .env("HOOKD_ENGINE", engine)
-                .env_remove("XDG_CONFIG_HOME")
-                .env_remove("XDG_STATE_HOME")
-                .env_remove("XDG_RUNTIME_DIR")
-                .env_remove("HOOKD_SOCKET")
-                .env_remove("HOOKD_RELAY_UNREACHABLE")
                 .stdin(Stdio::null())
                 .output()
                 .unwrap();

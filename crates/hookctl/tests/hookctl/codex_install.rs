@@ -10,6 +10,7 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 
 use hookd_core::dialect::codex::{codex_trust_hash, codex_trust_key};
+use hookd_testkit::Hermetic;
 use serde_json::Value;
 
 struct Home {
@@ -37,10 +38,7 @@ impl Home {
         let output = Command::new(env!("CARGO_BIN_EXE_hookctl"))
             .args(args)
             .current_dir(&self.project)
-            .env("HOME", &self.home)
-            .env_remove("CODEX_HOME")
-            .env_remove("XDG_CONFIG_HOME")
-            .env_remove("XDG_STATE_HOME")
+            .hermetic(&self.home)
             .stdin(Stdio::null())
             .output()
             .unwrap();

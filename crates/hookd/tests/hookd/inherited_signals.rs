@@ -6,21 +6,15 @@ use std::io::{Read, Write};
 use std::os::unix::fs::PermissionsExt;
 use std::os::unix::net::UnixStream;
 use std::path::Path;
-use std::process::{Child, Command, Stdio};
+use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
 use serde_json::{Value, json};
 
+use hookd_testkit::Hermetic;
+use hookd_testkit::KillOnDrop;
+
 const PATIENCE: Duration = Duration::from_secs(30);
-
-struct KillOnDrop(Child);
-
-impl Drop for KillOnDrop {
-    fn drop(&mut self) {
-        let _ = self.0.kill();
-        let _ = self.0.wait();
-    }
-}
 
 fn send(stream: &mut UnixStream, message: &Value) {
     let body = serde_json::to_vec(message).expect("json");
@@ -77,7 +71,7 @@ fn hook_exit_codes_are_read_when_the_parent_ignored_sigchld() {
             .arg(&socket)
             .env_clear()
             .env("PATH", std::env::var_os("PATH").unwrap_or_default())
-            .env("HOME", &home)
+            .hermetic(&home)
             .env(
                 "GEMINI_CLI_SYSTEM_SETTINGS_PATH",
                 dir.path().join("etc/settings.json"),

@@ -4,7 +4,7 @@
 // Test fixtures may unwrap: a failure here is a failed test, not a daemon bug.
 #![allow(clippy::unwrap_used)]
 
-mod common;
+use crate::common;
 
 use std::io::Write;
 use std::process::{Command, Stdio};

@@ -9,13 +9,14 @@
 // Test fixtures may unwrap: a failure here is a failed test, not a daemon bug.
 #![allow(clippy::unwrap_used)]
 
-mod common;
+use crate::common;
 
 use std::collections::BTreeMap;
 use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 
+use hookd_testkit::Hermetic;
 use serde_json::{Value, json};
 
 /// A temp home with a project, where hookctl runs.
@@ -69,11 +70,7 @@ impl Home {
                 self.root.join("etc/gemini-cli/settings.json"),
             )
             .current_dir(&self.project)
-            .env("HOME", &self.home)
-            .env_remove("XDG_CONFIG_HOME")
-            .env_remove("XDG_STATE_HOME")
-            .env_remove("GEMINI_CLI_HOME")
-            .env_remove("CLAUDE_CONFIG_DIR")
+            .hermetic(&self.home)
             .stdin(Stdio::piped())
             .stdout(Stdio::piped())
             .stderr(Stdio::piped())
@@ -853,10 +850,7 @@ async fn installed_relay_entries_run_the_moved_hooks_through_the_daemon() {
     let run_install = move |args: Vec<String>| {
         let output = Command::new(env!("CARGO_BIN_EXE_hookctl"))
             .args(&args)
-            .env("HOME", &home)
-            .env_remove("XDG_CONFIG_HOME")
-            .env_remove("XDG_STATE_HOME")
-            .env_remove("GEMINI_CLI_HOME")
+            .hermetic(&home)
             .stdin(Stdio::null())
             .output()
             .unwrap();
@@ -930,10 +924,7 @@ async fn installed_claude_hooks_keep_claudes_rules_through_the_relay() {
             .args(["install", "--host", "claude", "--scope", "project", "--yes"])
             .arg("--cwd")
             .arg(&install)
-            .env("HOME", &home)
-            .env_remove("XDG_CONFIG_HOME")
-            .env_remove("XDG_STATE_HOME")
-            .env_remove("CLAUDE_CONFIG_DIR")
+            .hermetic(&home)
             .stdin(Stdio::null())
             .output()
             .unwrap();
@@ -996,10 +987,7 @@ async fn list_says_when_the_wiring_is_stale_and_when_the_relay_logged() {
             .arg(&socket)
             .args(args)
             .current_dir(&project)
-            .env("HOME", &home)
-            .env_remove("XDG_CONFIG_HOME")
-            .env_remove("XDG_STATE_HOME")
-            .env_remove("GEMINI_CLI_HOME")
+            .hermetic(&home)
             .stdin(Stdio::null())
             .output()
             .unwrap();
@@ -1067,15 +1055,11 @@ impl Home {
         let mut child = Command::new(env!("CARGO_BIN_EXE_hookctl"))
             .args(args)
             .current_dir(&self.project)
-            .env("HOME", &self.home)
+            .hermetic(&self.home)
             .env(
                 "GEMINI_CLI_SYSTEM_SETTINGS_PATH",
                 self.root.join("etc/gemini-cli/settings.json"),
             )
-            .env_remove("XDG_CONFIG_HOME")
-            .env_remove("XDG_STATE_HOME")
-            .env_remove("GEMINI_CLI_HOME")
-            .env_remove("CLAUDE_CONFIG_DIR")
             .stdin(Stdio::null())
             .stdout(Stdio::piped())
             .stderr(Stdio::piped())

@@ -4,6 +4,7 @@
 // Test fixtures may unwrap: a failure here is a failed test, not a daemon bug.
 #![allow(clippy::unwrap_used)]
 
+use hookd_testkit::Hermetic;
 use std::os::unix::fs::PermissionsExt;
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
@@ -62,7 +63,7 @@ fn audit_log_creates_its_directory_private() {
         .arg(&socket)
         .arg("--audit-log")
         .arg(&log)
-        .env("HOME", dir.path())
+        .hermetic(dir.path())
         .env(
             "GEMINI_CLI_SYSTEM_SETTINGS_PATH",
             dir.path().join("none.json"),
@@ -101,7 +102,7 @@ fn a_user_error_is_one_line_without_a_backtrace() {
         .arg(dir.path().join("file/hookd.sock"))
         .args(["--log-level", "off"])
         .env("RUST_BACKTRACE", "1")
-        .env("HOME", dir.path())
+        .hermetic(dir.path())
         .stdin(Stdio::null())
         .output()
         .unwrap();
@@ -152,9 +153,8 @@ fn oneshot(dir: &std::path::Path, socket: &std::path::Path, extra: &[&str]) -> s
         .args(["--oneshot", "--socket"])
         .arg(socket)
         .args(extra)
-        .env("HOME", dir)
+        .hermetic(dir)
         .env("XDG_STATE_HOME", dir.join("state"))
-        .env_remove("XDG_CONFIG_HOME")
         .env("GEMINI_CLI_SYSTEM_SETTINGS_PATH", dir.join("none.json"))
         .stdin(Stdio::from(std::os::fd::OwnedFd::from(theirs)))
         .stdout(Stdio::null())
@@ -211,7 +211,7 @@ fn oneshot_answers_one_connection_with_the_options_the_daemon_recorded() {
     let mut daemon = Command::new(env!("CARGO_BIN_EXE_hookd"))
         .args(["--on-failure", "deny", "--socket"])
         .arg(&socket)
-        .env("HOME", dir)
+        .hermetic(dir)
         .env("XDG_STATE_HOME", dir.join("state"))
         .stdin(Stdio::null())
         .stdout(Stdio::null())

@@ -9,12 +9,15 @@ use std::io::{Read, Write};
 use std::os::unix::fs::{MetadataExt, PermissionsExt};
 use std::os::unix::net::{UnixListener, UnixStream};
 use std::path::Path;
-use std::process::{Child, Command, Stdio};
+use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
 use nix::sys::signal::{Signal, kill};
 use nix::unistd::Pid;
 use serde_json::{Value, json};
+
+use hookd_testkit::Hermetic;
+use hookd_testkit::KillOnDrop;
 
 const PATIENCE: Duration = Duration::from_secs(30);
 
@@ -23,18 +26,6 @@ fn wait_until(what: &str, mut condition: impl FnMut() -> bool) {
     while !condition() {
         assert!(Instant::now() < deadline, "timed out waiting for {what}");
         std::thread::sleep(Duration::from_millis(10));
-    }
-}
-
-/// Kills a leftover process when a test fails half-way.
-struct KillOnDrop(Child);
-
-impl Drop for KillOnDrop {
-    fn drop(&mut self) {
-        if self.0.try_wait().ok().flatten().is_none() {
-            let _ = self.0.kill();
-            let _ = self.0.wait();
-        }
     }
 }
 
@@ -50,7 +41,7 @@ fn hookd(home: &Path, socket: &Path, ulimit_args: &str) -> Command {
         .arg(socket)
         .env_clear()
         .env("PATH", std::env::var_os("PATH").unwrap_or_default())
-        .env("HOME", home)
+        .hermetic(home)
         .env(
             "GEMINI_CLI_SYSTEM_SETTINGS_PATH",
             home.join("no-system.json"),
