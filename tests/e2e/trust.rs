@@ -206,7 +206,11 @@ async fn require_runs_a_project_hook_only_while_it_is_trusted() {
         tokio::time::sleep(Duration::from_millis(10)).await;
     }
     let result = fire_tool(&client, &cwd).await;
-    assert_refused(&daemon, &result, "its script changed since it was trusted");
+    assert_refused(
+        &daemon,
+        &result,
+        "its script .gemini/hooks/guard.sh changed since it was trusted",
+    );
 
     // The old preview no longer matches: trusting it trusts nothing.
     let stale = client
