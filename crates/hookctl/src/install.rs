@@ -45,7 +45,7 @@ use hookd_core::dialect;
 use hookd_core::jsonc;
 use hookd_core::settings::SettingsLayer;
 use hookd_core::{HookEventName, Source};
-use hookd_runner::loader::{LayerPaths, LoaderEnv};
+use hookd_settings::loader::{LayerPaths, LoaderEnv};
 use serde_json::{Map, Value, json};
 
 /// The name Gemini CLI's relay entries carry (it shows and disables hooks by name).
@@ -809,7 +809,7 @@ fn trust_moved(
             plans_dir: "",
             session_id: "",
         };
-        let collected = hookd_runner::verify::collect(&command, &config.env, &vars);
+        let collected = hookd_settings::verify::collect(&command, &config.env, &vars);
         let input = hookd_core::trust::HookTrustInput {
             trusted: Vec::new(),
             scripts: collected.files,
