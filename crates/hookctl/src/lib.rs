@@ -23,18 +23,18 @@ use hookd_protocol::{ListResponse, StatusResponse};
 use serde_json::{Map, Value};
 
 /// Reads a settings file, which a cloned repository may have put there, the way the daemon
-/// does (`hookd_runner::configfile`): at most 4 MiB, opened without blocking, and only if it
+/// does (`hookd_settings::configfile`): at most 4 MiB, opened without blocking, and only if it
 /// is a regular file, so a FIFO, `/dev/zero` or a huge file fails at once with an error that
 /// names the path. `Ok(None)` when it does not exist.
 pub(crate) fn read_settings_file(path: &Path) -> anyhow::Result<Option<Vec<u8>>> {
-    hookd_runner::configfile::read_config_file(path)
+    hookd_settings::configfile::read_config_file(path)
         .with_context(|| format!("cannot read {}", path.display()))
 }
 
 /// [`read_settings_file`] as text (invalid UTF-8 replaced), empty when the file is absent or
 /// cannot be read: for the checks that treat an unreadable file as one without hooks.
 pub(crate) fn read_settings_text_or_empty(path: &Path) -> String {
-    match hookd_runner::configfile::read_config_file(path) {
+    match hookd_settings::configfile::read_config_file(path) {
         Ok(Some(bytes)) => String::from_utf8_lossy(&bytes).into_owned(),
         Ok(None) | Err(_) => String::new(),
     }

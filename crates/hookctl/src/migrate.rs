@@ -28,7 +28,7 @@ use anyhow::{Context, bail};
 use hookd_core::dialect::{ConversionProblem, ProblemKind, Purpose, convert_claude_settings};
 use hookd_core::settings::{Severity, parse_settings};
 use hookd_core::{Source, edit, jsonc};
-use hookd_protocol::atomic::AtomicWrite;
+use hookd_settings::atomic::AtomicWrite;
 use serde_json::{Map, Value};
 
 use crate::manage::Reported;
@@ -153,7 +153,7 @@ fn migrate_from_claude(project: &Path, dry_run: bool) -> anyhow::Result<String> 
     }
 
     let target = project.join(GEMINI_FILE);
-    let existing = match hookd_runner::configfile::read_config_file(&target) {
+    let existing = match hookd_settings::configfile::read_config_file(&target) {
         Ok(bytes) => bytes.map(|bytes| String::from_utf8_lossy(&bytes).into_owned()),
         Err(err) => bail!("Error reading {}: {err}", target.display()),
     };
@@ -277,9 +277,9 @@ fn append_new(
 }
 
 /// Reads a settings file that must hold a JSON object (comments allowed); bounded and never
-/// blocking, as the daemon reads it (`hookd_runner::configfile`).
+/// blocking, as the daemon reads it (`hookd_settings::configfile`).
 fn read_object(path: &Path) -> anyhow::Result<Map<String, Value>> {
-    let bytes = match hookd_runner::configfile::read_config_file(path) {
+    let bytes = match hookd_settings::configfile::read_config_file(path) {
         Ok(Some(bytes)) => bytes,
         Ok(None) => bail!("Error reading {}: no such file", path.display()),
         Err(err) => bail!("Error reading {}: {err}", path.display()),

@@ -8,8 +8,8 @@ use anyhow::Context;
 use hookd_core::Source;
 use hookd_core::edit::{self, Edit};
 use hookd_core::settings::parse_settings;
-use hookd_protocol::atomic::AtomicWrite;
-use hookd_runner::loader::{LayerPaths, LoaderEnv};
+use hookd_settings::atomic::AtomicWrite;
+use hookd_settings::loader::{LayerPaths, LoaderEnv};
 
 /// Where the user settings and the project's settings are.
 fn paths(project: &Path) -> anyhow::Result<(PathBuf, PathBuf)> {
@@ -130,7 +130,7 @@ pub fn daemon_not_running(err: &anyhow::Error) -> bool {
 pub fn trust_list(cwd: Option<&Path>) -> anyhow::Result<String> {
     let env = LoaderEnv::from_process().context("cannot find the home directory")?;
     let path = LayerPaths::resolve(&env).trusted_hooks;
-    let store = hookd_runner::loader::load_trust_store(&path)
+    let store = hookd_settings::loader::load_trust_store(&path)
         .map_err(|diagnostic| anyhow::anyhow!("{diagnostic}"))?;
     let projects = store
         .projects()

@@ -160,7 +160,7 @@ pub fn execute(
         StateAction::List => (StateOp::List, None, None),
     };
     // The token hookd gave the hook: writes are allowed on its own session only.
-    let token = var(hookd_runner::fire::STATE_TOKEN_ENV_VAR)
+    let token = var(hookd_core::env::STATE_TOKEN_ENV_VAR)
         .and_then(|token| token.into_string().ok())
         .filter(|token| !token.is_empty());
     let request = StateRequest {

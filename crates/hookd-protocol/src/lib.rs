@@ -12,10 +12,9 @@
 //! `docs/protocol.md` describes the protocol for implementers in other languages.
 //!
 //! These are wire types, deliberately independent of the engine's domain types. Beside them
-//! live the two pieces of file-system I/O the daemon and its clients share: where the socket is
-//! and the checks before trusting it, and [`atomic`] file replacement.
+//! lives the one piece of file-system I/O the daemon and its clients share: where the socket
+//! is and the checks before trusting it.
 
-pub mod atomic;
 mod background;
 mod codec;
 mod depth;

@@ -25,8 +25,26 @@ use std::os::unix::fs::MetadataExt;
 use std::path::Path;
 use std::sync::Arc;
 
-use crate::process::ProcessSpec;
+use hookd_core::result::HookRun;
+use tokio_util::sync::CancellationToken;
+
+use crate::process::{ProcessLimits, ProcessSpec, run_started_by, spawn_process};
 use crate::spawn::HookEnv;
+
+/// [`run_process`](crate::process::run_process) for a one-shot hook: a `bash -c LINE` whose line only starts one program is
+/// started without bash, as bash would have started it (this module); when that start
+/// fails, bash runs the line as given, with its own message and exit code.
+pub(crate) async fn run_one_shot(
+    spec: ProcessSpec,
+    limits: &ProcessLimits,
+    cancel: &CancellationToken,
+) -> HookRun {
+    run_started_by(spec, limits, cancel, |spec| match direct_variant(spec) {
+        Some(direct) => spawn_process(&direct).or_else(|_| spawn_process(spec)),
+        None => spawn_process(spec),
+    })
+    .await
+}
 
 /// Environment variables whose presence changes what bash does before it runs a program.
 const BASH_SETTINGS: [&str; 4] = ["BASH_ENV", "SHELLOPTS", "BASHOPTS", "POSIXLY_CORRECT"];

@@ -58,6 +58,7 @@ use futures_util::stream::FuturesUnordered;
 use hookd_core::chain::apply_chain;
 use hookd_core::command::CommandVars;
 use hookd_core::dialect::Dialect;
+use hookd_core::env::STATE_TOKEN_ENV_VAR;
 use hookd_core::event::HookEventName;
 use hookd_core::exec::ExecMode;
 use hookd_core::model::{HookEntry, HookType};
@@ -72,17 +73,18 @@ use hookd_core::trust::{
     HookTrust, ProjectHookPolicy, TrustGap, TrustKey, changed_script, changed_script_message,
     refusal_message, uncovered_message, warning_message,
 };
+use hookd_settings::verify;
 use serde_json::{Map, Value};
 use tokio::sync::Semaphore;
 use tokio_util::sync::CancellationToken;
 
 use crate::breakers::Breakers;
+use crate::direct::run_one_shot;
 use crate::prewarm::{PrewarmRequest, Prewarmer};
-use crate::process::{ProcessLimits, ProcessSpec, run_one_shot, run_process};
+use crate::process::{ProcessLimits, ProcessSpec, run_process};
 use crate::shares::{RunClass, ShareLimits, SharePlace, SlotShares};
 use crate::slots::SlotSource;
 use crate::spawn::HookEnv;
-use crate::verify;
 use crate::worker::{ProcessKey, WorkerPools, WorkerRequest};
 
 /// The default number of hook processes that may run at once across the whole daemon.
@@ -334,9 +336,6 @@ pub struct FireRequest {
     /// as `HOOKD_STATE_TOKEN` (`docs/state.md`); empty: none.
     pub state_token: String,
 }
-
-/// The variable hooks find their session state token in (the daemon checks it on writes).
-pub const STATE_TOKEN_ENV_VAR: &str = "HOOKD_STATE_TOKEN";
 
 /// The [`ProcessKey`]s a request's runs computed, per hook.
 ///
@@ -855,8 +854,8 @@ impl<'a> Firing<'a> {
         };
         let slots = SlotSource {
             semaphore: &self.config.hook_slots,
-            workers: &self.config.workers,
-            prewarm: &self.config.prewarm,
+            workers: &*self.config.workers,
+            prewarm: &*self.config.prewarm,
             kill_grace: self.config.limits.kill_grace,
         };
         let timeout = Duration::from_millis(entry.config.timeout_ms());

@@ -33,7 +33,7 @@ use tokio_util::sync::CancellationToken;
 use tokio_util::task::TaskTracker;
 
 use crate::process::{ProcessLimits, SpawnedProcess, run_process, spawn_process};
-use crate::slots::SlotSource;
+use crate::slots::{IdleProcesses, Reclaimed, SlotSource};
 use crate::worker::{KeyMap, KeySet, ProcessKey};
 
 /// The most keys remembered as not pre-warmable; past it the memory starts over, which at
@@ -58,7 +58,31 @@ impl std::fmt::Debug for Prewarmer {
     }
 }
 
+/// Unused spares give their permit up to a hook that finds none free (`crate::slots`).
+impl IdleProcesses for Prewarmer {
+    /// Woken whenever a spare is ready.
+    fn idle_changed(&self) -> &Notify {
+        &self.inner.changed
+    }
+
+    /// One unused spare, terminated with `kill_grace`.
+    fn reclaim(&self, kill_grace: Duration) -> Reclaimed<'_> {
+        Box::pin(self.reclaim_spare(kill_grace))
+    }
+}
+
 impl Prewarmer {
+    /// Stops one unused spare and hands its permit over, or `None` if there is none.
+    async fn reclaim_spare(&self, grace: Duration) -> Option<OwnedSemaphorePermit> {
+        let handle = {
+            let mut spares = lock(&self.inner.spares);
+            let key = spares.keys().next().cloned()?;
+            spares.remove(&key)?
+        };
+        let Spare { process, permit } = ask(handle).await?;
+        process.terminate(grace).await;
+        Some(permit)
+    }
     /// No spares yet; the first run of each pre-warmed hook starts its first spare.
     pub fn new() -> Prewarmer {
         Prewarmer::default()
@@ -75,24 +99,6 @@ impl Prewarmer {
         self.inner.shutdown.cancel();
         self.inner.tasks.close();
         self.inner.tasks.wait().await;
-    }
-
-    /// Woken whenever a spare is ready, that is whenever [`Prewarmer::reclaim`] may find
-    /// something to stop.
-    pub(crate) fn idle_changed(&self) -> &Notify {
-        &self.inner.changed
-    }
-
-    /// Stops one unused spare and hands its permit over, or `None` if there is none.
-    pub(crate) async fn reclaim(&self, grace: Duration) -> Option<OwnedSemaphorePermit> {
-        let handle = {
-            let mut spares = lock(&self.inner.spares);
-            let key = spares.keys().next().cloned()?;
-            spares.remove(&key)?
-        };
-        let Spare { process, permit } = ask(handle).await?;
-        process.terminate(grace).await;
-        Some(permit)
     }
 
     /// Runs a pre-warmed hook: with its spare if one is ready, else as usual; either way a

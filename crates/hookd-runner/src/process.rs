@@ -145,28 +145,8 @@ pub async fn run_process(
     run_started_by(spec, limits, cancel, spawn_process).await
 }
 
-/// [`run_process`] for a one-shot hook: a `bash -c LINE` whose line only starts one program is
-/// started without bash, as bash would have started it (`crate::direct`); when that start
-/// fails, bash runs the line as given, with its own message and exit code.
-pub async fn run_one_shot(
-    spec: ProcessSpec,
-    limits: &ProcessLimits,
-    cancel: &CancellationToken,
-) -> HookRun {
-    run_started_by(
-        spec,
-        limits,
-        cancel,
-        |spec| match crate::direct::direct_variant(spec) {
-            Some(direct) => spawn_process(&direct).or_else(|_| spawn_process(spec)),
-            None => spawn_process(spec),
-        },
-    )
-    .await
-}
-
 /// Runs `spec` as [`run_process`] does, its process started by `start`.
-async fn run_started_by(
+pub(crate) async fn run_started_by(
     spec: ProcessSpec,
     limits: &ProcessLimits,
     cancel: &CancellationToken,
@@ -960,6 +940,7 @@ fn search_path(program: &Path, path_var: &str, cwd: &Path) -> Option<(PathBuf, b
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::direct::run_one_shot;
 
     use std::io::Write;
 

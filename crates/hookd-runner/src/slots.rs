@@ -10,15 +10,32 @@
 //! else the least recently used idle worker) and takes its permit over; only when no process
 //! is idle does it wait in line, and it looks again whenever a process becomes idle.
 
-use std::pin::pin;
+use std::future::Future;
+use std::pin::{Pin, pin};
 use std::sync::Arc;
 use std::time::Duration;
 
-use tokio::sync::{OwnedSemaphorePermit, Semaphore, TryAcquireError};
+use tokio::sync::{Notify, OwnedSemaphorePermit, Semaphore, TryAcquireError};
 use tokio_util::sync::CancellationToken;
 
-use crate::prewarm::Prewarmer;
-use crate::worker::WorkerPools;
+/// The permit an idle process gave up when it was stopped; `None` if none was idle.
+pub(crate) type Reclaimed<'a> =
+    Pin<Box<dyn Future<Output = Option<OwnedSemaphorePermit>> + Send + 'a>>;
+
+/// Live processes that hold a permit while idle and can be stopped for it: the persistent
+/// workers (`crate::worker`) and the pre-warmed spares (`crate::prewarm`). The trait is here,
+/// below both, so that taking a permit needs neither module and neither needs the other.
+pub(crate) trait IdleProcesses: Sync + std::fmt::Debug {
+    /// Woken whenever one of these processes becomes idle, that is whenever
+    /// [`IdleProcesses::reclaim`] may find something to stop.
+    fn idle_changed(&self) -> &Notify;
+
+    /// Stops one idle process (given `kill_grace` between `SIGTERM` and `SIGKILL` where the
+    /// kind of process takes one) and hands its permit over, or `None` if none is idle. Boxed
+    /// because it is called only when no permit is free, where a stopped process costs far
+    /// more than the allocation.
+    fn reclaim(&self, kill_grace: Duration) -> Reclaimed<'_>;
+}
 
 /// Where a new hook process gets its permit from.
 #[derive(Debug, Clone, Copy)]
@@ -26,9 +43,9 @@ pub(crate) struct SlotSource<'a> {
     /// The daemon-wide hook semaphore.
     pub(crate) semaphore: &'a Arc<Semaphore>,
     /// Idle workers that may be stopped for their permit.
-    pub(crate) workers: &'a WorkerPools,
-    /// Unused spares that may be stopped for their permit.
-    pub(crate) prewarm: &'a Prewarmer,
+    pub(crate) workers: &'a dyn IdleProcesses,
+    /// Unused spares that may be stopped for their permit (stopped before idle workers).
+    pub(crate) prewarm: &'a dyn IdleProcesses,
     /// How long a stopped process gets between `SIGTERM` and `SIGKILL`.
     pub(crate) kill_grace: Duration,
 }
@@ -55,7 +72,7 @@ impl SlotSource<'_> {
             if let Some(permit) = self.prewarm.reclaim(self.kill_grace).await {
                 return Some(permit);
             }
-            if let Some(permit) = self.workers.reclaim().await {
+            if let Some(permit) = self.workers.reclaim(self.kill_grace).await {
                 return Some(permit);
             }
             tokio::select! {

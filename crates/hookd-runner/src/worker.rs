@@ -45,7 +45,7 @@ use tokio_util::sync::CancellationToken;
 use tokio_util::task::TaskTracker;
 
 use crate::process::{GroupGuard, ProcessLimits, ProcessSpec, spawn_process, terminate_group};
-use crate::slots::SlotSource;
+use crate::slots::{IdleProcesses, Reclaimed, SlotSource};
 use crate::spawn::{self, HookChild, HookEnv};
 
 /// The most stderr bytes a worker keeps; a request's stderr is at most this much of what
@@ -233,7 +233,44 @@ impl std::fmt::Debug for WorkerPools {
     }
 }
 
+/// Idle workers give their permit up to a hook that finds none free (`crate::slots`).
+impl IdleProcesses for WorkerPools {
+    /// Woken whenever a worker becomes idle.
+    fn idle_changed(&self) -> &Notify {
+        &self.inner.idle_changed
+    }
+
+    /// The least recently used idle worker of any pool; a worker retires on its own terms, so
+    /// `kill_grace` is not needed here.
+    fn reclaim(&self, _kill_grace: Duration) -> Reclaimed<'_> {
+        Box::pin(self.reclaim_idle())
+    }
+}
+
 impl WorkerPools {
+    /// Stops the least recently used idle worker of any pool and hands its permit over, or
+    /// `None` if no worker is idle.
+    async fn reclaim_idle(&self) -> Option<OwnedSemaphorePermit> {
+        let handle = {
+            let pools = lock(&self.inner.pools);
+            let mut oldest: Option<(&Arc<Pool>, Instant)> = None;
+            for pool in pools.values() {
+                let state = pool.state();
+                if let Some(first) = state.idle.first() {
+                    if oldest.is_none_or(|(_, since)| first.idle_since < since) {
+                        oldest = Some((pool, first.idle_since));
+                    }
+                }
+            }
+            let (pool, _) = oldest?;
+            let mut state = pool.state();
+            (!state.idle.is_empty()).then(|| state.idle.remove(0))?
+        };
+        let (reply, permit) = oneshot::channel();
+        handle.jobs.send(Job::Retire { reply }).await.ok()?;
+        permit.await.ok()
+    }
+
     /// No workers yet; they are started by the first request that needs one.
     pub fn new() -> WorkerPools {
         WorkerPools::default()
@@ -253,35 +290,6 @@ impl WorkerPools {
         self.inner.shutdown.cancel();
         self.inner.tasks.close();
         self.inner.tasks.wait().await;
-    }
-
-    /// Woken whenever a worker becomes idle, that is whenever [`WorkerPools::reclaim`] may
-    /// find something to stop.
-    pub(crate) fn idle_changed(&self) -> &Notify {
-        &self.inner.idle_changed
-    }
-
-    /// Stops the least recently used idle worker of any pool and hands its permit over, or
-    /// `None` if no worker is idle.
-    pub(crate) async fn reclaim(&self) -> Option<OwnedSemaphorePermit> {
-        let handle = {
-            let pools = lock(&self.inner.pools);
-            let mut oldest: Option<(&Arc<Pool>, Instant)> = None;
-            for pool in pools.values() {
-                let state = pool.state();
-                if let Some(first) = state.idle.first() {
-                    if oldest.is_none_or(|(_, since)| first.idle_since < since) {
-                        oldest = Some((pool, first.idle_since));
-                    }
-                }
-            }
-            let (pool, _) = oldest?;
-            let mut state = pool.state();
-            (!state.idle.is_empty()).then(|| state.idle.remove(0))?
-        };
-        let (reply, permit) = oneshot::channel();
-        handle.jobs.send(Job::Retire { reply }).await.ok()?;
-        permit.await.ok()
     }
 
     /// Serves one request with a worker of its key's pool, starting one if needed.

@@ -6,7 +6,7 @@ use std::path::{Path, PathBuf};
 
 use anyhow::{Context, bail};
 use hookd_core::jsonc;
-use hookd_protocol::atomic::AtomicWrite;
+use hookd_settings::atomic::AtomicWrite;
 use serde_json::{Map, Value};
 
 /// One file's change.

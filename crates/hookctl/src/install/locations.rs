@@ -7,7 +7,7 @@ use std::path::{Path, PathBuf};
 
 use anyhow::Context;
 use hookd_core::dialect;
-use hookd_runner::loader::{LayerPaths, LoaderEnv};
+use hookd_settings::loader::{LayerPaths, LoaderEnv};
 
 use super::args::InstallScope;
 use super::manifest::{MANIFEST, Manifest};

@@ -67,7 +67,7 @@ pub(super) fn trust_moved(
             plans_dir: "",
             session_id: "",
         };
-        let collected = hookd_runner::verify::collect(&command, &config.env, &vars);
+        let collected = hookd_settings::verify::collect(&command, &config.env, &vars);
         let input = hookd_core::trust::HookTrustInput {
             trusted: Vec::new(),
             scripts: collected.files,

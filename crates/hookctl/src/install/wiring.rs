@@ -10,7 +10,7 @@ use hookd_core::dialect;
 use hookd_core::jsonc;
 use hookd_core::settings::SettingsLayer;
 use hookd_core::{HookEventName, Source};
-use hookd_runner::loader::LayerPaths;
+use hookd_settings::loader::LayerPaths;
 use serde_json::{Map, Value, json};
 
 use super::args::InstallScope;

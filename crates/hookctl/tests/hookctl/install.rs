@@ -424,7 +424,7 @@ fn sync_follows_hookds_hooks_and_list_sees_when_it_is_needed() {
     home.write(&settings, GEMINI_USER);
     home.ok(&["install", "--host", "gemini", "--yes"]);
     let locations = hookctl::install::Locations::new(
-        hookd_runner::loader::LoaderEnv::new(
+        hookd_settings::loader::LoaderEnv::new(
             [(
                 "GEMINI_CLI_SYSTEM_SETTINGS_PATH".to_owned(),
                 home.root

@@ -24,6 +24,10 @@ use serde_json::Value;
 use crate::command::CommandVars;
 use crate::sanitize::{self, EnvRedaction};
 
+/// The variable hooks find their session state token in (`docs/state.md`): the daemon sets it
+/// for every hook of a session that has one, and checks it on the session's state writes.
+pub const STATE_TOKEN_ENV_VAR: &str = "HOOKD_STATE_TOKEN";
+
 /// Variables systemd sets for the daemon itself; never passed to hooks.
 pub const SYSTEMD_VARIABLES: [&str; 6] = [
     "LISTEN_PID",

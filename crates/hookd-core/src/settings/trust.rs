@@ -23,7 +23,7 @@
 //! script or sourced file the shell would only know at run time (`$OTHER`, `$(...)`) is a
 //! [`Gap`]. [`script_coverage`] reads a shell script's own text the same way.
 //!
-//! This module is pure: `hookd_runner::verify` reads the files and the loader passes their
+//! This module is pure: `hookd_settings::verify` reads the files and the loader passes their
 //! digests in ([`CoveredFiles`], [`ScriptFile`]); the trust store is parsed from and rendered to text here
 //! ([`TrustStore`]) and written by the daemon.
 

@@ -13,7 +13,7 @@
 //! its hooks are left out (its text becomes `{}`) rather than built, with the same error.
 //!
 //! A file that exists but cannot be read (not a regular file, larger than the limit, a
-//! symlink loop, an I/O error; see [`hookd_runner::configfile`]) is treated like an invalid
+//! symlink loop, an I/O error; see [`hookd_settings::configfile`]) is treated like an invalid
 //! one: the kept text is used, with an error diagnostic that names the file and the reason.
 //!
 //! A file that does not exist (deleted on purpose) is not an error: its layer goes away and its
@@ -33,7 +33,7 @@ use std::path::{Path, PathBuf};
 use hookd_core::registry::LayerText;
 use hookd_core::settings::{Diagnostic, Severity};
 use hookd_core::{jsonc, limits};
-use hookd_runner::loader::{LayerPaths, ProjectLayer, SharedLayers, UnreadableFile};
+use hookd_settings::loader::{LayerPaths, ProjectLayer, SharedLayers, UnreadableFile};
 use serde_json::Value;
 
 /// Kept texts by file path.

@@ -330,7 +330,7 @@ mod tests {
     fn hooks_and_the_store_name_the_token_variable_alike() {
         assert_eq!(
             hookd_state::token::TOKEN_ENV_VAR,
-            hookd_runner::fire::STATE_TOKEN_ENV_VAR
+            hookd_core::env::STATE_TOKEN_ENV_VAR
         );
     }
 }

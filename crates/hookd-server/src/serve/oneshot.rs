@@ -24,7 +24,7 @@ use std::time::{Duration, Instant};
 
 use hookd_core::policy::FailurePolicy;
 use hookd_core::trust::ProjectHookPolicy;
-use hookd_protocol::atomic::AtomicWrite;
+use hookd_settings::atomic::AtomicWrite;
 use serde_json::{Map, Value};
 use tokio_util::sync::CancellationToken;
 

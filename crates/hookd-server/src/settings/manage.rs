@@ -21,8 +21,8 @@ use hookd_core::edit::{self, Edit, EditError};
 use hookd_core::envexpand;
 use hookd_core::{HookEntry, Source};
 use hookd_protocol::Scope;
-use hookd_protocol::atomic::AtomicWrite;
-use hookd_runner::loader::LayerPaths;
+use hookd_settings::atomic::AtomicWrite;
+use hookd_settings::loader::LayerPaths;
 
 use crate::registries::Registries;
 
@@ -444,7 +444,7 @@ fn same_file(a: &Path, b: &Path) -> bool {
 async fn read(path: &Path) -> Result<String, ManageError> {
     let owned = path.to_owned();
     let read =
-        tokio::task::spawn_blocking(move || hookd_runner::configfile::read_config_file(&owned))
+        tokio::task::spawn_blocking(move || hookd_settings::configfile::read_config_file(&owned))
             .await
             .map_err(std::io::Error::other)
             .and_then(|result| result.map_err(std::io::Error::other));

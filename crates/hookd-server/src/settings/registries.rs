@@ -49,7 +49,7 @@ use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 use hookd_core::registry::{Registry, RegistryInput};
 use hookd_core::settings::{Diagnostic, Severity};
 use hookd_core::trust::ProjectHookPolicy;
-use hookd_runner::loader::{LayerPaths, LoaderEnv, ProjectLayer, SharedLayers, assemble};
+use hookd_settings::loader::{LayerPaths, LoaderEnv, ProjectLayer, SharedLayers, assemble};
 use tokio::sync::{Notify, broadcast};
 
 use crate::config::ServerConfig;
@@ -805,7 +805,7 @@ fn project_id(gemini_home: &Path, project_dir: &Path) -> String {
     let project = project_dir.display().to_string();
     // Read like every configuration file: never blocking, bounded in size.
     let registered =
-        hookd_runner::configfile::read_config_file(&gemini_home.join(".gemini/projects.json"))
+        hookd_settings::configfile::read_config_file(&gemini_home.join(".gemini/projects.json"))
             .ok()
             .flatten()
             .map(|bytes| String::from_utf8_lossy(&bytes).into_owned())

@@ -7,7 +7,7 @@
 //! preview the user read and the confirmation is not trusted by it. `untrust` forgets a
 //! project's keys.
 //!
-//! The store (`hookd_runner::loader` says where it lives) is re-read from disk under the
+//! The store (`hookd_settings::loader` says where it lives) is re-read from disk under the
 //! daemon's edit lock before every change, so concurrent edits are not lost, and written
 //! atomically with the same helper as settings edits; a new store is created readable by its
 //! owner only. An existing store that is not valid is never overwritten: the request fails
@@ -34,7 +34,7 @@ pub(crate) enum TrustError {
         /// The store.
         path: PathBuf,
         /// Why.
-        source: hookd_runner::configfile::ConfigReadError,
+        source: hookd_settings::configfile::ConfigReadError,
     },
     /// The store is not valid, so it is not rewritten.
     #[error("the trusted hooks store {path} is invalid ({source}); fix or remove it first")]
@@ -321,15 +321,15 @@ fn store_path(registries: &Registries) -> PathBuf {
 }
 
 /// The store as it is on disk now; a missing file is an empty store. Read as any
-/// configuration file is (`hookd_runner::configfile`): bounded in size, never blocking on a
+/// configuration file is (`hookd_settings::configfile`): bounded in size, never blocking on a
 /// FIFO or a device, off the daemon's threads.
 async fn read_store(path: &Path) -> Result<TrustStore, TrustError> {
     let owned = path.to_owned();
     let read =
-        tokio::task::spawn_blocking(move || hookd_runner::configfile::read_config_file(&owned))
+        tokio::task::spawn_blocking(move || hookd_settings::configfile::read_config_file(&owned))
             .await
             .unwrap_or_else(|join| {
-                Err(hookd_runner::configfile::ConfigReadError::Io(
+                Err(hookd_settings::configfile::ConfigReadError::Io(
                     std::io::Error::other(join.to_string()),
                 ))
             });

@@ -43,7 +43,7 @@ use notify::{Event, EventKind, RecommendedWatcher, RecursiveMode, Watcher as _};
 use tokio::sync::mpsc;
 use tokio_util::sync::CancellationToken;
 
-use hookd_runner::loader::LayerPaths;
+use hookd_settings::loader::LayerPaths;
 
 use crate::registries::Registries;
 

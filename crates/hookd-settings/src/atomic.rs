@@ -11,9 +11,9 @@
 //! file, whether an existing file's are kept, whether a symbolic link at the path is followed
 //! (the link stays, its target is replaced) and the mode of directories created for it.
 //!
-//! It lives here, beside the socket path checks, because the daemon and hookctl both depend
-//! on this crate and it does blocking `std::fs` I/O only (an async caller runs it on a
-//! blocking thread).
+//! It lives here, with the reading of those files, because the daemon and hookctl both depend
+//! on this crate; it does blocking `std::fs` I/O only (an async caller runs it on a blocking
+//! thread).
 
 use std::fs::{DirBuilder, File, OpenOptions, Permissions};
 use std::io::{self, Write as _};
