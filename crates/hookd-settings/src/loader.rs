@@ -168,6 +168,17 @@ impl LoaderEnv {
         Some(LoaderEnv::new(vars, home))
     }
 
+    /// The home directory and `var` as a host dialect asks for them, to find a host's files.
+    pub fn host_env<'a>(
+        &'a self,
+        var: &'a dyn Fn(&str) -> Option<String>,
+    ) -> hookd_core::dialect::HomeEnv<'a> {
+        hookd_core::dialect::HomeEnv {
+            home: &self.home_dir,
+            var,
+        }
+    }
+
     /// A variable's value, treating the empty string as unset (as Gemini CLI's `||` does).
     pub fn var(&self, name: &str) -> Option<&str> {
         non_empty(self.vars.get(name))
@@ -206,9 +217,9 @@ pub struct LayerPaths {
 impl LayerPaths {
     /// Resolves the paths from the environment.
     pub fn resolve(env: &LoaderEnv) -> LayerPaths {
-        let home = env
-            .var("GEMINI_CLI_HOME")
-            .map_or_else(|| env.home_dir.clone(), PathBuf::from);
+        let home = hookd_core::dialect::gemini::gemini_home(
+            &env.host_env(&|name| env.var(name).map(str::to_owned)),
+        );
         let gemini_dir = home.join(".gemini");
         let system = env
             .var("GEMINI_CLI_SYSTEM_SETTINGS_PATH")
@@ -283,10 +294,9 @@ pub fn hookd_config_dir(env: &LoaderEnv) -> PathBuf {
 /// Claude Code's user directory: `$CLAUDE_CONFIG_DIR` when it is absolute, else
 /// `<home>/.claude`.
 pub fn claude_config_dir(env: &LoaderEnv) -> PathBuf {
-    env.var("CLAUDE_CONFIG_DIR")
-        .map(PathBuf::from)
-        .filter(|dir| dir.is_absolute())
-        .unwrap_or_else(|| env.home_dir.join(".claude"))
+    hookd_core::dialect::claude::claude_config_dir(
+        &env.host_env(&|name| env.var(name).map(str::to_owned)),
+    )
 }
 
 fn default_system_settings() -> PathBuf {

@@ -29,18 +29,18 @@ pub(super) fn refuse_problems(target: &Target, host_text: &str) -> anyhow::Resul
 /// new text.
 pub(super) fn companion_changes(target: &Target, host_text: &str) -> anyhow::Result<Vec<Change>> {
     let mut changes = Vec::new();
-    for path in target.host.companion_files(&target.host_file) {
-        let before = read_file(&path)?;
+    for path in &target.companions {
+        let before = read_file(path)?;
         let current = before
             .as_deref()
-            .map(|bytes| text_of(&path, Some(bytes)))
+            .map(|bytes| text_of(path, Some(bytes)))
             .transpose()?;
         let after = target
             .host
-            .companion_text(&target.host_file, host_text, &path, current.as_deref())
+            .companion_text(&target.host_file, host_text, path, current.as_deref())
             .map_err(|message| anyhow::anyhow!("cannot edit {}: {message}", path.display()))?;
         if let Some(after) = after {
-            push_change(&mut changes, &path, before, after);
+            push_change(&mut changes, path, before, after);
         }
     }
     Ok(changes)
@@ -50,15 +50,14 @@ pub(super) fn companion_changes(target: &Target, host_text: &str) -> anyhow::Res
 pub(super) fn host_wiring_problems(target: &Target) -> Vec<String> {
     let text = crate::read_settings_text_or_empty(&target.host_file);
     let companions: Vec<(PathBuf, Option<String>)> = target
-        .host
-        .companion_files(&target.host_file)
-        .into_iter()
+        .companions
+        .iter()
         .map(|path| {
-            let text = read_file(&path)
+            let text = read_file(path)
                 .ok()
                 .flatten()
                 .map(|bytes| String::from_utf8_lossy(&bytes).into_owned());
-            (path, text)
+            (path.clone(), text)
         })
         .collect();
     target

@@ -79,15 +79,13 @@ impl Locations {
     }
 
     pub(super) fn target(&self, host: Host, project: Option<PathBuf>) -> Target {
+        let var = |name: &str| self.env.var(name).map(str::to_owned);
+        let env = dialect::HomeEnv {
+            home: &self.env.home_dir,
+            var: &var,
+        };
         let (host_file, hookd_file) = match &project {
-            None => {
-                let var = |name: &str| self.env.var(name).map(str::to_owned);
-                let env = dialect::HomeEnv {
-                    home: &self.env.home_dir,
-                    var: &var,
-                };
-                (host.user_settings_file(&env), self.paths.hookd_user.clone())
-            }
+            None => (host.user_settings_file(&env), self.paths.hookd_user.clone()),
             Some(dir) => (
                 host.project_settings_file(dir),
                 LayerPaths::hookd_project(dir),
@@ -104,10 +102,12 @@ impl Locations {
             key.push('-');
             key.push_str(&digest[..16]);
         }
+        let companions = host.companion_files(&host_file, &env);
         Target {
             host,
             scope,
             project,
+            companions,
             host_file,
             hookd_file,
             backup_dir: self.state_dir.join(key),
@@ -209,6 +209,9 @@ pub(super) struct Target {
     pub(super) host_file: PathBuf,
     pub(super) hookd_file: PathBuf,
     pub(super) backup_dir: PathBuf,
+    /// The host's files that change with `host_file` (Codex CLI's trust records in its
+    /// `config.toml`), found from hookctl's environment.
+    pub(super) companions: Vec<PathBuf>,
 }
 
 impl Target {

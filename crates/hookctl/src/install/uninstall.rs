@@ -86,9 +86,10 @@ pub fn uninstall(args: &UninstallArgs, locations: &Locations) -> anyhow::Result<
     } else {
         let plan = give_back(&target, &manifest, &host_root, &hookd_root);
         if !plan.edited_claude.is_empty() && !args.force {
+            let product = target.host.product();
             bail!(
-                "{} moved Claude Code hook(s) were edited in {} since the install ({}); hookctl \
-                 cannot turn an edited hook back into Claude Code's form. Either undo the edit, \
+                "{} moved {product} hook(s) were edited in {} since the install ({}); hookctl \
+                 cannot turn an edited hook back into {product}'s form. Either undo the edit, \
                  or move it back by hand and delete it there, or keep it in hookd's file: `{} \
                  --force`",
                 plan.edited_claude.len(),

@@ -134,3 +134,27 @@ fn a_hooks_file_codex_would_drop_is_not_edited() {
     assert_eq!(read(&home.hooks_file()), broken);
     assert!(!home.config_file().exists());
 }
+
+#[test]
+fn uninstall_of_an_edited_codex_hook_names_codex_cli() {
+    let home = Home::new();
+    std::fs::write(home.hooks_file(), HOOKS).unwrap();
+    std::fs::write(home.config_file(), CONFIG).unwrap();
+    let (ok, out) = home.hookctl(&["install", "--host", "codex", "--scope", "user", "--yes"]);
+    assert!(ok, "{out}");
+
+    // The moved hook edited in hookd's file: it cannot be turned back into Codex's form.
+    let hookd_file = home.home.join(".config/hookd/hooks.json");
+    let moved = read(&hookd_file);
+    assert!(moved.contains("guard.sh"), "{moved}");
+    std::fs::write(&hookd_file, moved.replace("guard.sh", "guard-v2.sh")).unwrap();
+
+    let (ok, out) = home.hookctl(&["uninstall", "--host", "codex", "--scope", "user"]);
+    assert!(!ok, "{out}");
+    assert!(
+        out.contains("moved Codex CLI hook(s) were edited") && out.contains("Codex CLI's form"),
+        "{out}"
+    );
+    assert!(!out.contains("Claude Code"), "{out}");
+    assert!(out.contains("hookctl uninstall --host codex"), "{out}");
+}

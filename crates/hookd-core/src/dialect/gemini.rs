@@ -36,6 +36,15 @@ pub struct Gemini;
 
 /// One of Gemini CLI's events by its name (not one of Claude Code's own, which hookd also
 /// holds).
+/// The directory `~` stands for in Gemini CLI's paths (its `.gemini/` directory, extensions,
+/// trusted folders): `GEMINI_CLI_HOME` when set and not empty, else the home directory. The
+/// one place this rule lives; the loader, the daemon and `hookctl` all ask it.
+pub fn gemini_home(env: &HomeEnv<'_>) -> PathBuf {
+    (env.var)("GEMINI_CLI_HOME")
+        .filter(|home| !home.is_empty())
+        .map_or_else(|| env.home.to_owned(), PathBuf::from)
+}
+
 fn gemini_event(name: &str) -> Option<HookEventName> {
     name.parse::<HookEventName>()
         .ok()
@@ -130,8 +139,7 @@ impl HostDialect for Gemini {
     }
 
     fn user_settings_file(&self, env: &HomeEnv<'_>) -> PathBuf {
-        let home = (env.var)("GEMINI_CLI_HOME").map_or_else(|| env.home.to_owned(), PathBuf::from);
-        home.join(".gemini").join("settings.json")
+        gemini_home(env).join(".gemini").join("settings.json")
     }
 
     fn project_settings_file(&self, project: &Path) -> PathBuf {
@@ -355,6 +363,28 @@ mod tests {
                     exit_code: code,
                 },
                 "{event}"
+            );
+        }
+    }
+
+    /// `GEMINI_CLI_HOME` replaces the home directory unless it is empty.
+    #[test]
+    fn gemini_home_follows_gemini_cli_home() {
+        let home = Path::new("/home/u");
+        let cases: [(Option<&str>, &str); 3] =
+            [(None, "/home/u"), (Some(""), "/home/u"), (Some("/g"), "/g")];
+        for (value, expected) in cases {
+            let var = |name: &str| {
+                (name == "GEMINI_CLI_HOME")
+                    .then(|| value)
+                    .flatten()
+                    .map(str::to_owned)
+            };
+            let env = HomeEnv { home, var: &var };
+            assert_eq!(gemini_home(&env), PathBuf::from(expected), "{value:?}");
+            assert_eq!(
+                Gemini.user_settings_file(&env),
+                PathBuf::from(expected).join(".gemini/settings.json")
             );
         }
     }

@@ -277,8 +277,9 @@ pub trait HostDialect: Send + Sync + 'static {
     }
 
     /// Other files the host must see changed before it runs the hooks of `settings_file` (a
-    /// trust record, say). Default: none.
-    fn companion_files(&self, _settings_file: &Path) -> Vec<PathBuf> {
+    /// trust record, say), found with the caller's environment `env` (the core reads none).
+    /// Default: none.
+    fn companion_files(&self, _settings_file: &Path, _env: &HomeEnv<'_>) -> Vec<PathBuf> {
         Vec::new()
     }
 

@@ -182,11 +182,11 @@ impl ServerConfig {
     /// The directory `~` stands for in Gemini CLI's paths: `GEMINI_CLI_HOME`, else the home
     /// dir.
     pub(crate) fn gemini_home(&self) -> PathBuf {
-        self.env
-            .get("GEMINI_CLI_HOME")
-            .filter(|home| !home.is_empty())
-            .map(PathBuf::from)
-            .unwrap_or_else(|| self.home.clone())
+        let var = |name: &str| self.env.get(name).cloned();
+        hookd_core::dialect::gemini::gemini_home(&hookd_core::dialect::HomeEnv {
+            home: &self.home,
+            var: &var,
+        })
     }
 
     /// A configuration with default limits for the given environment.

@@ -76,6 +76,16 @@ pub const CLAUDE_DEFAULT_TIMEOUT_MS: u64 = 600_000;
 #[derive(Debug, Clone, Copy)]
 pub struct Claude;
 
+/// Claude Code's user directory: `CLAUDE_CONFIG_DIR` when it is an absolute path, else
+/// `~/.claude`. The one place this rule lives; the loader (`--claude-settings`) and
+/// `hookctl install` both ask it.
+pub fn claude_config_dir(env: &HomeEnv<'_>) -> PathBuf {
+    (env.var)("CLAUDE_CONFIG_DIR")
+        .map(PathBuf::from)
+        .filter(|dir| dir.is_absolute())
+        .unwrap_or_else(|| env.home.join(".claude"))
+}
+
 impl HostDialect for Claude {
     fn name(&self) -> &'static str {
         "claude"
@@ -223,11 +233,7 @@ impl HostDialect for Claude {
     }
 
     fn user_settings_file(&self, env: &HomeEnv<'_>) -> PathBuf {
-        (env.var)("CLAUDE_CONFIG_DIR")
-            .map(PathBuf::from)
-            .filter(|dir| dir.is_absolute())
-            .unwrap_or_else(|| env.home.join(".claude"))
-            .join("settings.json")
+        claude_config_dir(env).join("settings.json")
     }
 
     fn project_settings_file(&self, project: &Path) -> PathBuf {

@@ -251,12 +251,10 @@ impl HostDialect for Codex {
         codex_hooks_file_problems(settings_text)
     }
 
-    fn companion_files(&self, settings_file: &Path) -> Vec<PathBuf> {
+    fn companion_files(&self, settings_file: &Path, env: &HomeEnv<'_>) -> Vec<PathBuf> {
         // Trust lives in the user's config.toml only: next to the user's hooks.json, or
         // found from the environment for a project's.
-        let var = |name: &str| std::env::var(name).ok();
-        let home = std::env::var_os("HOME").map(PathBuf::from);
-        let from_env = codex_home(&var, home.as_deref());
+        let from_env = codex_home(env.var, Some(env.home));
         let Some(sibling) = settings_file.parent().map(Path::to_path_buf) else {
             return Vec::new();
         };
@@ -648,5 +646,32 @@ mod tests {
             Codex.project_settings_file(Path::new("/p")),
             PathBuf::from("/p/.codex/hooks.json")
         );
+    }
+
+    /// The trust records' file: beside the user's `hooks.json`; for a project's, the user's
+    /// Codex directory from the environment passed in (the core reads none of its own).
+    #[test]
+    fn companion_files_come_from_the_environment_given() {
+        let home = Path::new("/home/u");
+        let none = |_: &str| None;
+        let set = |name: &str| (name == "CODEX_HOME").then(|| "/c".to_owned());
+        let cases: [(&str, &dyn Fn(&str) -> Option<String>, &str); 4] = [
+            (
+                "/home/u/.codex/hooks.json",
+                &none,
+                "/home/u/.codex/config.toml",
+            ),
+            ("/c/hooks.json", &set, "/c/config.toml"),
+            ("/p/.codex/hooks.json", &none, "/home/u/.codex/config.toml"),
+            ("/p/.codex/hooks.json", &set, "/c/config.toml"),
+        ];
+        for (settings, var, expected) in cases {
+            let env = HomeEnv { home, var };
+            assert_eq!(
+                Codex.companion_files(Path::new(settings), &env),
+                vec![PathBuf::from(expected)],
+                "{settings}"
+            );
+        }
     }
 }
