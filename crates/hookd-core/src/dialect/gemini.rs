@@ -375,9 +375,8 @@ mod tests {
             [(None, "/home/u"), (Some(""), "/home/u"), (Some("/g"), "/g")];
         for (value, expected) in cases {
             let var = |name: &str| {
-                (name == "GEMINI_CLI_HOME")
-                    .then(|| value)
-                    .flatten()
+                value
+                    .filter(|_| name == "GEMINI_CLI_HOME")
                     .map(str::to_owned)
             };
             let env = HomeEnv { home, var: &var };

@@ -655,7 +655,8 @@ mod tests {
         let home = Path::new("/home/u");
         let none = |_: &str| None;
         let set = |name: &str| (name == "CODEX_HOME").then(|| "/c".to_owned());
-        let cases: [(&str, &dyn Fn(&str) -> Option<String>, &str); 4] = [
+        type Var<'a> = &'a dyn Fn(&str) -> Option<String>;
+        let cases: [(&str, Var<'_>, &str); 4] = [
             (
                 "/home/u/.codex/hooks.json",
                 &none,
