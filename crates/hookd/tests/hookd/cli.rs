@@ -218,18 +218,29 @@ fn oneshot_answers_one_connection_with_the_options_the_daemon_recorded() {
         .stderr(Stdio::null())
         .spawn()
         .unwrap();
+    // The daemon records its options once its socket listens, before it serves (the write is
+    // fsynced, so it can land after a first connect succeeds): wait until it is there.
+    let engine_records = || -> Vec<std::fs::DirEntry> {
+        std::fs::read_dir(dir.join("state/hookd"))
+            .map(|entries| {
+                entries
+                    .filter_map(Result::ok)
+                    .filter(|entry| entry.file_name().to_string_lossy().starts_with("engine-"))
+                    .collect()
+            })
+            .unwrap_or_default()
+    };
     let deadline = Instant::now() + Duration::from_secs(30);
-    while std::os::unix::net::UnixStream::connect(&socket).is_err() {
-        assert!(Instant::now() < deadline, "hookd never listened");
+    while std::os::unix::net::UnixStream::connect(&socket).is_err() || engine_records().is_empty() {
+        assert!(
+            Instant::now() < deadline,
+            "hookd never listened with its options recorded"
+        );
         std::thread::sleep(Duration::from_millis(10));
     }
     let _ = daemon.kill();
     let _ = daemon.wait();
-    let records: Vec<_> = std::fs::read_dir(dir.join("state/hookd"))
-        .unwrap()
-        .filter_map(Result::ok)
-        .filter(|entry| entry.file_name().to_string_lossy().starts_with("engine-"))
-        .collect();
+    let records = engine_records();
     assert_eq!(records.len(), 1);
     let mode = records[0].metadata().unwrap().permissions().mode();
     assert_eq!(mode & 0o777, 0o600);
