@@ -7,11 +7,13 @@
 //!   temp `HOME` and none of the host's own configuration directories.
 //! - [`process`]: children killed when dropped, and readiness by connecting to a socket
 //!   (never by sleeping).
+//! - [`imports`]: the import-order guard of crates whose modules are flat files.
 //! - Hook script builders: [`write`], [`write_script`], [`Daemon::script`], [`settings`],
 //!   [`command_hook`].
 
 pub mod daemon;
 pub mod env;
+pub mod imports;
 pub mod process;
 
 pub use daemon::*;
