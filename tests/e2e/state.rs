@@ -153,18 +153,8 @@ impl DaemonProcess {
             &settings.to_string(),
         );
         let child = Command::new(DAEMON)
-            .env_clear()
-            .hermetic(root.join("home"))
-            .env("PATH", std::env::var("PATH").unwrap_or_default())
+            .isolated(root.join("home"), root)
             .env("HOOKD_SOCKET", &socket)
-            .env(
-                "GEMINI_CLI_SYSTEM_SETTINGS_PATH",
-                root.join("etc/settings.json"),
-            )
-            .env(
-                "GEMINI_CLI_SYSTEM_DEFAULTS_PATH",
-                root.join("etc/defaults.json"),
-            )
             .stdin(Stdio::null())
             .stdout(Stdio::null())
             .stderr(Stdio::null())

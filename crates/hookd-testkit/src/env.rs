@@ -25,6 +25,12 @@ pub trait Hermetic {
     /// Gives the command the home `home` and removes [`HOST_VARS`]; a test sets what it needs
     /// of those after this call (the last setting of a variable wins).
     fn hermetic(&mut self, home: impl AsRef<Path>) -> &mut Self;
+
+    /// Stricter than [`Hermetic::hermetic`], for a daemon under test: nothing of the caller's
+    /// environment but `PATH`, the home `home`, and Gemini CLI's system settings files under
+    /// `root/etc` (absent unless the test writes them), so the machine's own settings never
+    /// reach it.
+    fn isolated(&mut self, home: impl AsRef<Path>, root: impl AsRef<Path>) -> &mut Self;
 }
 
 impl Hermetic for Command {
@@ -34,5 +40,17 @@ impl Hermetic for Command {
             self.env_remove(var);
         }
         self
+    }
+
+    fn isolated(&mut self, home: impl AsRef<Path>, root: impl AsRef<Path>) -> &mut Self {
+        let etc = root.as_ref().join("etc");
+        self.env_clear()
+            .env("PATH", std::env::var_os("PATH").unwrap_or_default())
+            .hermetic(home)
+            .env("GEMINI_CLI_SYSTEM_SETTINGS_PATH", etc.join("settings.json"))
+            .env(
+                "GEMINI_CLI_SYSTEM_DEFAULTS_PATH",
+                etc.join("system-defaults.json"),
+            )
     }
 }

@@ -77,17 +77,7 @@ fn sigterm_answers_the_call_in_flight_and_refuses_new_connections() {
         Command::new(env!("CARGO_BIN_EXE_hookd"))
             .arg("--socket")
             .arg(&socket)
-            .env_clear()
-            .env("PATH", std::env::var_os("PATH").unwrap_or_default())
-            .hermetic(&home)
-            .env(
-                "GEMINI_CLI_SYSTEM_SETTINGS_PATH",
-                dir.path().join("etc/settings.json"),
-            )
-            .env(
-                "GEMINI_CLI_SYSTEM_DEFAULTS_PATH",
-                dir.path().join("etc/system-defaults.json"),
-            )
+            .isolated(&home, dir.path())
             .stdin(Stdio::null())
             .stdout(Stdio::null())
             .stderr(Stdio::null())
@@ -177,17 +167,7 @@ fn sigterm_with_a_stuck_audit_fifo_exits_within_its_deadline() {
             .arg("--audit-log")
             .arg(&fifo)
             .arg("--audit-stdin")
-            .env_clear()
-            .env("PATH", std::env::var_os("PATH").unwrap_or_default())
-            .hermetic(&home)
-            .env(
-                "GEMINI_CLI_SYSTEM_SETTINGS_PATH",
-                dir.path().join("etc/settings.json"),
-            )
-            .env(
-                "GEMINI_CLI_SYSTEM_DEFAULTS_PATH",
-                dir.path().join("etc/system-defaults.json"),
-            )
+            .isolated(&home, dir.path())
             .stdin(Stdio::null())
             .stdout(Stdio::null())
             .stderr(std::fs::File::create(&log).expect("log"))

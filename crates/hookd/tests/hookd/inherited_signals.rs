@@ -69,17 +69,7 @@ fn hook_exit_codes_are_read_when_the_parent_ignored_sigchld() {
             .arg("trap '' CHLD; exec \"$0\" --socket \"$1\"")
             .arg(env!("CARGO_BIN_EXE_hookd"))
             .arg(&socket)
-            .env_clear()
-            .env("PATH", std::env::var_os("PATH").unwrap_or_default())
-            .hermetic(&home)
-            .env(
-                "GEMINI_CLI_SYSTEM_SETTINGS_PATH",
-                dir.path().join("etc/settings.json"),
-            )
-            .env(
-                "GEMINI_CLI_SYSTEM_DEFAULTS_PATH",
-                dir.path().join("etc/system-defaults.json"),
-            )
+            .isolated(&home, dir.path())
             .stdin(Stdio::null())
             .stdout(Stdio::null())
             .stderr(Stdio::null())

@@ -39,17 +39,7 @@ fn hookd(home: &Path, socket: &Path, ulimit_args: &str) -> Command {
         ))
         .arg(env!("CARGO_BIN_EXE_hookd"))
         .arg(socket)
-        .env_clear()
-        .env("PATH", std::env::var_os("PATH").unwrap_or_default())
-        .hermetic(home)
-        .env(
-            "GEMINI_CLI_SYSTEM_SETTINGS_PATH",
-            home.join("no-system.json"),
-        )
-        .env(
-            "GEMINI_CLI_SYSTEM_DEFAULTS_PATH",
-            home.join("no-defaults.json"),
-        )
+        .isolated(home, home)
         .stdin(Stdio::null())
         .stdout(Stdio::piped())
         .stderr(Stdio::piped());

@@ -116,18 +116,8 @@ fn a_full_store_keeps_the_daemon_within_its_memory_bound() {
         Command::new(env!("CARGO_BIN_EXE_hookd"))
             .arg("--socket")
             .arg(&socket)
-            .env_clear()
-            .env("PATH", std::env::var_os("PATH").unwrap_or_default())
-            .hermetic(&home)
+            .isolated(&home, dir.path())
             .env("XDG_STATE_HOME", dir.path().join("state"))
-            .env(
-                "GEMINI_CLI_SYSTEM_SETTINGS_PATH",
-                dir.path().join("etc/settings.json"),
-            )
-            .env(
-                "GEMINI_CLI_SYSTEM_DEFAULTS_PATH",
-                dir.path().join("etc/system-defaults.json"),
-            )
             .stdin(Stdio::null())
             .stdout(Stdio::null())
             .stderr(Stdio::null())
