@@ -725,7 +725,7 @@ fn translate(
     let relayed = dialect
         .relay_input(&args.event, payload)
         .map_err(|err| match err {
-            DialectError::UnknownEvent(_) => RelayError::Usage(format!(
+            DialectError::UnknownEvent { .. } => RelayError::Usage(format!(
                 "{:?} is not a {} hook event hookd can run (--dialect names the host: {})",
                 args.event,
                 dialect.product(),

@@ -104,8 +104,10 @@ impl HostDialect for Gemini {
         host_event: &str,
         host_input: Map<String, Value>,
     ) -> Result<RelayInput, DialectError> {
-        let event = gemini_event(host_event)
-            .ok_or_else(|| DialectError::UnknownEvent(host_event.to_owned()))?;
+        let event = gemini_event(host_event).ok_or_else(|| DialectError::UnknownEvent {
+            host: "Gemini CLI",
+            event: host_event.to_owned(),
+        })?;
         Ok(RelayInput {
             host_event: host_event.to_owned(),
             event,

@@ -29,6 +29,7 @@ pub mod codex;
 pub mod condition;
 pub mod gemini;
 mod relay;
+mod types;
 pub mod wiring;
 
 use std::borrow::Cow;
@@ -49,10 +50,9 @@ use crate::result::{HookResult, HookRun};
 use crate::sanitize::EnvRedaction;
 
 pub use claude::{
-    BlockStyle, CLAUDE_EVENTS, Conversion, ConversionProblem, ConvertOptions, DialectError,
-    ProblemKind, Purpose, aggregate_claude, answer_for_claude, answer_for_claude_input,
-    claude_block_style, claude_event_to_gemini, claude_hook_applies, claude_hook_result,
-    claude_input_to_gemini, claude_matcher_matches, claude_matcher_to_gemini,
+    BlockStyle, CLAUDE_EVENTS, ConvertOptions, aggregate_claude, answer_for_claude,
+    answer_for_claude_input, claude_block_style, claude_event_to_gemini, claude_hook_applies,
+    claude_hook_result, claude_input_to_gemini, claude_matcher_matches, claude_matcher_to_gemini,
     claude_matcher_verbatim, claude_notification_type_to_gemini, claude_plain_stdout_field,
     claude_specific_fields, claude_tool_input_to_gemini, claude_tool_to_gemini,
     claude_tools_for_gemini, convert_claude_hooks, convert_claude_settings, effective_claude_event,
@@ -64,6 +64,7 @@ pub use relay::{
     FALLBACK_EXEC_SCRIPT, RELAY_PROGRAM, SHARED_RELAY_PREFIX, fallback_command, fallback_original,
     is_hookd_wiring, is_relay_command, is_shared_relay_command, shared_relay_command,
 };
+pub use types::{Conversion, ConversionProblem, DialectError, ProblemKind, Purpose};
 
 /// What the relay prints and exits with.
 #[derive(Debug, Clone, PartialEq, Eq, Default)]

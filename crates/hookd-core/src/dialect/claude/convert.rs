@@ -33,8 +33,6 @@
 //! Nothing is dropped without a [`ConversionProblem`] saying so, except what means the same
 //! in both CLIs.
 
-use std::fmt;
-
 use serde_json::{Map, Value};
 
 use super::matchers::{
@@ -44,25 +42,9 @@ use super::matchers::{
 use super::names::claude_event_to_gemini;
 use crate::dialect::condition::Condition;
 use crate::dialect::relay::is_relay_command;
+use crate::dialect::{Conversion, ProblemKind, Purpose};
 use crate::event::{ClaudeEvent, HookEventName};
 use crate::json::json_type;
-
-/// What the converted hooks are for.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Purpose {
-    /// A settings layer hookd runs as Claude wrote it: every hook is marked `"dialect":
-    /// "claude"` (it reads Claude payloads and answers in Claude's fields) and carries its
-    /// Claude event as `claude_event` and, for Notification and SubagentStop, its matcher as
-    /// `claude_matcher` (see [`super::claude_hook_applies`]). `$CLAUDE_PROJECT_DIR` keeps its
-    /// name.
-    Layer,
-    /// Plain Gemini CLI hooks for the user to adapt (`hookctl migrate --from-claude`):
-    /// `$CLAUDE_PROJECT_DIR` becomes `${GEMINI_PROJECT_DIR}`; a Notification hook whose
-    /// matcher does not select permission prompts, which Gemini CLI would run for every
-    /// permission prompt, and hookd's own relay entries are left out; a SubagentStop
-    /// matcher is reported as lost.
-    Migrate,
-}
 
 /// Options of [`convert_claude_hooks`].
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -72,77 +54,6 @@ pub struct ConvertOptions<'a> {
     /// The plugin's directory, when converting a Claude Code plugin's `hooks/hooks.json`:
     /// the value of `${CLAUDE_PLUGIN_ROOT}`.
     pub plugin_root: Option<&'a str>,
-}
-
-/// Whether a problem cost a hook or only changed it.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum ProblemKind {
-    /// The entry is not in the converted hooks.
-    Skipped,
-    /// The entry was converted, but behaves differently from Claude Code in the way the
-    /// message says.
-    Changed,
-}
-
-/// One entry that could not be converted as it was, and why.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct ConversionProblem {
-    /// Where in the Claude settings, like `hooks.PreToolUse[0].hooks[1]`.
-    pub location: String,
-    /// Whether the entry was left out or converted with a difference.
-    pub kind: ProblemKind,
-    /// What happened, as a sentence.
-    pub message: String,
-}
-
-impl fmt::Display for ConversionProblem {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        let what = match self.kind {
-            ProblemKind::Skipped => "not converted",
-            ProblemKind::Changed => "converted with a change",
-        };
-        write!(f, "{}: {what}: {}", self.location, self.message)
-    }
-}
-
-/// Claude Code hooks in Gemini CLI's form, and what did not convert cleanly.
-#[derive(Debug, Clone, PartialEq, Default)]
-pub struct Conversion {
-    /// The Gemini `hooks` object: Gemini event → list of definitions.
-    pub hooks: Map<String, Value>,
-    /// Every entry that was left out or changed, in file order.
-    pub problems: Vec<ConversionProblem>,
-}
-
-impl Conversion {
-    /// How many hook definitions the Gemini `hooks` object holds.
-    pub fn definition_count(&self) -> usize {
-        self.hooks
-            .values()
-            .filter_map(Value::as_array)
-            .map(Vec::len)
-            .sum()
-    }
-
-    /// The problems of one kind.
-    pub fn problems_of(&self, kind: ProblemKind) -> impl Iterator<Item = &ConversionProblem> {
-        self.problems
-            .iter()
-            .filter(move |problem| problem.kind == kind)
-    }
-
-    fn problem(
-        &mut self,
-        location: impl Into<String>,
-        kind: ProblemKind,
-        message: impl Into<String>,
-    ) {
-        self.problems.push(ConversionProblem {
-            location: location.into(),
-            kind,
-            message: message.into(),
-        });
-    }
 }
 
 /// Converts the `hooks` of a Claude Code settings document (`settings.json`,

@@ -40,10 +40,7 @@ use serde_json::{Map, Value, json};
 
 pub use aggregate::aggregate_claude;
 pub use answer::{answer_for_claude, answer_for_claude_input};
-pub use convert::{
-    Conversion, ConversionProblem, ConvertOptions, ProblemKind, Purpose, convert_claude_hooks,
-    convert_claude_settings,
-};
+pub use convert::{ConvertOptions, convert_claude_hooks, convert_claude_settings};
 pub use events::{
     BlockStyle, claude_block_style, claude_plain_stdout_field, claude_specific_fields,
 };
@@ -58,12 +55,11 @@ pub use names::{
     gemini_tool_to_claude,
 };
 pub use payload::{
-    DialectError, claude_hook_applies, claude_input_to_gemini, effective_claude_event,
-    gemini_payload_to_claude,
+    claude_hook_applies, claude_input_to_gemini, effective_claude_event, gemini_payload_to_claude,
 };
 pub use result::claude_hook_result;
 
-use super::{HomeEnv, HostAnswer, HostDialect, RelayInput};
+use super::{Conversion, DialectError, HomeEnv, HostAnswer, HostDialect, Purpose, RelayInput};
 use crate::aggregate::Aggregate;
 use crate::event::{ClaudeEvent, HookEventName};
 use crate::model::{HookConfig, HookEntry, LayerFile, Source};
@@ -145,7 +141,10 @@ impl HostDialect for Claude {
         mut host_input: Map<String, Value>,
     ) -> Result<RelayInput, DialectError> {
         if claude_event_to_gemini(host_event).is_none() {
-            return Err(DialectError::UnknownEvent(host_event.to_owned()));
+            return Err(DialectError::UnknownEvent {
+                host: "Claude Code",
+                event: host_event.to_owned(),
+            });
         }
         // The event named on the command line is the one being answered.
         host_input.insert(

@@ -30,27 +30,9 @@ use super::names::{
     claude_tool_to_gemini, gemini_event_to_claude, gemini_notification_type_to_claude,
     gemini_tool_input_to_claude, gemini_tool_to_claude, static_claude_event,
 };
+use crate::dialect::DialectError;
 use crate::event::HookEventName;
 use crate::model::HookConfig;
-
-/// Why a Claude Code stdin object cannot be translated.
-#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-pub enum DialectError {
-    /// `hook_event_name` is missing or not a string.
-    #[error("the input has no hook_event_name string")]
-    MissingEventName,
-    /// The Claude event has no Gemini CLI counterpart.
-    #[error("Claude Code's {0} event has no Gemini CLI counterpart")]
-    UnknownEvent(String),
-    /// A field the event needs has the wrong type.
-    #[error("{field} must be {expected}")]
-    InvalidField {
-        /// The field, such as `tool_name`.
-        field: &'static str,
-        /// What it must be, such as `a string`.
-        expected: &'static str,
-    },
-}
 
 /// The base fields both CLIs send first.
 const BASE_FIELDS: [&str; 3] = ["session_id", "transcript_path", "cwd"];
@@ -72,8 +54,10 @@ pub fn claude_input_to_gemini(
         .get("hook_event_name")
         .and_then(Value::as_str)
         .ok_or(DialectError::MissingEventName)?;
-    let event = claude_event_to_gemini(claude_event)
-        .ok_or_else(|| DialectError::UnknownEvent(claude_event.to_owned()))?;
+    let event = claude_event_to_gemini(claude_event).ok_or_else(|| DialectError::UnknownEvent {
+        host: "Claude Code",
+        event: claude_event.to_owned(),
+    })?;
 
     let mut out = Map::new();
     for key in BASE_FIELDS {
@@ -542,7 +526,10 @@ mod tests {
             ),
             (
                 json!({"hook_event_name": "PermissionAsked"}),
-                DialectError::UnknownEvent("PermissionAsked".to_owned()),
+                DialectError::UnknownEvent {
+                    host: "Claude Code",
+                    event: "PermissionAsked".to_owned(),
+                },
             ),
             (
                 json!({"hook_event_name": "PreToolUse"}),

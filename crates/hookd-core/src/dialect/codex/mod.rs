@@ -97,8 +97,10 @@ impl HostDialect for Codex {
         host_event: &str,
         mut host_input: Map<String, Value>,
     ) -> Result<RelayInput, DialectError> {
-        let event = codex_event_to_hookd(host_event)
-            .ok_or_else(|| DialectError::UnknownEvent(host_event.to_owned()))?;
+        let event = codex_event_to_hookd(host_event).ok_or_else(|| DialectError::UnknownEvent {
+            host: "Codex CLI",
+            event: host_event.to_owned(),
+        })?;
         host_input.insert(
             "hook_event_name".to_owned(),
             Value::String(host_event.to_owned()),
