@@ -583,7 +583,7 @@ fn check_wiring(project: &Path, findings: &mut Vec<Finding>) {
 fn check_shared_files(project: &Path, findings: &mut Vec<Finding>) {
     let relay_on_path = find_program(crate::install::RELAY_BINARY).is_some();
     for dialect in hookd_core::dialect::Dialect::ALL {
-        let file = dialect.project_settings_file(project);
+        let file = dialect.files().project_settings_file(project);
         let text = crate::read_settings_text_or_empty(&file);
         let Ok(Value::Object(root)) = hookd_core::jsonc::parse(&text) else {
             continue;

@@ -605,7 +605,7 @@ fn prepare(args: &RelayArgs, payload: Map<String, Value>) -> Result<Prepared, Re
     request.transcript_path = transcript_path;
     request.env = Some(process_env());
     request.project_dir = host_project_dir(args.dialect, |name| std::env::var_os(name));
-    if request.project_dir.is_none() && args.dialect.project_dir_is_hook_cwd() {
+    if request.project_dir.is_none() && args.dialect.relay().project_dir_is_hook_cwd() {
         request.project_dir = std::env::current_dir()
             .ok()
             .map(|dir| dir.display().to_string());
@@ -692,7 +692,7 @@ pub fn host_project_dir(
     dialect: Dialect,
     var: impl Fn(&str) -> Option<OsString>,
 ) -> Option<String> {
-    var(dialect.project_dir_var()?)
+    var(dialect.relay().project_dir_var()?)
         .and_then(|value| value.into_string().ok())
         .filter(|dir| Path::new(dir).is_absolute())
 }
@@ -723,6 +723,7 @@ fn translate(
 ) -> Result<(Event, Map<String, Value>), RelayError> {
     let dialect = args.dialect;
     let relayed = dialect
+        .relay()
         .relay_input(&args.event, payload)
         .map_err(|err| match err {
             DialectError::UnknownEvent { .. } => RelayError::Usage(format!(
@@ -752,6 +753,7 @@ fn answer(event: &Event, result: Option<&EventResult>) -> HostAnswer {
     let errors = result.map_or(&[][..], |result| result.errors.as_slice());
     event
         .dialect
+        .relay()
         .relay_answer(&event.relayed, final_output, errors)
 }
 
@@ -1001,7 +1003,7 @@ pub fn utc_timestamp(seconds: u64) -> String {
 
 /// The event of the arguments, when it is one the dialect knows.
 fn known_event(args: &RelayArgs) -> Option<Event> {
-    let event = args.dialect.event_to_hookd(&args.event)?;
+    let event = args.dialect.relay().event_to_hookd(&args.event)?;
     Some(Event {
         dialect: args.dialect,
         relayed: RelayInput {

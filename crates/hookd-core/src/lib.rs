@@ -21,7 +21,7 @@
 //!    policy and trust), the events, matchers, the stdin payload, what a run's exit code and
 //!    output mean, failure policies, chaining and aggregation.
 //! 3. [`dialect`], the dialects: each host CLI behind one interface
-//!    ([`dialect::HostDialect`]), and the `if` conditions of Claude Code's permission-rule
+//!    ([`dialect::Host`], in three parts by user), and the `if` conditions of Claude Code's permission-rule
 //!    syntax.
 //! 4. [`settings`], settings and registry: settings files (JSONC, editing, extensions,
 //!    limits), the registry that plans each event, which hooks a relaying host runs itself,

@@ -626,7 +626,7 @@ impl<'a> Firing<'a> {
         let payload = (is_process && !dialect.is_native())
             .then(|| build_payload(self.request.event, &self.request.base, input))
             .and_then(|payload| {
-                let shaped = dialect.hook_payload(self.request.event, &payload)?;
+                let shaped = dialect.run().hook_payload(self.request.event, &payload)?;
                 Some((payload, shaped))
             });
         let (stdin, dialect_payload) = if let Some((payload, mut shaped)) = payload {
@@ -660,7 +660,7 @@ impl<'a> Firing<'a> {
                 .on_failure()
                 .unwrap_or(self.config.default_on_failure);
             let interpreted = match &dialect_payload {
-                Some(payload) => dialect.hook_result(entry, run, payload),
+                Some(payload) => dialect.run().hook_result(entry, run, payload),
                 None => hook_result(entry, run),
             };
             return apply_failure_policy(interpreted, policy);
@@ -696,7 +696,7 @@ impl<'a> Firing<'a> {
             .on_failure()
             .unwrap_or(self.config.default_on_failure);
         let interpreted = match &dialect_payload {
-            Some(payload) => dialect.hook_result(entry, run, payload),
+            Some(payload) => dialect.run().hook_result(entry, run, payload),
             None => hook_result(entry, run),
         };
         // The breaker reads the run before its policy replaced the output: a hook that
@@ -934,11 +934,12 @@ impl<'a> Firing<'a> {
         let dialect = entry.config.dialect();
         ProcessSpec {
             program: dialect
+                .run()
                 .hook_shell()
                 .map_or_else(|| self.config.shell.clone(), PathBuf::from),
             args: vec![
                 "-c".to_owned(),
-                dialect.hook_command(command, &self.vars).into_owned(),
+                dialect.run().hook_command(command, &self.vars).into_owned(),
             ],
             cwd: PathBuf::from(&self.request.base.cwd),
             env: self.config.envs.get(

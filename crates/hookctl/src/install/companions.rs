@@ -12,7 +12,7 @@ use super::locations::Target;
 /// Refuses to edit a host settings file the host would not load (it would drop the relay
 /// entries with the rest).
 pub(super) fn refuse_problems(target: &Target, host_text: &str) -> anyhow::Result<()> {
-    let problems = target.host.settings_problems(host_text);
+    let problems = target.host.files().settings_problems(host_text);
     if problems.is_empty() {
         return Ok(());
     }
@@ -37,6 +37,7 @@ pub(super) fn companion_changes(target: &Target, host_text: &str) -> anyhow::Res
             .transpose()?;
         let after = target
             .host
+            .files()
             .companion_text(&target.host_file, host_text, path, current.as_deref())
             .map_err(|message| anyhow::anyhow!("cannot edit {}: {message}", path.display()))?;
         if let Some(after) = after {
@@ -62,5 +63,6 @@ pub(super) fn host_wiring_problems(target: &Target) -> Vec<String> {
         .collect();
     target
         .host
+        .files()
         .wiring_problems(&target.host_file, &text, &companions)
 }

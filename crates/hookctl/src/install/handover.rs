@@ -189,7 +189,7 @@ pub fn install(
         "Installed: hookd now runs the {} (`{}` gives them back). {}",
         target.describe(),
         target.command("uninstall"),
-        target.host.pickup_note()
+        target.host.files().pickup_note()
     );
     Ok(report)
 }

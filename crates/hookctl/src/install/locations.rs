@@ -85,9 +85,12 @@ impl Locations {
             var: &var,
         };
         let (host_file, hookd_file) = match &project {
-            None => (host.user_settings_file(&env), self.paths.hookd_user.clone()),
+            None => (
+                host.files().user_settings_file(&env),
+                self.paths.hookd_user.clone(),
+            ),
             Some(dir) => (
-                host.project_settings_file(dir),
+                host.files().project_settings_file(dir),
                 LayerPaths::hookd_project(dir),
             ),
         };
@@ -102,7 +105,7 @@ impl Locations {
             key.push('-');
             key.push_str(&digest[..16]);
         }
-        let companions = host.companion_files(&host_file, &env);
+        let companions = host.files().companion_files(&host_file, &env);
         Target {
             host,
             scope,

@@ -72,7 +72,7 @@ pub(super) fn split_hooks(host: Host, root: &Map<String, Value>) -> Split {
             }
             continue;
         };
-        if !host.is_native() && host.event_to_hookd(&event).is_none() {
+        if !host.is_native() && host.relay().event_to_hookd(&event).is_none() {
             split.kept.insert(event, Value::Array(definitions));
             continue;
         }
@@ -86,7 +86,10 @@ pub(super) fn split_hooks(host: Host, root: &Map<String, Value>) -> Split {
                 continue;
             };
             let settings = json!({"hooks": {event.clone(): [moves.clone()]}});
-            match host.convert_settings(&settings, dialect::Purpose::Layer) {
+            match host
+                .files()
+                .convert_settings(&settings, dialect::Purpose::Layer)
+            {
                 None => split.moved.push(MovedDefinition::new(
                     &event,
                     moves.clone(),

@@ -73,7 +73,7 @@ pub fn sync(args: &SyncArgs, locations: &Locations) -> anyhow::Result<String> {
         for change in &changes {
             write_atomic(&change.path, &change.after, file_mode(&change.path))?;
         }
-        let _ = writeln!(report, "{}", target.host.pickup_note());
+        let _ = writeln!(report, "{}", target.host.files().pickup_note());
     }
     if args.dry_run {
         report.push_str("Dry run: nothing was written.\n");

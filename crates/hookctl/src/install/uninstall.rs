@@ -206,7 +206,7 @@ pub fn uninstall(args: &UninstallArgs, locations: &Locations) -> anyhow::Result<
         } else {
             ""
         },
-        target.host.pickup_note()
+        target.host.files().pickup_note()
     );
     Ok(report)
 }

@@ -152,6 +152,7 @@ pub(super) fn relayed_layers(
     // Gemini CLI's files, which the daemon reads, when the host does not run them itself.
     if !target
         .host
+        .run()
         .runs_layer(Source::User, hookd_core::LayerFile::Gemini)
     {
         files.push((
@@ -212,7 +213,7 @@ pub fn wiring(host: Host, layers: &[SettingsLayer]) -> Vec<WireEntry> {
                 }
                 let timeout = config
                     .timeout_ms
-                    .unwrap_or_else(|| config.dialect().default_timeout_ms());
+                    .unwrap_or_else(|| config.dialect().run().default_timeout_ms());
                 let slot = match per_event
                     .iter()
                     .position(|(event, _, _)| *event == event_hooks.event)
@@ -238,14 +239,15 @@ pub fn wiring(host: Host, layers: &[SettingsLayer]) -> Vec<WireEntry> {
         }
     }
     let mut entries = Vec::new();
-    for event in host.events() {
+    for event in host.relay().events() {
         let Some((gemini, matchers, total)) = host
+            .relay()
             .event_to_hookd(event)
             .and_then(|gemini| per_event.iter().find(|(event, _, _)| *event == gemini))
         else {
             continue;
         };
-        let matcher = host.relay_matcher(*gemini, matchers);
+        let matcher = host.files().relay_matcher(*gemini, matchers);
         entries.push(WireEntry {
             event: event.to_owned(),
             matcher,
@@ -337,7 +339,9 @@ pub(super) fn relay_entries(
         if from_path {
             command = dialect::shared_relay_command(&command);
         }
-        let relay = host.relay_handler(event, &command, entry.timeout_ms);
+        let relay = host
+            .files()
+            .relay_handler(event, &command, entry.timeout_ms);
         let mut definition = Map::new();
         if let Some(matcher) = &entry.matcher {
             definition.insert("matcher".to_owned(), Value::from(matcher.clone()));

@@ -1307,7 +1307,7 @@ fn a_project_install_keeps_the_hooks_running_on_a_machine_without_hookd() {
         if host == "codex" {
             let config = home.home.join(".codex/config.toml");
             let config_text = std::fs::read_to_string(&config).unwrap();
-            let problems = hookd_core::dialect::Dialect::CODEX.wiring_problems(
+            let problems = hookd_core::dialect::Dialect::CODEX.files().wiring_problems(
                 &host_file,
                 &std::fs::read_to_string(&host_file).unwrap(),
                 &[(config.clone(), Some(config_text.clone()))],

@@ -22,7 +22,7 @@ use std::path::{Path, PathBuf};
 
 use serde_json::{Map, Value, json};
 
-use super::{DialectError, HomeEnv, HostAnswer, HostDialect, RelayInput};
+use super::{DialectError, HomeEnv, Host, HostAnswer, HostFiles, HostRelay, HostRun, RelayInput};
 use crate::command::{CommandVars, expand_command};
 use crate::event::{HookEventName, MergeStrategy};
 use crate::model::{DEFAULT_TIMEOUT_MS, LayerFile, Source};
@@ -51,36 +51,14 @@ fn gemini_event(name: &str) -> Option<HookEventName> {
         .filter(|event| event.claude_only().is_none())
 }
 
-impl HostDialect for Gemini {
-    fn name(&self) -> &'static str {
-        "gemini"
-    }
+impl Host for Gemini {
+    const NAME: &'static str = "gemini";
+    const PRODUCT: &'static str = "Gemini CLI";
+}
 
-    fn product(&self) -> &'static str {
-        "Gemini CLI"
-    }
-
-    fn events(&self) -> Vec<&'static str> {
-        HookEventName::ALL
-            .iter()
-            .map(|event| event.as_str())
-            .collect()
-    }
-
-    fn event_to_hookd(&self, host_event: &str) -> Option<HookEventName> {
-        gemini_event(host_event)
-    }
-
+impl HostRun for Gemini {
     fn default_timeout_ms(&self) -> u64 {
         DEFAULT_TIMEOUT_MS
-    }
-
-    fn timeout_unit_ms(&self) -> u64 {
-        1
-    }
-
-    fn project_dir_var(&self) -> Option<&'static str> {
-        Some("GEMINI_PROJECT_DIR")
     }
 
     fn hook_variables<'a>(&self, vars: &CommandVars<'a>) -> Vec<(&'static str, &'a str)> {
@@ -98,6 +76,23 @@ impl HostDialect for Gemini {
     fn runs_layer(&self, source: Source, file: LayerFile) -> bool {
         source == Source::Extension || file == LayerFile::Gemini
     }
+}
+
+impl HostRelay for Gemini {
+    fn events(&self) -> Vec<&'static str> {
+        HookEventName::ALL
+            .iter()
+            .map(|event| event.as_str())
+            .collect()
+    }
+
+    fn event_to_hookd(&self, host_event: &str) -> Option<HookEventName> {
+        gemini_event(host_event)
+    }
+
+    fn project_dir_var(&self) -> Option<&'static str> {
+        Some("GEMINI_PROJECT_DIR")
+    }
 
     fn relay_input(
         &self,
@@ -105,7 +100,7 @@ impl HostDialect for Gemini {
         host_input: Map<String, Value>,
     ) -> Result<RelayInput, DialectError> {
         let event = gemini_event(host_event).ok_or_else(|| DialectError::UnknownEvent {
-            host: "Gemini CLI",
+            host: <Self as Host>::PRODUCT,
             event: host_event.to_owned(),
         })?;
         Ok(RelayInput {
@@ -123,6 +118,12 @@ impl HostDialect for Gemini {
         errors: &[String],
     ) -> HostAnswer {
         answer_for_gemini(event.event, final_output, errors)
+    }
+}
+
+impl HostFiles for Gemini {
+    fn timeout_unit_ms(&self) -> u64 {
+        1
     }
 
     fn relay_matcher(&self, event: HookEventName, matchers: &[Option<String>]) -> Option<String> {

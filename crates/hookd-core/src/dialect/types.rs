@@ -1,6 +1,6 @@
 //! The types of the host interface that belong to no one host: how a host's settings convert
-//! into hookd's (`HostDialect::convert_settings`) and why a host's stdin cannot be translated
-//! (`HostDialect::relay_input`).
+//! into hookd's (`HostFiles::convert_settings`) and why a host's stdin cannot be translated
+//! (`HostRelay::relay_input`).
 
 use std::fmt;
 
@@ -103,7 +103,7 @@ pub enum DialectError {
     /// The host's event has no counterpart in hookd.
     #[error("{host}'s {event} event has no counterpart in hookd")]
     UnknownEvent {
-        /// The host's product name (`HostDialect::product`), such as `Codex CLI`.
+        /// The host's product name (`Host::PRODUCT`), such as `Codex CLI`.
         host: &'static str,
         /// The event as the host names it.
         event: String,

@@ -5,7 +5,7 @@
 //! is passed through the load-time environment expansion ([`crate::envexpand`]), exactly as
 //! Gemini CLI does before anything else reads the file, except the strings of a hook written
 //! in the dialect of a host that does not expand its settings (`"dialect": "claude"` or
-//! `"codex"`: [`crate::dialect::HostDialect::expands_settings_strings`]), which are read as
+//! `"codex"`: [`crate::dialect::HostRun::expands_settings_strings`]), which are read as
 //! their host reads them. Then we extract:
 //!
 //! - `hooks`: per event, the hook definitions, validated entry by entry (§1.4);
@@ -262,6 +262,7 @@ fn expand_hooks(hooks: &mut Value, env: &dyn Fn(&str) -> Option<String>) {
                             let expands = match entry {
                                 Value::Object(raw) => crate::dialect::parse_dialect(raw)
                                     .0
+                                    .run()
                                     .expands_settings_strings(),
                                 _ => true,
                             };

@@ -663,10 +663,11 @@ impl Registry {
                 entry
                     .config
                     .dialect()
+                    .run()
                     .hook_applies(&entry.config, event, input)
             },
             |entry| runs_in_hookd(entry.source, entry.origin.file, relayed_by),
-            if relayed_by.is_some_and(|host| host.dedups_by_command()) {
+            if relayed_by.is_some_and(|host| host.run().dedups_by_command()) {
                 DedupRule::Command
             } else {
                 DedupRule::Gemini

@@ -21,7 +21,7 @@ use crate::model::{LayerFile, Source};
 /// event relayed by `relayed_by` (`None`: a client that is no host's relay, which gets every
 /// hook). See the module documentation for the table.
 pub fn runs_in_hookd(source: Source, file: LayerFile, relayed_by: Option<Dialect>) -> bool {
-    relayed_by.is_none_or(|host| !host.runs_layer(source, file))
+    relayed_by.is_none_or(|host| !host.run().runs_layer(source, file))
 }
 
 #[cfg(test)]

@@ -383,7 +383,7 @@ fn finish(
     wall: Duration,
 ) {
     let aggregate = match job.relayed_by {
-        Some(host) => host.aggregate(job.event, results, &fire.input),
+        Some(host) => host.run().aggregate(job.event, results, &fire.input),
         None => hookd_core::aggregate::aggregate(job.event, results, &fire.input),
     };
     let context = RunContext {

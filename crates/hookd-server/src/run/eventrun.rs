@@ -152,7 +152,7 @@ impl Run {
         let (results, ()) = tokio::join!(run, forward);
 
         let aggregate = match self.relayed_by {
-            Some(host) => host.aggregate(self.event, &results, &fire.input),
+            Some(host) => host.run().aggregate(self.event, &results, &fire.input),
             None => hookd_core::aggregate::aggregate(self.event, &results, &fire.input),
         };
         if let (Some(series), Some(filtered), Some(chunk)) = (&mut series, &filtered, &relayed) {

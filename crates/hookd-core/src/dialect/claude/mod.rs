@@ -59,7 +59,10 @@ pub use payload::{
 };
 pub use result::claude_hook_result;
 
-use super::{Conversion, DialectError, HomeEnv, HostAnswer, HostDialect, Purpose, RelayInput};
+use super::{
+    Conversion, DialectError, HomeEnv, Host, HostAnswer, HostFiles, HostRelay, HostRun, Purpose,
+    RelayInput,
+};
 use crate::aggregate::Aggregate;
 use crate::event::{ClaudeEvent, HookEventName};
 use crate::model::{HookConfig, HookEntry, LayerFile, Source};
@@ -82,33 +85,14 @@ pub fn claude_config_dir(env: &HomeEnv<'_>) -> PathBuf {
         .unwrap_or_else(|| env.home.join(".claude"))
 }
 
-impl HostDialect for Claude {
-    fn name(&self) -> &'static str {
-        "claude"
-    }
+impl Host for Claude {
+    const NAME: &'static str = "claude";
+    const PRODUCT: &'static str = "Claude Code";
+}
 
-    fn product(&self) -> &'static str {
-        "Claude Code"
-    }
-
-    fn events(&self) -> Vec<&'static str> {
-        // Claude Code's events with a Gemini counterpart, then its own.
-        CLAUDE_EVENTS
-            .into_iter()
-            .chain(ClaudeEvent::ALL.map(ClaudeEvent::as_str))
-            .collect()
-    }
-
-    fn event_to_hookd(&self, host_event: &str) -> Option<HookEventName> {
-        claude_event_to_gemini(host_event)
-    }
-
+impl HostRun for Claude {
     fn default_timeout_ms(&self) -> u64 {
         CLAUDE_DEFAULT_TIMEOUT_MS
-    }
-
-    fn project_dir_var(&self) -> Option<&'static str> {
-        Some("CLAUDE_PROJECT_DIR")
     }
 
     /// Claude Code 2.1.328 sets `CLAUDE_PROJECT_DIR` for every hook (and, for its own
@@ -133,44 +117,6 @@ impl HostDialect for Claude {
 
     fn dedups_by_command(&self) -> bool {
         true
-    }
-
-    fn relay_input(
-        &self,
-        host_event: &str,
-        mut host_input: Map<String, Value>,
-    ) -> Result<RelayInput, DialectError> {
-        if claude_event_to_gemini(host_event).is_none() {
-            return Err(DialectError::UnknownEvent {
-                host: "Claude Code",
-                event: host_event.to_owned(),
-            });
-        }
-        // The event named on the command line is the one being answered.
-        host_input.insert(
-            "hook_event_name".to_owned(),
-            Value::String(host_event.to_owned()),
-        );
-        let (event, input) = claude_input_to_gemini(&host_input)?;
-        Ok(RelayInput {
-            host_event: host_event.to_owned(),
-            event,
-            input,
-            host_input,
-        })
-    }
-
-    fn relay_answer(
-        &self,
-        event: &RelayInput,
-        final_output: Option<&Value>,
-        errors: &[String],
-    ) -> HostAnswer {
-        if event.host_input.is_empty() {
-            answer_for_claude(&event.host_event, final_output, errors)
-        } else {
-            answer_for_claude_input(&event.host_input, final_output, errors)
-        }
     }
 
     fn aggregate(
@@ -207,7 +153,65 @@ impl HostDialect for Claude {
     ) -> bool {
         claude_hook_applies(config, event, payload)
     }
+}
 
+impl HostRelay for Claude {
+    fn events(&self) -> Vec<&'static str> {
+        // Claude Code's events with a Gemini counterpart, then its own.
+        CLAUDE_EVENTS
+            .into_iter()
+            .chain(ClaudeEvent::ALL.map(ClaudeEvent::as_str))
+            .collect()
+    }
+
+    fn event_to_hookd(&self, host_event: &str) -> Option<HookEventName> {
+        claude_event_to_gemini(host_event)
+    }
+
+    fn project_dir_var(&self) -> Option<&'static str> {
+        Some("CLAUDE_PROJECT_DIR")
+    }
+
+    fn relay_input(
+        &self,
+        host_event: &str,
+        mut host_input: Map<String, Value>,
+    ) -> Result<RelayInput, DialectError> {
+        if claude_event_to_gemini(host_event).is_none() {
+            return Err(DialectError::UnknownEvent {
+                host: <Self as Host>::PRODUCT,
+                event: host_event.to_owned(),
+            });
+        }
+        // The event named on the command line is the one being answered.
+        host_input.insert(
+            "hook_event_name".to_owned(),
+            Value::String(host_event.to_owned()),
+        );
+        let (event, input) = claude_input_to_gemini(&host_input)?;
+        Ok(RelayInput {
+            host_event: host_event.to_owned(),
+            event,
+            input,
+            host_input,
+        })
+    }
+
+    fn relay_answer(
+        &self,
+        event: &RelayInput,
+        final_output: Option<&Value>,
+        errors: &[String],
+    ) -> HostAnswer {
+        if event.host_input.is_empty() {
+            answer_for_claude(&event.host_event, final_output, errors)
+        } else {
+            answer_for_claude_input(&event.host_input, final_output, errors)
+        }
+    }
+}
+
+impl HostFiles for Claude {
     fn convert_settings(&self, settings: &Value, purpose: Purpose) -> Option<Conversion> {
         Some(convert_claude_settings(settings, purpose))
     }

@@ -13,7 +13,7 @@
 //! timeouts in seconds (default 600). Codex gives its hooks no project variable, and the
 //! `cwd` of its stdin follows the shell tool's `workdir`; it starts every hook in the
 //! session's directory, which the relay therefore takes as the project
-//! ([`HostDialect::project_dir_is_hook_cwd`]).
+//! ([`super::HostRelay::project_dir_is_hook_cwd`]).
 
 pub mod answer;
 pub mod names;
@@ -32,7 +32,10 @@ pub use trust::{
     codex_trust_hash, codex_trust_key, trust_problems, trust_records_text,
 };
 
-use super::{Conversion, DialectError, HomeEnv, HostAnswer, HostDialect, Purpose, RelayInput};
+use super::{
+    Conversion, DialectError, HomeEnv, Host, HostAnswer, HostFiles, HostRelay, HostRun, Purpose,
+    RelayInput,
+};
 use crate::aggregate::Aggregate;
 use crate::event::HookEventName;
 use crate::model::{HookConfig, HookEntry, LayerFile, Source};
@@ -51,36 +54,14 @@ fn codex_home(var: &dyn Fn(&str) -> Option<String>, home: Option<&Path>) -> Opti
         .or_else(|| home.map(|home| home.join(".codex")))
 }
 
-impl HostDialect for Codex {
-    fn name(&self) -> &'static str {
-        "codex"
-    }
+impl Host for Codex {
+    const NAME: &'static str = "codex";
+    const PRODUCT: &'static str = "Codex CLI";
+}
 
-    fn product(&self) -> &'static str {
-        "Codex CLI"
-    }
-
-    fn events(&self) -> Vec<&'static str> {
-        CODEX_EVENTS
-            .into_iter()
-            .filter(|event| codex_event_to_hookd(event).is_some())
-            .collect()
-    }
-
-    fn event_to_hookd(&self, host_event: &str) -> Option<HookEventName> {
-        codex_event_to_hookd(host_event)
-    }
-
+impl HostRun for Codex {
     fn default_timeout_ms(&self) -> u64 {
         CODEX_DEFAULT_TIMEOUT_S * 1000
-    }
-
-    fn project_dir_var(&self) -> Option<&'static str> {
-        None
-    }
-
-    fn project_dir_is_hook_cwd(&self) -> bool {
-        true
     }
 
     fn runs_layer(&self, _source: Source, _file: LayerFile) -> bool {
@@ -90,48 +71,6 @@ impl HostDialect for Codex {
 
     fn dedups_by_command(&self) -> bool {
         true
-    }
-
-    fn relay_input(
-        &self,
-        host_event: &str,
-        mut host_input: Map<String, Value>,
-    ) -> Result<RelayInput, DialectError> {
-        let event = codex_event_to_hookd(host_event).ok_or_else(|| DialectError::UnknownEvent {
-            host: "Codex CLI",
-            event: host_event.to_owned(),
-        })?;
-        host_input.insert(
-            "hook_event_name".to_owned(),
-            Value::String(host_event.to_owned()),
-        );
-        let (_, mut input) = crate::dialect::claude_input_to_gemini(&host_input)?;
-        // Claude Code's own tool events (`PermissionRequest`) keep the host's tool names, as
-        // their hooks' matchers do; only events hookd shares with Gemini CLI are renamed.
-        if event.claude_only().is_none()
-            && let Some(tool) = host_input.get("tool_name").and_then(Value::as_str)
-        {
-            let hookd = codex_tool_to_hookd(tool);
-            if hookd != tool {
-                input.insert("tool_name".to_owned(), Value::from(hookd.as_ref()));
-                input.insert("codex_tool_name".to_owned(), Value::from(tool));
-            }
-        }
-        Ok(RelayInput {
-            host_event: host_event.to_owned(),
-            event,
-            input,
-            host_input,
-        })
-    }
-
-    fn relay_answer(
-        &self,
-        event: &RelayInput,
-        final_output: Option<&Value>,
-        errors: &[String],
-    ) -> HostAnswer {
-        answer_for_codex(&event.host_event, &event.host_input, final_output, errors)
     }
 
     fn aggregate(
@@ -187,7 +126,72 @@ impl HostDialect for Codex {
     ) -> bool {
         crate::dialect::claude_hook_applies(config, event, payload)
     }
+}
 
+impl HostRelay for Codex {
+    fn events(&self) -> Vec<&'static str> {
+        CODEX_EVENTS
+            .into_iter()
+            .filter(|event| codex_event_to_hookd(event).is_some())
+            .collect()
+    }
+
+    fn event_to_hookd(&self, host_event: &str) -> Option<HookEventName> {
+        codex_event_to_hookd(host_event)
+    }
+
+    fn project_dir_var(&self) -> Option<&'static str> {
+        None
+    }
+
+    fn project_dir_is_hook_cwd(&self) -> bool {
+        true
+    }
+
+    fn relay_input(
+        &self,
+        host_event: &str,
+        mut host_input: Map<String, Value>,
+    ) -> Result<RelayInput, DialectError> {
+        let event = codex_event_to_hookd(host_event).ok_or_else(|| DialectError::UnknownEvent {
+            host: <Self as Host>::PRODUCT,
+            event: host_event.to_owned(),
+        })?;
+        host_input.insert(
+            "hook_event_name".to_owned(),
+            Value::String(host_event.to_owned()),
+        );
+        let (_, mut input) = crate::dialect::claude_input_to_gemini(&host_input)?;
+        // Claude Code's own tool events (`PermissionRequest`) keep the host's tool names, as
+        // their hooks' matchers do; only events hookd shares with Gemini CLI are renamed.
+        if event.claude_only().is_none()
+            && let Some(tool) = host_input.get("tool_name").and_then(Value::as_str)
+        {
+            let hookd = codex_tool_to_hookd(tool);
+            if hookd != tool {
+                input.insert("tool_name".to_owned(), Value::from(hookd.as_ref()));
+                input.insert("codex_tool_name".to_owned(), Value::from(tool));
+            }
+        }
+        Ok(RelayInput {
+            host_event: host_event.to_owned(),
+            event,
+            input,
+            host_input,
+        })
+    }
+
+    fn relay_answer(
+        &self,
+        event: &RelayInput,
+        final_output: Option<&Value>,
+        errors: &[String],
+    ) -> HostAnswer {
+        answer_for_codex(&event.host_event, &event.host_input, final_output, errors)
+    }
+}
+
+impl HostFiles for Codex {
     fn convert_settings(&self, settings: &Value, purpose: Purpose) -> Option<Conversion> {
         // Codex's hooks.json is Claude Code's `hooks` object; its hooks keep speaking Codex.
         let mut conversion = crate::dialect::convert_claude_settings(settings, purpose);
