@@ -211,7 +211,13 @@ fn lines(path: &Path) -> Vec<String> {
 async fn start_with_claude(on: bool, files: Vec<(String, String)>) -> Daemon {
     let options = DaemonOptions {
         files,
-        configure: Box::new(move |config| config.claude_settings = on),
+        configure: Box::new(move |config| {
+            config.host_layers = if on {
+                vec![hookd_core::dialect::Dialect::CLAUDE]
+            } else {
+                Vec::new()
+            }
+        }),
     };
     Daemon::start_with(json!({}), options).await
 }

@@ -7,10 +7,11 @@
 //! The work is split so a daemon can share what does not depend on the project:
 //!
 //! - [`SharedLayers::load`] reads, once, the user (Gemini CLI's, hookd's and, when enabled,
-//!   Claude Code's), system and system-defaults settings files,
+//!   a host's own, such as Claude Code's), system and system-defaults settings files,
 //!   the installed extensions, `extension-enablement.json` and `trustedFolders.json`;
 //! - [`ProjectLayer::load`] decides folder trust for one project directory and reads its
-//!   `.gemini/settings.json`, `.hookd/hooks.json` and, when enabled, `.claude/` settings
+//!   `.gemini/settings.json`, `.hookd/hooks.json` and, when enabled, a host's own (Claude
+//!   Code's `.claude/` settings)
 //!   (and, when trusted, its `.env` for extension settings);
 //! - [`assemble`] combines both into a [`RegistryInput`].
 //!
@@ -34,13 +35,16 @@
 //! hookd's own hooks files have the settings schema (`hooks` and `hooksConfig`) and are
 //! layers of their scope: the user file is labelled `user`, the project file `project`, so
 //! folder trust and project-hook trust apply to the latter as to `.gemini/settings.json`.
-//! Claude Code's files are read as written and converted by
-//! [`hookd_core::dialect::convert_claude_settings`] when the registry input is assembled
-//! ([`convert_claude_layers`]): their hooks keep Claude's language (`"dialect": "claude"`),
-//! their problems are diagnostics naming the Claude file, and their origin is that file.
+//! A host's own files (Claude Code's, the hosts in [`LoaderEnv::host_layers`]) are the files
+//! its dialect names ([`hookd_core::dialect::HostFiles::user_layer_files`] and
+//! [`hookd_core::dialect::HostFiles::project_layer_files`]), read as written and converted by
+//! its dialect ([`hookd_core::dialect::HostFiles::convert_settings`]) when the registry input
+//! is assembled ([`convert_host_layers`]): their hooks keep the host's language (`"dialect":
+//! "claude"`), their problems are diagnostics naming the host's file, and their origin is that
+//! file.
 //!
-//! Within one source the order is: the agent CLI's own file, then hookd's file, then Claude
-//! Code's files. The registry keeps it, so de-duplication keeps the CLI's copy of a hook;
+//! Within one source the order is: the agent CLI's own file, then hookd's file, then the
+//! hosts' own files. The registry keeps it, so de-duplication keeps the CLI's copy of a hook;
 //! `hooksConfig` scalars (last wins) are therefore decided by hookd's file over the CLI's.
 //!
 //! A missing file is an absent layer, silently. A file that exists but cannot be read is an
@@ -97,7 +101,7 @@ use std::io;
 use std::path::{Path, PathBuf};
 
 use hookd_core::command::CommandVars;
-use hookd_core::dialect;
+use hookd_core::dialect::{self, Dialect};
 use hookd_core::extension::{ExtensionInput, ExtensionSetting, extension_enabled_for_path};
 use hookd_core::jsonc;
 use hookd_core::registry::{LayerText, RegistryInput};
@@ -117,8 +121,9 @@ pub struct LoaderEnv {
     pub vars: HashMap<String, String>,
     /// The user's home directory (used unless `GEMINI_CLI_HOME` is set).
     pub home_dir: PathBuf,
-    /// Whether Claude Code's settings files are layers too (`hookd --claude-settings`).
-    pub claude_settings: bool,
+    /// The hosts whose own settings files are layers too (`hookd --claude-settings`: Claude
+    /// Code's), in the order their layers are added; none by default.
+    pub host_layers: Vec<Dialect>,
     /// Whom the system settings files and the directories above them must belong to
     /// ([`crate::sysfile`]): root, every directory up to `/`, as Gemini CLI demands; another
     /// owner or a trusted directory only for tests that cannot give files to root.
@@ -131,7 +136,7 @@ impl LoaderEnv {
         LoaderEnv {
             vars,
             home_dir: home_dir.into(),
-            claude_settings: false,
+            host_layers: Vec::new(),
             system_files: crate::sysfile::SystemFileRule::root(),
         }
     }
@@ -150,9 +155,10 @@ impl LoaderEnv {
         self
     }
 
-    /// The same environment, reading Claude Code's settings files as layers or not.
-    pub fn with_claude_settings(mut self, claude_settings: bool) -> LoaderEnv {
-        self.claude_settings = claude_settings;
+    /// The same environment, reading the own settings files of `hosts` as layers (and no
+    /// other host's).
+    pub fn with_host_layers(mut self, hosts: Vec<Dialect>) -> LoaderEnv {
+        self.host_layers = hosts;
         self
     }
 
@@ -210,8 +216,10 @@ pub struct LayerPaths {
     pub trusted_hooks: PathBuf,
     /// hookd's own user hooks file.
     pub hookd_user: PathBuf,
-    /// Claude Code's user settings file (read only with `claude_settings`).
-    pub claude_user: PathBuf,
+    /// The user settings files of every host whose own files can be layers
+    /// ([`Dialect::with_layer_files`]), each with its host; read only for the hosts in
+    /// [`LoaderEnv::host_layers`].
+    pub host_user: Vec<(Dialect, PathBuf)>,
 }
 
 impl LayerPaths {
@@ -245,7 +253,14 @@ impl LayerPaths {
                 .map_or_else(|| gemini_dir.join("trustedFolders.json"), PathBuf::from),
             trusted_hooks: hookd_config_dir(env).join("trusted-hooks.json"),
             hookd_user: hookd_config_dir(env).join("hooks.json"),
-            claude_user: claude_config_dir(env).join("settings.json"),
+            host_user: Dialect::with_layer_files()
+                .flat_map(|host| {
+                    host.files()
+                        .user_layer_files(&env.host_env(&|name| env.var(name).map(str::to_owned)))
+                        .into_iter()
+                        .map(move |path| (host, path))
+                })
+                .collect(),
             home,
         }
     }
@@ -260,21 +275,30 @@ impl LayerPaths {
         project_dir.join(".hookd").join("hooks.json")
     }
 
-    /// Claude Code's project settings files of a project directory, in the order they are
-    /// layered: the shared `settings.json`, then the personal `settings.local.json`.
-    pub fn claude_project(project_dir: &Path) -> [PathBuf; 2] {
-        let dir = project_dir.join(".claude");
-        [dir.join("settings.json"), dir.join("settings.local.json")]
+    /// `host`'s own settings files of a project directory, in the order they are layered
+    /// (Claude Code's: the shared `settings.json`, then the personal `settings.local.json`).
+    pub fn host_project(host: Dialect, project_dir: &Path) -> Vec<PathBuf> {
+        host.files().project_layer_files(project_dir)
+    }
+
+    /// `host`'s user settings files.
+    pub fn host_user_files(&self, host: Dialect) -> impl Iterator<Item = &Path> {
+        self.host_user
+            .iter()
+            .filter(move |(owner, _)| *owner == host)
+            .map(|(_, path)| path.as_path())
     }
 
     /// Every file of a project directory the loader may read as a settings layer: Gemini
-    /// CLI's, hookd's, and Claude Code's (whether or not Claude layers are on).
+    /// CLI's, hookd's, and every host's own that can be a layer (whether or not it is on).
     pub fn project_files(project_dir: &Path) -> Vec<PathBuf> {
         let mut files = vec![
             LayerPaths::project_settings(project_dir),
             LayerPaths::hookd_project(project_dir),
         ];
-        files.extend(LayerPaths::claude_project(project_dir));
+        for host in Dialect::with_layer_files() {
+            files.extend(LayerPaths::host_project(host, project_dir));
+        }
         files
     }
 }
@@ -289,14 +313,6 @@ pub fn hookd_config_dir(env: &LoaderEnv) -> PathBuf {
         .filter(|dir| dir.is_absolute())
         .unwrap_or_else(|| env.home_dir.join(".config"));
     config_dir.join("hookd")
-}
-
-/// Claude Code's user directory: `$CLAUDE_CONFIG_DIR` when it is absolute, else
-/// `<home>/.claude`.
-pub fn claude_config_dir(env: &LoaderEnv) -> PathBuf {
-    hookd_core::dialect::claude::claude_config_dir(
-        &env.host_env(&|name| env.var(name).map(str::to_owned)),
-    )
 }
 
 fn default_system_settings() -> PathBuf {
@@ -569,9 +585,9 @@ pub struct SharedLayers {
     /// The user, system and system-defaults settings files that exist, hookd's own user
     /// hooks file (a user layer, after Gemini CLI's) among them.
     pub layers: Vec<LayerText>,
-    /// Claude Code's user settings file as written (Claude's schema), when Claude layers are
-    /// on and it exists; [`assemble`] converts it.
-    pub claude_layers: Vec<LayerText>,
+    /// The user settings files of the hosts in [`LoaderEnv::host_layers`] as written (each
+    /// host's schema), those that exist; [`assemble`] converts them.
+    pub host_layers: Vec<LayerText>,
     /// The installed extensions, sorted by directory name.
     pub extensions: Vec<InstalledExtension>,
     /// Enablement rules per extension name.
@@ -615,13 +631,15 @@ impl SharedLayers {
                 }
             }
         }
-        let mut claude_layers = Vec::new();
-        if env.claude_settings {
-            match read_layer_noting(Source::User, LayerFile::Claude, &paths.claude_user) {
-                Ok(layer) => claude_layers.extend(layer),
-                Err(file) => {
-                    diagnostics.push(file.diagnostic());
-                    unreadable.push(file);
+        let mut host_layers = Vec::new();
+        for host in &env.host_layers {
+            for path in paths.host_user_files(*host) {
+                match read_layer_noting(Source::User, host.layer_file(), path) {
+                    Ok(layer) => host_layers.extend(layer),
+                    Err(file) => {
+                        diagnostics.push(file.diagnostic());
+                        unreadable.push(file);
+                    }
                 }
             }
         }
@@ -644,7 +662,7 @@ impl SharedLayers {
             env,
             paths,
             layers,
-            claude_layers,
+            host_layers,
             extensions,
             enablement,
             trusted_folders,
@@ -739,12 +757,12 @@ pub fn load_trust_store(path: &Path) -> Result<TrustStore, Diagnostic> {
 /// digests of the script files its hooks' commands run. Empty for an untrusted folder or a
 /// project without a settings file (it has no project hooks).
 pub fn read_hook_trust(shared: &SharedLayers, project: &ProjectLayer) -> HookTrustInput {
-    let (claude_layers, _) = convert_claude_layers(&project.claude_layers);
+    let (host_layers, _) = convert_host_layers(&project.host_layers);
     let layers: Vec<&LayerText> = project
         .layer
         .iter()
         .chain(&project.hookd_layer)
-        .chain(&claude_layers)
+        .chain(&host_layers)
         .collect();
     if layers.is_empty() || !project.trust.is_trusted() {
         return HookTrustInput::default();
@@ -1152,9 +1170,9 @@ pub struct ProjectLayer {
     pub layer: Option<LayerText>,
     /// hookd's own project hooks file (`.hookd/hooks.json`), when it exists.
     pub hookd_layer: Option<LayerText>,
-    /// Claude Code's project settings files as written (Claude's schema), when Claude layers
-    /// are on and they exist; [`assemble`] converts them.
-    pub claude_layers: Vec<LayerText>,
+    /// The project's own settings files of the hosts in [`LoaderEnv::host_layers`] as
+    /// written (each host's schema), those that exist; [`assemble`] converts them.
+    pub host_layers: Vec<LayerText>,
     /// The project's `.env` entries, read only when the folder is trusted.
     pub workspace_env: Vec<(String, String)>,
     /// Problems found while reading.
@@ -1199,14 +1217,20 @@ impl ProjectLayer {
             };
         let hookd_layer =
             read_project_layer(LayerFile::Hookd, &LayerPaths::hookd_project(project_dir));
-        let mut claude_layers = Vec::new();
-        if shared.env.claude_settings {
-            for path in LayerPaths::claude_project(project_dir) {
-                // In the home directory `.claude/settings.json` is the user file.
-                if real_path(&path) == real_path(&shared.paths.claude_user) {
+        let mut host_layers = Vec::new();
+        for host in &shared.env.host_layers {
+            for path in LayerPaths::host_project(*host, project_dir) {
+                // In the home directory a project file may be the user file
+                // (`~/.claude/settings.json`): it is read once, as the user's.
+                let real = real_path(&path);
+                if shared
+                    .paths
+                    .host_user_files(*host)
+                    .any(|user| real_path(user) == real)
+                {
                     continue;
                 }
-                claude_layers.extend(read_project_layer(LayerFile::Claude, &path));
+                host_layers.extend(read_project_layer(host.layer_file(), &path));
             }
         }
         let mut workspace_env = Vec::new();
@@ -1225,7 +1249,7 @@ impl ProjectLayer {
             trust,
             layer,
             hookd_layer,
-            claude_layers,
+            host_layers,
             workspace_env,
             diagnostics,
             unreadable,
@@ -1247,18 +1271,17 @@ pub struct LoadedWorkspace {
 /// Combines the shared layers and one project into a registry input.
 pub fn assemble(shared: &SharedLayers, project: &ProjectLayer) -> LoadedWorkspace {
     let trusted = project.trust.is_trusted();
-    // Within a source the agent CLI's own file comes first, then hookd's, then Claude
-    // Code's: the registry keeps this order within a source, and de-duplication keeps the
+    // Within a source the agent CLI's own file comes first, then hookd's, then the hosts'
+    // own: the registry keeps this order within a source, and de-duplication keeps the
     // first copy.
-    let (claude_user, mut claude_diagnostics) = convert_claude_layers(&shared.claude_layers);
-    let (claude_project, project_claude_diagnostics) =
-        convert_claude_layers(&project.claude_layers);
-    claude_diagnostics.extend(project_claude_diagnostics);
+    let (host_user, mut host_diagnostics) = convert_host_layers(&shared.host_layers);
+    let (host_project, project_host_diagnostics) = convert_host_layers(&project.host_layers);
+    host_diagnostics.extend(project_host_diagnostics);
     let mut layers = shared.layers.clone();
-    layers.extend(claude_user);
+    layers.extend(host_user);
     layers.extend(project.layer.clone());
     layers.extend(project.hookd_layer.clone());
-    layers.extend(claude_project);
+    layers.extend(host_project);
     let project_path = project.project_dir.to_string_lossy();
     let extensions = shared
         .extensions
@@ -1289,7 +1312,7 @@ pub fn assemble(shared: &SharedLayers, project: &ProjectLayer) -> LoadedWorkspac
         .collect();
     let mut diagnostics = shared.diagnostics.clone();
     diagnostics.extend(project.diagnostics.iter().cloned());
-    diagnostics.extend(claude_diagnostics);
+    diagnostics.extend(host_diagnostics);
     if let Some(reason) = project.trust.reason() {
         diagnostics.push(Diagnostic::info(format!(
             "the folder {} is not trusted ({reason})",
@@ -1311,19 +1334,26 @@ pub fn assemble(shared: &SharedLayers, project: &ProjectLayer) -> LoadedWorkspac
     }
 }
 
-/// Converts Claude Code settings files into settings layers of the same source and path.
-/// Each file's problems (not JSON, hooks that cannot be converted) are diagnostics naming it.
-pub fn convert_claude_layers(raw: &[LayerText]) -> (Vec<LayerText>, Vec<Diagnostic>) {
+/// Converts hosts' own settings files (layers of kind [`LayerFile::Host`]) into settings
+/// layers of the same source, kind and path, each by its host's dialect. Each file's problems
+/// (not JSON, hooks that cannot be converted) are diagnostics naming it. A layer of another
+/// kind is kept as it is.
+pub fn convert_host_layers(raw: &[LayerText]) -> (Vec<LayerText>, Vec<Diagnostic>) {
     let mut layers = Vec::new();
     let mut diagnostics = Vec::new();
     for layer in raw {
+        let Some(host) = Dialect::of_layer(layer.file) else {
+            layers.push(layer.clone());
+            continue;
+        };
         let root = match jsonc::parse(&layer.text) {
             Ok(root @ Value::Object(_)) => root,
             Ok(_) => {
                 diagnostics.push(
-                    Diagnostic::error(
-                        "Claude Code settings file must contain a JSON object; layer ignored",
-                    )
+                    Diagnostic::error(format!(
+                        "{} settings file must contain a JSON object; layer ignored",
+                        host.product()
+                    ))
                     .with_path(&layer.path),
                 );
                 continue;
@@ -1337,7 +1367,14 @@ pub fn convert_claude_layers(raw: &[LayerText]) -> (Vec<LayerText>, Vec<Diagnost
                 continue;
             }
         };
-        let conversion = dialect::convert_claude_settings(&root, dialect::Purpose::Layer);
+        // A host whose hooks are hookd's shape already needs no conversion.
+        let Some(conversion) = host
+            .files()
+            .convert_settings(&root, dialect::Purpose::Layer)
+        else {
+            layers.push(layer.clone());
+            continue;
+        };
         for problem in &conversion.problems {
             diagnostics.push(Diagnostic::warning(problem.to_string()).with_path(&layer.path));
         }
@@ -1345,7 +1382,7 @@ pub fn convert_claude_layers(raw: &[LayerText]) -> (Vec<LayerText>, Vec<Diagnost
         converted.insert("hooks".to_owned(), Value::Object(conversion.hooks));
         layers.push(LayerText {
             source: layer.source,
-            file: LayerFile::Claude,
+            file: layer.file,
             path: layer.path.clone(),
             text: Value::Object(converted).to_string(),
         });
@@ -1709,7 +1746,7 @@ mod tests {
         assert_eq!(summary(&registry), ["user user run me"]);
 
         let load_with_claude = || {
-            let env = fx.env(&[]).with_claude_settings(true);
+            let env = fx.env(&[]).with_host_layers(vec![Dialect::CLAUDE]);
             let loaded = load_workspace(env, &fx.path("project"));
             let registry = Registry::build(&loaded.input);
             (loaded, registry)
@@ -1771,7 +1808,7 @@ mod tests {
 
         // In the home directory the project's .claude/settings.json is the user file.
         fx.write("home/.claude/settings.json", &claude("claude-user"));
-        let env = fx.env(&[]).with_claude_settings(true);
+        let env = fx.env(&[]).with_host_layers(vec![Dialect::CLAUDE]);
         let registry = Registry::build(&load_workspace(env, &fx.path("home")).input);
         assert_eq!(
             claude_summary(&fx, &registry),

@@ -356,7 +356,13 @@ fn build_config(args: &Args, env: HashMap<String, String>) -> hookd_server::Serv
         config.default_on_failure = policy;
     }
     config.project_hooks = args.project_hooks;
-    config.claude_settings = args.claude_settings;
+    // `--claude-settings` reads Claude Code's own settings files as layers; which files they
+    // are is Claude Code's dialect's (`HostFiles::user_layer_files`).
+    if args.claude_settings {
+        config
+            .host_layers
+            .push(hookd_core::dialect::Dialect::CLAUDE);
+    }
     config
 }
 
@@ -419,5 +425,25 @@ impl Signals {
                 control.request_reload();
             }
         });
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use hookd_core::dialect::Dialect;
+
+    #[test]
+    fn claude_settings_reads_claude_code_files_as_layers_and_nothing_else_does() {
+        // (arguments, hosts whose own files are layers)
+        let cases: [(&[&str], &[Dialect]); 2] = [
+            (&["hookd"], &[]),
+            (&["hookd", "--claude-settings"], &[Dialect::CLAUDE]),
+        ];
+        for (argv, expected) in cases {
+            let args = Args::try_parse_from(argv).expect("arguments");
+            let config = build_config(&args, HashMap::new());
+            assert_eq!(config.host_layers, expected, "{argv:?}");
+        }
     }
 }

@@ -183,6 +183,26 @@ pub trait HostFiles: Send + Sync + 'static {
         None
     }
 
+    /// Whether hookd can read the host's own settings files as layers (Claude Code's, with
+    /// `hookd --claude-settings`): [`Self::user_layer_files`] and
+    /// [`Self::project_layer_files`], converted with [`Self::convert_settings`]. Default: no.
+    fn has_layer_files(&self) -> bool {
+        false
+    }
+
+    /// The host's user settings files hookd reads as layers when asked to read this host's
+    /// settings (`hookd --claude-settings`), in order; each is converted with
+    /// [`Self::convert_settings`]. Default: none, the host's files are never layers.
+    fn user_layer_files(&self, _env: &HomeEnv<'_>) -> Vec<PathBuf> {
+        Vec::new()
+    }
+
+    /// A project's settings files of this host hookd reads as layers, in order (see
+    /// [`Self::user_layer_files`]). Default: none.
+    fn project_layer_files(&self, _project: &Path) -> Vec<PathBuf> {
+        Vec::new()
+    }
+
     /// The matcher of the relay entry for `event`, covering every hook hookd has for it
     /// (`matchers`: their hookd matchers, `None` for a hook that matches every firing);
     /// `None`: the entry relays every firing, which is always safe.

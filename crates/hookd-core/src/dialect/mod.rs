@@ -44,7 +44,7 @@ use crate::command::CommandVars;
 use crate::env::HostVariables;
 use crate::event::HookEventName;
 use crate::exec::KeyProblem;
-use crate::model::HookConfig;
+use crate::model::{HookConfig, LayerFile};
 use crate::sanitize::EnvRedaction;
 
 pub use claude::{
@@ -235,6 +235,30 @@ impl Dialect {
             .join(", ")
     }
 
+    /// The kind of layer of the host's own settings files read as layers
+    /// ([`HostFiles::user_layer_files`]): [`LayerFile::Host`] with the host's name.
+    pub fn layer_file(self) -> LayerFile {
+        LayerFile::Host(self.name)
+    }
+
+    /// The host whose own settings files a layer of kind `file` is; `None` for Gemini CLI's
+    /// and hookd's files.
+    pub fn of_layer(file: LayerFile) -> Option<Dialect> {
+        match file {
+            LayerFile::Host(name) => Dialect::parse(name),
+            LayerFile::Gemini | LayerFile::Hookd => None,
+        }
+    }
+
+    /// The hosts whose own settings files hookd can read as layers
+    /// ([`HostFiles::has_layer_files`]), in registry order.
+    pub fn with_layer_files() -> impl Iterator<Item = Dialect> {
+        Dialect::ALL
+            .iter()
+            .copied()
+            .filter(|dialect| dialect.files.has_layer_files())
+    }
+
     /// Whether this is hookd's own language (Gemini CLI's), which needs no translation.
     pub fn is_native(self) -> bool {
         self == Dialect::GEMINI
@@ -321,6 +345,8 @@ impl fmt::Display for Dialect {
 
 #[cfg(test)]
 mod tests {
+    use std::path::PathBuf;
+
     use serde_json::json;
 
     use super::*;
@@ -448,6 +474,80 @@ mod tests {
                 "{dialect}"
             );
         }
+    }
+
+    #[test]
+    fn a_host_whose_files_can_be_layers_names_them_and_only_it_runs_them() {
+        use crate::model::Source;
+        // (dialect, its files can be layers)
+        let cases = [
+            (Dialect::GEMINI, false),
+            (Dialect::CLAUDE, true),
+            (Dialect::CODEX, false),
+        ];
+        let no_var = |_: &str| None;
+        let home = HomeEnv {
+            home: Path::new("/h"),
+            var: &no_var,
+        };
+        for (dialect, layers) in cases {
+            let files = dialect.files();
+            assert_eq!(files.has_layer_files(), layers, "{dialect}");
+            assert_eq!(
+                !files.user_layer_files(&home).is_empty(),
+                layers,
+                "{dialect}"
+            );
+            let project = files.project_layer_files(Path::new("/w"));
+            assert_eq!(!project.is_empty(), layers, "{dialect}");
+            assert_eq!(Dialect::of_layer(dialect.layer_file()), Some(dialect));
+            assert_eq!(dialect.layer_file().label(), dialect.name());
+            for other in Dialect::ALL {
+                for source in [Source::User, Source::Project] {
+                    // The host runs its own files itself; no other host reads them.
+                    let runs = other.run().runs_layer(source, dialect.layer_file());
+                    assert_eq!(runs, layers && *other == dialect, "{other} {dialect}");
+                }
+            }
+        }
+        assert_eq!(
+            Dialect::with_layer_files().collect::<Vec<_>>(),
+            [Dialect::CLAUDE]
+        );
+        assert_eq!(Dialect::of_layer(LayerFile::Gemini), None);
+        assert_eq!(Dialect::of_layer(LayerFile::Hookd), None);
+        assert_eq!(Dialect::of_layer(LayerFile::Host("nobody")), None);
+    }
+
+    #[test]
+    fn claude_code_layer_files_follow_its_config_dir() {
+        // (CLAUDE_CONFIG_DIR, user layer file): only an absolute directory counts.
+        let cases = [
+            (None, "/h/.claude/settings.json"),
+            (Some("/c"), "/c/settings.json"),
+            (Some("rel"), "/h/.claude/settings.json"),
+        ];
+        for (dir, expected) in cases {
+            let var = move |name: &str| {
+                (name == "CLAUDE_CONFIG_DIR")
+                    .then_some(dir)
+                    .flatten()
+                    .map(str::to_owned)
+            };
+            let env = HomeEnv {
+                home: Path::new("/h"),
+                var: &var,
+            };
+            let files = Dialect::CLAUDE.files().user_layer_files(&env);
+            assert_eq!(files, [PathBuf::from(expected)], "{dir:?}");
+        }
+        assert_eq!(
+            Dialect::CLAUDE.files().project_layer_files(Path::new("/w")),
+            [
+                PathBuf::from("/w/.claude/settings.json"),
+                PathBuf::from("/w/.claude/settings.local.json"),
+            ]
+        );
     }
 
     #[test]

@@ -55,8 +55,10 @@ pub enum LayerFile {
     /// hookd's own hooks files (`~/.config/hookd/hooks.json`, `<project>/.hookd/hooks.json`),
     /// which no host reads.
     Hookd,
-    /// Claude Code's settings files, read with `hookd --claude-settings`.
-    Claude,
+    /// A host's own settings files read as layers (Claude Code's, with `hookd
+    /// --claude-settings`), named by the host's dialect name (`"claude"`). Which files they
+    /// are, and how their hooks read as hookd's, is the host's (`dialect::HostFiles`).
+    Host(&'static str),
 }
 
 impl LayerFile {
@@ -65,7 +67,7 @@ impl LayerFile {
         match self {
             LayerFile::Gemini => "gemini",
             LayerFile::Hookd => "hookd",
-            LayerFile::Claude => "claude",
+            LayerFile::Host(name) => name,
         }
     }
 }

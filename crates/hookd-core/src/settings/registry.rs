@@ -1711,7 +1711,11 @@ mod tests {
                 LayerFile::Hookd,
                 &[("hookd-project", "hp")],
             ),
-            file(Source::Project, LayerFile::Claude, &[("claude", "c")]),
+            file(
+                Source::Project,
+                Dialect::CLAUDE.layer_file(),
+                &[("claude", "c")],
+            ),
         ];
         let extension = ext(
             "e",
@@ -1789,7 +1793,11 @@ mod tests {
                 LayerFile::Hookd,
                 &[("", "guard"), ("other", "other"), ("", "claude-only")],
             ),
-            file(Source::Project, LayerFile::Claude, &[("", "claude-only")]),
+            file(
+                Source::Project,
+                Dialect::CLAUDE.layer_file(),
+                &[("", "claude-only")],
+            ),
         ];
         let registry = Registry::build(&input(layers, vec![]));
         let tool_input = json!({"tool_name": "t"});

@@ -9,7 +9,7 @@
 //! | Gemini CLI's settings (system defaults, system, user, project) | skipped | run | run |
 //! | Gemini CLI's extensions | skipped | run | run |
 //! | hookd's own hooks files (user, project) | run | run | run |
-//! | Claude Code's settings (read with `hookd --claude-settings`) | run | skipped | run |
+//! | a host's own settings files read as layers (Claude Code's, with `hookd --claude-settings`) | run | skipped by that host | run |
 //!
 //! A skipped hook still takes part in de-duplication: it runs, only in the host, so a copy
 //! of the same `name:command` in one of hookd's files is not run a second time.
@@ -30,7 +30,8 @@ mod tests {
 
     #[test]
     fn each_host_skips_the_files_it_runs_itself() {
-        use LayerFile::{Claude, Gemini, Hookd};
+        use LayerFile::{Gemini, Hookd};
+        let claude_file = Dialect::CLAUDE.layer_file();
         use Source::{Extension, Project, System, SystemDefaults, User};
         let gemini = Some(Dialect::GEMINI);
         let claude = Some(Dialect::CLAUDE);
@@ -43,8 +44,8 @@ mod tests {
             (Extension, Gemini, gemini, false),
             (User, Hookd, gemini, true),
             (Project, Hookd, gemini, true),
-            (User, Claude, gemini, true),
-            (Project, Claude, gemini, true),
+            (User, claude_file, gemini, true),
+            (Project, claude_file, gemini, true),
             (SystemDefaults, Gemini, claude, true),
             (System, Gemini, claude, true),
             (User, Gemini, claude, true),
@@ -52,13 +53,13 @@ mod tests {
             (Extension, Gemini, claude, true),
             (User, Hookd, claude, true),
             (Project, Hookd, claude, true),
-            (User, Claude, claude, false),
-            (Project, Claude, claude, false),
+            (User, claude_file, claude, false),
+            (Project, claude_file, claude, false),
             (System, Gemini, None, true),
             (Project, Gemini, None, true),
             (Extension, Gemini, None, true),
             (Project, Hookd, None, true),
-            (User, Claude, None, true),
+            (User, claude_file, None, true),
         ];
         for (source, file, host, expected) in cases {
             assert_eq!(

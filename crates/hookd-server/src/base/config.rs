@@ -6,6 +6,7 @@ use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::Duration;
 
+use hookd_core::dialect::Dialect;
 use hookd_core::policy::FailurePolicy;
 use hookd_core::trust::ProjectHookPolicy;
 
@@ -62,10 +63,11 @@ pub struct ServerConfig {
     pub env: HashMap<String, String>,
     /// The home directory (`~` in settings paths), from `HOME` unless overridden.
     pub home: PathBuf,
-    /// Whether Claude Code's settings files (`~/.claude/settings.json`,
-    /// `<project>/.claude/settings.json` and `settings.local.json`) are read, converted, as
-    /// settings layers; off unless `hookd --claude-settings`.
-    pub claude_settings: bool,
+    /// The hosts whose own settings files are read, converted, as settings layers (the files
+    /// each names: `hookd_core::dialect::HostFiles::user_layer_files`); none unless `hookd
+    /// --claude-settings` (Claude Code's `~/.claude/settings.json`,
+    /// `<project>/.claude/settings.json` and `settings.local.json`).
+    pub host_layers: Vec<Dialect>,
     /// The uid the system settings files and their directories must belong to, or they are
     /// not loaded (Gemini CLI's rule: root, 0). Tests running as an ordinary user set their
     /// own uid.
@@ -165,7 +167,7 @@ impl std::fmt::Debug for ServerConfig {
             .field("default_on_failure", &self.default_on_failure)
             .field("project_hooks", &self.project_hooks)
             .field("home", &self.home)
-            .field("claude_settings", &self.claude_settings)
+            .field("host_layers", &self.host_layers)
             .field("system_owner", &self.system_owner)
             .field("system_trusted_above", &self.system_trusted_above)
             .field("lifecycle", &self.lifecycle.is_some())
@@ -214,7 +216,7 @@ impl ServerConfig {
             project_hooks: ProjectHookPolicy::Warn,
             env,
             home,
-            claude_settings: false,
+            host_layers: Vec::new(),
             system_owner: 0,
             system_trusted_above: None,
             control: Control::new(),

@@ -23,9 +23,9 @@
 //! Problems below the file level (one invalid hook entry) are not masked: the registry keeps
 //! the file's valid parts and reports the invalid ones, as Gemini CLI does.
 //!
-//! The rule covers every settings layer: Gemini CLI's files, hookd's own hooks files and, with
-//! `hookd --claude-settings`, Claude Code's settings files (checked as written, before their
-//! conversion).
+//! The rule covers every settings layer: Gemini CLI's files, hookd's own hooks files and a
+//! host's own settings files read as layers (Claude Code's, with `hookd --claude-settings`;
+//! checked as written, before their conversion).
 
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
@@ -60,11 +60,17 @@ impl LastGood {
             shared.paths.system.clone(),
             shared.paths.system_defaults.clone(),
         ];
-        for path in order.iter().chain([&shared.paths.claude_user]) {
+        let host_order: Vec<PathBuf> = shared
+            .paths
+            .host_user
+            .iter()
+            .map(|(_, path)| path.clone())
+            .collect();
+        for path in order.iter().chain(&host_order) {
             let present = shared
                 .layers
                 .iter()
-                .chain(&shared.claude_layers)
+                .chain(&shared.host_layers)
                 .any(|layer| &layer.path == path)
                 || is_unreadable(&shared.unreadable, path);
             if !present {
@@ -75,8 +81,8 @@ impl LastGood {
             let Some(layer) = self.restore(file, &mut shared.diagnostics) else {
                 continue;
             };
-            if file.path == shared.paths.claude_user {
-                shared.claude_layers.push(layer);
+            if host_order.contains(&file.path) {
+                shared.host_layers.push(layer);
             } else {
                 shared.layers.push(layer);
             }
@@ -85,9 +91,12 @@ impl LastGood {
         shared
             .layers
             .sort_by_key(|layer| order.iter().position(|path| *path == layer.path));
+        shared
+            .host_layers
+            .sort_by_key(|layer| host_order.iter().position(|path| *path == layer.path));
         let mut diagnostics = Vec::new();
         let mut restored: Vec<PathBuf> = Vec::new();
-        for layer in shared.layers.iter_mut().chain(&mut shared.claude_layers) {
+        for layer in shared.layers.iter_mut().chain(&mut shared.host_layers) {
             diagnostics.extend(self.settings(layer));
         }
         for extension in &mut shared.extensions {
@@ -131,15 +140,15 @@ impl LastGood {
         shared.diagnostics.extend(diagnostics);
     }
 
-    /// Applies the rule to a project's settings files: Gemini CLI's, hookd's and Claude
-    /// Code's.
+    /// Applies the rule to a project's settings files: Gemini CLI's, hookd's and the hosts'
+    /// own read as layers.
     pub(crate) fn apply_project(&mut self, project: &mut ProjectLayer) {
         for path in LayerPaths::project_files(&project.project_dir) {
             let present = project
                 .layer
                 .iter()
                 .chain(&project.hookd_layer)
-                .chain(&project.claude_layers)
+                .chain(&project.host_layers)
                 .any(|layer| layer.path == path)
                 || is_unreadable(&project.unreadable, &path);
             if !present {
@@ -156,18 +165,19 @@ impl LastGood {
             } else if file.path == LayerPaths::hookd_project(&dir) {
                 project.hookd_layer = Some(layer);
             } else {
-                project.claude_layers.push(layer);
+                project.host_layers.push(layer);
             }
         }
-        let claude_order = LayerPaths::claude_project(&dir);
+        // Every host's own project files in the loader's order.
+        let host_order = LayerPaths::project_files(&dir);
         project
-            .claude_layers
-            .sort_by_key(|layer| claude_order.iter().position(|path| *path == layer.path));
+            .host_layers
+            .sort_by_key(|layer| host_order.iter().position(|path| *path == layer.path));
         let layers = project
             .layer
             .iter_mut()
             .chain(&mut project.hookd_layer)
-            .chain(&mut project.claude_layers);
+            .chain(&mut project.host_layers);
         let mut diagnostics = Vec::new();
         for layer in layers {
             diagnostics.extend(self.settings(layer));

@@ -22,6 +22,7 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
+use hookd_core::dialect::Dialect;
 use hookd_core::policy::FailurePolicy;
 use hookd_core::trust::ProjectHookPolicy;
 use hookd_settings::atomic::AtomicWrite;
@@ -145,8 +146,8 @@ pub struct EngineOptions {
     pub default_on_failure: FailurePolicy,
     /// `--project-hooks`.
     pub project_hooks: ProjectHookPolicy,
-    /// `--claude-settings`.
-    pub claude_settings: bool,
+    /// `--claude-settings`: the hosts whose own settings files are layers.
+    pub host_layers: Vec<Dialect>,
     /// `--max-output-bytes`.
     pub max_output_bytes: usize,
     /// `--kill-grace-ms`.
@@ -183,7 +184,7 @@ impl EngineOptions {
         EngineOptions {
             default_on_failure: config.default_on_failure,
             project_hooks: config.project_hooks,
-            claude_settings: config.claude_settings,
+            host_layers: config.host_layers.clone(),
             max_output_bytes: config.max_output_bytes,
             kill_grace: config.kill_grace,
         }
@@ -193,21 +194,35 @@ impl EngineOptions {
     pub fn apply(&self, config: &mut ServerConfig) {
         config.default_on_failure = self.default_on_failure;
         config.project_hooks = self.project_hooks;
-        config.claude_settings = self.claude_settings;
+        config.host_layers = self.host_layers.clone();
         config.max_output_bytes = self.max_output_bytes;
         config.kill_grace = self.kill_grace;
     }
 
     /// The record's JSON text.
     pub fn to_json(&self) -> String {
-        serde_json::json!({
+        let mut record = serde_json::json!({
             "on_failure": self.default_on_failure.to_string(),
             "project_hooks": self.project_hooks.to_string(),
-            "claude_settings": self.claude_settings,
             "max_output_bytes": self.max_output_bytes,
             "kill_grace_ms": self.kill_grace.as_millis() as u64,
-        })
-        .to_string()
+        });
+        // One flag per host whose files can be layers (`claude_settings`), as the record has
+        // always spelled it, so that an engine of another version reads it alike.
+        if let Value::Object(fields) = &mut record {
+            for host in Dialect::with_layer_files() {
+                fields.insert(
+                    Self::host_layers_key(host),
+                    Value::Bool(self.host_layers.contains(&host)),
+                );
+            }
+        }
+        record.to_string()
+    }
+
+    /// The record's key for whether `host`'s own settings files are layers.
+    fn host_layers_key(host: Dialect) -> String {
+        format!("{}_settings", host.name())
     }
 
     /// Reads a record's JSON text over `defaults`: a field that is missing or not valid keeps
@@ -226,10 +241,14 @@ impl EngineOptions {
             project_hooks: text("project_hooks")
                 .and_then(|value| value.parse().ok())
                 .unwrap_or(defaults.project_hooks),
-            claude_settings: fields
-                .get("claude_settings")
-                .and_then(Value::as_bool)
-                .unwrap_or(defaults.claude_settings),
+            host_layers: Dialect::with_layer_files()
+                .filter(|host| {
+                    fields
+                        .get(&Self::host_layers_key(*host))
+                        .and_then(Value::as_bool)
+                        .unwrap_or(defaults.host_layers.contains(host))
+                })
+                .collect(),
             max_output_bytes: number("max_output_bytes")
                 .and_then(|value| usize::try_from(value).ok())
                 .unwrap_or(defaults.max_output_bytes),
@@ -315,7 +334,7 @@ mod tests {
         let options = EngineOptions {
             default_on_failure: FailurePolicy::Deny,
             project_hooks: ProjectHookPolicy::Require,
-            claude_settings: true,
+            host_layers: vec![Dialect::CLAUDE],
             max_output_bytes: 4096,
             kill_grace: Duration::from_millis(250),
         };
@@ -323,6 +342,12 @@ mod tests {
             EngineOptions::from_json(&options.to_json(), &defaults()),
             options
         );
+        // The record spells `--claude-settings` as it always has, so an engine of another
+        // version reads it alike.
+        let record: Value = serde_json::from_str(&options.to_json()).expect("json");
+        assert_eq!(record["claude_settings"], Value::Bool(true));
+        let off: Value = serde_json::from_str(&defaults().to_json()).expect("json");
+        assert_eq!(off["claude_settings"], Value::Bool(false));
         let cases = [
             ("", defaults()),
             ("[1]", defaults()),
@@ -334,6 +359,14 @@ mod tests {
                     ..defaults()
                 },
             ),
+            (
+                r#"{"claude_settings":true}"#,
+                EngineOptions {
+                    host_layers: vec![Dialect::CLAUDE],
+                    ..defaults()
+                },
+            ),
+            (r#"{"claude_settings":"yes"}"#, defaults()),
         ];
         for (text, expected) in cases {
             assert_eq!(

@@ -244,7 +244,7 @@ impl Registries {
     /// An empty cache for the daemon's environment.
     pub(crate) fn new(config: &ServerConfig) -> Registries {
         let env = LoaderEnv::new(config.env.clone(), config.home.clone())
-            .with_claude_settings(config.claude_settings)
+            .with_host_layers(config.host_layers.clone())
             .with_system_owner(config.system_owner)
             .with_system_trusted_above(config.system_trusted_above.clone());
         Registries {

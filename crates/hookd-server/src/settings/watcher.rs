@@ -10,9 +10,9 @@
 //! watched directories are those holding the files that matter: the user settings, the system
 //! settings and system defaults, the trusted-folders and extension-enablement files, hookd's
 //! trusted-hooks store and user hooks file, Claude Code's user settings (with
-//! `--claude-settings`), the extensions directory, each extension's directory and its `hooks/`
-//! directory, each loaded project's `.gemini/` and `.hookd/` directories (and `.claude/` with
-//! `--claude-settings`; plus the project directory itself
+//! `--claude-settings`: every host's own files read as layers), the extensions directory, each
+//! extension's directory and its `hooks/` directory, each loaded project's `.gemini/` and
+//! `.hookd/` directories (and `.claude/` with `--claude-settings`, a host's own project files; plus the project directory itself
 //! when extensions may read its `.env`), and the directory of every script a loaded project's
 //! hooks run (hookd's project-hook trust: editing a trusted script must make its hook untrusted).
 //!
@@ -275,7 +275,7 @@ impl Watcher {
         let shared_layers = registries.shared();
         let projects = registries.project_dirs();
 
-        let claude_settings = registries.env().claude_settings;
+        let host_layers = registries.env().host_layers.clone();
 
         let mut targets: Vec<(PathBuf, Target, Scope)> = Vec::new();
         for file in [
@@ -289,8 +289,10 @@ impl Watcher {
         ] {
             targets.push((file.clone(), Target::File, Scope::Shared));
         }
-        if claude_settings {
-            targets.push((paths.claude_user.clone(), Target::File, Scope::Shared));
+        for host in &host_layers {
+            for file in paths.host_user_files(*host) {
+                targets.push((file.to_owned(), Target::File, Scope::Shared));
+            }
         }
         targets.push((
             paths.extensions_dir.clone(),
@@ -325,8 +327,8 @@ impl Watcher {
                 LayerPaths::project_settings(project),
                 LayerPaths::hookd_project(project),
             ];
-            if claude_settings {
-                files.extend(LayerPaths::claude_project(project));
+            for host in &host_layers {
+                files.extend(LayerPaths::host_project(*host, project));
             }
             for file in files {
                 targets.push((file, Target::File, scope.clone()));

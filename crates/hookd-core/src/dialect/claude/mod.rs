@@ -76,7 +76,8 @@ pub const CLAUDE_DEFAULT_TIMEOUT_MS: u64 = 600_000;
 pub struct Claude;
 
 /// Claude Code's user directory: `CLAUDE_CONFIG_DIR` when it is an absolute path, else
-/// `~/.claude`. The one place this rule lives; the loader (`--claude-settings`) and
+/// `~/.claude`. The one place this rule lives; the loader (`--claude-settings`, through
+/// [`HostFiles::user_layer_files`]) and
 /// `hookctl install` both ask it.
 pub fn claude_config_dir(env: &HomeEnv<'_>) -> PathBuf {
     (env.var)("CLAUDE_CONFIG_DIR")
@@ -112,7 +113,7 @@ impl HostRun for Claude {
     }
 
     fn runs_layer(&self, _source: Source, file: LayerFile) -> bool {
-        file == LayerFile::Claude
+        file == LayerFile::Host(<Self as Host>::NAME)
     }
 
     fn dedups_by_command(&self) -> bool {
@@ -237,6 +238,20 @@ impl HostFiles for Claude {
 
     fn user_settings_file(&self, env: &HomeEnv<'_>) -> PathBuf {
         claude_config_dir(env).join("settings.json")
+    }
+
+    fn has_layer_files(&self) -> bool {
+        true
+    }
+
+    fn user_layer_files(&self, env: &HomeEnv<'_>) -> Vec<PathBuf> {
+        vec![self.user_settings_file(env)]
+    }
+
+    /// The shared `settings.json`, then the personal `settings.local.json`.
+    fn project_layer_files(&self, project: &Path) -> Vec<PathBuf> {
+        let dir = project.join(".claude");
+        vec![dir.join("settings.json"), dir.join("settings.local.json")]
     }
 
     fn project_settings_file(&self, project: &Path) -> PathBuf {
