@@ -43,7 +43,7 @@ pub use semantics::{
 };
 pub use settings::{edit, extension, jsonc, limits, registry, relayed, trust};
 
-pub use event::{ClaudeEvent, HookEventName, MatcherKind, MergeStrategy};
+pub use event::{HookEventName, HostEvent, HostEventSpec, MatcherKind, MergeStrategy};
 pub use model::{DEFAULT_TIMEOUT_MS, HookConfig, HookEntry, HookType, LayerFile, Origin, Source};
 pub use plan::Plan;
 pub use result::{HookOutcome, HookResult, HookRun, OutputFormat, SpawnCause, StreamName};

@@ -48,7 +48,7 @@ pub fn gemini_home(env: &HomeEnv<'_>) -> PathBuf {
 fn gemini_event(name: &str) -> Option<HookEventName> {
     name.parse::<HookEventName>()
         .ok()
-        .filter(|event| event.claude_only().is_none())
+        .filter(|event| event.host_only().is_none())
 }
 
 impl Host for Gemini {

@@ -25,7 +25,7 @@ use serde_json::{Map, Value};
 use super::{Conversion, DialectError, HomeEnv, HostAnswer, Purpose, RelayInput};
 use crate::aggregate::{Aggregate, aggregate};
 use crate::command::CommandVars;
-use crate::event::HookEventName;
+use crate::event::{HookEventName, HostEventSpec};
 use crate::model::{HookConfig, HookEntry, LayerFile, Source};
 use crate::result::{HookResult, HookRun};
 
@@ -136,6 +136,14 @@ pub trait HostRelay: Send + Sync + 'static {
     /// The host's events hookd can run, in the host's spelling and order: what the relay
     /// accepts and what `hookctl install` may wire.
     fn events(&self) -> Vec<&'static str>;
+
+    /// The host's own events, which Gemini CLI has no counterpart for and hookd holds as
+    /// themselves ([`HookEventName::Host`], named by this host): their names, matcher fields
+    /// and whether they block. hookd's files may register hooks for them by name. Default:
+    /// none (a host whose events are all Gemini CLI's or another host's).
+    fn own_events(&self) -> &'static [HostEventSpec] {
+        &[]
+    }
 
     /// The hookd event a host event is fired as; `None` for an event hookd cannot run.
     fn event_to_hookd(&self, host_event: &str) -> Option<HookEventName>;

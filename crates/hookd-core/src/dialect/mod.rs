@@ -37,12 +37,13 @@ pub mod wiring;
 use std::fmt;
 use std::hash::{Hash, Hasher};
 use std::path::Path;
+use std::str::FromStr;
 
 use serde_json::{Map, Value};
 
 use crate::command::CommandVars;
 use crate::env::HostVariables;
-use crate::event::HookEventName;
+use crate::event::{HookEventName, HostEvent, UnknownEvent};
 use crate::exec::KeyProblem;
 use crate::model::{HookConfig, LayerFile};
 use crate::sanitize::EnvRedaction;
@@ -105,6 +106,32 @@ pub struct HomeEnv<'a> {
     pub home: &'a Path,
     /// The value of an environment variable (`CLAUDE_CONFIG_DIR`, ...).
     pub var: &'a dyn Fn(&str) -> Option<String>,
+}
+
+/// Which names are events, answered here where the hosts are known, so that the event model
+/// needs no knowledge of them: Gemini CLI's eleven, then each registered host's own
+/// ([`HostRelay::own_events`]), in registry order (the first host to declare a name has it).
+impl HookEventName {
+    /// Every event hookd holds: Gemini CLI's eleven, then each host's own.
+    pub fn all() -> impl Iterator<Item = HookEventName> {
+        HookEventName::ALL.into_iter().chain(
+            Dialect::ALL
+                .iter()
+                .flat_map(|dialect| dialect.relay().own_events())
+                .map(|spec| HookEventName::Host(HostEvent::new(spec))),
+        )
+    }
+}
+
+impl FromStr for HookEventName {
+    type Err = UnknownEvent;
+
+    /// The event of that exact (case-sensitive) name.
+    fn from_str(s: &str) -> Result<Self, Self::Err> {
+        HookEventName::all()
+            .find(|event| event.as_str() == s)
+            .ok_or_else(|| UnknownEvent(s.to_owned()))
+    }
 }
 
 /// Reads the hook's `dialect` key.
@@ -368,6 +395,82 @@ mod tests {
         let mut names: Vec<_> = Dialect::ALL.iter().map(|d| d.name()).collect();
         names.dedup();
         assert_eq!(names.len(), Dialect::ALL.len(), "names are unique");
+    }
+
+    #[test]
+    fn names_round_trip_and_are_case_sensitive() {
+        for event in HookEventName::ALL {
+            assert_eq!(event.as_str().parse::<HookEventName>(), Ok(event));
+        }
+        assert!("beforetool".parse::<HookEventName>().is_err());
+        assert!("BeforeTool ".parse::<HookEventName>().is_err());
+        // Claude Code's names of Gemini's events are not hookd's names for them.
+        assert!("PreToolUse".parse::<HookEventName>().is_err());
+        assert!("Stop".parse::<HookEventName>().is_err());
+        // Each host's own events are held as themselves, naming their host.
+        for dialect in Dialect::ALL {
+            for spec in dialect.relay().own_events() {
+                assert_eq!(spec.host, dialect.name(), "{}", spec.name);
+                let event = spec.name.parse::<HookEventName>().expect(spec.name);
+                assert_eq!(
+                    event,
+                    HookEventName::Host(crate::event::HostEvent::new(spec))
+                );
+                assert_eq!(event.host_only().map(|e| e.host()), Some(dialect.name()));
+            }
+        }
+        assert_eq!(Dialect::CLAUDE.relay().own_events().len(), 25);
+        assert_eq!(HookEventName::all().count(), 36);
+        assert!("permissionrequest".parse::<HookEventName>().is_err());
+    }
+
+    #[test]
+    fn claude_events_match_on_claude_codes_field() {
+        // (event, matcher field, matcher kind)
+        let cases = [
+            (
+                "PermissionRequest",
+                Some("tool_name"),
+                crate::event::MatcherKind::ToolName,
+            ),
+            (
+                "PostToolUseFailure",
+                Some("tool_name"),
+                crate::event::MatcherKind::ToolName,
+            ),
+            (
+                "SubagentStart",
+                Some("agent_type"),
+                crate::event::MatcherKind::ToolName,
+            ),
+            (
+                "ConfigChange",
+                Some("source"),
+                crate::event::MatcherKind::ToolName,
+            ),
+            (
+                "FileChanged",
+                Some("file_path"),
+                crate::event::MatcherKind::ToolName,
+            ),
+            (
+                "PreModelSwitch",
+                Some("to_model"),
+                crate::event::MatcherKind::ToolName,
+            ),
+            ("TaskCompleted", None, crate::event::MatcherKind::Ignored),
+            ("CwdChanged", None, crate::event::MatcherKind::Ignored),
+        ];
+        for (name, field, kind) in cases {
+            let event: HookEventName = name.parse().expect(name);
+            assert_eq!(event.matcher_field(), field, "{name}");
+            assert_eq!(event.matcher_kind(), kind, "{name}");
+            assert_eq!(
+                event.merge_strategy(),
+                crate::event::MergeStrategy::OrMerge,
+                "{name}"
+            );
+        }
     }
 
     #[test]

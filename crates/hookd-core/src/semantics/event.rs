@@ -3,15 +3,17 @@
 //! Everything here is a static property of an event name as Gemini CLI defines it (spec §1.4,
 //! §2, §4.4, §5). Other modules ask this one instead of matching on event names themselves.
 //!
-//! Besides Gemini CLI's eleven events, hookd holds Claude Code's events that have no Gemini
-//! counterpart ([`ClaudeEvent`], `HookEventName::Claude`): a hook in hookd's files or a
-//! Claude Code layer can be registered for `PermissionRequest` or `TaskCompleted`, and the
-//! relay fires them by Claude Code's name. Their payload is Claude Code's own, their matcher
-//! is applied to the field Claude Code matches on (`tool_name`, `agent_type`, `source`, ...;
-//! [`HookEventName::matcher_field`]), and their outputs are OR-merged.
+//! Besides Gemini CLI's eleven events, hookd holds the events of a host's own that have no
+//! Gemini counterpart ([`HostEvent`], `HookEventName::Host`), each declared by its host's
+//! dialect ([`HostEventSpec`]): a hook in hookd's files or a Claude Code layer can be
+//! registered for Claude Code's `PermissionRequest` or `TaskCompleted`, and the relay fires
+//! them by the host's name. Their payload is the host's own, their matcher is applied to the
+//! field the host matches on (`tool_name`, `agent_type`, `source`, ...;
+//! [`HookEventName::matcher_field`]), and their outputs are OR-merged. Which names are
+//! events ([`HookEventName`]'s `FromStr`, `HookEventName::all`) is answered where the hosts
+//! are known, in the dialect room.
 
 use std::fmt;
-use std::str::FromStr;
 
 /// A lifecycle event an agent CLI fires. Names are exact and case-sensitive.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
@@ -38,185 +40,98 @@ pub enum HookEventName {
     AfterModel,
     /// Right after BeforeModel: may restrict the tools the model may call.
     BeforeToolSelection,
-    /// One of Claude Code's events with no Gemini CLI counterpart.
-    Claude(ClaudeEvent),
+    /// An event of one host's own with no Gemini CLI counterpart (Claude Code's
+    /// `PermissionRequest`, ...).
+    Host(HostEvent),
 }
 
-/// Claude Code's hook events that Gemini CLI has no counterpart for (Claude Code 2.1.33x).
-/// The other nine (`PreToolUse`, `Stop`, ...) are fired as their Gemini events.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
-pub enum ClaudeEvent {
-    /// A tool call failed.
-    PostToolUseFailure,
-    /// After every tool call of one model turn ran.
-    PostToolBatch,
-    /// Claude Code is about to show a permission dialog.
-    PermissionRequest,
-    /// The auto-mode classifier denied a tool call.
-    PermissionDenied,
-    /// A slash command or skill is about to expand into a prompt.
-    UserPromptExpansion,
-    /// A turn ended with an API error.
-    StopFailure,
-    /// A subagent was started.
-    SubagentStart,
-    /// `claude --init` / `--maintenance`.
-    Setup,
-    /// After a compaction.
-    PostCompact,
-    /// Before the model is switched.
-    PreModelSwitch,
-    /// After the model was switched.
-    PostModelSwitch,
-    /// An MCP server asks the user for input.
-    Elicitation,
-    /// The user answered an MCP elicitation.
-    ElicitationResult,
-    /// A settings or skills file changed during the session.
-    ConfigChange,
-    /// A CLAUDE.md or rules file was loaded.
-    InstructionsLoaded,
-    /// A directory was added to the session.
-    DirectoryAdded,
-    /// The working directory changed.
-    CwdChanged,
-    /// A watched file changed.
-    FileChanged,
-    /// A worktree is to be created.
-    WorktreeCreate,
-    /// A worktree is to be removed.
-    WorktreeRemove,
-    /// A teammate of an agent team is about to go idle.
-    TeammateIdle,
-    /// A task is being created.
-    TaskCreated,
-    /// A task is being marked completed.
-    TaskCompleted,
-    /// A message is about to be displayed.
-    MessageDisplay,
-    /// A skill's shell command is about to run (Claude Code 2.1.332 and later).
-    PreSkillShellCommand,
-}
-
-impl ClaudeEvent {
-    /// Every Claude-only event, in Claude Code's order.
-    pub const ALL: [ClaudeEvent; 25] = [
-        ClaudeEvent::PostToolUseFailure,
-        ClaudeEvent::PostToolBatch,
-        ClaudeEvent::PermissionRequest,
-        ClaudeEvent::PermissionDenied,
-        ClaudeEvent::UserPromptExpansion,
-        ClaudeEvent::StopFailure,
-        ClaudeEvent::SubagentStart,
-        ClaudeEvent::Setup,
-        ClaudeEvent::PostCompact,
-        ClaudeEvent::PreModelSwitch,
-        ClaudeEvent::PostModelSwitch,
-        ClaudeEvent::Elicitation,
-        ClaudeEvent::ElicitationResult,
-        ClaudeEvent::ConfigChange,
-        ClaudeEvent::InstructionsLoaded,
-        ClaudeEvent::DirectoryAdded,
-        ClaudeEvent::CwdChanged,
-        ClaudeEvent::FileChanged,
-        ClaudeEvent::WorktreeCreate,
-        ClaudeEvent::WorktreeRemove,
-        ClaudeEvent::TeammateIdle,
-        ClaudeEvent::TaskCreated,
-        ClaudeEvent::TaskCompleted,
-        ClaudeEvent::MessageDisplay,
-        ClaudeEvent::PreSkillShellCommand,
-    ];
-
-    /// Claude Code's name of the event.
-    pub fn as_str(self) -> &'static str {
-        match self {
-            ClaudeEvent::PostToolUseFailure => "PostToolUseFailure",
-            ClaudeEvent::PostToolBatch => "PostToolBatch",
-            ClaudeEvent::PermissionRequest => "PermissionRequest",
-            ClaudeEvent::PermissionDenied => "PermissionDenied",
-            ClaudeEvent::UserPromptExpansion => "UserPromptExpansion",
-            ClaudeEvent::StopFailure => "StopFailure",
-            ClaudeEvent::SubagentStart => "SubagentStart",
-            ClaudeEvent::Setup => "Setup",
-            ClaudeEvent::PostCompact => "PostCompact",
-            ClaudeEvent::PreModelSwitch => "PreModelSwitch",
-            ClaudeEvent::PostModelSwitch => "PostModelSwitch",
-            ClaudeEvent::Elicitation => "Elicitation",
-            ClaudeEvent::ElicitationResult => "ElicitationResult",
-            ClaudeEvent::ConfigChange => "ConfigChange",
-            ClaudeEvent::InstructionsLoaded => "InstructionsLoaded",
-            ClaudeEvent::DirectoryAdded => "DirectoryAdded",
-            ClaudeEvent::CwdChanged => "CwdChanged",
-            ClaudeEvent::FileChanged => "FileChanged",
-            ClaudeEvent::WorktreeCreate => "WorktreeCreate",
-            ClaudeEvent::WorktreeRemove => "WorktreeRemove",
-            ClaudeEvent::TeammateIdle => "TeammateIdle",
-            ClaudeEvent::TaskCreated => "TaskCreated",
-            ClaudeEvent::TaskCompleted => "TaskCompleted",
-            ClaudeEvent::MessageDisplay => "MessageDisplay",
-            ClaudeEvent::PreSkillShellCommand => "PreSkillShellCommand",
-        }
-    }
-
-    /// The Claude-only event of that (case-sensitive) name.
-    pub fn parse(name: &str) -> Option<ClaudeEvent> {
-        ClaudeEvent::ALL
-            .into_iter()
-            .find(|event| event.as_str() == name)
-    }
-
-    /// The input field Claude Code applies the event's matcher to; `None` where it ignores
+/// The declaration of an event of one host's own, which Gemini CLI has no counterpart for
+/// (Claude Code's `PermissionRequest`, ...): made by the host's dialect, in the list it gives
+/// (`dialect::HostRelay::own_events`), so that the event model needs no knowledge of hosts.
+#[derive(Debug, PartialEq, Eq, Hash)]
+pub struct HostEventSpec {
+    /// The host's dialect name (`"claude"`).
+    pub host: &'static str,
+    /// The event as the host names it, which is also hookd's name for it on the wire, in
+    /// settings and in records (`"PermissionRequest"`).
+    pub name: &'static str,
+    /// The input field the host applies the event's matcher to; `None` where it ignores
     /// matchers.
-    pub fn matcher_field(self) -> Option<&'static str> {
-        Some(match self {
-            ClaudeEvent::PostToolUseFailure
-            | ClaudeEvent::PermissionRequest
-            | ClaudeEvent::PermissionDenied
-            | ClaudeEvent::PreSkillShellCommand => "tool_name",
-            ClaudeEvent::UserPromptExpansion => "command_name",
-            ClaudeEvent::StopFailure => "error",
-            ClaudeEvent::SubagentStart => "agent_type",
-            ClaudeEvent::Setup | ClaudeEvent::PostCompact => "trigger",
-            ClaudeEvent::PreModelSwitch | ClaudeEvent::PostModelSwitch => "to_model",
-            ClaudeEvent::Elicitation | ClaudeEvent::ElicitationResult => "mcp_server_name",
-            ClaudeEvent::ConfigChange | ClaudeEvent::DirectoryAdded => "source",
-            ClaudeEvent::InstructionsLoaded => "load_reason",
-            ClaudeEvent::FileChanged => "file_path",
-            ClaudeEvent::PostToolBatch
-            | ClaudeEvent::CwdChanged
-            | ClaudeEvent::WorktreeCreate
-            | ClaudeEvent::WorktreeRemove
-            | ClaudeEvent::TeammateIdle
-            | ClaudeEvent::TaskCreated
-            | ClaudeEvent::TaskCompleted
-            | ClaudeEvent::MessageDisplay => return None,
-        })
+    pub matcher_field: Option<&'static str>,
+    /// Whether a hook's exit code 2 (or `decision: "block"`) blocks what the event is about,
+    /// as the host documents it; for the others stderr is only shown to the user.
+    pub can_block: bool,
+}
+
+/// One host's own event ([`HostEventSpec`]): a `Copy` handle, compared, hashed and ordered by
+/// host and name.
+#[derive(Clone, Copy)]
+pub struct HostEvent(&'static HostEventSpec);
+
+impl HostEvent {
+    /// The handle on `spec`.
+    pub const fn new(spec: &'static HostEventSpec) -> HostEvent {
+        HostEvent(spec)
     }
 
-    /// Whether a hook's exit code 2 (or `decision: "block"`) blocks what the event is about,
-    /// as Claude Code documents it; for the others stderr is only shown to the user.
+    /// The host's dialect name.
+    pub fn host(self) -> &'static str {
+        self.0.host
+    }
+
+    /// The event's name.
+    pub fn as_str(self) -> &'static str {
+        self.0.name
+    }
+
+    /// The input field the host applies the event's matcher to, if any.
+    pub fn matcher_field(self) -> Option<&'static str> {
+        self.0.matcher_field
+    }
+
+    /// Whether a hook can block what the event is about.
     pub fn can_block(self) -> bool {
-        matches!(
-            self,
-            ClaudeEvent::PermissionRequest
-                | ClaudeEvent::UserPromptExpansion
-                | ClaudeEvent::PostToolUseFailure
-                | ClaudeEvent::PostToolBatch
-                | ClaudeEvent::PreModelSwitch
-                | ClaudeEvent::Elicitation
-                | ClaudeEvent::ElicitationResult
-                | ClaudeEvent::ConfigChange
-                | ClaudeEvent::WorktreeCreate
-                | ClaudeEvent::TeammateIdle
-                | ClaudeEvent::TaskCreated
-                | ClaudeEvent::TaskCompleted
-                | ClaudeEvent::PreSkillShellCommand
-        )
+        self.0.can_block
+    }
+
+    fn key(self) -> (&'static str, &'static str) {
+        (self.0.host, self.0.name)
     }
 }
 
-impl fmt::Display for ClaudeEvent {
+impl PartialEq for HostEvent {
+    fn eq(&self, other: &Self) -> bool {
+        self.key() == other.key()
+    }
+}
+
+impl Eq for HostEvent {}
+
+impl std::hash::Hash for HostEvent {
+    fn hash<H: std::hash::Hasher>(&self, state: &mut H) {
+        self.key().hash(state);
+    }
+}
+
+impl PartialOrd for HostEvent {
+    fn partial_cmp(&self, other: &Self) -> Option<std::cmp::Ordering> {
+        Some(self.cmp(other))
+    }
+}
+
+impl Ord for HostEvent {
+    fn cmp(&self, other: &Self) -> std::cmp::Ordering {
+        self.key().cmp(&other.key())
+    }
+}
+
+impl fmt::Debug for HostEvent {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+impl fmt::Display for HostEvent {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.write_str(self.as_str())
     }
@@ -276,31 +191,24 @@ impl HookEventName {
             HookEventName::BeforeModel => "BeforeModel",
             HookEventName::AfterModel => "AfterModel",
             HookEventName::BeforeToolSelection => "BeforeToolSelection",
-            HookEventName::Claude(event) => event.as_str(),
+            HookEventName::Host(event) => event.as_str(),
         }
     }
 
-    /// Every event hookd holds: Gemini CLI's eleven, then Claude Code's own.
-    pub fn all() -> impl Iterator<Item = HookEventName> {
-        HookEventName::ALL
-            .into_iter()
-            .chain(ClaudeEvent::ALL.into_iter().map(HookEventName::Claude))
-    }
-
-    /// The Claude-only event this is, if it is one.
-    pub fn claude_only(self) -> Option<ClaudeEvent> {
+    /// The host's own event this is, if it is one.
+    pub fn host_only(self) -> Option<HostEvent> {
         match self {
-            HookEventName::Claude(event) => Some(event),
+            HookEventName::Host(event) => Some(event),
             _ => None,
         }
     }
 
     /// The input field a [`MatcherKind::ToolName`] matcher is searched in: `tool_name` for
-    /// Gemini's tool events, the field Claude Code matches on for its own events.
+    /// Gemini's tool events, the field the host matches on for a host's own events.
     pub fn matcher_field(self) -> Option<&'static str> {
         match self {
             HookEventName::BeforeTool | HookEventName::AfterTool => Some("tool_name"),
-            HookEventName::Claude(event) => event.matcher_field(),
+            HookEventName::Host(event) => event.matcher_field(),
             _ => None,
         }
     }
@@ -309,9 +217,7 @@ impl HookEventName {
     pub fn matcher_kind(self) -> MatcherKind {
         match self {
             HookEventName::BeforeTool | HookEventName::AfterTool => MatcherKind::ToolName,
-            HookEventName::Claude(event) if event.matcher_field().is_some() => {
-                MatcherKind::ToolName
-            }
+            HookEventName::Host(event) if event.matcher_field().is_some() => MatcherKind::ToolName,
             HookEventName::SessionStart
             | HookEventName::SessionEnd
             | HookEventName::PreCompress => MatcherKind::Trigger,
@@ -357,8 +263,8 @@ impl HookEventName {
                 &["llm_request", "llm_response", "content", "full_content"]
             }
             HookEventName::BeforeToolSelection => &["llm_request"],
-            // Claude Code's payload is passed as it is.
-            HookEventName::Claude(_) => &[],
+            // The host's payload is passed as it is.
+            HookEventName::Host(_) => &[],
         }
     }
 
@@ -370,7 +276,7 @@ impl HookEventName {
             | HookEventName::BeforeAgent
             | HookEventName::AfterAgent
             | HookEventName::SessionStart
-            | HookEventName::Claude(_) => MergeStrategy::OrMerge,
+            | HookEventName::Host(_) => MergeStrategy::OrMerge,
             HookEventName::BeforeModel | HookEventName::AfterModel => {
                 MergeStrategy::FieldReplacement
             }
@@ -393,69 +299,60 @@ impl fmt::Display for HookEventName {
 #[error("unknown hook event name {0:?}")]
 pub struct UnknownEvent(pub String);
 
-impl FromStr for HookEventName {
-    type Err = UnknownEvent;
-
-    fn from_str(s: &str) -> Result<Self, Self::Err> {
-        HookEventName::ALL
-            .into_iter()
-            .find(|event| event.as_str() == s)
-            .or_else(|| ClaudeEvent::parse(s).map(HookEventName::Claude))
-            .ok_or_else(|| UnknownEvent(s.to_owned()))
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
 
     #[test]
-    fn names_round_trip_and_are_case_sensitive() {
-        for event in HookEventName::ALL {
-            assert_eq!(event.as_str().parse::<HookEventName>(), Ok(event));
-        }
-        assert!("beforetool".parse::<HookEventName>().is_err());
-        assert!("BeforeTool ".parse::<HookEventName>().is_err());
-        // Claude Code's names of Gemini's events are not hookd's names for them.
-        assert!("PreToolUse".parse::<HookEventName>().is_err());
-        assert!("Stop".parse::<HookEventName>().is_err());
-        for event in ClaudeEvent::ALL {
-            assert_eq!(
-                event.as_str().parse::<HookEventName>(),
-                Ok(HookEventName::Claude(event))
-            );
-        }
-        assert_eq!(HookEventName::all().count(), 36);
-        assert!("permissionrequest".parse::<HookEventName>().is_err());
-    }
-
-    #[test]
-    fn claude_events_match_on_claude_codes_field() {
-        // (event, matcher field, matcher kind)
-        let cases = [
-            (
-                "PermissionRequest",
-                Some("tool_name"),
-                MatcherKind::ToolName,
-            ),
-            (
-                "PostToolUseFailure",
-                Some("tool_name"),
-                MatcherKind::ToolName,
-            ),
-            ("SubagentStart", Some("agent_type"), MatcherKind::ToolName),
-            ("ConfigChange", Some("source"), MatcherKind::ToolName),
-            ("FileChanged", Some("file_path"), MatcherKind::ToolName),
-            ("PreModelSwitch", Some("to_model"), MatcherKind::ToolName),
-            ("TaskCompleted", None, MatcherKind::Ignored),
-            ("CwdChanged", None, MatcherKind::Ignored),
+    fn a_hosts_own_event_is_what_its_declaration_says() {
+        // Declarations as a host's dialect makes them: the event model knows no host.
+        static OWN: [HostEventSpec; 3] = [
+            HostEventSpec {
+                host: "one",
+                name: "Picked",
+                matcher_field: Some("item"),
+                can_block: true,
+            },
+            HostEventSpec {
+                host: "one",
+                name: "Idle",
+                matcher_field: None,
+                can_block: false,
+            },
+            HostEventSpec {
+                host: "two",
+                name: "Picked",
+                matcher_field: None,
+                can_block: false,
+            },
         ];
-        for (name, field, kind) in cases {
-            let event: HookEventName = name.parse().expect(name);
+        let [picked, idle, other] = [0, 1, 2].map(|i| HookEventName::Host(HostEvent::new(&OWN[i])));
+        // (event, name, matcher field, matcher kind)
+        let cases = [
+            (picked, "Picked", Some("item"), MatcherKind::ToolName),
+            (idle, "Idle", None, MatcherKind::Ignored),
+            (other, "Picked", None, MatcherKind::Ignored),
+        ];
+        for (event, name, field, kind) in cases {
+            assert_eq!(event.as_str(), name);
+            assert_eq!(event.to_string(), name);
             assert_eq!(event.matcher_field(), field, "{name}");
             assert_eq!(event.matcher_kind(), kind, "{name}");
             assert_eq!(event.merge_strategy(), MergeStrategy::OrMerge, "{name}");
+            assert!(event.input_fields().is_empty(), "{name}");
+            assert!(event.host_only().is_some(), "{name}");
         }
+        // Two hosts' events of one name are two events; a copy of a declaration is the same.
+        assert_ne!(picked, other);
+        static COPY: HostEventSpec = HostEventSpec {
+            host: "one",
+            name: "Picked",
+            matcher_field: Some("item"),
+            can_block: true,
+        };
+        assert_eq!(picked, HookEventName::Host(HostEvent::new(&COPY)));
+        assert_eq!(picked.host_only().map(HostEvent::host), Some("one"));
+        assert!(HookEventName::BeforeTool.host_only().is_none());
     }
 
     #[test]

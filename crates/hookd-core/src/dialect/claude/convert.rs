@@ -43,7 +43,7 @@ use super::names::claude_event_to_gemini;
 use crate::dialect::condition::Condition;
 use crate::dialect::relay::is_relay_command;
 use crate::dialect::{Conversion, ProblemKind, Purpose};
-use crate::event::{ClaudeEvent, HookEventName};
+use crate::event::HookEventName;
 use crate::json::json_type;
 
 /// Options of [`convert_claude_hooks`].
@@ -98,7 +98,7 @@ pub fn convert_claude_hooks(settings: &Value, options: &ConvertOptions<'_>) -> C
     for (claude_event, definitions) in hooks {
         let location = format!("hooks.{claude_event}");
         let event = match claude_event_to_gemini(claude_event) {
-            Some(HookEventName::Claude(_)) if options.purpose == Purpose::Migrate => None,
+            Some(HookEventName::Host(_)) if options.purpose == Purpose::Migrate => None,
             event => event,
         };
         let Some(event) = event else {
@@ -312,7 +312,7 @@ fn plan_matcher(
         },
         // Claude Code's own events keep Claude's matcher, in hookd's form, on the field
         // Claude Code matches (`HookEventName::matcher_field`).
-        _ if ClaudeEvent::parse(claude_event).is_some_and(|e| e.matcher_field().is_some()) => {
+        _ if super::claude_own_event(claude_event).is_some_and(|e| e.matcher_field().is_some()) => {
             Ok(MatcherPlan {
                 matchers: vec![Some(claude_matcher_verbatim(matcher))],
                 claude_matcher: None,

@@ -93,7 +93,7 @@ pub fn claude_plain_stdout_field(claude_event: &str) -> Option<&'static str> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::event::ClaudeEvent;
+    use crate::dialect::claude::CLAUDE_OWN_EVENTS;
 
     #[test]
     fn every_claude_event_has_an_answer_shape() {
@@ -174,11 +174,12 @@ mod tests {
             assert_eq!(claude_plain_stdout_field(event), plain, "{event}");
         }
         // Every Claude-only event that blocks says how.
-        for event in ClaudeEvent::ALL {
+        for event in &CLAUDE_OWN_EVENTS {
             assert_eq!(
-                event.can_block(),
-                claude_block_style(event.as_str()) != BlockStyle::None,
-                "{event}"
+                event.can_block,
+                claude_block_style(event.name) != BlockStyle::None,
+                "{}",
+                event.name
             );
         }
     }

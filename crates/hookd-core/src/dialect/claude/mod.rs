@@ -49,8 +49,8 @@ pub use matchers::{
     is_valid_claude_matcher,
 };
 pub use names::{
-    CLAUDE_EVENTS, claude_event_to_gemini, claude_notification_type_to_gemini,
-    claude_tool_input_to_gemini, claude_tool_to_gemini, claude_tools_for_gemini,
+    CLAUDE_EVENTS, CLAUDE_OWN_EVENTS, claude_event_to_gemini, claude_notification_type_to_gemini,
+    claude_own_event, claude_tool_input_to_gemini, claude_tool_to_gemini, claude_tools_for_gemini,
     gemini_event_to_claude, gemini_notification_type_to_claude, gemini_tool_input_to_claude,
     gemini_tool_to_claude,
 };
@@ -64,7 +64,7 @@ use super::{
     RelayInput,
 };
 use crate::aggregate::Aggregate;
-use crate::event::{ClaudeEvent, HookEventName};
+use crate::event::{HookEventName, HostEventSpec};
 use crate::model::{HookConfig, HookEntry, LayerFile, Source};
 use crate::result::{HookResult, HookRun};
 
@@ -161,8 +161,12 @@ impl HostRelay for Claude {
         // Claude Code's events with a Gemini counterpart, then its own.
         CLAUDE_EVENTS
             .into_iter()
-            .chain(ClaudeEvent::ALL.map(ClaudeEvent::as_str))
+            .chain(CLAUDE_OWN_EVENTS.iter().map(|spec| spec.name))
             .collect()
+    }
+
+    fn own_events(&self) -> &'static [HostEventSpec] {
+        &CLAUDE_OWN_EVENTS
     }
 
     fn event_to_hookd(&self, host_event: &str) -> Option<HookEventName> {
@@ -220,7 +224,7 @@ impl HostFiles for Claude {
     fn relay_matcher(&self, event: HookEventName, matchers: &[Option<String>]) -> Option<String> {
         if matches!(event, HookEventName::BeforeTool | HookEventName::AfterTool) {
             claude_matcher(matchers)
-        } else if event.claude_only().is_some() && event.matcher_field() == Some("tool_name") {
+        } else if event.host_only().is_some() && event.matcher_field() == Some("tool_name") {
             // Claude Code's own tool events: hookd's matchers already use Claude's names.
             claude_only_matcher(matchers)
         } else {

@@ -10,7 +10,8 @@ use std::borrow::Cow;
 
 use serde_json::{Map, Value};
 
-use crate::event::{ClaudeEvent, HookEventName};
+use crate::dialect::Host;
+use crate::event::{HookEventName, HostEvent, HostEventSpec};
 
 /// Claude Code's hook events that have a Gemini CLI counterpart, in the order of its
 /// documentation.
@@ -26,9 +27,201 @@ pub const CLAUDE_EVENTS: [&str; 9] = [
     "Notification",
 ];
 
+/// Claude Code's dialect name, which its own events carry.
+const CLAUDE: &str = <super::Claude as Host>::NAME;
+
+/// Claude Code's own events, which Gemini CLI has no counterpart for (Claude Code 2.1.33x),
+/// in Claude Code's order: hookd holds them as themselves (`HookEventName::Host`). The
+/// other nine (`PreToolUse`, `Stop`, ...) are fired as their Gemini events ([`CLAUDE_EVENTS`]).
+pub static CLAUDE_OWN_EVENTS: [HostEventSpec; 25] = [
+    // A tool call failed.
+    HostEventSpec {
+        host: CLAUDE,
+        name: "PostToolUseFailure",
+        matcher_field: Some("tool_name"),
+        can_block: true,
+    },
+    // After every tool call of one model turn ran.
+    HostEventSpec {
+        host: CLAUDE,
+        name: "PostToolBatch",
+        matcher_field: None,
+        can_block: true,
+    },
+    // Claude Code is about to show a permission dialog.
+    HostEventSpec {
+        host: CLAUDE,
+        name: "PermissionRequest",
+        matcher_field: Some("tool_name"),
+        can_block: true,
+    },
+    // The auto-mode classifier denied a tool call.
+    HostEventSpec {
+        host: CLAUDE,
+        name: "PermissionDenied",
+        matcher_field: Some("tool_name"),
+        can_block: false,
+    },
+    // A slash command or skill is about to expand into a prompt.
+    HostEventSpec {
+        host: CLAUDE,
+        name: "UserPromptExpansion",
+        matcher_field: Some("command_name"),
+        can_block: true,
+    },
+    // A turn ended with an API error.
+    HostEventSpec {
+        host: CLAUDE,
+        name: "StopFailure",
+        matcher_field: Some("error"),
+        can_block: false,
+    },
+    // A subagent was started.
+    HostEventSpec {
+        host: CLAUDE,
+        name: "SubagentStart",
+        matcher_field: Some("agent_type"),
+        can_block: false,
+    },
+    // `claude --init` / `--maintenance`.
+    HostEventSpec {
+        host: CLAUDE,
+        name: "Setup",
+        matcher_field: Some("trigger"),
+        can_block: false,
+    },
+    // After a compaction.
+    HostEventSpec {
+        host: CLAUDE,
+        name: "PostCompact",
+        matcher_field: Some("trigger"),
+        can_block: false,
+    },
+    // Before the model is switched.
+    HostEventSpec {
+        host: CLAUDE,
+        name: "PreModelSwitch",
+        matcher_field: Some("to_model"),
+        can_block: true,
+    },
+    // After the model was switched.
+    HostEventSpec {
+        host: CLAUDE,
+        name: "PostModelSwitch",
+        matcher_field: Some("to_model"),
+        can_block: false,
+    },
+    // An MCP server asks the user for input.
+    HostEventSpec {
+        host: CLAUDE,
+        name: "Elicitation",
+        matcher_field: Some("mcp_server_name"),
+        can_block: true,
+    },
+    // The user answered an MCP elicitation.
+    HostEventSpec {
+        host: CLAUDE,
+        name: "ElicitationResult",
+        matcher_field: Some("mcp_server_name"),
+        can_block: true,
+    },
+    // A settings or skills file changed during the session.
+    HostEventSpec {
+        host: CLAUDE,
+        name: "ConfigChange",
+        matcher_field: Some("source"),
+        can_block: true,
+    },
+    // A CLAUDE.md or rules file was loaded.
+    HostEventSpec {
+        host: CLAUDE,
+        name: "InstructionsLoaded",
+        matcher_field: Some("load_reason"),
+        can_block: false,
+    },
+    // A directory was added to the session.
+    HostEventSpec {
+        host: CLAUDE,
+        name: "DirectoryAdded",
+        matcher_field: Some("source"),
+        can_block: false,
+    },
+    // The working directory changed.
+    HostEventSpec {
+        host: CLAUDE,
+        name: "CwdChanged",
+        matcher_field: None,
+        can_block: false,
+    },
+    // A watched file changed.
+    HostEventSpec {
+        host: CLAUDE,
+        name: "FileChanged",
+        matcher_field: Some("file_path"),
+        can_block: false,
+    },
+    // A worktree is to be created.
+    HostEventSpec {
+        host: CLAUDE,
+        name: "WorktreeCreate",
+        matcher_field: None,
+        can_block: true,
+    },
+    // A worktree is to be removed.
+    HostEventSpec {
+        host: CLAUDE,
+        name: "WorktreeRemove",
+        matcher_field: None,
+        can_block: false,
+    },
+    // A teammate of an agent team is about to go idle.
+    HostEventSpec {
+        host: CLAUDE,
+        name: "TeammateIdle",
+        matcher_field: None,
+        can_block: true,
+    },
+    // A task is being created.
+    HostEventSpec {
+        host: CLAUDE,
+        name: "TaskCreated",
+        matcher_field: None,
+        can_block: true,
+    },
+    // A task is being marked completed.
+    HostEventSpec {
+        host: CLAUDE,
+        name: "TaskCompleted",
+        matcher_field: None,
+        can_block: true,
+    },
+    // A message is about to be displayed.
+    HostEventSpec {
+        host: CLAUDE,
+        name: "MessageDisplay",
+        matcher_field: None,
+        can_block: false,
+    },
+    // A skill's shell command is about to run (Claude Code 2.1.332 and later).
+    HostEventSpec {
+        host: CLAUDE,
+        name: "PreSkillShellCommand",
+        matcher_field: Some("tool_name"),
+        can_block: true,
+    },
+];
+
+/// Claude Code's own event named `name` (case-sensitive), held as itself.
+pub fn claude_own_event(name: &str) -> Option<HostEvent> {
+    CLAUDE_OWN_EVENTS
+        .iter()
+        .find(|spec| spec.name == name)
+        .map(HostEvent::new)
+}
+
 /// The event hookd fires for a Claude Code event: its Gemini CLI counterpart, or for Claude's
 /// own events (`PermissionRequest`, `PostToolUseFailure`, `SubagentStart`, ...) the
-/// Claude-only event itself (`HookEventName::Claude`); `None` for a name Claude Code does not
+/// Claude-only event itself (`HookEventName::Host`); `None` for a name Claude Code does not
 /// have.
 ///
 /// Both `Stop` and `SubagentStop` become `AfterAgent`: Gemini CLI has one "the agent finished"
@@ -43,7 +236,7 @@ pub fn claude_event_to_gemini(name: &str) -> Option<HookEventName> {
         "SessionEnd" => HookEventName::SessionEnd,
         "PreCompact" => HookEventName::PreCompress,
         "Notification" => HookEventName::Notification,
-        other => return ClaudeEvent::parse(other).map(HookEventName::Claude),
+        other => return claude_own_event(other).map(HookEventName::Host),
     })
 }
 
@@ -63,7 +256,8 @@ pub fn gemini_event_to_claude(event: HookEventName) -> Option<&'static str> {
         HookEventName::BeforeModel
         | HookEventName::AfterModel
         | HookEventName::BeforeToolSelection => return None,
-        HookEventName::Claude(event) => event.as_str(),
+        HookEventName::Host(event) if event.host() == CLAUDE => event.as_str(),
+        HookEventName::Host(_) => return None,
     })
 }
 
@@ -72,7 +266,7 @@ pub(crate) fn static_claude_event(name: &str) -> Option<&'static str> {
     CLAUDE_EVENTS
         .into_iter()
         .find(|event| *event == name)
-        .or_else(|| ClaudeEvent::parse(name).map(ClaudeEvent::as_str))
+        .or_else(|| claude_own_event(name).map(HostEvent::as_str))
 }
 
 /// One built-in tool both CLIs have, with its input keys that are spelled differently.
@@ -344,8 +538,9 @@ mod tests {
             assert_eq!(gemini_event_to_claude(gemini), Some(back), "{gemini}");
         }
         // Claude Code's own events are held as themselves.
-        for event in crate::event::ClaudeEvent::ALL {
-            let held = HookEventName::Claude(event);
+        for spec in &CLAUDE_OWN_EVENTS {
+            let event = HostEvent::new(spec);
+            let held = HookEventName::Host(event);
             assert_eq!(claude_event_to_gemini(event.as_str()), Some(held));
             assert_eq!(gemini_event_to_claude(held), Some(event.as_str()));
         }

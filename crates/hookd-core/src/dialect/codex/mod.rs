@@ -164,7 +164,7 @@ impl HostRelay for Codex {
         let (_, mut input) = crate::dialect::claude_input_to_gemini(&host_input)?;
         // Claude Code's own tool events (`PermissionRequest`) keep the host's tool names, as
         // their hooks' matchers do; only events hookd shares with Gemini CLI are renamed.
-        if event.claude_only().is_none()
+        if event.host_only().is_none()
             && let Some(tool) = host_input.get("tool_name").and_then(Value::as_str)
         {
             let hookd = codex_tool_to_hookd(tool);
@@ -219,7 +219,7 @@ impl HostFiles for Codex {
     fn relay_matcher(&self, event: HookEventName, matchers: &[Option<String>]) -> Option<String> {
         if matches!(event, HookEventName::BeforeTool | HookEventName::AfterTool) {
             codex_matcher(matchers, true)
-        } else if event.claude_only().is_some() && event.matcher_field() == Some("tool_name") {
+        } else if event.host_only().is_some() && event.matcher_field() == Some("tool_name") {
             // Claude Code's own tool events (`PermissionRequest`): the hooks' matchers use
             // Codex's names already.
             codex_matcher(matchers, false)
@@ -555,6 +555,8 @@ mod tests {
 
     #[test]
     fn relay_matchers_select_only_the_tools_the_hooks_select() {
+        let permission_request = crate::dialect::claude::claude_own_event("PermissionRequest")
+            .expect("Claude Code's event");
         let some = |m: &str| Some(m.to_owned());
         // (event, hooks' matchers, relay entry's matcher)
         let cases = [
@@ -582,12 +584,12 @@ mod tests {
                 None,
             ),
             (
-                HookEventName::Claude(crate::event::ClaudeEvent::PermissionRequest),
+                HookEventName::Host(permission_request),
                 vec![some("^Bash$")],
                 Some("Bash"),
             ),
             (
-                HookEventName::Claude(crate::event::ClaudeEvent::PermissionRequest),
+                HookEventName::Host(permission_request),
                 vec![some("Ba")],
                 None,
             ),
