@@ -25,7 +25,7 @@ use std::fmt::Write as _;
 use std::path::{Path, PathBuf};
 
 use anyhow::{Context, bail};
-use hookd_core::dialect::{ConversionProblem, ProblemKind, Purpose, convert_claude_settings};
+use hookd_core::dialect::{Conversion, ConversionProblem, Dialect, ProblemKind, Purpose};
 use hookd_core::settings::{Severity, parse_settings};
 use hookd_core::{Source, edit, jsonc};
 use hookd_settings::atomic::AtomicWrite;
@@ -48,8 +48,9 @@ pub struct MigrateArgs {
     pub dry_run: bool,
 }
 
-/// The Claude Code files read, relative to the project, in the order Claude Code layers them.
-const CLAUDE_FILES: [&str; 2] = [".claude/settings.json", ".claude/settings.local.json"];
+/// The host whose hooks `--from-claude` migrates: its project files (in the order it layers
+/// them) and their conversion are its dialect's.
+const FROM: Dialect = Dialect::CLAUDE;
 
 /// The Gemini CLI file written, relative to the project.
 const GEMINI_FILE: &str = ".gemini/settings.json";
@@ -65,17 +66,22 @@ pub fn run(args: MigrateArgs) -> anyhow::Result<String> {
 
 /// One Claude Code settings file and what became of its hooks.
 struct ClaudeFile {
-    label: &'static str,
+    /// The file's path relative to the project (`.claude/settings.json`).
+    label: String,
     root: Map<String, Value>,
 }
 
 fn migrate_from_claude(project: &Path, dry_run: bool) -> anyhow::Result<String> {
     let mut sources: Vec<ClaudeFile> = Vec::new();
-    for label in CLAUDE_FILES {
-        let path = project.join(label);
+    for path in FROM.files().project_layer_files(project) {
         if !path.is_file() {
             continue;
         }
+        let label = path
+            .strip_prefix(project)
+            .unwrap_or(&path)
+            .display()
+            .to_string();
         let root = read_object(&path)?;
         sources.push(ClaudeFile { label, root });
     }
@@ -106,8 +112,19 @@ fn migrate_from_claude(project: &Path, dry_run: bool) -> anyhow::Result<String> 
             .map_or(0, Map::len);
         claude_events += events;
         writeln!(report, "Reading {} ({events} event(s))", source.label)?;
-        let conversion =
-            convert_claude_settings(&Value::Object(source.root.clone()), Purpose::Migrate);
+        let conversion = FROM
+            .files()
+            .convert_settings(&Value::Object(source.root.clone()), Purpose::Migrate)
+            // A host whose hooks are hookd's shape already: they migrate as they are.
+            .unwrap_or_else(|| Conversion {
+                hooks: source
+                    .root
+                    .get("hooks")
+                    .and_then(Value::as_object)
+                    .cloned()
+                    .unwrap_or_default(),
+                problems: Vec::new(),
+            });
         for (event, definitions) in conversion.hooks {
             let Value::Array(definitions) = definitions else {
                 continue;
@@ -123,7 +140,7 @@ fn migrate_from_claude(project: &Path, dry_run: bool) -> anyhow::Result<String> 
             conversion
                 .problems
                 .into_iter()
-                .map(|problem| (source.label, problem)),
+                .map(|problem| (source.label.as_str(), problem)),
         );
     }
     let definitions: usize = migrated

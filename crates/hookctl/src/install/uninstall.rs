@@ -85,20 +85,20 @@ pub fn uninstall(args: &UninstallArgs, locations: &Locations) -> anyhow::Result<
         }
     } else {
         let plan = give_back(&target, &manifest, &host_root, &hookd_root);
-        if !plan.edited_claude.is_empty() && !args.force {
+        if !plan.edited_moved.is_empty() && !args.force {
             let product = target.host.product();
             bail!(
                 "{} moved {product} hook(s) were edited in {} since the install ({}); hookctl \
                  cannot turn an edited hook back into {product}'s form. Either undo the edit, \
                  or move it back by hand and delete it there, or keep it in hookd's file: `{} \
                  --force`",
-                plan.edited_claude.len(),
+                plan.edited_moved.len(),
                 target.hookd_file.display(),
-                plan.edited_claude.join(", "),
+                plan.edited_moved.join(", "),
                 target.command("uninstall")
             );
         }
-        for name in &plan.edited_claude {
+        for name in &plan.edited_moved {
             let _ = writeln!(
                 report,
                 "note: {name} was edited in {} since the install and stays there.",
@@ -229,8 +229,8 @@ pub(super) struct GiveBack {
     pub(super) host_hooks: Map<String, Value>,
     /// hookd's file's new `hooks`: what is there minus what this host's installs added.
     pub(super) hookd_hooks: Map<String, Value>,
-    /// Moved Claude Code hooks edited in hookd's file since (they stay there).
-    pub(super) edited_claude: Vec<String>,
+    /// Moved hooks of the host edited in hookd's file since (they stay there).
+    pub(super) edited_moved: Vec<String>,
     /// Moved hooks no longer in hookd's file (removed by the user: not put back).
     pub(super) gone: Vec<String>,
 }
@@ -329,7 +329,7 @@ pub(super) fn give_back(
             // The edited version stays in hookd's file (with --force), and the host gets its
             // own definition back.
             for (event, definition) in &edited {
-                plan.edited_claude
+                plan.edited_moved
                     .push(describe_definition(event, definition));
             }
             push_definition(
