@@ -21,6 +21,7 @@ mod depth;
 mod encode;
 mod error;
 pub mod fast;
+pub mod http;
 mod id;
 mod parse;
 mod request;
