@@ -41,7 +41,7 @@ use hyper::header::{self, HeaderValue};
 use hyper::{Request, Response, StatusCode};
 use hyper_util::rt::{TokioIo, TokioTimer};
 use serde_json::{Map, Value};
-use tokio::net::{TcpListener, TcpStream, UnixStream};
+use tokio::net::{TcpListener, TcpSocket, TcpStream, UnixStream};
 use tokio_util::codec::Framed;
 use tokio_util::sync::CancellationToken;
 use tokio_util::task::TaskTracker;
@@ -62,6 +62,9 @@ pub(crate) const BODY_TIMEOUT: Duration = Duration::from_secs(10);
 
 /// The most bytes of a request head hyper buffers (larger heads are refused with 431).
 pub(crate) const MAX_HEAD_BYTES: usize = 16 * 1024;
+
+/// The accept queue's length asked for when hookd binds the listener itself.
+const LISTEN_BACKLOG: u32 = 4096;
 
 /// The payload fields every event has; the rest are the event's own input (as the relay sends).
 const BASE_FIELDS: [&str; 5] = [
@@ -101,12 +104,22 @@ impl HttpListener {
         if !address.ip().is_loopback() {
             return Err(HttpListenError::NotLoopback(address));
         }
-        let listener = TcpListener::bind(address)
-            .await
-            .map_err(|source| HttpListenError::Io {
-                address: address.to_string(),
-                source,
-            })?;
+        let io = |source| HttpListenError::Io {
+            address: address.to_string(),
+            source,
+        };
+        let socket = if address.is_ipv4() {
+            TcpSocket::new_v4()
+        } else {
+            TcpSocket::new_v6()
+        }
+        .map_err(io)?;
+        socket.bind(address).map_err(io)?;
+        // A long accept queue (the kernel caps it at `net.core.somaxconn`), as systemd's
+        // socket units have: a burst of connections from another local user must not
+        // overflow it, or the user's own connection attempt is dropped and retried a second
+        // later.
+        let listener = socket.listen(LISTEN_BACKLOG).map_err(io)?;
         Self::adopt(listener, secret)
     }
 
@@ -460,7 +473,10 @@ impl Connection {
             }
             Ok(Ok(body)) => body.to_bytes(),
         };
-        let payload = match serde_json::from_slice::<Value>(&body) {
+        // Without serde_json's recursion limit, as the relay parses its stdin: a model-shaped
+        // tool input may nest deeper than 128, and the daemon's threads have the stack for
+        // `hookd_protocol::MAX_JSON_DEPTH` levels (deeper is refused).
+        let payload = match hookd_protocol::from_slice_deep::<Value>(&body) {
             Ok(Value::Object(payload)) => payload,
             _ => {
                 listening.counters.refuse(Refusal::BadBody);
