@@ -547,3 +547,108 @@ fn a_non_loopback_address_is_refused_at_start() {
     let stderr = String::from_utf8_lossy(&output.stderr);
     assert!(stderr.contains("not a loopback address"), "{stderr}");
 }
+
+#[test]
+fn under_socket_activation_the_socket_named_http_is_the_http_listener() {
+    let Some(tool) = [
+        "/usr/bin/systemd-socket-activate",
+        "/bin/systemd-socket-activate",
+    ]
+    .into_iter()
+    .map(PathBuf::from)
+    .find(|path| path.is_file()) else {
+        eprintln!("skipped: systemd-socket-activate is not installed (Debian package `systemd`)");
+        return;
+    };
+    let dir = tempfile::tempdir().expect("tempdir");
+    let home = dir.path().join("home");
+    let project = dir.path().join("project");
+    std::fs::create_dir_all(home.join(".gemini")).expect("mkdir");
+    std::fs::create_dir_all(project.join(".hookd")).expect("mkdir");
+    let hooks = json!({"hooks": {"BeforeTool": [{"hooks": [{"name": "no", "type": "command",
+        "command": "echo '{\"decision\":\"deny\",\"reason\":\"activated\"}'"}]}]}});
+    std::fs::write(project.join(".hookd/hooks.json"), hooks.to_string()).expect("write");
+    let config = dir.path().join("config");
+    let secret = hookd_settings::httpsecret::load_or_create(
+        &hookd_settings::httpsecret::secret_path(&config),
+    )
+    .expect("secret");
+    let socket = dir.path().join("hookd.sock");
+    // A free port: the kernel picks it, the probe lets it go, the tool binds it.
+    let port = std::net::TcpListener::bind("127.0.0.1:0")
+        .expect("probe")
+        .local_addr()
+        .expect("address")
+        .port();
+    let address: SocketAddr = format!("127.0.0.1:{port}").parse().expect("address");
+    let etc = dir.path().join("etc");
+    let _activator = KillOnDrop(
+        Command::new(tool)
+            .arg("-l")
+            .arg(&socket)
+            .arg("-l")
+            .arg(address.to_string())
+            .arg("--fdname=hookd.socket:http")
+            .arg("-E")
+            .arg(format!("XDG_CONFIG_HOME={}", config.display()))
+            .arg("-E")
+            .arg(format!(
+                "GEMINI_CLI_SYSTEM_SETTINGS_PATH={}",
+                etc.join("settings.json").display()
+            ))
+            .arg("-E")
+            .arg(format!(
+                "GEMINI_CLI_SYSTEM_DEFAULTS_PATH={}",
+                etc.join("system-defaults.json").display()
+            ))
+            .arg("--")
+            .arg(env!("CARGO_BIN_EXE_hookd"))
+            .env_clear()
+            .env("PATH", std::env::var_os("PATH").unwrap_or_default())
+            .hermetic(&home)
+            .stdin(Stdio::null())
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .expect("start systemd-socket-activate"),
+    );
+    // The first HTTP connection starts hookd, which answers it.
+    let started = Instant::now();
+    let mut stream = loop {
+        match TcpStream::connect(address) {
+            Ok(stream) => break stream,
+            Err(_) if started.elapsed() < PATIENCE => {
+                std::thread::sleep(Duration::from_millis(20));
+            }
+            Err(error) => panic!("the activation socket never listened: {error}"),
+        }
+    };
+    stream.set_read_timeout(Some(PATIENCE)).expect("timeout");
+    let project = project.display().to_string();
+    let slug: String = project
+        .chars()
+        .map(|c| if c.is_ascii_alphanumeric() { c } else { '-' })
+        .collect();
+    let body = json!({
+        "session_id": "s", "transcript_path": format!("/h/.claude/projects/{slug}/s.jsonl"),
+        "cwd": project, "hook_event_name": "PreToolUse", "tool_name": "Bash",
+        "tool_input": {"command": "ls"},
+    })
+    .to_string();
+    let request = format!(
+        "POST /v1/hooks/claude/PreToolUse HTTP/1.1\r\nHost: {address}\r\n\
+         Authorization: Bearer {}\r\nContent-Type: application/json\r\nContent-Length: {}\r\n\r\n{body}",
+        secret.as_str(),
+        body.len()
+    );
+    stream.write_all(request.as_bytes()).expect("write");
+    let (status, answer) = read_response(&mut stream);
+    assert_eq!(status, 200, "{answer}");
+    assert_eq!(
+        serde_json::from_str::<Value>(&answer).expect("JSON"),
+        deny("activated")
+    );
+    // The Unix socket passed beside it is the protocol socket, and status names the address.
+    let status = status_of(&socket);
+    assert_eq!(status["http"]["address"], address.to_string(), "{status}");
+}
