@@ -159,8 +159,12 @@ impl HttpDaemon {
 
     /// Posts `body` as Claude Code does, with `headers` on top of the usual ones.
     fn post(&self, event: &str, body: &Value, headers: &[(&str, &str)]) -> (u16, String) {
+        self.post_text(event, &body.to_string(), headers)
+    }
+
+    /// [`HttpDaemon::post`] with the body's text.
+    fn post_text(&self, event: &str, body: &str, headers: &[(&str, &str)]) -> (u16, String) {
         let mut stream = self.connect();
-        let body = body.to_string();
         let mut head = format!(
             "POST /v1/hooks/claude/{event} HTTP/1.1\r\nAccept: application/json, text/plain, */*\r\n\
              Content-Type: application/json\r\nUser-Agent: axios/1.15.2\r\n\
@@ -283,6 +287,32 @@ fn a_claude_pretooluse_post_gets_the_relays_decision_for_the_sessions_project() 
     let body = daemon.pre_tool_use("s1", &sub, "/elsewhere", "rm -rf /");
     assert_eq!(daemon.post("PostToolUse", &body, &headers).0, 400);
 
+    // A large payload (2 MiB of command) and a deeply nested one take the relay's path too.
+    let long = format!("rm -rf / # {}", "x".repeat(2 * 1024 * 1024));
+    let body = daemon.pre_tool_use("s1", &sub, "/elsewhere", &long);
+    let (status, answer) = daemon.post("PreToolUse", &body, &headers);
+    assert_eq!(status, 200, "{answer}");
+    assert_eq!(
+        serde_json::from_str::<Value>(&answer).expect("JSON"),
+        deny("no rm -rf here")
+    );
+    // 1000 levels: past serde_json's default limit of 128, as a model-shaped input can be.
+    let flat = daemon
+        .pre_tool_use("s1", &sub, "/elsewhere", "rm -rf /")
+        .to_string();
+    let text = format!(
+        "{},\"deep\":{}1{}}}",
+        flat.strip_suffix('}').expect("an object"),
+        "[".repeat(1000),
+        "]".repeat(1000)
+    );
+    let (status, answer) = daemon.post_text("PreToolUse", &text, &headers);
+    assert_eq!(status, 200, "{answer}");
+    assert_eq!(
+        serde_json::from_str::<Value>(&answer).expect("JSON"),
+        deny("no rm -rf here")
+    );
+
     // Several requests on one keep-alive connection.
     let mut stream = daemon.connect();
     for command in ["ls", "rm -rf /", "pwd"] {
@@ -310,11 +340,11 @@ fn a_claude_pretooluse_post_gets_the_relays_decision_for_the_sessions_project() 
     }
 
     let status = daemon.status();
-    // Six decisions (the 503 and the 400 are not decisions).
-    assert_eq!(status["http"]["requests"], 6, "{status}");
+    // Eight decisions (the 503 and the 400 are not decisions).
+    assert_eq!(status["http"]["requests"], 8, "{status}");
     assert_eq!(status["http"]["refused"]["bad_body"], 1, "{status}");
     assert_eq!(status["http"]["sessions"], 1, "{status}");
-    assert!(status["events_served"].as_u64() >= Some(7), "{status}");
+    assert!(status["events_served"].as_u64() >= Some(9), "{status}");
 }
 
 #[test]
