@@ -268,7 +268,9 @@ pub(crate) fn start(
             let slot = Slot {
                 busy: Arc::new(AtomicBool::new(false)),
                 idle_since: Arc::new(AtomicU64::new(listening.millis())),
-                close: stop.child_token(),
+                // Its own token, not the stop's child: a stop answers the request in progress
+                // (`graceful_shutdown`), an eviction closes an idle connection at once.
+                close: CancellationToken::new(),
             };
             let connection = Connection {
                 listening: Arc::clone(&listening),
@@ -357,7 +359,6 @@ async fn serve_connection(
         .keep_alive(true);
     let served = builder.serve_connection(TokioIo::new(stream), service);
     tokio::pin!(served);
-    let mut check = tokio::time::interval(Duration::from_millis(250));
     let mut stopping = false;
     let stop = connection.listening.shared.shutdown.clone();
     loop {
@@ -368,7 +369,7 @@ async fn serve_connection(
                 }
                 break;
             }
-            _ = close.cancelled(), if !stop.is_cancelled() => {
+            _ = close.cancelled() => {
                 counters.refuse(Refusal::Evicted);
                 break;
             }
@@ -377,20 +378,10 @@ async fn serve_connection(
                 served.as_mut().graceful_shutdown();
                 stopping = true;
             }
-            _ = check.tick() => {
-                if connection.busy.load(Ordering::Relaxed) {
-                    continue;
-                }
-                let idle = connection
-                    .listening
-                    .millis()
-                    .saturating_sub(connection.idle_since.load(Ordering::Relaxed));
-                let limit = if connection.served.load(Ordering::Relaxed) == 0 {
-                    FIRST_REQUEST_TIMEOUT
-                } else {
-                    IDLE_TIMEOUT
-                };
-                if idle >= limit.as_millis() as u64 {
+            // One wake-up per idle deadline (re-armed when a request came and went meanwhile),
+            // not a poll: a thousand idle connections cost a thousand timers, no work.
+            _ = tokio::time::sleep(connection.until_idle_deadline()) => {
+                if connection.until_idle_deadline().is_zero() {
                     counters.refuse(Refusal::Idle);
                     break;
                 }
@@ -418,6 +409,25 @@ fn status_of(refused: Refusal) -> StatusCode {
 }
 
 impl Connection {
+    /// How long until the connection has been idle too long: after [`FIRST_REQUEST_TIMEOUT`]
+    /// without a whole request, after [`IDLE_TIMEOUT`] between requests. While a request is
+    /// being answered, a full period (it is looked at again then).
+    fn until_idle_deadline(&self) -> Duration {
+        let limit = if self.served.load(Ordering::Relaxed) == 0 {
+            FIRST_REQUEST_TIMEOUT
+        } else {
+            IDLE_TIMEOUT
+        };
+        if self.busy.load(Ordering::Relaxed) {
+            return limit;
+        }
+        let idle = self
+            .listening
+            .millis()
+            .saturating_sub(self.idle_since.load(Ordering::Relaxed));
+        limit.saturating_sub(Duration::from_millis(idle))
+    }
+
     /// Answers one request.
     async fn handle(&self, request: Request<Incoming>) -> Response<Full<Bytes>> {
         let _busy = Busy::enter(self);

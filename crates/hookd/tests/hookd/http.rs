@@ -445,6 +445,8 @@ fn a_slow_sender_times_out_while_other_requests_are_answered() {
     let body = daemon
         .pre_tool_use("s1", &daemon.project(), "/x", "rm -rf /")
         .to_string();
+    // A connection that never sends a request, beside the slow one.
+    let mut silent = daemon.connect();
     let mut slow = daemon.connect();
     let head = format!(
         "POST /v1/hooks/claude/PreToolUse HTTP/1.1\r\nHost: {}\r\nAuthorization: {}\r\n\
@@ -480,6 +482,69 @@ fn a_slow_sender_times_out_while_other_requests_are_answered() {
         "{waited:?}"
     );
     assert_eq!(daemon.status()["http"]["refused"]["slow_body"], 1);
+    // By now the silent connection has been closed too (10 s without a request).
+    let mut byte = [0u8; 1];
+    assert_eq!(silent.read(&mut byte).expect("EOF, not a timeout"), 0);
+    assert!(daemon.status()["http"]["refused"]["idle"].as_u64() >= Some(1));
+}
+
+#[test]
+fn a_stop_answers_the_http_request_in_flight_and_takes_no_new_connection() {
+    let daemon = HttpDaemon::start(&[]);
+    daemon.session_start("s1");
+    let started = daemon.dir.path().join("started");
+    let release = daemon.dir.path().join("release");
+    // The guard waits until the test lets it go, so the stop surely lands mid-run.
+    hookd_testkit::write_script(
+        &daemon.project.join("guard.sh"),
+        &format!(
+            "#!/bin/sh\ncat >/dev/null\ntouch {started:?}\n\
+             while [ ! -e {release:?} ]; do sleep 0.01; done\n\
+             echo '{{\"decision\":\"deny\",\"reason\":\"the real answer\"}}'\n"
+        ),
+    );
+    let body = daemon.pre_tool_use("s1", &daemon.project(), "/x", "ls");
+    let address = daemon.address;
+    let auth = daemon.auth();
+    let request = std::thread::spawn({
+        let body = body.to_string();
+        move || {
+            let mut stream = TcpStream::connect(address).expect("connect");
+            stream.set_read_timeout(Some(PATIENCE)).expect("timeout");
+            let head = format!(
+                "POST /v1/hooks/claude/PreToolUse HTTP/1.1\r\nHost: {address}\r\n\
+                 Authorization: {auth}\r\nContent-Length: {}\r\n\r\n{body}",
+                body.len()
+            );
+            stream.write_all(head.as_bytes()).expect("write");
+            read_response(&mut stream)
+        }
+    });
+    let waited = Instant::now();
+    while !started.exists() {
+        assert!(waited.elapsed() < PATIENCE, "the hook never started");
+        std::thread::sleep(Duration::from_millis(10));
+    }
+    nix::sys::signal::kill(
+        nix::unistd::Pid::from_raw(i32::try_from(daemon._process.0.id()).expect("pid")),
+        nix::sys::signal::Signal::SIGTERM,
+    )
+    .expect("SIGTERM");
+    let waited = Instant::now();
+    while TcpStream::connect(address).is_ok() {
+        assert!(
+            waited.elapsed() < PATIENCE,
+            "new connections still accepted"
+        );
+        std::thread::sleep(Duration::from_millis(10));
+    }
+    std::fs::write(&release, "").expect("release the hook");
+    let (status, answer) = request.join().expect("the request");
+    assert_eq!(status, 200, "{answer}");
+    assert_eq!(
+        serde_json::from_str::<Value>(&answer).expect("JSON"),
+        deny("the real answer")
+    );
 }
 
 #[test]
