@@ -559,6 +559,27 @@ fn thousands_of_idle_connections_are_bounded_and_the_user_still_gets_answers() {
     daemon.session_start("s1");
     let body = daemon.pre_tool_use("s1", &daemon.project(), "/x", "rm -rf /");
     let auth = daemon.auth();
+    // The median time of 20 requests, each on a new connection, every one answered right.
+    let median = || {
+        let mut times: Vec<Duration> = (0..20)
+            .map(|_| {
+                let asked = Instant::now();
+                let (status, answer) =
+                    daemon.post("PreToolUse", &body, &[("Authorization", auth.as_str())]);
+                let took = asked.elapsed();
+                assert_eq!(status, 200, "{answer}");
+                assert_eq!(
+                    serde_json::from_str::<Value>(&answer).expect("JSON"),
+                    deny("no rm -rf here")
+                );
+                assert!(took < Duration::from_secs(2), "{took:?}");
+                took
+            })
+            .collect();
+        times.sort();
+        times[times.len() / 2]
+    };
+    let quiet = median();
     let mut idle = Vec::with_capacity(wanted);
     let opened = Instant::now();
     for at in 0..wanted {
@@ -569,22 +590,12 @@ fn thousands_of_idle_connections_are_bounded_and_the_user_still_gets_answers() {
         }
         idle.push(stream);
     }
-    eprintln!("{wanted} connections opened in {:?}", opened.elapsed());
-    for _ in 0..5 {
-        let asked = Instant::now();
-        let (status, answer) =
-            daemon.post("PreToolUse", &body, &[("Authorization", auth.as_str())]);
-        assert_eq!(status, 200, "{answer}");
-        assert_eq!(
-            serde_json::from_str::<Value>(&answer).expect("JSON"),
-            deny("no rm -rf here")
-        );
-        assert!(
-            asked.elapsed() < Duration::from_secs(2),
-            "{:?}",
-            asked.elapsed()
-        );
-    }
+    let opening = opened.elapsed();
+    let flooded = median();
+    eprintln!(
+        "{wanted} idle connections opened in {opening:?}; median request {quiet:?} before, \
+         {flooded:?} with them open"
+    );
     let status = daemon.status();
     let http = &status["http"];
     assert!(http["connections"].as_u64() <= Some(512), "{status}");
