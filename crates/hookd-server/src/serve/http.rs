@@ -16,8 +16,9 @@
 //! Connections are bounded: a connection with no request in progress is closed after
 //! [`FIRST_REQUEST_TIMEOUT`] if it never sent a whole request, after [`IDLE_TIMEOUT`] between
 //! requests; at [`crate::config::ServerConfig::http_max_connections`] a new connection closes
-//! the connection that has been idle longest (a connection without the secret is never busy),
-//! so idle connections cannot lock out the user's own requests. A request's body must arrive
+//! an idle one, first those that never had a request served (a connection without the secret
+//! is never busy and never served), so idle connections cannot lock out the user's own
+//! requests, nor push the user's keep-alive connections out. A request's body must arrive
 //! within [`BODY_TIMEOUT`].
 
 use std::collections::BTreeMap;
@@ -166,6 +167,9 @@ struct Slot {
     busy: Arc<AtomicBool>,
     /// Milliseconds since the listener started when the connection last became idle.
     idle_since: Arc<AtomicU64>,
+    /// Requests whose head the connection has had accepted (a connection that was refused
+    /// is closed, so one still open with requests served belongs to someone with the secret).
+    served: Arc<AtomicU64>,
     /// Cancelled to close the connection.
     close: CancellationToken,
 }
@@ -177,13 +181,20 @@ struct Slots {
 }
 
 impl Slots {
-    /// Closes the connection idle the longest; `false` when every one is busy.
+    /// Closes one idle connection: the one idle the longest among those that never had a
+    /// request served (anyone's), else among the rest (the user's keep-alive connections);
+    /// `false` when every one is busy.
     fn evict_one(&self) -> bool {
         let open = self.open.lock().unwrap_or_else(PoisonError::into_inner);
         let idlest = open
             .values()
             .filter(|slot| !slot.busy.load(Ordering::Relaxed) && !slot.close.is_cancelled())
-            .min_by_key(|slot| slot.idle_since.load(Ordering::Relaxed));
+            .min_by_key(|slot| {
+                (
+                    slot.served.load(Ordering::Relaxed) > 0,
+                    slot.idle_since.load(Ordering::Relaxed),
+                )
+            });
         match idlest {
             Some(slot) => {
                 slot.close.cancel();
@@ -268,6 +279,7 @@ pub(crate) fn start(
             let slot = Slot {
                 busy: Arc::new(AtomicBool::new(false)),
                 idle_since: Arc::new(AtomicU64::new(listening.millis())),
+                served: Arc::new(AtomicU64::new(0)),
                 // Its own token, not the stop's child: a stop answers the request in progress
                 // (`graceful_shutdown`), an eviction closes an idle connection at once.
                 close: CancellationToken::new(),
@@ -278,7 +290,7 @@ pub(crate) fn start(
                 idle_since: Arc::clone(&slot.idle_since),
                 backend: tokio::sync::Mutex::new(None),
                 next_request: AtomicU64::new(0),
-                served: AtomicU64::new(0),
+                served: Arc::clone(&slot.served),
             };
             let close = slot.close.clone();
             slots
@@ -314,8 +326,8 @@ struct Connection {
     /// The in-process protocol connection its events go through, opened on first use.
     backend: tokio::sync::Mutex<Option<Framed<UnixStream, FrameCodec>>>,
     next_request: AtomicU64,
-    /// Requests whose head was accepted.
-    served: AtomicU64,
+    /// Requests whose head was accepted (shared with its [`Slot`]).
+    served: Arc<AtomicU64>,
 }
 
 /// Marks the connection busy while a request is answered.

@@ -580,6 +580,20 @@ fn thousands_of_idle_connections_are_bounded_and_the_user_still_gets_answers() {
         times[times.len() / 2]
     };
     let quiet = median();
+    // The user's keep-alive connection, opened before the flood.
+    let mut keep = daemon.connect();
+    let keep_alive = |stream: &mut TcpStream| {
+        let text = body.to_string();
+        let request = format!(
+            "POST /v1/hooks/claude/PreToolUse HTTP/1.1\r\nHost: {}\r\nAuthorization: {auth}\r\n\
+             Content-Length: {}\r\n\r\n{text}",
+            daemon.address,
+            text.len()
+        );
+        stream.write_all(request.as_bytes()).expect("write");
+        read_response(stream).0
+    };
+    assert_eq!(keep_alive(&mut keep), 200);
     let mut idle = Vec::with_capacity(wanted);
     let opened = Instant::now();
     for at in 0..wanted {
@@ -592,6 +606,8 @@ fn thousands_of_idle_connections_are_bounded_and_the_user_still_gets_answers() {
     }
     let opening = opened.elapsed();
     let flooded = median();
+    // The flood closed the strangers' connections, not the user's.
+    assert_eq!(keep_alive(&mut keep), 200);
     eprintln!(
         "{wanted} idle connections opened in {opening:?}; median request {quiet:?} before, \
          {flooded:?} with them open"
