@@ -308,8 +308,9 @@ mod tests {
     use std::path::Path;
 
     /// The rooms in their order, each with its modules in their order: a module may import
-    /// only the modules listed before it. A module of `serve/request/` is named
-    /// `request::NAME`; `request` itself (its `mod.rs`, the dispatcher) comes after them.
+    /// only the modules listed before it. A module of a folder such as `serve/request/` is
+    /// named `request::NAME`; the folder's own module (its `mod.rs`, here the dispatcher)
+    /// comes after them.
     const ROOMS: [(&str, &[&str]); 6] = [
         (
             "base",
@@ -318,7 +319,17 @@ mod tests {
                 "lastgood", "socket",
             ],
         ),
-        ("record", &["audit", "runstats", "story", "recorder"]),
+        (
+            "record",
+            &[
+                "audit::line",
+                "audit::writer",
+                "audit",
+                "runstats",
+                "story",
+                "recorder",
+            ],
+        ),
         ("settings", &["registries", "manage", "trust", "watcher"]),
         ("reply", &["wire", "results", "convert"]),
         (
