@@ -285,7 +285,8 @@ async fn execute(engine: &Engine, background: &Background, mut job: Job) {
         job.event,
         &job.project_id,
         &mut job.request,
-        (&job.env, &job.env_redaction),
+        &job.env,
+        &job.env_redaction,
         RunClass::Background,
     );
     let token = background.cut.child_token();
@@ -325,7 +326,8 @@ fn record_dropped(engine: &Engine, mut job: Job, message: &str) {
         job.event,
         &job.project_id,
         &mut job.request,
-        (&job.env, &job.env_redaction),
+        &job.env,
+        &job.env_redaction,
         RunClass::Background,
     );
     let results: Vec<HookResult> = job

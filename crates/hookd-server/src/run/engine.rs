@@ -104,7 +104,8 @@ impl Engine {
         event: HookEventName,
         project_id: &str,
         request: &mut EventRequest,
-        env: (&Arc<Vec<(String, String)>>, &Arc<EnvRedaction>),
+        env: &Arc<Vec<(String, String)>>,
+        env_redaction: &Arc<EnvRedaction>,
         class: RunClass,
     ) -> FireRequest {
         let plans_dir = request
@@ -116,7 +117,6 @@ impl Engine {
             .take()
             .unwrap_or_else(|| request.cwd.clone());
         let state_token = self.state.token(&request.session_id, &project_dir);
-        let (env, env_redaction) = env;
         FireRequest {
             event,
             input: std::mem::take(&mut request.input),

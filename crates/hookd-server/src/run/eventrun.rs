@@ -75,7 +75,8 @@ impl Run {
             self.event,
             &self.project_id,
             &mut request,
-            (&self.env, &self.env_redaction),
+            &self.env,
+            &self.env_redaction,
             RunClass::Foreground,
         );
 
