@@ -334,7 +334,16 @@ mod tests {
         ("reply", &["wire", "results", "convert"]),
         (
             "run",
-            &["engine", "stream", "relayed", "background", "eventrun"],
+            &[
+                "engine",
+                "stream::chunk",
+                "stream::filter",
+                "stream::hooked",
+                "stream",
+                "relayed",
+                "background",
+                "eventrun",
+            ],
         ),
         (
             "serve",
