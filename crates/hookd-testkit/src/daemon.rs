@@ -7,11 +7,13 @@
 use std::collections::HashMap;
 use std::os::unix::fs::PermissionsExt;
 use std::path::{Path, PathBuf};
+use std::sync::Mutex;
 use std::time::Duration;
 
 use hookd_client::{Client, ConnectOptions, EventRequest, EventResponse};
 use hookd_protocol::EventResult;
 use hookd_server::ServerConfig;
+use hookd_settings::httpsecret::HttpSecret;
 use serde_json::Value;
 use tokio::task::JoinHandle;
 use tokio_util::sync::CancellationToken;
@@ -28,8 +30,14 @@ pub struct Daemon {
     pub project: PathBuf,
     /// The loopback HTTP listener, when started by [`Daemon::start_with_http`].
     pub http: Option<HttpEndpoint>,
+    /// The HTTP listener's socket (bound when prepared, so its port is known) and secret,
+    /// until the daemon is served.
+    pending_http: Mutex<Option<(std::net::TcpListener, HttpSecret)>>,
     cancel: CancellationToken,
-    task: Option<JoinHandle<()>>,
+    /// How the test adjusts the configuration, until the daemon is served.
+    configure: Mutex<Option<Configure>>,
+    /// The daemon's task once it is served.
+    task: Mutex<Option<JoinHandle<()>>>,
 }
 
 /// Where a test daemon's HTTP listener is and the secret its requests carry.
@@ -41,12 +49,15 @@ pub struct HttpEndpoint {
     pub secret: String,
 }
 
+/// A test's adjustment of the daemon's configuration.
+type Configure = Box<dyn FnOnce(&mut ServerConfig) + Send>;
+
 /// How to start a test daemon.
 pub struct DaemonOptions {
     /// Files to write before the daemon starts: path relative to the temp dir, contents.
     pub files: Vec<(String, String)>,
     /// Adjusts the configuration before start.
-    pub configure: Box<dyn FnOnce(&mut ServerConfig) + Send>,
+    pub configure: Configure,
 }
 
 impl Default for DaemonOptions {
@@ -66,34 +77,85 @@ impl Daemon {
 
     /// Starts a daemon with project settings and extra options.
     pub async fn start_with(project_settings: Value, options: DaemonOptions) -> Daemon {
-        Daemon::start_inner(project_settings, options, false).await
+        let daemon = Daemon::prepare_inner(
+            &serde_json::to_string_pretty(&project_settings).expect("json"),
+            options,
+            false,
+        );
+        daemon.serve().await;
+        daemon
     }
 
     /// [`Daemon::start_with`], also serving HTTP hooks on an ephemeral loopback port
     /// ([`Daemon::http`]), with a secret file under the temp dir (`config/hookd/http.secret`).
     pub async fn start_with_http(project_settings: Value, options: DaemonOptions) -> Daemon {
-        Daemon::start_inner(project_settings, options, true).await
+        let daemon = Daemon::prepare_inner(
+            &serde_json::to_string_pretty(&project_settings).expect("json"),
+            options,
+            true,
+        );
+        daemon.serve().await;
+        daemon
     }
 
-    async fn start_inner(project_settings: Value, options: DaemonOptions, http: bool) -> Daemon {
+    /// The home, project and files of [`Daemon::start_with`], with `project_settings` written
+    /// as given (so a test may hand the daemon a file it cannot read), and no daemon yet: a
+    /// test writes what else it needs, then [`Daemon::serve`] starts it.
+    pub fn prepare_with(project_settings: &str, options: DaemonOptions) -> Daemon {
+        Daemon::prepare_inner(project_settings, options, false)
+    }
+
+    fn prepare_inner(project_settings: &str, options: DaemonOptions, http: bool) -> Daemon {
         let dir = tempfile::tempdir().expect("temp dir");
         let root = dir.path().to_path_buf();
         let home = root.join("home");
         let project = root.join("project");
         std::fs::create_dir_all(home.join(".gemini")).expect("home");
         std::fs::create_dir_all(project.join(".gemini/hooks")).expect("project");
-        write(
-            &project.join(".gemini/settings.json"),
-            &serde_json::to_string_pretty(&project_settings).expect("json"),
-        );
+        write(&project.join(".gemini/settings.json"), project_settings);
         for (path, contents) in &options.files {
             let path = root.join(path);
             write(&path, contents);
         }
+        // The socket's directory exists (private, as the daemon makes it), so a test may put
+        // something else on the socket's path before the daemon is served, or instead of it.
         let socket = root.join("run/hookd.sock");
+        std::fs::create_dir_all(root.join("run")).expect("run dir");
+        std::fs::set_permissions(root.join("run"), std::fs::Permissions::from_mode(0o700))
+            .expect("chmod run dir");
+        let (endpoint, pending_http) = if http {
+            let secret_file = hookd_settings::httpsecret::secret_path(&root.join("config"));
+            let secret = hookd_settings::httpsecret::load_or_create(&secret_file).expect("secret");
+            let listener =
+                std::net::TcpListener::bind(("127.0.0.1", 0)).expect("bind the HTTP listener");
+            let endpoint = HttpEndpoint {
+                address: listener.local_addr().expect("HTTP address"),
+                secret: secret.as_str().to_owned(),
+            };
+            (Some(endpoint), Some((listener, secret)))
+        } else {
+            (None, None)
+        };
+        Daemon {
+            dir,
+            socket,
+            home,
+            project,
+            http: endpoint,
+            pending_http: Mutex::new(pending_http),
+            cancel: CancellationToken::new(),
+            configure: Mutex::new(Some(options.configure)),
+            task: Mutex::new(None),
+        }
+    }
 
+    /// The configuration every test daemon starts with: `HOME`, `PATH` and the system
+    /// layers inside the temp dir, the test's own files trusted as system files, and a known
+    /// state token key.
+    fn config(&self) -> ServerConfig {
+        let root = self.dir.path();
         let mut env: HashMap<String, String> = HashMap::new();
-        env.insert("HOME".into(), home.display().to_string());
+        env.insert("HOME".into(), self.home.display().to_string());
         env.insert(
             "PATH".into(),
             std::env::var("PATH").unwrap_or_else(|_| "/usr/bin:/bin".into()),
@@ -115,48 +177,55 @@ impl Daemon {
         config.system_trusted_above = Some(root.to_path_buf());
         // A known key, so tests can write state as a hook of any session would.
         config.state_token_key = Some(hookd_server::StateTokenKey::from_bytes(STATE_TEST_KEY));
-        (options.configure)(&mut config);
+        config
+    }
 
-        let listener = hookd_server::bind_socket(&socket).await.expect("bind");
-        let (http, endpoint) = if http {
-            let secret_file = hookd_settings::httpsecret::secret_path(&root.join("config"));
-            let secret = hookd_settings::httpsecret::load_or_create(&secret_file).expect("secret");
-            let text = secret.as_str().to_owned();
-            let listener = hookd_server::HttpListener::bind(
-                std::net::SocketAddr::from(([127, 0, 0, 1], 0)),
-                secret,
-            )
-            .await
-            .expect("bind the HTTP listener");
-            let endpoint = HttpEndpoint {
-                address: listener.local_addr(),
-                secret: text,
-            };
-            (Some(listener), Some(endpoint))
-        } else {
-            (None, None)
-        };
-        let cancel = CancellationToken::new();
+    /// Binds the socket, starts the daemon on it and returns once it answers a ping. The
+    /// options' `configure` applies to the first daemon served; a second call (after the
+    /// first was taken away) starts one with the fixture's configuration alone.
+    pub async fn serve(&self) {
+        self.serve_with(|_| {}).await;
+    }
+
+    /// [`Daemon::serve`], with `adjust` applied to the configuration after the options'
+    /// `configure`: for a setting that names the fixture's own paths (an audit log in its
+    /// temp dir, say).
+    pub async fn serve_with(&self, adjust: impl FnOnce(&mut ServerConfig)) {
+        let mut config = self.config();
+        let configure = self
+            .configure
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .take();
+        if let Some(configure) = configure {
+            configure(&mut config);
+        }
+        adjust(&mut config);
+        let listener = hookd_server::bind_socket(&self.socket).await.expect("bind");
+        let http = self
+            .pending_http
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .take()
+            .map(|(listener, secret)| {
+                hookd_server::HttpListener::from_std(listener, secret).expect("HTTP listener")
+            });
         let task = tokio::spawn({
-            let cancel = cancel.clone();
+            let cancel = self.cancel.clone();
             async move {
                 hookd_server::run_with_http(listener, http, config, cancel)
                     .await
                     .expect("daemon failed");
             }
         });
-        let daemon = Daemon {
-            dir,
-            socket,
-            home,
-            project,
-            http: endpoint,
-            cancel,
-            task: Some(task),
-        };
+        let previous = self
+            .task
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .replace(task);
+        drop(previous);
         // Ready when a client completes the handshake.
-        daemon.client().await.ping().await.expect("daemon answers");
-        daemon
+        self.client().await.ping().await.expect("daemon answers");
     }
 
     /// A new connected client.
@@ -192,9 +261,14 @@ impl Daemon {
     }
 
     /// Stops the daemon gracefully and waits for it.
-    pub async fn stop(mut self) {
+    pub async fn stop(self) {
         self.cancel.cancel();
-        if let Some(task) = self.task.take() {
+        let task = self
+            .task
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .take();
+        if let Some(task) = task {
             task.await.expect("daemon task");
         }
     }

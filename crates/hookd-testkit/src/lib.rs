@@ -5,8 +5,9 @@
 //!   and speak the wire protocol raw. Its items are re-exported at the crate root.
 //! - [`env`]: the hermetic environment for a child process (`hookd`, `hookctl`, a relay): a
 //!   temp `HOME` and none of the host's own configuration directories.
-//! - [`process`]: children killed when dropped, and readiness by connecting to a socket
-//!   (never by sleeping).
+//! - [`process`]: children killed when dropped, readiness by connecting to a socket (never by
+//!   sleeping), and [`DaemonProcess`]: the daemon as a process of its own, for the tests of
+//!   the `hookd` binary (signals, limits, logs, service managers).
 //! - [`imports`]: the import-order guard of crates whose modules are flat files.
 //! - Hook script builders: [`write`], [`write_script`], [`Daemon::script`], [`settings`],
 //!   [`command_hook`].
@@ -18,4 +19,4 @@ pub mod process;
 
 pub use daemon::*;
 pub use env::{HOST_VARS, Hermetic};
-pub use process::{KillOnDrop, wait_for_socket, write_script};
+pub use process::{DaemonProcess, KillOnDrop, wait_for_socket, write_script};

@@ -1,27 +1,27 @@
-//! The fixture shared by hookctl's tests: a daemon started in-process on a temp socket, with
-//! a temp home and project, and a way to run the real `hookctl` binary against it.
+//! hookctl's view of the test kit's daemon: the kit's [`Daemon`] (a real daemon in-process
+//! on a temp socket, with a temp home and project) with optional user settings, and a way to
+//! run the real `hookctl` binary against it.
 
 // Each test binary uses part of this module.
 #![allow(dead_code)]
 
-use std::collections::HashMap;
 use std::io::Write;
-use std::path::{Path, PathBuf};
+use std::ops::Deref;
+use std::path::Path;
 use std::process::{Command, Output, Stdio};
 
-use tokio_util::sync::CancellationToken;
+use hookd_testkit::{Daemon, DaemonOptions};
 
-/// A daemon on a temp socket with a home and a project.
-pub struct Fixture {
-    /// The temp dir everything lives in.
-    pub dir: tempfile::TempDir,
-    /// The daemon's socket.
-    pub socket: PathBuf,
-    /// `HOME` of the daemon.
-    pub home: PathBuf,
-    /// The project dir (hookctl runs in it).
-    pub project: PathBuf,
-    cancel: CancellationToken,
+/// A daemon of the test kit with a home and a project (its fields: `dir`, `socket`, `home`,
+/// `project`, through [`Deref`]).
+pub struct Fixture(Daemon);
+
+impl Deref for Fixture {
+    type Target = Daemon;
+
+    fn deref(&self) -> &Daemon {
+        &self.0
+    }
 }
 
 impl Fixture {
@@ -34,42 +34,17 @@ impl Fixture {
     }
 
     /// The home, project and settings of [`Fixture::start`], with no daemon yet:
-    /// [`Fixture::serve`] starts it.
+    /// [`Daemon::serve`] (or [`Daemon::serve_with`]) starts it.
     pub fn prepare(project_settings: &str, user_settings: Option<&str>) -> Fixture {
-        let dir = tempfile::tempdir().unwrap();
-        let home = dir.path().join("home");
-        let project = dir.path().join("project");
-        std::fs::create_dir_all(home.join(".gemini")).unwrap();
-        std::fs::create_dir_all(project.join(".gemini")).unwrap();
-        if let Some(user) = user_settings {
-            std::fs::write(home.join(".gemini/settings.json"), user).unwrap();
-        }
-        std::fs::write(project.join(".gemini/settings.json"), project_settings).unwrap();
-        let socket = dir.path().join("hookd.sock");
-        Fixture {
-            dir,
-            socket,
-            home,
-            project,
-            cancel: CancellationToken::new(),
-        }
-    }
-
-    /// Binds the socket and starts the daemon on it.
-    pub async fn serve(&self) {
-        let mut env = HashMap::new();
-        env.insert("HOME".to_owned(), self.home.display().to_string());
-        env.insert("PATH".to_owned(), std::env::var("PATH").unwrap_or_default());
-        env.insert(
-            "GEMINI_CLI_SYSTEM_SETTINGS_PATH".to_owned(),
-            self.dir.path().join("none.json").display().to_string(),
-        );
-        let listener = hookd_server::bind_socket(&self.socket).await.unwrap();
-        tokio::spawn(hookd_server::run(
-            listener,
-            hookd_server::ServerConfig::new(env),
-            self.cancel.clone(),
-        ));
+        let files = user_settings
+            .map(|user| ("home/.gemini/settings.json".to_owned(), user.to_owned()))
+            .into_iter()
+            .collect();
+        let options = DaemonOptions {
+            files,
+            ..DaemonOptions::default()
+        };
+        Fixture(Daemon::prepare_with(project_settings, options))
     }
 
     /// Runs hookctl with `args` in the project dir, feeding `stdin`, off the async runtime.
@@ -88,12 +63,6 @@ impl Fixture {
         let output = self.hookctl(args, "").await;
         assert!(output.status.success(), "{args:?}: {output:?}");
         String::from_utf8(output.stdout).unwrap()
-    }
-}
-
-impl Drop for Fixture {
-    fn drop(&mut self) {
-        self.cancel.cancel();
     }
 }
 

@@ -7,7 +7,6 @@
 
 use crate::common;
 
-use std::collections::HashMap;
 use std::os::unix::fs::PermissionsExt;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output, Stdio};
@@ -222,19 +221,12 @@ async fn doctor_finds_untrusted_project_hooks_under_require() {
     let project = r#"{"hooks":{"BeforeTool":[{"hooks":[
       {"name":"project-guard","type":"command","command":"echo '{}'"}]}]}}"#;
     let fixture = Fixture::prepare(project, None);
-    let mut env = HashMap::new();
-    env.insert("HOME".to_owned(), fixture.home.display().to_string());
-    env.insert(
-        "GEMINI_CLI_SYSTEM_SETTINGS_PATH".to_owned(),
-        fixture.dir.path().join("none.json").display().to_string(),
-    );
-    let mut config = hookd_server::ServerConfig::new(env);
-    config.project_hooks = hookd_core::trust::ProjectHookPolicy::Require;
-    let listener = hookd_server::bind_socket(&fixture.socket).await.unwrap();
-    let cancel = tokio_util::sync::CancellationToken::new();
-    tokio::spawn(hookd_server::run(listener, config, cancel.clone()));
+    fixture
+        .serve_with(|config| {
+            config.project_hooks = hookd_core::trust::ProjectHookPolicy::Require;
+        })
+        .await;
     let (code, report) = doctor(&fixture).await;
-    cancel.cancel();
     assert_eq!(code, 1, "{report:#}");
     assert_problem(&report, "trust", "project-guard");
 }

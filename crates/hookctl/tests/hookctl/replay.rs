@@ -7,13 +7,11 @@
 
 use crate::common;
 
-use std::collections::HashMap;
 use std::time::{Duration, Instant};
 
 use common::Fixture;
 use hookd_client::{Client, ConnectOptions, EventRequest};
 use serde_json::{Value, json};
-use tokio_util::sync::DropGuard;
 
 /// Denies `rm -rf`, allows the rest.
 const GATE: &str = r#"{"hooks":{"BeforeTool":[{"matcher":"run_shell_command","hooks":[
@@ -24,26 +22,16 @@ const GATE: &str = r#"{"hooks":{"BeforeTool":[{"matcher":"run_shell_command","ho
 const LENIENT: &str = r#"{"hooks":{"BeforeTool":[{"matcher":"run_shell_command","hooks":[
   {"name":"gate","type":"command","command":"cat >/dev/null; echo '{\"decision\":\"allow\"}'"}]}]}}"#;
 
-/// Starts a daemon for `fixture` that writes an audit log with payloads; returns the log path
-/// and a guard that stops the daemon when dropped.
-async fn serve_with_audit(fixture: &Fixture) -> (std::path::PathBuf, DropGuard) {
-    let mut env = HashMap::new();
-    env.insert("HOME".to_owned(), fixture.home.display().to_string());
-    env.insert("PATH".to_owned(), std::env::var("PATH").unwrap_or_default());
-    env.insert(
-        "GEMINI_CLI_SYSTEM_SETTINGS_PATH".to_owned(),
-        fixture.dir.path().join("none.json").display().to_string(),
-    );
+/// Starts the daemon of `fixture`, writing an audit log with payloads; returns the log path.
+async fn serve_with_audit(fixture: &Fixture) -> std::path::PathBuf {
     let log = fixture.dir.path().join("audit/audit.log");
     std::fs::create_dir_all(log.parent().unwrap()).unwrap();
-    let mut config = hookd_server::ServerConfig::new(env);
     let mut audit = hookd_server::AuditConfig::new(&log);
     audit.include_stdin = true;
-    config.audit = Some(audit);
-    let listener = hookd_server::bind_socket(&fixture.socket).await.unwrap();
-    let cancel = tokio_util::sync::CancellationToken::new();
-    tokio::spawn(hookd_server::run(listener, config, cancel.clone()));
-    (log, cancel.drop_guard())
+    fixture
+        .serve_with(move |config| config.audit = Some(audit))
+        .await;
+    log
 }
 
 /// Polls until `path` has `lines` lines.
@@ -62,7 +50,7 @@ async fn wait_for_lines(path: &std::path::Path, lines: usize) {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn replaying_an_audit_log_reproduces_its_decisions_and_flags_a_changed_one() {
     let fixture = Fixture::prepare(GATE, None);
-    let (log, _daemon) = serve_with_audit(&fixture).await;
+    let log = serve_with_audit(&fixture).await;
     let client = Client::connect(&fixture.socket, ConnectOptions::default())
         .await
         .unwrap();

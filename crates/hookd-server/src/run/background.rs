@@ -29,11 +29,11 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::{Duration, Instant};
 
 use hookd_core::dialect::Dialect;
-use hookd_core::payload::{BaseFields, format_timestamp};
 use hookd_core::sanitize::EnvRedaction;
 use hookd_core::{HookEventName, HookOutcome, HookResult, HookRun, Plan};
 use hookd_protocol::{BackgroundStatus, EventRequest};
-use hookd_runner::fire::{FireRequest, ProcessKeys, run_plan};
+use hookd_runner::fire::{FireRequest, run_plan};
+use hookd_runner::shares::RunClass;
 use tokio::sync::Semaphore;
 use tokio_util::sync::CancellationToken;
 use tokio_util::task::TaskTracker;
@@ -43,7 +43,6 @@ use crate::recorder::FinishedRun;
 use crate::runstats::ClientEntry;
 use crate::stats::Stats;
 use crate::story::RunContext;
-use crate::wire::unix_millis_now;
 
 /// Why a run is in the background.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -279,42 +278,17 @@ impl Drop for ProjectShare {
     }
 }
 
-/// The firing of a job's request, as a run the client waits for would build it.
-fn fire_request(engine: &Engine, job: &mut Job) -> FireRequest {
-    let request = &mut job.request;
-    let plans_dir = request
-        .plans_dir
-        .take()
-        .unwrap_or_else(|| engine.default_plans_dir(&job.project_id, &request.session_id));
-    let project_dir = request
-        .project_dir
-        .take()
-        .unwrap_or_else(|| request.cwd.clone());
-    let state_token = engine.state.token(&request.session_id, &project_dir);
-    FireRequest {
-        event: job.event,
-        input: std::mem::take(&mut request.input),
-        base: BaseFields {
-            session_id: std::mem::take(&mut request.session_id),
-            transcript_path: std::mem::take(&mut request.transcript_path),
-            cwd: std::mem::take(&mut request.cwd),
-            timestamp: format_timestamp(unix_millis_now()),
-        },
-        project_dir,
-        plans_dir,
-        env: Arc::clone(&job.env),
-        env_redaction: Arc::clone(&job.env_redaction),
-        serialized: Vec::new(),
-        process_keys: ProcessKeys::default(),
-        class: hookd_runner::shares::RunClass::Background,
-        state_token,
-    }
-}
-
 /// Runs a job's hooks and records the run; a run killed by the stop is recorded as cut short.
 async fn execute(engine: &Engine, background: &Background, mut job: Job) {
     let started = Instant::now();
-    let fire = fire_request(engine, &mut job);
+    let fire = engine.fire_request(
+        job.event,
+        &job.project_id,
+        &mut job.request,
+        &job.env,
+        &job.env_redaction,
+        RunClass::Background,
+    );
     let token = background.cut.child_token();
     let hook_count = job.plan.hooks.len() as u64;
     Stats::add(&engine.stats.hooks_pending, hook_count);
@@ -348,7 +322,14 @@ async fn execute(engine: &Engine, background: &Background, mut job: Job) {
 
 /// Records a job that was not started: each hook refused with `message`.
 fn record_dropped(engine: &Engine, mut job: Job, message: &str) {
-    let fire = fire_request(engine, &mut job);
+    let fire = engine.fire_request(
+        job.event,
+        &job.project_id,
+        &mut job.request,
+        &job.env,
+        &job.env_redaction,
+        RunClass::Background,
+    );
     let results: Vec<HookResult> = job
         .plan
         .hooks

@@ -7,10 +7,14 @@
 use std::path::PathBuf;
 use std::sync::Arc;
 
+use hookd_core::HookEventName;
+use hookd_core::payload::{BaseFields, format_timestamp};
 use hookd_core::policy::FailurePolicy;
-use hookd_runner::fire::RunnerConfig;
+use hookd_core::sanitize::EnvRedaction;
+use hookd_protocol::EventRequest;
+use hookd_runner::fire::{FireRequest, ProcessKeys, RunnerConfig};
 use hookd_runner::process::ProcessLimits;
-use hookd_runner::shares::{ShareLimits, SlotShares};
+use hookd_runner::shares::{RunClass, ShareLimits, SlotShares};
 use tokio::sync::Semaphore;
 
 use crate::audit::AuditLog;
@@ -18,6 +22,7 @@ use crate::config::ServerConfig;
 use crate::recorder::Recorder;
 use crate::state::SessionState;
 use crate::stats::Stats;
+use crate::wire::unix_millis_now;
 
 /// How hooks are run and their runs recorded, shared by every run of one daemon.
 pub(crate) struct Engine {
@@ -87,5 +92,48 @@ impl Engine {
             project_id,
             session_id,
         )
+    }
+
+    /// The firing of `request`'s `event` for the project Gemini CLI knows as `project_id`,
+    /// with the hooks' environment `env` (redacted in records by `env_redaction`), in the
+    /// share `class`: a run the client waits for and a background run build it the same way.
+    /// The request's fields move into it (the aggregate reads the input from it); a missing
+    /// plans directory is the session's default, a missing project directory the `cwd`.
+    pub(crate) fn fire_request(
+        &self,
+        event: HookEventName,
+        project_id: &str,
+        request: &mut EventRequest,
+        env: &Arc<Vec<(String, String)>>,
+        env_redaction: &Arc<EnvRedaction>,
+        class: RunClass,
+    ) -> FireRequest {
+        let plans_dir = request
+            .plans_dir
+            .take()
+            .unwrap_or_else(|| self.default_plans_dir(project_id, &request.session_id));
+        let project_dir = request
+            .project_dir
+            .take()
+            .unwrap_or_else(|| request.cwd.clone());
+        let state_token = self.state.token(&request.session_id, &project_dir);
+        FireRequest {
+            event,
+            input: std::mem::take(&mut request.input),
+            base: BaseFields {
+                session_id: std::mem::take(&mut request.session_id),
+                transcript_path: std::mem::take(&mut request.transcript_path),
+                cwd: std::mem::take(&mut request.cwd),
+                timestamp: format_timestamp(unix_millis_now()),
+            },
+            project_dir,
+            plans_dir,
+            env: Arc::clone(env),
+            env_redaction: Arc::clone(env_redaction),
+            serialized: Vec::new(),
+            process_keys: ProcessKeys::default(),
+            class,
+            state_token,
+        }
     }
 }

@@ -12,10 +12,10 @@ use hookd_core::HookEventName;
 use hookd_core::HookResult;
 use hookd_core::aggregate::Aggregate;
 use hookd_core::dialect::Dialect;
-use hookd_core::payload::{BaseFields, format_timestamp};
 use hookd_core::sanitize::EnvRedaction;
 use hookd_protocol::{EventRequest, HookRecord, RequestId, ServerMessage};
-use hookd_runner::fire::{FireRequest, ProcessKeys, run_plan};
+use hookd_runner::fire::run_plan;
+use hookd_runner::shares::RunClass;
 use tokio::sync::mpsc;
 use tokio_util::sync::CancellationToken;
 
@@ -27,7 +27,7 @@ use crate::results;
 use crate::runstats::ClientEntry;
 use crate::stats::Stats;
 use crate::story::RunContext;
-use crate::wire::{Env, Inflight, Sink, send, send_frame, unix_millis_now};
+use crate::wire::{Env, Inflight, Sink, send, send_frame};
 
 /// A relayed AfterModel chunk's place in its response (`crate::relayed`).
 pub(crate) struct RelayedChunk {
@@ -71,7 +71,14 @@ impl Run {
     pub(crate) async fn execute(mut self, mut request: EventRequest, mut plan: hookd_core::Plan) {
         let hook_count = plan.hooks.len();
         Stats::add(&self.engine.stats.hooks_pending, hook_count as u64);
-        let mut fire = self.fire_request(&mut request);
+        let mut fire = self.engine.fire_request(
+            self.event,
+            &self.project_id,
+            &mut request,
+            &self.env,
+            &self.env_redaction,
+            RunClass::Foreground,
+        );
 
         // Exactly one record per hook goes through this channel, so a capacity of the plan's
         // length means the runner's callback never has to wait or drop. Only a client that
@@ -180,38 +187,6 @@ impl Run {
             latest: (&plan.hooks, &results),
         });
         hookd_runner::spawn::settle();
-    }
-
-    /// The firing of the request: its fields move into it (the aggregate reads the input
-    /// from it).
-    fn fire_request(&self, request: &mut EventRequest) -> FireRequest {
-        let plans_dir = request.plans_dir.take().unwrap_or_else(|| {
-            self.engine
-                .default_plans_dir(&self.project_id, &request.session_id)
-        });
-        let project_dir = request
-            .project_dir
-            .take()
-            .unwrap_or_else(|| request.cwd.clone());
-        let state_token = self.engine.state.token(&request.session_id, &project_dir);
-        FireRequest {
-            event: self.event,
-            input: std::mem::take(&mut request.input),
-            base: BaseFields {
-                session_id: std::mem::take(&mut request.session_id),
-                transcript_path: std::mem::take(&mut request.transcript_path),
-                cwd: std::mem::take(&mut request.cwd),
-                timestamp: format_timestamp(unix_millis_now()),
-            },
-            project_dir,
-            plans_dir,
-            env: Arc::clone(&self.env),
-            env_redaction: Arc::clone(&self.env_redaction),
-            serialized: Vec::new(),
-            process_keys: ProcessKeys::default(),
-            class: hookd_runner::shares::RunClass::Foreground,
-            state_token,
-        }
     }
 
     /// Sends the `result`, fitted into one frame, and frees the request's id.

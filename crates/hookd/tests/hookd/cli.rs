@@ -4,7 +4,7 @@
 // Test fixtures may unwrap: a failure here is a failed test, not a daemon bug.
 #![allow(clippy::unwrap_used)]
 
-use hookd_testkit::Hermetic;
+use hookd_testkit::{DaemonProcess, Hermetic};
 use std::os::unix::fs::PermissionsExt;
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
@@ -55,27 +55,18 @@ fn help_shows_every_default() {
 
 #[test]
 fn audit_log_creates_its_directory_private() {
-    let dir = tempfile::tempdir().unwrap();
+    let fixture = DaemonProcess::prepare(None);
+    let dir = &fixture.dir;
     let log = dir.path().join("state/hookd/audit.log");
-    let socket = dir.path().join("run/hookd.sock");
-    let mut child = Command::new(env!("CARGO_BIN_EXE_hookd"))
-        .arg("--socket")
-        .arg(&socket)
-        .arg("--audit-log")
-        .arg(&log)
-        .hermetic(dir.path())
-        .env(
-            "GEMINI_CLI_SYSTEM_SETTINGS_PATH",
-            dir.path().join("none.json"),
-        )
-        .stdin(Stdio::null())
-        .stdout(Stdio::null())
-        .stderr(Stdio::null())
-        .spawn()
-        .unwrap();
+    let mut child = fixture.spawn(
+        fixture
+            .hookd(env!("CARGO_BIN_EXE_hookd"))
+            .arg("--audit-log")
+            .arg(&log),
+    );
     let deadline = Instant::now() + Duration::from_secs(30);
     while !log.exists() {
-        if let Some(status) = child.try_wait().unwrap() {
+        if let Some(status) = child.0.try_wait().unwrap() {
             panic!("hookd exited: {status}");
         }
         assert!(
@@ -85,8 +76,7 @@ fn audit_log_creates_its_directory_private() {
         );
         std::thread::sleep(Duration::from_millis(10));
     }
-    let _ = child.kill();
-    let _ = child.wait();
+    drop(child);
     for created in [dir.path().join("state"), dir.path().join("state/hookd")] {
         let mode = std::fs::metadata(&created).unwrap().permissions().mode();
         assert_eq!(mode & 0o777, 0o700, "{}", created.display());
@@ -185,9 +175,10 @@ fn oneshot(dir: &std::path::Path, socket: &std::path::Path, extra: &[&str]) -> s
 
 #[test]
 fn oneshot_answers_one_connection_with_the_options_the_daemon_recorded() {
-    let dir = tempfile::tempdir().unwrap();
-    let dir = dir.path();
-    let socket = dir.join("run/hookd.sock");
+    // The daemon's home is where the one-shot engine runs too.
+    let fixture = DaemonProcess::prepare(None);
+    let dir = fixture.home.as_path();
+    let socket = &fixture.socket;
     let marker = dir.join("ran");
     // A hook that fails without deciding, after leaving a mark; no on_failure of its own.
     std::fs::create_dir_all(dir.join(".config/hookd")).unwrap();
@@ -203,21 +194,17 @@ fn oneshot_answers_one_connection_with_the_options_the_daemon_recorded() {
             .to_owned()
     };
     // No daemon ever ran on this socket: the defaults (a failure allows, as Gemini CLI).
-    let result = oneshot(dir, &socket, &[]);
+    let result = oneshot(dir, socket, &[]);
     assert_eq!(result["type"], "result", "{result}");
     assert_eq!(decision(&result), "allow", "{result}");
     assert!(marker.exists());
     // A daemon started with --on-failure deny records it for the engine.
-    let mut daemon = Command::new(env!("CARGO_BIN_EXE_hookd"))
-        .args(["--on-failure", "deny", "--socket"])
-        .arg(&socket)
-        .hermetic(dir)
-        .env("XDG_STATE_HOME", dir.join("state"))
-        .stdin(Stdio::null())
-        .stdout(Stdio::null())
-        .stderr(Stdio::null())
-        .spawn()
-        .unwrap();
+    let daemon = fixture.spawn(
+        fixture
+            .hookd(env!("CARGO_BIN_EXE_hookd"))
+            .args(["--on-failure", "deny"])
+            .env("XDG_STATE_HOME", dir.join("state")),
+    );
     // The daemon records its options once its socket listens, before it serves (the write is
     // fsynced, so it can land after a first connect succeeds): wait until it is there.
     let engine_records = || -> Vec<std::fs::DirEntry> {
@@ -231,26 +218,25 @@ fn oneshot_answers_one_connection_with_the_options_the_daemon_recorded() {
             .unwrap_or_default()
     };
     let deadline = Instant::now() + Duration::from_secs(30);
-    while std::os::unix::net::UnixStream::connect(&socket).is_err() || engine_records().is_empty() {
+    while std::os::unix::net::UnixStream::connect(socket).is_err() || engine_records().is_empty() {
         assert!(
             Instant::now() < deadline,
             "hookd never listened with its options recorded"
         );
         std::thread::sleep(Duration::from_millis(10));
     }
-    let _ = daemon.kill();
-    let _ = daemon.wait();
+    drop(daemon);
     let records = engine_records();
     assert_eq!(records.len(), 1);
     let mode = records[0].metadata().unwrap().permissions().mode();
     assert_eq!(mode & 0o777, 0o600);
     std::fs::remove_file(&marker).unwrap();
-    let result = oneshot(dir, &socket, &[]);
+    let result = oneshot(dir, socket, &[]);
     assert_eq!(decision(&result), "deny", "{result}");
     assert!(marker.exists());
     // Plan only: nothing runs, the failure policy decides.
     std::fs::remove_file(&marker).unwrap();
-    let result = oneshot(dir, &socket, &["--plan-only"]);
+    let result = oneshot(dir, socket, &["--plan-only"]);
     assert_eq!(decision(&result), "deny", "{result}");
     assert!(!marker.exists(), "a plan-only engine ran a hook");
     // Without a socket on stdin it says what it needs, in one line.

@@ -5,13 +5,11 @@
 use std::io::{Read, Write};
 use std::os::unix::net::UnixStream;
 use std::path::Path;
-use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
 use serde_json::{Value, json};
 
-use hookd_testkit::Hermetic;
-use hookd_testkit::KillOnDrop;
+use hookd_testkit::DaemonProcess;
 
 const PATIENCE: Duration = Duration::from_secs(30);
 
@@ -57,11 +55,8 @@ fn wait_until(what: &str, mut condition: impl FnMut() -> bool) {
 
 #[test]
 fn sigterm_answers_the_call_in_flight_and_refuses_new_connections() {
-    let dir = tempfile::tempdir().expect("tempdir");
-    let home = dir.path().join("home");
-    let project = dir.path().join("project");
-    std::fs::create_dir_all(home.join(".gemini")).expect("mkdir");
-    std::fs::create_dir_all(&project).expect("mkdir");
+    let fixture = DaemonProcess::prepare(None);
+    let (home, project) = (&fixture.home, &fixture.project);
     let started = project.join("started");
     let release = project.join("release");
     // The hook runs until the test lets it go, so the signal surely lands mid-run.
@@ -72,21 +67,11 @@ fn sigterm_answers_the_call_in_flight_and_refuses_new_connections() {
     let settings = json!({"hooks": {"BeforeTool": [{"hooks": [
         {"name": "slow-guard", "type": "command", "command": command}]}]}});
     std::fs::write(home.join(".gemini/settings.json"), settings.to_string()).expect("write");
-    let socket = dir.path().join("hookd.sock");
-    let mut daemon = KillOnDrop(
-        Command::new(env!("CARGO_BIN_EXE_hookd"))
-            .arg("--socket")
-            .arg(&socket)
-            .isolated(&home, dir.path())
-            .stdin(Stdio::null())
-            .stdout(Stdio::null())
-            .stderr(Stdio::null())
-            .spawn()
-            .expect("start hookd"),
-    );
+    let socket = &fixture.socket;
+    let mut daemon = fixture.spawn(&mut fixture.hookd(env!("CARGO_BIN_EXE_hookd")));
 
     // As `hookctl relay` does: hello and event in one write.
-    let mut relay = connect(&socket);
+    let mut relay = connect(socket);
     let mut bytes = frame(&json!({"type": "hello", "protocol": 1, "client": "relay-test"}));
     bytes.extend(frame(&json!({
         "type": "event", "id": 1, "event": "BeforeTool",
@@ -105,7 +90,7 @@ fn sigterm_answers_the_call_in_flight_and_refuses_new_connections() {
     .expect("SIGTERM");
     // The stopping daemon takes no new connection, though it is still running its hook.
     wait_until("new connections to be refused", || {
-        UnixStream::connect(&socket).is_err()
+        UnixStream::connect(socket).is_err()
     });
     assert!(
         daemon.0.try_wait().expect("status").is_none(),
@@ -141,11 +126,8 @@ fn sigterm_answers_the_call_in_flight_and_refuses_new_connections() {
 #[test]
 fn sigterm_with_a_stuck_audit_fifo_exits_within_its_deadline() {
     use std::os::unix::fs::OpenOptionsExt;
-    let dir = tempfile::tempdir().expect("tempdir");
-    let home = dir.path().join("home");
-    let project = dir.path().join("project");
-    std::fs::create_dir_all(home.join(".gemini")).expect("mkdir");
-    std::fs::create_dir_all(&project).expect("mkdir");
+    let fixture = DaemonProcess::prepare(None);
+    let (dir, home, project) = (&fixture.dir, &fixture.home, &fixture.project);
     let settings = json!({"hooks": {"BeforeTool": [{"hooks": [
         {"name": "gate", "type": "command", "on_failure": "deny",
          "command": "echo '{\"decision\":\"deny\",\"reason\":\"gate\"}'"}]}]}});
@@ -159,23 +141,17 @@ fn sigterm_with_a_stuck_audit_fifo_exits_within_its_deadline() {
         .open(&fifo)
         .expect("open the reader");
     let log = dir.path().join("hookd.log");
-    let socket = dir.path().join("hookd.sock");
-    let mut daemon = KillOnDrop(
-        Command::new(env!("CARGO_BIN_EXE_hookd"))
-            .arg("--socket")
-            .arg(&socket)
+    let socket = &fixture.socket;
+    let mut daemon = fixture.spawn(
+        fixture
+            .hookd(env!("CARGO_BIN_EXE_hookd"))
             .arg("--audit-log")
             .arg(&fifo)
             .arg("--audit-stdin")
-            .isolated(&home, dir.path())
-            .stdin(Stdio::null())
-            .stdout(Stdio::null())
-            .stderr(std::fs::File::create(&log).expect("log"))
-            .spawn()
-            .expect("start hookd"),
+            .stderr(std::fs::File::create(&log).expect("log")),
     );
 
-    let mut client = connect(&socket);
+    let mut client = connect(socket);
     client
         .write_all(&frame(
             &json!({"type": "hello", "protocol": 1, "client": "fifo-test"}),

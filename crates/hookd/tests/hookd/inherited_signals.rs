@@ -6,13 +6,11 @@ use std::io::{Read, Write};
 use std::os::unix::fs::PermissionsExt;
 use std::os::unix::net::UnixStream;
 use std::path::Path;
-use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
 use serde_json::{Value, json};
 
-use hookd_testkit::Hermetic;
-use hookd_testkit::KillOnDrop;
+use hookd_testkit::DaemonProcess;
 
 const PATIENCE: Duration = Duration::from_secs(30);
 
@@ -49,34 +47,26 @@ fn connect(socket: &Path) -> UnixStream {
 
 #[test]
 fn hook_exit_codes_are_read_when_the_parent_ignored_sigchld() {
-    let dir = tempfile::tempdir().expect("tempdir");
-    let home = dir.path().join("home");
-    let project = dir.path().join("project");
-    std::fs::create_dir_all(home.join(".gemini")).expect("mkdir");
-    std::fs::create_dir_all(&project).expect("mkdir");
+    let fixture = DaemonProcess::prepare(None);
+    let (home, project) = (&fixture.home, &fixture.project);
     let hook = home.join("block.sh");
     std::fs::write(&hook, "#!/usr/bin/env bash\necho 'not here' >&2\nexit 2\n").expect("write");
     std::fs::set_permissions(&hook, std::fs::Permissions::from_mode(0o755)).expect("chmod");
     let settings = json!({"hooks": {"BeforeTool": [{"hooks": [
         {"name": "block", "type": "command", "command": hook.display().to_string()}]}]}});
     std::fs::write(home.join(".gemini/settings.json"), settings.to_string()).expect("write");
-    let socket = dir.path().join("hookd.sock");
+    let socket = &fixture.socket;
 
     // bash's `trap '' CHLD` ignores the signal, and `exec` keeps an ignored disposition.
-    let daemon = KillOnDrop(
-        Command::new("bash")
+    let daemon = fixture.spawn(
+        fixture
+            .command("bash")
             .arg("-c")
             .arg("trap '' CHLD; exec \"$0\" --socket \"$1\"")
             .arg(env!("CARGO_BIN_EXE_hookd"))
-            .arg(&socket)
-            .isolated(&home, dir.path())
-            .stdin(Stdio::null())
-            .stdout(Stdio::null())
-            .stderr(Stdio::null())
-            .spawn()
-            .expect("start hookd"),
+            .arg(socket),
     );
-    let mut stream = connect(&socket);
+    let mut stream = connect(socket);
     // Read once it listens: the process is hookd by then, not the bash before its exec.
     if let Ok(status) = std::fs::read_to_string(format!("/proc/{}/status", daemon.0.id())) {
         // The daemon really started with SIGCHLD (signal 17, bit 16) ignored.

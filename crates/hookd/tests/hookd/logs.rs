@@ -7,11 +7,10 @@
 
 use std::os::unix::fs::PermissionsExt;
 use std::path::{Path, PathBuf};
-use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
 use hookd_client::{Client, ConnectOptions, EventRequest};
-use hookd_testkit::Hermetic;
+use hookd_testkit::{DaemonProcess, KillOnDrop};
 use serde_json::json;
 
 /// How long any single condition may take before the test fails.
@@ -19,19 +18,19 @@ const PATIENCE: Duration = Duration::from_secs(30);
 
 /// A hookd process logging at `info` to a file, with a home and a project of its own.
 struct Daemon {
-    child: Child,
-    dir: tempfile::TempDir,
-    socket: PathBuf,
+    /// Declared first, so the process is killed before its temp dir goes.
+    _child: KillOnDrop,
+    fixture: DaemonProcess,
     log: PathBuf,
 }
 
 impl Daemon {
     /// Starts hookd with `settings` as the project's settings.
     fn start(settings: serde_json::Value) -> Daemon {
-        let dir = tempfile::tempdir().unwrap();
-        let project = dir.path().join("project");
+        let fixture = DaemonProcess::prepare(None);
+        let dir = &fixture.dir;
+        let project = &fixture.project;
         std::fs::create_dir_all(project.join(".gemini")).unwrap();
-        std::fs::create_dir_all(dir.path().join("home/.gemini")).unwrap();
         std::fs::write(
             project.join(".gemini/settings.json"),
             settings
@@ -39,42 +38,29 @@ impl Daemon {
                 .replace("$DIR", &dir.path().display().to_string()),
         )
         .unwrap();
-        let socket = dir.path().join("run/hookd.sock");
         let log = dir.path().join("hookd.log");
-        let child = Command::new(env!("CARGO_BIN_EXE_hookd"))
-            .arg("--socket")
-            .arg(&socket)
-            .args(["--log-level", "info"])
-            .hermetic(dir.path().join("home"))
-            .env(
-                "GEMINI_CLI_SYSTEM_SETTINGS_PATH",
-                dir.path().join("none.json"),
-            )
-            .env_remove("JOURNAL_STREAM")
-            .env_remove("INVOCATION_ID")
-            .env_remove("RUST_LOG")
-            .stdin(Stdio::null())
-            .stdout(Stdio::null())
-            .stderr(std::fs::File::create(&log).unwrap())
-            .spawn()
-            .unwrap();
+        let child = fixture.spawn(
+            fixture
+                .hookd(env!("CARGO_BIN_EXE_hookd"))
+                .args(["--log-level", "info"])
+                .stderr(std::fs::File::create(&log).unwrap()),
+        );
         Daemon {
-            child,
-            dir,
-            socket,
+            _child: child,
+            fixture,
             log,
         }
     }
 
     fn project(&self) -> String {
-        self.dir.path().join("project").display().to_string()
+        self.fixture.project.display().to_string()
     }
 
     /// Connects as `name`, retrying until the daemon listens.
     async fn client(&self, name: &str) -> Client {
         let deadline = Instant::now() + PATIENCE;
         loop {
-            match Client::connect(&self.socket, ConnectOptions::new(name)).await {
+            match Client::connect(&self.fixture.socket, ConnectOptions::new(name)).await {
                 Ok(client) => return client,
                 Err(err) => {
                     assert!(Instant::now() < deadline, "hookd never answered: {err}");
@@ -101,13 +87,6 @@ impl Daemon {
             );
             tokio::time::sleep(Duration::from_millis(20)).await;
         }
-    }
-}
-
-impl Drop for Daemon {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
     }
 }
 

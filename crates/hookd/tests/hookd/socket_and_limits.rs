@@ -16,8 +16,8 @@ use nix::sys::signal::{Signal, kill};
 use nix::unistd::Pid;
 use serde_json::{Value, json};
 
+use hookd_testkit::DaemonProcess;
 use hookd_testkit::Hermetic;
-use hookd_testkit::KillOnDrop;
 
 const PATIENCE: Duration = Duration::from_secs(30);
 
@@ -105,11 +105,8 @@ fn unsafe_socket_directories_are_refused_and_left_as_they_are() {
 
 #[test]
 fn a_stopping_daemon_leaves_a_socket_it_did_not_bind_and_raises_its_fd_limit() {
-    let tmp = tempfile::tempdir().unwrap();
-    let home = tmp.path().join("home");
-    let project = tmp.path().join("project");
-    std::fs::create_dir_all(home.join(".gemini")).unwrap();
-    std::fs::create_dir_all(&project).unwrap();
+    let fixture = DaemonProcess::prepare(None);
+    let (home, project) = (&fixture.home, &fixture.project);
     // A hook that reports its own soft open-files limit.
     let report = home.join("nofile");
     let settings = json!({"hooks": {"BeforeTool": [{"hooks": [{
@@ -117,23 +114,28 @@ fn a_stopping_daemon_leaves_a_socket_it_did_not_bind_and_raises_its_fd_limit() {
         "command": format!("ulimit -Sn > {}", report.display()),
     }]}]}});
     std::fs::write(home.join(".gemini/settings.json"), settings.to_string()).unwrap();
-    let socket = tmp.path().join("run/hookd.sock");
+    let socket = &fixture.socket;
     let (_, hard) =
         nix::sys::resource::getrlimit(nix::sys::resource::Resource::RLIMIT_NOFILE).unwrap();
     let soft = 256.min(hard);
-    let mut daemon = KillOnDrop(
-        hookd(&home, &socket, &format!("-Sn {soft}"))
-            .spawn()
-            .unwrap(),
+    let mut daemon = fixture.spawn(
+        fixture
+            .command("bash")
+            .arg("-c")
+            .arg(format!(
+                "ulimit -Sn {soft} && exec \"$0\" --socket \"$1\" --log-level debug"
+            ))
+            .arg(env!("CARGO_BIN_EXE_hookd"))
+            .arg(socket),
     );
-    wait_until("hookd to listen", || UnixStream::connect(&socket).is_ok());
+    wait_until("hookd to listen", || UnixStream::connect(socket).is_ok());
 
     // The daemon's soft limit is its hard limit now.
     let (daemon_soft, daemon_hard) = open_files_limits(daemon.0.id());
     assert_eq!(daemon_soft, daemon_hard);
     assert_eq!(daemon_hard, hard.to_string());
     // Its hooks get the soft limit it was started with.
-    let mut stream = UnixStream::connect(&socket).unwrap();
+    let mut stream = UnixStream::connect(socket).unwrap();
     stream.set_read_timeout(Some(PATIENCE)).unwrap();
     send(
         &mut stream,
@@ -153,9 +155,9 @@ fn a_stopping_daemon_leaves_a_socket_it_did_not_bind_and_raises_its_fd_limit() {
     drop(stream);
 
     // Another process binds the path now (as systemd does after `hookctl service install`).
-    std::fs::remove_file(&socket).unwrap();
-    let other = UnixListener::bind(&socket).unwrap();
-    let other_inode = std::fs::metadata(&socket).unwrap().ino();
+    std::fs::remove_file(socket).unwrap();
+    let other = UnixListener::bind(socket).unwrap();
+    let other_inode = std::fs::metadata(socket).unwrap().ino();
     kill(
         Pid::from_raw(i32::try_from(daemon.0.id()).unwrap()),
         Signal::SIGTERM,
@@ -168,7 +170,7 @@ fn a_stopping_daemon_leaves_a_socket_it_did_not_bind_and_raises_its_fd_limit() {
     });
     assert_eq!(status.unwrap().code(), Some(0));
     assert_eq!(
-        std::fs::metadata(&socket).map(|meta| meta.ino()).ok(),
+        std::fs::metadata(socket).map(|meta| meta.ino()).ok(),
         Some(other_inode),
         "the stopping daemon removed a socket it did not bind"
     );

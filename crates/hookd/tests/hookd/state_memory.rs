@@ -7,13 +7,11 @@
 use std::io::{Read, Write};
 use std::os::unix::net::UnixStream;
 use std::path::Path;
-use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
 use serde_json::{Value, json};
 
-use hookd_testkit::Hermetic;
-use hookd_testkit::KillOnDrop;
+use hookd_testkit::DaemonProcess;
 
 const PATIENCE: Duration = Duration::from_secs(60);
 
@@ -96,9 +94,8 @@ fn vm_kib(pid: u32, field: &str) -> u64 {
 
 #[test]
 fn a_full_store_keeps_the_daemon_within_its_memory_bound() {
-    let dir = tempfile::tempdir().expect("tempdir");
-    let home = dir.path().join("home");
-    std::fs::create_dir_all(home.join(".gemini")).expect("mkdir");
+    let fixture = DaemonProcess::prepare(None);
+    let (dir, home) = (&fixture.dir, &fixture.home);
     // The only way to a session's token: a hook of that session prints its own.
     let settings = json!({"hooks": {"BeforeTool": [{"matcher": "^state-token$", "hooks": [{
         "name": "token", "type": "command",
@@ -111,22 +108,15 @@ fn a_full_store_keeps_the_daemon_within_its_memory_bound() {
             project
         })
         .collect();
-    let socket = dir.path().join("hookd.sock");
-    let daemon = KillOnDrop(
-        Command::new(env!("CARGO_BIN_EXE_hookd"))
-            .arg("--socket")
-            .arg(&socket)
-            .isolated(&home, dir.path())
-            .env("XDG_STATE_HOME", dir.path().join("state"))
-            .stdin(Stdio::null())
-            .stdout(Stdio::null())
-            .stderr(Stdio::null())
-            .spawn()
-            .expect("start hookd"),
+    let socket = &fixture.socket;
+    let daemon = fixture.spawn(
+        fixture
+            .hookd(env!("CARGO_BIN_EXE_hookd"))
+            .env("XDG_STATE_HOME", dir.path().join("state")),
     );
     let pid = daemon.0.id();
-    let mut conn = Conn::open(&socket);
-    let mut bystander = Conn::open(&socket);
+    let mut conn = Conn::open(socket);
+    let mut bystander = Conn::open(socket);
 
     // Fill: each project's sessions until the project's share refuses, four projects.
     let value = "v".repeat(65_536 - 8);

@@ -21,7 +21,7 @@ use nix::unistd::Pid;
 use serde_json::{Value, json};
 
 use hookd_testkit::Hermetic;
-use hookd_testkit::KillOnDrop;
+use hookd_testkit::{DaemonProcess, KillOnDrop};
 
 /// How long any single condition may take before the test fails.
 const PATIENCE: Duration = Duration::from_secs(30);
@@ -172,30 +172,33 @@ fn hello_and_ping(socket: &Path) -> u32 {
     pid
 }
 
-/// A temp home with user hooks, a project dir, and the paths around an activated daemon.
+/// The test kit's daemon files (a temp home with user hooks, a project dir, the socket's
+/// path; through [`std::ops::Deref`]) and the log of an activated daemon.
 struct Fixture {
-    dir: tempfile::TempDir,
-    home: PathBuf,
-    project: PathBuf,
-    socket: PathBuf,
+    files: DaemonProcess,
     log: PathBuf,
+}
+
+impl std::ops::Deref for Fixture {
+    type Target = DaemonProcess;
+
+    fn deref(&self) -> &DaemonProcess {
+        &self.files
+    }
 }
 
 impl Fixture {
     fn new() -> Fixture {
-        let dir = tempfile::tempdir().unwrap();
-        let home = dir.path().join("home");
-        let project = dir.path().join("project");
-        std::fs::create_dir_all(home.join(".gemini")).unwrap();
-        std::fs::create_dir_all(&project).unwrap();
+        let files = DaemonProcess::prepare(None);
+        let home = &files.home;
         let envdump = script(
-            &home,
+            home,
             "envdump.sh",
             // The hook's own environment and its bash's open descriptors, on stderr.
             "{ env; echo OPEN-FDS; ls -l /proc/$$/fd; } >&2",
         );
         let slow = script(
-            &home,
+            home,
             "slow.sh",
             "touch \"$HOME/started\"; sleep 1; echo '{\"systemMessage\":\"finished\"}'",
         );
@@ -205,11 +208,8 @@ impl Fixture {
         }});
         std::fs::write(home.join(".gemini/settings.json"), settings.to_string()).unwrap();
         Fixture {
-            socket: dir.path().join("run/hookd.sock"),
-            log: dir.path().join("hookd.log"),
-            home,
-            project,
-            dir,
+            log: files.dir.path().join("hookd.log"),
+            files,
         }
     }
 
@@ -514,13 +514,9 @@ fn without_activation_hookd_binds_its_own_socket_and_logs_for_the_journal() {
     let fixture = Fixture::new();
     let log = std::fs::File::create(&fixture.log).unwrap();
     let journal = std::fs::metadata(&fixture.log).unwrap();
-    let mut daemon = KillOnDrop(
-        Command::new(env!("CARGO_BIN_EXE_hookd"))
-            .arg("--socket")
-            .arg(&fixture.socket)
-            .env_clear()
-            .env("PATH", std::env::var_os("PATH").unwrap_or_default())
-            .hermetic(&fixture.home)
+    let mut daemon = fixture.spawn(
+        fixture
+            .hookd(env!("CARGO_BIN_EXE_hookd"))
             // Socket-activation variables meant for another process are ignored.
             .env("LISTEN_FDS", "1")
             .env("LISTEN_PID", "1")
@@ -529,10 +525,7 @@ fn without_activation_hookd_binds_its_own_socket_and_logs_for_the_journal() {
                 "JOURNAL_STREAM",
                 format!("{}:{}", journal.dev(), journal.ino()),
             )
-            .stdin(Stdio::null())
-            .stderr(log)
-            .spawn()
-            .unwrap(),
+            .stderr(log),
     );
     wait_until("hookd to bind its socket", || {
         UnixStream::connect(&fixture.socket).is_ok()
