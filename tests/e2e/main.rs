@@ -17,6 +17,7 @@ mod hostile_edges;
 mod hostile_settings;
 mod hostile_trust;
 mod hot_reload;
+mod http_relay;
 mod lifecycle;
 mod limits;
 mod load;

@@ -801,6 +801,21 @@ pub fn render_status(status: &StatusResponse) -> String {
         status.background.as_ref(),
         status.breaker.as_ref(),
     ));
+    if let Some(http) = &status.http {
+        let _ = writeln!(
+            out,
+            "http: http://{} ({} connections, at most {}; {} requests; {} sessions known)",
+            http.address, http.connections, http.max_connections, http.requests, http.sessions
+        );
+        if !http.refused.is_empty() {
+            let refused: Vec<String> = http
+                .refused
+                .iter()
+                .map(|(reason, count)| format!("{reason} {count}"))
+                .collect();
+            let _ = writeln!(out, "http refused: {}", refused.join(", "));
+        }
+    }
     if !status.clients.is_empty() {
         let clients: Vec<String> = status
             .clients

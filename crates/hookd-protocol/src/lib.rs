@@ -21,6 +21,7 @@ mod depth;
 mod encode;
 mod error;
 pub mod fast;
+pub mod http;
 mod id;
 mod parse;
 mod request;
@@ -47,8 +48,8 @@ pub use request::{
 };
 pub use response::{
     AuditStatus, CancelledMessage, ChunkResultMessage, ConnectedClient, Diagnostic, EditedMessage,
-    ErrorMessage, EventResult, HookRecord, HookResultMessage, HookedEventsMessage, LastRun,
-    ListResponse, ListedHook, Outcome, OutputFormat, PongMessage, RegistryChangedMessage,
+    ErrorMessage, EventResult, HookRecord, HookResultMessage, HookedEventsMessage, HttpStatus,
+    LastRun, ListResponse, ListedHook, Outcome, OutputFormat, PongMessage, RegistryChangedMessage,
     RegistryStatus, ReloadedMessage, ResultMessage, ServerHello, ServerMessage, Severity,
     StatusResponse, StreamClosedMessage, StreamName, StreamOpenedMessage, SubscribedMessage,
     TrustListMessage, TrustPreviewMessage, TrustedHook, TrustedProject, TrustedScript,

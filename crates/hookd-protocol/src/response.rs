@@ -503,6 +503,29 @@ pub struct StatusResponse {
     /// The circuit breaker and the hooks it has paused; `None` from daemons that predate it.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub breaker: Option<crate::BreakerStatus>,
+    /// The loopback HTTP listener (`hookd --http`); `None` when it is off (or the daemon
+    /// predates it).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub http: Option<HttpStatus>,
+}
+
+/// The loopback HTTP listener in `status`.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct HttpStatus {
+    /// The address it listens on, e.g. `127.0.0.1:47411`.
+    pub address: String,
+    /// HTTP connections open now.
+    pub connections: u64,
+    /// The most HTTP connections held at once; past it the longest idle one is closed.
+    pub max_connections: u64,
+    /// Hook requests answered with a decision since start.
+    pub requests: u64,
+    /// Sessions whose project root the daemon knows from their relayed events.
+    pub sessions: u64,
+    /// Requests and connections refused since start, by reason (`secret`, `host`, `origin`,
+    /// `method`, `path`, `too_large`, `no_length`, `slow_body`, `bad_body`, `evicted`,
+    /// `idle`), reasons with none left out.
+    pub refused: std::collections::BTreeMap<String, u64>,
 }
 
 /// The clients of one name connected now, in `status`.
@@ -1016,6 +1039,7 @@ mod tests {
                 project_hooks: Some("warn".to_owned()),
                 background: None,
                 breaker: None,
+                http: None,
             }),
             concat!(
                 r#"{"type":"status","id":7,"version":"0.1.0","pid":4242,"uptime_ms":1500,"connections":2,"max_connections":1024,"#,

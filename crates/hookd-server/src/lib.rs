@@ -37,11 +37,14 @@ mod settings;
 
 // Every module is also reachable by its own name (`crate::config`, `crate::request`, ...),
 // so a path says what a thing is without spelling its room.
-use base::{config, control, io, lastgood, lastrun, limits, memory, socket, state, stats};
+use base::{
+    config, control, httpguard, httproots, io, lastgood, lastrun, limits, memory, socket, state,
+    stats,
+};
 use record::{audit, recorder, runstats, story};
-use reply::{convert, results, wire};
+use reply::{convert, httpanswer, results, wire};
 use run::{background, engine, eventrun, relayed, stream};
-use serve::{connection, oneshot, request, shared};
+use serve::{connection, http, oneshot, request, shared};
 use settings::{manage, registries, trust, watcher};
 
 use std::sync::Arc;
@@ -61,6 +64,7 @@ pub use hookd_core::breaker::BreakerSettings;
 pub use hookd_runner::spawn::{OpenFilesLimit, raise_open_files_limit};
 pub use hookd_state::Limits as StateLimits;
 pub use hookd_state::token::{TOKEN_ENV_VAR as STATE_TOKEN_ENV_VAR, TokenKey as StateTokenKey};
+pub use http::{HttpListenError, HttpListener};
 pub use oneshot::{
     EngineOptions, OneShotError, RecordError, block_on_deep, oneshot_main, serve_one,
 };
@@ -95,6 +99,19 @@ pub async fn run(
     config: ServerConfig,
     cancel: CancellationToken,
 ) -> Result<(), ServerError> {
+    run_with_http(listener, None, config, cancel).await
+}
+
+/// [`run`], also serving hosts' HTTP hooks on `http` when given (`hookd --http`): each
+/// request is a relayed event of the host its path names, run like the socket's events
+/// (`docs/protocol.md`, "HTTP hooks"). The listener closes with the socket at a stop; its
+/// requests in progress are answered within the same grace.
+pub async fn run_with_http(
+    listener: UnixListener,
+    http: Option<HttpListener>,
+    config: ServerConfig,
+    cancel: CancellationToken,
+) -> Result<(), ServerError> {
     let audit = config
         .audit
         .as_ref()
@@ -107,6 +124,10 @@ pub async fn run(
             .ok()
             .and_then(|address| address.as_pathname().map(|path| path.display().to_string())),
     );
+    let http_counters = Arc::new(httpguard::HttpCounters::default());
+    if let Some(http) = &http {
+        shared.http = Some((http.local_addr(), Arc::clone(&http_counters)));
+    }
     let shared = Arc::new(shared);
     shared.registries.preload().await;
     // The watcher lives as long as the accept loop; its token stops it with the daemon.
@@ -119,6 +140,14 @@ pub async fn run(
     let connection_slots = Arc::new(Semaphore::new(shared.config.max_connections.max(1)));
     let mut gauge = limits::ConnectionGauge::new(shared.config.max_connections);
     let connections = TaskTracker::new();
+    let http_task = http.map(|http| {
+        http::start(
+            http,
+            Arc::clone(&shared),
+            http_counters,
+            connections.clone(),
+        )
+    });
     let uid = nix::unistd::getuid().as_raw();
     let lifecycle = shared.config.lifecycle.clone();
     let control = shared.config.control.clone();
@@ -191,6 +220,13 @@ pub async fn run(
     // next daemon (under systemd the socket stays open in systemd and queues connections
     // for it). Connections accepted already are served what they have sent.
     drop(listener);
+    if let Some(task) = http_task {
+        // It stops on the same signal; awaited so that no connection is accepted after this.
+        cancel.cancel();
+        if let Err(err) = task.await {
+            tracing::error!(%err, "the HTTP listener failed");
+        }
+    }
     if let Some(lifecycle) = &lifecycle {
         lifecycle.stopping();
     }
@@ -314,13 +350,23 @@ mod tests {
         (
             "base",
             &[
-                "control", "state", "config", "io", "limits", "memory", "stats", "lastrun",
-                "lastgood", "socket",
+                "control",
+                "state",
+                "config",
+                "io",
+                "limits",
+                "memory",
+                "stats",
+                "lastrun",
+                "lastgood",
+                "socket",
+                "httpguard",
+                "httproots",
             ],
         ),
         ("record", &["audit", "runstats", "story", "recorder"]),
         ("settings", &["registries", "manage", "trust", "watcher"]),
-        ("reply", &["wire", "results", "convert"]),
+        ("reply", &["wire", "results", "convert", "httpanswer"]),
         (
             "run",
             &["engine", "stream", "relayed", "background", "eventrun"],
@@ -341,6 +387,7 @@ mod tests {
                 "request::reload",
                 "request",
                 "connection",
+                "http",
                 "oneshot",
             ],
         ),

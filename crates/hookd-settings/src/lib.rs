@@ -9,10 +9,12 @@
 //! its scripts for the runner to execute. It starts no process: `hookd-runner` does that, and
 //! the client `hookctl` links this crate alone. [`atomic`] is how the daemon and `hookctl` write
 //! every file people and other programs read (settings and hooks files, install manifests,
-//! the one-shot engine's record).
+//! the one-shot engine's record). [`httpsecret`] is the per-user secret of the loopback HTTP
+//! listener, which both the daemon and `hookctl install --transport http` read.
 
 pub mod atomic;
 pub mod configfile;
+pub mod httpsecret;
 pub mod loader;
 pub mod sysfile;
 pub mod verify;
@@ -22,7 +24,14 @@ mod tests {
     use std::path::Path;
 
     /// The modules in their order: a module may import only from the modules before it.
-    const LAYERS: [&str; 5] = ["atomic", "configfile", "sysfile", "verify", "loader"];
+    const LAYERS: [&str; 6] = [
+        "atomic",
+        "configfile",
+        "httpsecret",
+        "sysfile",
+        "verify",
+        "loader",
+    ];
 
     /// Every `crate::` path outside tests and comments in each module leads to an earlier
     /// module (so the modules import no circle), and every module has its place in [`LAYERS`].

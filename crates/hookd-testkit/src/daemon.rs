@@ -26,8 +26,19 @@ pub struct Daemon {
     pub home: PathBuf,
     /// A project dir with a `.gemini/` directory.
     pub project: PathBuf,
+    /// The loopback HTTP listener, when started by [`Daemon::start_with_http`].
+    pub http: Option<HttpEndpoint>,
     cancel: CancellationToken,
     task: Option<JoinHandle<()>>,
+}
+
+/// Where a test daemon's HTTP listener is and the secret its requests carry.
+#[derive(Debug, Clone)]
+pub struct HttpEndpoint {
+    /// The bound address (an ephemeral port on 127.0.0.1).
+    pub address: std::net::SocketAddr,
+    /// The secret, for `Authorization: Bearer <secret>`.
+    pub secret: String,
 }
 
 /// How to start a test daemon.
@@ -55,6 +66,16 @@ impl Daemon {
 
     /// Starts a daemon with project settings and extra options.
     pub async fn start_with(project_settings: Value, options: DaemonOptions) -> Daemon {
+        Daemon::start_inner(project_settings, options, false).await
+    }
+
+    /// [`Daemon::start_with`], also serving HTTP hooks on an ephemeral loopback port
+    /// ([`Daemon::http`]), with a secret file under the temp dir (`config/hookd/http.secret`).
+    pub async fn start_with_http(project_settings: Value, options: DaemonOptions) -> Daemon {
+        Daemon::start_inner(project_settings, options, true).await
+    }
+
+    async fn start_inner(project_settings: Value, options: DaemonOptions, http: bool) -> Daemon {
         let dir = tempfile::tempdir().expect("temp dir");
         let root = dir.path().to_path_buf();
         let home = root.join("home");
@@ -97,11 +118,29 @@ impl Daemon {
         (options.configure)(&mut config);
 
         let listener = hookd_server::bind_socket(&socket).await.expect("bind");
+        let (http, endpoint) = if http {
+            let secret_file = hookd_settings::httpsecret::secret_path(&root.join("config"));
+            let secret = hookd_settings::httpsecret::load_or_create(&secret_file).expect("secret");
+            let text = secret.as_str().to_owned();
+            let listener = hookd_server::HttpListener::bind(
+                std::net::SocketAddr::from(([127, 0, 0, 1], 0)),
+                secret,
+            )
+            .await
+            .expect("bind the HTTP listener");
+            let endpoint = HttpEndpoint {
+                address: listener.local_addr(),
+                secret: text,
+            };
+            (Some(listener), Some(endpoint))
+        } else {
+            (None, None)
+        };
         let cancel = CancellationToken::new();
         let task = tokio::spawn({
             let cancel = cancel.clone();
             async move {
-                hookd_server::run(listener, config, cancel)
+                hookd_server::run_with_http(listener, http, config, cancel)
                     .await
                     .expect("daemon failed");
             }
@@ -111,6 +150,7 @@ impl Daemon {
             socket,
             home,
             project,
+            http: endpoint,
             cancel,
             task: Some(task),
         };

@@ -133,6 +133,20 @@ struct Args {
     /// counted (one line bigger than this still gets in when nothing waits).
     #[arg(long, value_name = "BYTES", default_value_t = hookd_server::AuditConfig::DEFAULT_QUEUE_BYTES, requires = "audit_log")]
     audit_queue_bytes: usize,
+    /// Also serve hosts' HTTP hooks (Claude Code's `"type": "http"`) on this loopback address,
+    /// e.g. 127.0.0.1:47411 or [::1]:47411 (port 0: any free port, logged at start). Refused
+    /// for an address that is not loopback. Off by default; under systemd, the socket of
+    /// hookd-http.socket instead.
+    #[arg(long, value_name = "ADDR")]
+    http: Option<std::net::SocketAddr>,
+    /// The HTTP listener's secret file, created (0600, 256 random bits) when missing
+    /// [default: $XDG_CONFIG_HOME/hookd/http.secret, else ~/.config/hookd/http.secret].
+    #[arg(long, value_name = "PATH")]
+    http_secret_file: Option<PathBuf>,
+    /// Most HTTP connections held at once; past it a new connection closes the one idle the
+    /// longest [default: 1024].
+    #[arg(long, value_name = "N")]
+    http_max_connections: Option<usize>,
     /// Answer the one connection on stdin (a connected Unix socket) with the daemon's engine,
     /// then exit: what hookd-relay runs when no daemon answers. It reads the settings files
     /// and trust records itself, with the options the daemon of --socket last started with.
@@ -204,6 +218,10 @@ fn serve(args: Args) -> anyhow::Result<()> {
     let notifier = notify::SystemdNotifier::from_env(&env, std::process::id());
     notify::remove_service_manager_variables(&mut env);
     let state_dir = hookd_server::state_dir(&env);
+    let secret_env = (
+        env.get("XDG_CONFIG_HOME").cloned(),
+        env.get("HOME").cloned(),
+    );
     let mut config = build_config(&args, env);
     if let Some(notifier) = notifier {
         config.lifecycle = Some(Arc::new(notifier));
@@ -227,18 +245,21 @@ fn serve(args: Args) -> anyhow::Result<()> {
         .context("cannot start the async runtime")?;
     let served = hookd_server::block_on_deep(runtime, async move {
         let signals = Signals::install().context("cannot install signal handlers")?;
-        let (listener, bound) = match activated {
-            Some(activated) => {
+        let activated = activated.unwrap_or_default();
+        if activated.ignored > 0 {
+            tracing::warn!(
+                ignored = activated.ignored,
+                "systemd passed more sockets than hookd serves (one Unix socket, one named http); \
+                 the others are ignored"
+            );
+        }
+        let http = http_listener(&args, activated.http, &secret_env).await?;
+        let (listener, bound) = match activated.listener {
+            Some(passed) => {
                 if args.socket.is_some() {
                     tracing::warn!("--socket is ignored: systemd passed the socket");
                 }
-                if activated.ignored > 0 {
-                    tracing::warn!(
-                        ignored = activated.ignored,
-                        "systemd passed more than one socket; serving only the first"
-                    );
-                }
-                let listener = tokio::net::UnixListener::from_std(activated.listener)
+                let listener = tokio::net::UnixListener::from_std(passed)
                     .context("cannot use the socket passed by systemd")?;
                 let path = listener
                     .local_addr()
@@ -273,7 +294,7 @@ fn serve(args: Args) -> anyhow::Result<()> {
         }
         let cancel = CancellationToken::new();
         signals.spawn(cancel.clone(), config.control.clone());
-        let result = hookd_server::run(listener, config, cancel).await;
+        let result = hookd_server::run_with_http(listener, http, config, cancel).await;
         // A socket we bound ourselves would make the next start probe a dead path. Only the
         // file we bound is removed: if the path now holds another socket (systemd's, after
         // `hookctl service install`), it is left alone. A socket
@@ -291,11 +312,64 @@ fn serve(args: Args) -> anyhow::Result<()> {
     served.context("cannot start the daemon's thread")?
 }
 
+/// The HTTP listener: the socket systemd passed (named `http`), else `--http`'s address
+/// bound here, else none. Its secret is read from (or created at) `--http-secret-file` or
+/// `<config home>/hookd/http.secret`; a secret file that fails its checks stops the start.
+async fn http_listener(
+    args: &Args,
+    passed: Option<std::net::TcpListener>,
+    (xdg_config_home, home): &(Option<String>, Option<String>),
+) -> anyhow::Result<Option<hookd_server::HttpListener>> {
+    if passed.is_none() && args.http.is_none() {
+        return Ok(None);
+    }
+    let path = match &args.http_secret_file {
+        Some(path) => path.clone(),
+        None => {
+            let config_home = xdg_config_home
+                .as_deref()
+                .map(PathBuf::from)
+                .filter(|dir| dir.is_absolute())
+                .or_else(|| {
+                    home.as_deref()
+                        .map(PathBuf::from)
+                        .filter(|dir| dir.is_absolute())
+                        .map(|home| home.join(".config"))
+                })
+                .context(
+                    "neither XDG_CONFIG_HOME nor HOME is an absolute path; give --http-secret-file",
+                )?;
+            hookd_settings::httpsecret::secret_path(&config_home)
+        }
+    };
+    let secret = hookd_settings::httpsecret::load_or_create(&path)
+        .with_context(|| format!("cannot use the HTTP secret file {}", path.display()))?;
+    let listener = match passed {
+        Some(passed) => {
+            if args.http.is_some() {
+                tracing::warn!("--http is ignored: systemd passed the HTTP socket");
+            }
+            hookd_server::HttpListener::from_std(passed, secret)
+                .context("cannot use the HTTP socket passed by systemd")?
+        }
+        None => {
+            let address = args.http.context("no HTTP address")?;
+            hookd_server::HttpListener::bind(address, secret)
+                .await
+                .with_context(|| format!("cannot serve HTTP hooks on {address}"))?
+        }
+    };
+    Ok(Some(listener))
+}
+
 /// The daemon's configuration from its flags and environment (no systemd lifecycle).
 fn build_config(args: &Args, env: HashMap<String, String>) -> hookd_server::ServerConfig {
     let mut config = hookd_server::ServerConfig::new(env);
     if let Some(n) = args.max_hooks {
         config.max_hooks = n.max(1);
+    }
+    if let Some(n) = args.http_max_connections {
+        config.http_max_connections = n.max(1);
     }
     if let Some(n) = args.max_connections {
         config.max_connections = n.max(1);

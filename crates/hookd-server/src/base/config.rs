@@ -19,6 +19,9 @@ use crate::control::{Control, Lifecycle};
 pub struct ServerConfig {
     /// At most this many client connections are served at once; more wait in the backlog.
     pub max_connections: usize,
+    /// At most this many HTTP connections are held at once (`hookd --http`); a new one past it
+    /// closes the connection idle the longest.
+    pub http_max_connections: usize,
     /// At most this many hook processes run at once across all clients; more queue.
     pub max_hooks: usize,
     /// The largest frame accepted from a client, in bytes.
@@ -201,6 +204,7 @@ impl ServerConfig {
             .unwrap_or_else(|| PathBuf::from("/"));
         ServerConfig {
             max_connections: 1024,
+            http_max_connections: 1024,
             max_hooks: default_max_hooks(),
             max_frame_bytes: hookd_protocol::DEFAULT_MAX_FRAME_BYTES,
             max_hello_frame_bytes: hookd_protocol::DEFAULT_MAX_HELLO_FRAME_BYTES,

@@ -9,6 +9,8 @@
 
 pub(crate) mod config;
 pub(crate) mod control;
+pub(crate) mod httpguard;
+pub(crate) mod httproots;
 pub(crate) mod io;
 pub(crate) mod lastgood;
 pub(crate) mod lastrun;

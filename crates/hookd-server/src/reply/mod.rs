@@ -5,5 +5,6 @@
 //! ([`convert`]).
 
 pub(crate) mod convert;
+pub(crate) mod httpanswer;
 pub(crate) mod results;
 pub(crate) mod wire;

@@ -6,6 +6,7 @@
 //! own ([`oneshot`]). The accept loop is the crate root's.
 
 pub(crate) mod connection;
+pub(crate) mod http;
 pub(crate) mod oneshot;
 pub(crate) mod request;
 pub(crate) mod shared;

@@ -1,5 +1,6 @@
 //! State shared by every connection of one daemon.
 
+use std::net::SocketAddr;
 use std::sync::Arc;
 use std::time::Instant;
 
@@ -9,6 +10,8 @@ use crate::audit::AuditLog;
 use crate::background::Background;
 use crate::config::ServerConfig;
 use crate::engine::Engine;
+use crate::httpguard::HttpCounters;
+use crate::httproots::SessionRoots;
 use crate::io::FrameBudget;
 use crate::registries::Registries;
 use crate::relayed::RelayedSeries;
@@ -48,6 +51,11 @@ pub(crate) struct Shared {
     pub(crate) state: Arc<SessionState>,
     /// This daemon's socket path, given to hooks as `HOOKD_SOCKET` ([`Shared::set_hook_socket`]).
     pub(crate) hook_socket: Option<String>,
+    /// Sessions' project roots and environments from their relayed events, for the events
+    /// they send over HTTP (`crate::httproots`).
+    pub(crate) session_roots: Arc<SessionRoots>,
+    /// The HTTP listener's address and counters, when it is on.
+    pub(crate) http: Option<(SocketAddr, Arc<HttpCounters>)>,
 }
 
 impl Shared {
@@ -93,6 +101,8 @@ impl Shared {
             background: Arc::new(Background::new(config.max_background_runs)),
             state,
             hook_socket: None,
+            session_roots: Arc::new(SessionRoots::default()),
+            http: None,
             config,
         }
     }

@@ -6,6 +6,7 @@
 
 mod cli;
 mod graceful_stop;
+mod http;
 mod inherited_signals;
 mod logs;
 mod socket_and_limits;

@@ -12,6 +12,7 @@ use hookd_protocol::EventRequest;
 use crate::background::{self, Job};
 use crate::convert;
 use crate::eventrun::{RelayedChunk, Run};
+use crate::httproots::SessionRoot;
 use crate::limits::OUTPUT_BUDGET_KIB;
 use crate::relayed::{SeriesKey, is_last_chunk};
 use crate::request::context::{Connection, parse_event, parse_relayed_by};
@@ -19,6 +20,30 @@ use crate::stats::Stats;
 use crate::wire::send;
 
 impl Connection {
+    /// Remembers the project root and environment a relayed event of a session carries, for
+    /// the events the session's host sends over HTTP, which carry neither
+    /// (`crate::httproots`): always from `SessionStart`, from another event only for a session
+    /// not known yet (the daemon started mid-session). Events without an environment (the
+    /// HTTP listener's own) are not recorded.
+    fn record_session_root(&self, host: Dialect, event: HookEventName, request: &EventRequest) {
+        let (Some(project_dir), Some(env)) = (&request.project_dir, &request.env) else {
+            return;
+        };
+        let roots = &self.shared.session_roots;
+        if event == HookEventName::SessionStart
+            || !roots.contains(host.as_str(), &request.session_id)
+        {
+            roots.record(
+                host.as_str(),
+                &request.session_id,
+                SessionRoot {
+                    project_dir: project_dir.clone(),
+                    env: Some(Arc::new(env.clone())),
+                },
+            );
+        }
+    }
+
     /// Answers an `event` request: at once when no hook matches, else from a run task.
     pub(crate) async fn event(&self, request: EventRequest) {
         let event = match parse_event(&request.id, &request.event) {
@@ -32,6 +57,9 @@ impl Connection {
             Ok(host) => host,
             Err(error) => return send(&self.sink, &error.to_server_message()).await,
         };
+        if let Some(host) = relayed_by {
+            self.record_session_root(host, event, &request);
+        }
         // `parse_client_message` has already refused a `cwd` or `project_dir` that is not
         // absolute. The host's project root, when it sent one, names the project: a shell
         // tool's `cd` moves `cwd`, never the project.

@@ -50,5 +50,16 @@ pub(crate) async fn status(shared: &Shared, id: RequestId) -> wire::StatusRespon
         project_hooks: Some(shared.config.project_hooks.as_str().to_owned()),
         background: Some(shared.background.status()),
         breaker: Some(convert::breaker_status(&shared.engine.runner.breakers)),
+        http: shared
+            .http
+            .as_ref()
+            .map(|(address, counters)| wire::HttpStatus {
+                address: address.to_string(),
+                connections: Stats::get(&counters.connections),
+                max_connections: shared.config.http_max_connections as u64,
+                requests: Stats::get(&counters.requests),
+                sessions: shared.session_roots.len() as u64,
+                refused: counters.refused(),
+            }),
     }
 }
