@@ -33,9 +33,12 @@ SCENARIOS = []
 DENY_REASON = "interop guard: rm -rf is not allowed"
 
 
-def scenario(name, hosts, about):
+def scenario(name, hosts, about, transports=None):
+    """Registers a scenario; `transports` limits Claude Code's hookd runs to "command" or
+    "http" (default: each Claude scenario runs once with each)."""
+
     def register(func):
-        SCENARIOS.append({"name": name, "hosts": hosts, "about": about, "func": func})
+        SCENARIOS.append({"name": name, "hosts": hosts, "about": about, "func": func, "transports": transports})
         return func
 
     return register
@@ -185,6 +188,9 @@ class Session:
 
     def install(self, scope="user", extra=()):
         args = ["install", "--host", self.host.name, "--scope", scope, "--yes", *extra]
+        if self.w.http_port and self.host.name == "claude" and scope == "user":
+            # HTTP entries are for the user's settings only; a project install stays relays.
+            args += ["--transport", "http", "--port", str(self.w.http_port)]
         if scope == "project":
             args += ["--cwd", str(self.w.proj)]
         return self.w.hookctl(*args)
