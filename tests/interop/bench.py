@@ -17,6 +17,14 @@ time of the CLI process, spawn to exit, is measured under five configurations:
   relayed event runs the guard in hookd's one-shot engine (`hookd --oneshot`), the fallback
   that keeps a moved guard deciding while hookd is down.
 
+Claude Code has two more, over its HTTP hooks (`hookctl install --transport http`, hookd
+listening on a loopback port):
+
+- `http install, no hooks`: the HTTP entries alone (every common event is wired, and
+  SessionStart's relay);
+- `guard via hookd worker, http`: the guard as a persistent worker, Claude Code posting its
+  events to hookd instead of starting the relay.
+
 Each configuration has its own world (daemon and fake model kept running); the runs are
 interleaved, one session of each per round in a rotating order, so drift hits all alike.
 `--static-relay` links `hookd-relay` statically first (docs/hosts.md: a static relay).
@@ -29,7 +37,7 @@ import statistics
 import subprocess
 import sys
 
-from harness import REPO, World, log, read_json, target_dir, write_json, write_script
+from harness import REPO, World, free_port, log, read_json, target_dir, write_json, write_script
 
 # Works one-shot (stdin is one line) and as a persistent worker (one line per event).
 BENCH_GUARD = r'''#!/usr/bin/env python3
@@ -59,6 +67,21 @@ CONFIGS = [
     "guard, hookd stopped",
 ]
 
+# Claude Code's HTTP hooks (`install --transport http`).
+HTTP_CONFIGS = ["http install, no hooks", "guard via hookd worker, http"]
+
+INSTALLED = (
+    "install, no hooks",
+    "guard via hookd",
+    "guard via hookd worker",
+    "guard, hookd stopped",
+    *HTTP_CONFIGS,
+)
+
+
+def configs(host):
+    return CONFIGS + (HTTP_CONFIGS if host.name == "claude" else [])
+
 
 def setup(ctx, host, config, calls):
     w = World(ctx.tools, "bench-%s-%s" % (host.name, config.replace(" ", "").replace(",", "")))
@@ -72,15 +95,19 @@ def setup(ctx, host, config, calls):
         entry.update({"name": "guard", "timeout": 10000})
     else:
         entry["timeout"] = 10
-    if config != "none" and config != "install, no hooks":
+    if config not in ("none", "install, no hooks", "http install, no hooks"):
         host.add_hooks(host.user_settings_path(w), host.tool_event, host.shell_tool, [entry])
         if host.name == "codex" and config in ("true in CLI", "guard in CLI"):
             # Codex skips a hook without a trust record silently: trust it as /hooks would.
             host.trust_hooks(w)
     env = {}
-    if config in ("install, no hooks", "guard via hookd", "guard via hookd worker", "guard, hookd stopped"):
-        w.hookctl("install", "--host", host.name, "--yes")
-        if config == "guard via hookd worker":
+    if config in INSTALLED:
+        install = ["install", "--host", host.name, "--yes"]
+        if config in HTTP_CONFIGS:
+            w.http_port = free_port()
+            install += ["--transport", "http", "--port", str(w.http_port)]
+        w.hookctl(*install)
+        if config in ("guard via hookd worker", "guard via hookd worker, http"):
             path = w.config / "hookd" / "hooks.json"
             hooks = read_json(path)
             for groups in hooks["hooks"].values():
@@ -108,14 +135,15 @@ def session(host, w, env, calls):
 
 
 def bench_host(ctx, host, runs, calls):
-    worlds = {c: setup(ctx, host, c, calls) for c in CONFIGS}
-    times = {c: [] for c in CONFIGS}
+    names = configs(host)
+    worlds = {c: setup(ctx, host, c, calls) for c in names}
+    times = {c: [] for c in names}
     try:
         # One warm-up session each (page cache, Node's compile cache, the worker's start).
-        for c in CONFIGS:
+        for c in names:
             session(host, *worlds[c], calls)
         for r in range(runs):
-            order = CONFIGS[r % len(CONFIGS) :] + CONFIGS[: r % len(CONFIGS)]
+            order = names[r % len(names) :] + names[: r % len(names)]
             for c in order:
                 times[c].append(session(host, *worlds[c], calls))
             log("%s: round %d of %d done" % (host.name, r + 1, runs))
@@ -128,7 +156,7 @@ def bench_host(ctx, host, runs, calls):
 def report(host, medians, calls):
     none = medians["none"]
     lines = ["%s, %d tool calls per session, median wall time:" % (host, calls)]
-    for c in CONFIGS:
+    for c in [c for c in CONFIGS + HTTP_CONFIGS if c in medians]:
         lines.append("  %-24s %7.2f s   %5.2fx no install" % (c, medians[c], medians[c] / none))
     cli = (medians["guard in CLI"] - none) / calls * 1000  # the CLI's own hook, over no hooks
     base = medians["install, no hooks"]
@@ -166,6 +194,21 @@ def report(host, medians, calls):
         "  session: hookd stopped / guard in CLI: %.2fx"
         % (medians["guard, hookd stopped"] / medians["guard in CLI"])
     )
+    if "guard via hookd worker, http" in medians:
+        http_base = medians["http install, no hooks"]
+        http_worker = (medians["guard via hookd worker, http"] - http_base) / calls * 1000
+        lines.append(
+            "  http install with no hooks vs no install: %+.1f %% of the session (target <= 2 %%)"
+            % ((http_base / none - 1) * 100)
+        )
+        lines.append(
+            "  hookd worker over HTTP, per call: %.2f ms over http install, %.2f ms over no install"
+            % (http_worker, (medians["guard via hookd worker, http"] - none) / calls * 1000)
+        )
+        lines.append(
+            "  guard in CLI per-call overhead / hookd worker over HTTP's: %s (target >= 20x)"
+            % ("%.1fx" % (cli / http_worker) if http_worker > 0 else "worker over HTTP adds nothing measurable")
+        )
     return "\n".join(lines)
 
 

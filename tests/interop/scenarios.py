@@ -768,7 +768,11 @@ def project_require(ctx, host):
     return v
 
 
-@scenario("relay-wiring", ["gemini", "claude"], "install wires the relay only to events that have hooks")
+@scenario(
+    "relay-wiring",
+    ["gemini", "claude"],
+    "install wires the relay only to events that have hooks (over HTTP: SessionStart's relay, one HTTP entry per event)",
+)
 def relay_wiring(ctx, host):
     v = Verdict()
     with Session(ctx, host, "hookd", "wiring") as s:
@@ -779,6 +783,21 @@ def relay_wiring(ctx, host):
         s.start_daemon()
         relayed = sorted({e for e, _ in relay_entries(s.user_settings())})
         relayed_matchers = tool_matchers(s.user_settings(), host.tool_event, relay=True)
+        http_port = s.w.http_port if host.name == "claude" else None
+        tool_groups = ((read_json(s.user_settings(), {}) or {}).get("hooks") or {}).get(host.tool_event) or []
+    if http_port:
+        # Over HTTP the only process is SessionStart's relay (it tells hookd the project);
+        # the tool event is one HTTP entry for every tool, failing closed as its guard can.
+        v.expect("events the host spawns a hook process for", relayed, ["SessionStart"])
+        http_hooks = [h for g in tool_groups for h in g.get("hooks") or [] if h.get("type") == "http"]
+        v.expect(
+            "the tool event's HTTP entry",
+            [(h.get("url"), h.get("onFailure"), "matcher" in g) for g in tool_groups for h in g.get("hooks") or []
+             if h.get("type") == "http"],
+            [("http://127.0.0.1:%d/v1/hooks/claude/%s" % (http_port, host.tool_event), "block", False)],
+        )
+        v.check("one HTTP entry", len(http_hooks) == 1, short(tool_groups))
+        return v
     v.same("events the host spawns a hook process for", native_events, relayed)
     other_tool = {"gemini": "read_file", "claude": "Read"}[host.name]
     v.check(
