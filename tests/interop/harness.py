@@ -353,15 +353,16 @@ class World:
         """hookd's `--http` for this world, when the hookd runs go over HTTP."""
         return ["--http", "127.0.0.1:%d" % self.http_port] if self.http_port else []
 
-    def daemon_args(self, extra):
-        return [str(self.tools.hookd), "--socket", str(self.socket), *self.http_args(), *extra]
+    def daemon_args(self, extra, http=True):
+        return [str(self.tools.hookd), "--socket", str(self.socket), *(self.http_args() if http else []), *extra]
 
-    def start_daemon(self, *extra):
-        """A plain hookd on the world's socket; returns when it accepts connections."""
+    def start_daemon(self, *extra, http=True):
+        """A plain hookd on the world's socket (and, with TRANSPORT "http" and `http`, on the
+        world's HTTP port); returns when it accepts connections."""
         env = self.base_env()
         log_file = (self.logs / "hookd.log").open("a")
         self.daemon = subprocess.Popen(
-            self.daemon_args(extra),
+            self.daemon_args(extra, http=http),
             env=env,
             stdin=subprocess.DEVNULL,
             stdout=log_file,

@@ -53,9 +53,12 @@ pub const NOT_OVER_HTTP: [&str; 2] = ["SessionStart", "Setup"];
 /// The events whose `onFailure` Claude Code ignores (besides [`NOT_OVER_HTTP`]).
 pub const ON_FAILURE_IGNORED: [&str; 4] = ["Stop", "SubagentStop", "TaskCompleted", "TeammateIdle"];
 
-/// How long an entry without hooks waits: Claude Code's own default hook timeout (600 s),
-/// which a hook added later without `timeout` gets, plus the relay's margin.
-pub const UNHOOKED_TIMEOUT_MS: u64 = 600_000 + RELAY_MARGIN_MS;
+/// How long an entry without hooks waits. hookd answers an event with no hook at once; the
+/// bound matters when hookd is stopped or wedged (Claude Code would otherwise wait on every
+/// such event, `Stop` and `SessionEnd` included, for its default of 600 s) and for a hook
+/// added later, which a running session gives this long until `sync` writes its own timeout
+/// for the next sessions.
+pub const UNHOOKED_TIMEOUT_MS: u64 = 10_000;
 
 /// The header value the diff and reports show instead of the secret.
 pub const REDACTED: &str = "<hookd http secret>";

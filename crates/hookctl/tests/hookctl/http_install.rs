@@ -117,7 +117,7 @@ fn claude_http_install_wires_every_event_never_weaker_and_gives_back_byte_for_by
     assert_eq!(
         first_hook(&host, "PostToolUse"),
         json!({"type": "http", "url": url("PostToolUse"),
-            "headers": {"Authorization": bearer}, "timeout": 610})
+            "headers": {"Authorization": bearer}, "timeout": 10})
     );
     // Claude Code ignores onFailure on Stop: its moved hook stays behind a command relay;
     // SessionStart is never sent over HTTP and tells hookd the project.
