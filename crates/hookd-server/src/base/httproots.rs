@@ -179,7 +179,7 @@ mod tests {
 
     #[test]
     fn slug_is_claude_codes_project_name() {
-        assert_eq!(claude_slug("/tmp/r28/exp/w/proj"), "-tmp-r28-exp-w-proj");
+        assert_eq!(claude_slug("/srv/work/proj"), "-srv-work-proj");
         assert_eq!(claude_slug("/home/a.b/my_proj"), "-home-a-b-my-proj");
     }
 
