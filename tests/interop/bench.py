@@ -17,6 +17,19 @@ time of the CLI process, spawn to exit, is measured under five configurations:
   relayed event runs the guard in hookd's one-shot engine (`hookd --oneshot`), the fallback
   that keeps a moved guard deciding while hookd is down.
 
+Claude Code has two more, over its HTTP hooks (`hookctl install --transport http`, hookd
+listening on a loopback port):
+
+- `http install, no hooks`: the HTTP entries alone (every common event is wired, and
+  SessionStart's relay);
+- `guard via hookd worker, http`: the guard as a persistent worker, Claude Code posting its
+  events to hookd instead of starting the relay.
+
+Besides each session's wall time, the time between two consecutive model requests (one tool
+call: its hooks, the tool, the CLI's own work) is pooled over every call of every session; its
+median per configuration is the per-call view, which the CLI's start-up and exit, the noisiest
+part of a session on a busy machine, do not reach.
+
 Each configuration has its own world (daemon and fake model kept running); the runs are
 interleaved, one session of each per round in a rotating order, so drift hits all alike.
 `--static-relay` links `hookd-relay` statically first (docs/hosts.md: a static relay).
@@ -29,7 +42,7 @@ import statistics
 import subprocess
 import sys
 
-from harness import REPO, World, log, read_json, target_dir, write_json, write_script
+from harness import REPO, World, free_port, log, read_json, target_dir, write_json, write_script
 
 # Works one-shot (stdin is one line) and as a persistent worker (one line per event).
 BENCH_GUARD = r'''#!/usr/bin/env python3
@@ -59,6 +72,21 @@ CONFIGS = [
     "guard, hookd stopped",
 ]
 
+# Claude Code's HTTP hooks (`install --transport http`).
+HTTP_CONFIGS = ["http install, no hooks", "guard via hookd worker, http"]
+
+INSTALLED = (
+    "install, no hooks",
+    "guard via hookd",
+    "guard via hookd worker",
+    "guard, hookd stopped",
+    *HTTP_CONFIGS,
+)
+
+
+def configs(host):
+    return CONFIGS + (HTTP_CONFIGS if host.name == "claude" else [])
+
 
 def setup(ctx, host, config, calls):
     w = World(ctx.tools, "bench-%s-%s" % (host.name, config.replace(" ", "").replace(",", "")))
@@ -72,15 +100,19 @@ def setup(ctx, host, config, calls):
         entry.update({"name": "guard", "timeout": 10000})
     else:
         entry["timeout"] = 10
-    if config != "none" and config != "install, no hooks":
+    if config not in ("none", "install, no hooks", "http install, no hooks"):
         host.add_hooks(host.user_settings_path(w), host.tool_event, host.shell_tool, [entry])
         if host.name == "codex" and config in ("true in CLI", "guard in CLI"):
             # Codex skips a hook without a trust record silently: trust it as /hooks would.
             host.trust_hooks(w)
     env = {}
-    if config in ("install, no hooks", "guard via hookd", "guard via hookd worker", "guard, hookd stopped"):
-        w.hookctl("install", "--host", host.name, "--yes")
-        if config == "guard via hookd worker":
+    if config in INSTALLED:
+        install = ["install", "--host", host.name, "--yes"]
+        if config in HTTP_CONFIGS:
+            w.http_port = free_port()
+            install += ["--transport", "http", "--port", str(w.http_port)]
+        w.hookctl(*install)
+        if config in ("guard via hookd worker", "guard via hookd worker, http"):
             path = w.config / "hookd" / "hooks.json"
             hooks = read_json(path)
             for groups in hooks["hooks"].values():
@@ -96,7 +128,11 @@ def setup(ctx, host, config, calls):
     return w, env
 
 
-def session(host, w, env, calls):
+def session(host, w, env, calls, gaps=None):
+    """Runs one session; returns its wall time, and appends to `gaps` the time between each
+    two model requests of the session (one tool call each: the hooks, the tool and the CLI's
+    own work between them), which the CLI's start-up and exit do not blur."""
+    seen = len(w.model_requests())
     run = host.run(w, "run the steps", env_extra=env)
     done = len(run.tool_results())
     if run.code != 0 or done < calls:
@@ -104,31 +140,72 @@ def session(host, w, env, calls):
             "%s session under %s: exit %s, %d of %d tool results (see %s)"
             % (host.name, w.root.name, run.code, done, calls, w.logs)
         )
+    if gaps is not None:
+        times = [r["time"] for r in w.model_requests()[seen:] if r.get("kind") == "turn"]
+        gaps.extend(b - a for a, b in zip(times, times[1:]))
     return run.elapsed
 
 
 def bench_host(ctx, host, runs, calls):
-    worlds = {c: setup(ctx, host, c, calls) for c in CONFIGS}
-    times = {c: [] for c in CONFIGS}
+    names = configs(host)
+    worlds = {c: setup(ctx, host, c, calls) for c in names}
+    times = {c: [] for c in names}
+    gaps = {c: [] for c in names}
     try:
         # One warm-up session each (page cache, Node's compile cache, the worker's start).
-        for c in CONFIGS:
+        for c in names:
             session(host, *worlds[c], calls)
         for r in range(runs):
-            order = CONFIGS[r % len(CONFIGS) :] + CONFIGS[: r % len(CONFIGS)]
+            order = names[r % len(names) :] + names[: r % len(names)]
             for c in order:
-                times[c].append(session(host, *worlds[c], calls))
+                times[c].append(session(host, *worlds[c], calls, gaps[c]))
             log("%s: round %d of %d done" % (host.name, r + 1, runs))
     finally:
         for w, _ in worlds.values():
             w.close()
-    return {c: statistics.median(t) for c, t in times.items()}, times
+    medians = {c: statistics.median(t) for c, t in times.items()}
+    per_call = {c: statistics.median(g) for c, g in gaps.items() if g}
+    return medians, times, per_call, gaps
+
+
+def report_per_call(host, medians, per_call, calls):
+    """The per-call view: the median time between two model requests (one tool call) per
+    configuration, pooled over every call of every session, and the targets on it."""
+    none = per_call["none"]
+    lines = ["%s, per tool call (median gap between model requests, %d calls x sessions):" % (host, calls)]
+    for c in [c for c in CONFIGS + HTTP_CONFIGS if c in per_call]:
+        lines.append("  %-30s %7.2f ms   %+7.2f ms over none" % (c, per_call[c] * 1000, (per_call[c] - none) * 1000))
+    cli = (per_call["guard in CLI"] - none) * 1000
+    if "guard via hookd worker, http" in per_call:
+        base = per_call["http install, no hooks"]
+        worker = (per_call["guard via hookd worker, http"] - base) * 1000
+        worker_all = (per_call["guard via hookd worker, http"] - none) * 1000
+        lines.append(
+            "  http install, no hooks: %+.2f ms per call = %+.1f %% of the no-install session (target <= 2 %%)"
+            % ((base - none) * 1000, (base - none) * calls / medians["none"] * 100)
+        )
+        lines.append(
+            "  guard in CLI %.2f ms / hookd worker over HTTP %.2f ms (over http install) = %s; over no install %.2f ms = %s (target >= 20x)"
+            % (
+                cli,
+                worker,
+                "%.1fx" % (cli / worker) if worker > 0 else "n/a",
+                worker_all,
+                "%.1fx" % (cli / worker_all) if worker_all > 0 else "n/a",
+            )
+        )
+    relay_worker = (per_call["guard via hookd worker"] - per_call["install, no hooks"]) * 1000
+    lines.append(
+        "  guard in CLI %.2f ms / hookd worker through the relay %.2f ms = %s"
+        % (cli, relay_worker, "%.1fx" % (cli / relay_worker) if relay_worker > 0 else "n/a")
+    )
+    return "\n".join(lines)
 
 
 def report(host, medians, calls):
     none = medians["none"]
     lines = ["%s, %d tool calls per session, median wall time:" % (host, calls)]
-    for c in CONFIGS:
+    for c in [c for c in CONFIGS + HTTP_CONFIGS if c in medians]:
         lines.append("  %-24s %7.2f s   %5.2fx no install" % (c, medians[c], medians[c] / none))
     cli = (medians["guard in CLI"] - none) / calls * 1000  # the CLI's own hook, over no hooks
     base = medians["install, no hooks"]
@@ -166,6 +243,21 @@ def report(host, medians, calls):
         "  session: hookd stopped / guard in CLI: %.2fx"
         % (medians["guard, hookd stopped"] / medians["guard in CLI"])
     )
+    if "guard via hookd worker, http" in medians:
+        http_base = medians["http install, no hooks"]
+        http_worker = (medians["guard via hookd worker, http"] - http_base) / calls * 1000
+        lines.append(
+            "  http install with no hooks vs no install: %+.1f %% of the session (target <= 2 %%)"
+            % ((http_base / none - 1) * 100)
+        )
+        lines.append(
+            "  hookd worker over HTTP, per call: %.2f ms over http install, %.2f ms over no install"
+            % (http_worker, (medians["guard via hookd worker, http"] - none) / calls * 1000)
+        )
+        lines.append(
+            "  guard in CLI per-call overhead / hookd worker over HTTP's: %s (target >= 20x)"
+            % ("%.1fx" % (cli / http_worker) if http_worker > 0 else "worker over HTTP adds nothing measurable")
+        )
     return "\n".join(lines)
 
 
@@ -180,9 +272,10 @@ def relay_bench():
 def main(ctx, hosts, runs, calls):
     results = {}
     for name in hosts:
-        medians, times = bench_host(ctx, ctx.hosts[name], runs, calls)
-        results[name] = {"medians_s": medians, "samples_s": times}
+        medians, times, per_call, gaps = bench_host(ctx, ctx.hosts[name], runs, calls)
+        results[name] = {"medians_s": medians, "samples_s": times, "per_call_s": per_call, "gaps_s": gaps}
         print(report(name, medians, calls), flush=True)
+        print(report_per_call(name, medians, per_call, calls), flush=True)
     print("relay, exec to exit (hookd-bench relay, 300 samples each):", flush=True)
     print(relay_bench(), flush=True)
     out = target_dir() / "interop-bench.json"

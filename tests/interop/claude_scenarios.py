@@ -500,3 +500,62 @@ def claude_session_end(ctx, host):
         "CLI run: native %.1f s, hookd %.1f s" % (seen["native"]["cli_s"], seen["hookd"]["cli_s"]),
     )
     return v
+
+
+@scenario(
+    "http-hook-added-mid-session",
+    ["claude"],
+    "over HTTP, a guard added to hookd's hooks file mid-session for an event that had no hook at "
+    "install (PreToolUse) denies the next `rm -rf` without restarting Claude Code",
+    transports=["http"],
+)
+def http_hook_added_mid_session(ctx, host):
+    from harness import GUARD
+    from scenarios import DENY_REASON, hook_runs, markers
+
+    v = Verdict()
+    with Session(ctx, host, "hookd", "added-mid-session") as s:
+        # No hook anywhere at install: the HTTP entries are there for every common event.
+        s.install()
+        s.start_daemon()
+        installed = json.dumps((json.load(open(s.user_settings())) or {}).get("hooks", {}))
+        v.check("PreToolUse has an HTTP entry with no hook", '"type": "http"' in installed, installed[:300])
+        guard = write_script(s.w.hooks_dir / "guard.py", GUARD)
+        hooks = {
+            "hooks": {
+                "BeforeTool": [
+                    {
+                        "matcher": "run_shell_command",
+                        "hooks": [
+                            {
+                                "type": "command",
+                                "name": "guard",
+                                "command": 'python3 "%s" "%s" guard' % (guard, s.w.logs / "hook-runs.jsonl"),
+                                "timeout": 10000,
+                            }
+                        ],
+                    }
+                ]
+            }
+        }
+        staged = s.w.root / "added-hooks.json"
+        write_json(staged, hooks)
+        target = s.w.config / "hookd" / "hooks.json"
+        # The first call adds the hook to hookd's file (hookd sees the change by itself); the
+        # second is the one it must deny, in the same Claude Code session.
+        turns = [
+            {"tool": 'cp "%s" "%s" && sleep 2 && touch marker-1' % (staged, target)},
+            {"tool": "rm -rf victim; touch marker-2"},
+            {"text": ["finished ", "the task"]},
+        ]
+        s.go(turns)
+        v.expect("tool ran (first call only)", markers(s.w), ["marker-1"])
+        v.expect("guard ran once (for the second call)", len(hook_runs(s.w, "guard")), 1)
+        sent = s.run.tool_results()
+        v.check(
+            "the model got the guard's reason",
+            len(sent) >= 2 and DENY_REASON in json.dumps(sent[1]),
+            json.dumps(sent)[:600],
+        )
+        v.expect("exit", s.run.code, 0)
+    return v

@@ -241,6 +241,18 @@ def stop_process(proc, timeout_s=10.0):
 # --- worlds --------------------------------------------------------------------------------
 
 
+# How Claude Code reaches hookd in the hookd runs: "command" (relay entries) or "http" (`install
+# --transport http`, hookd listening on a loopback port of the world). Set by `run`.
+TRANSPORT = "command"
+
+
+def free_port():
+    """A loopback TCP port nothing listens on (bound once to learn it, then released)."""
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as probe:
+        probe.bind(("127.0.0.1", 0))
+        return probe.getsockname()[1]
+
+
 class World:
     """One run's private directory tree and environment."""
 
@@ -263,6 +275,8 @@ class World:
             d.mkdir(parents=True)
         self.run_dir.chmod(0o700)
         self.socket = self.run_dir / "hookd.sock"
+        # hookd's HTTP listener in this world (with TRANSPORT "http").
+        self.http_port = free_port() if TRANSPORT == "http" else None
         self.daemon = None
         self.model = None
 
@@ -335,15 +349,20 @@ class World:
             time.sleep(0.05)
 
     # --- hookd ---
-    def daemon_args(self, extra):
-        return [str(self.tools.hookd), "--socket", str(self.socket), *extra]
+    def http_args(self):
+        """hookd's `--http` for this world, when the hookd runs go over HTTP."""
+        return ["--http", "127.0.0.1:%d" % self.http_port] if self.http_port else []
 
-    def start_daemon(self, *extra):
-        """A plain hookd on the world's socket; returns when it accepts connections."""
+    def daemon_args(self, extra, http=True):
+        return [str(self.tools.hookd), "--socket", str(self.socket), *(self.http_args() if http else []), *extra]
+
+    def start_daemon(self, *extra, http=True):
+        """A plain hookd on the world's socket (and, with TRANSPORT "http" and `http`, on the
+        world's HTTP port); returns when it accepts connections."""
         env = self.base_env()
         log_file = (self.logs / "hookd.log").open("a")
         self.daemon = subprocess.Popen(
-            self.daemon_args(extra),
+            self.daemon_args(extra, http=http),
             env=env,
             stdin=subprocess.DEVNULL,
             stdout=log_file,
@@ -439,15 +458,21 @@ class Supervisor:
                 "EXITS_FILE": str(self.exits_file),
             }
         )
-        # hookd takes the socket from LISTEN_FDS; --socket is not given.
+        # hookd takes the socket from LISTEN_FDS; --socket is not given. Over HTTP the
+        # loopback port is held too, named "http" as hookd-http.socket names it.
         daemon = [str(world.tools.hookd), *extra_args]
         log_file = (world.logs / "hookd.log").open("a")
         tool = shutil.which("systemd-socket-activate")
         self.held = None
+        self.held_http = None
+        http = world.http_port
         if tool:
             # systemd-socket-activate hands the program only the variables named with -E.
             setenv = [arg for name in sorted(env) for arg in ("-E", name)]
-            argv = [tool, "-l", str(world.socket), *setenv, "bash", "-c", SUPERVISOR, "supervisor", *daemon]
+            listen = ["-l", str(world.socket)]
+            if http:
+                listen += ["-l", "127.0.0.1:%d" % http, "--fdname=hookd.socket:http"]
+            argv = [tool, *listen, *setenv, "bash", "-c", SUPERVISOR, "supervisor", *daemon]
             self.proc = subprocess.Popen(
                 argv, env=env, stdin=subprocess.DEVNULL, stdout=log_file, stderr=log_file, start_new_session=True
             )
@@ -458,9 +483,19 @@ class Supervisor:
             self.held.listen(128)
             fd = self.held.fileno()
             env["LISTEN_FDS"] = "1"
+            fds = [fd]
+            if http:
+                self.held_http = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+                self.held_http.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+                self.held_http.bind(("127.0.0.1", http))
+                self.held_http.listen(128)
+                fds.append(self.held_http.fileno())
+                env["LISTEN_FDS"] = "2"
+                env["LISTEN_FDNAMES"] = "hookd.socket:http"
 
             def to_fd3():
-                os.dup2(fd, 3)
+                for i, held in enumerate(fds):
+                    os.dup2(held, 3 + i)
 
             self.proc = subprocess.Popen(
                 ["bash", "-c", SUPERVISOR, "supervisor", *daemon],
@@ -470,7 +505,7 @@ class Supervisor:
                 stderr=log_file,
                 start_new_session=True,
                 preexec_fn=to_fd3,
-                pass_fds=(fd,),
+                pass_fds=tuple(fds),
             )
             self.how = "socket held by the suite"
         # systemd-socket-activate starts the program at the first connection: this one.
@@ -511,6 +546,8 @@ class Supervisor:
             self.proc.wait()
         if self.held is not None:
             self.held.close()
+        if self.held_http is not None:
+            self.held_http.close()
 
 
 # --- the hosts -------------------------------------------------------------------------------

@@ -6,12 +6,16 @@ install`, and the daemon is absent, stopped or killed: the relay then runs the g
 hookd's own engine (`hookd --oneshot`, the `hookd` beside `hookd-relay`), or, when the daemon
 has the event but stopped answering, lets the guard's failure policy decide. Every scenario
 checks that no guarded call went through, as natively, and compares what reached the model.
+Over Claude Code's HTTP entries there is no relay: the entry's `onFailure: "block"` refuses
+every call hookd does not answer, which is checked instead (same calls refused, Claude Code's
+words).
 """
 
 import os
 import signal
 import time
 
+import harness
 from harness import read_json, write_json
 from scenarios import (
     CueWatcher,
@@ -26,6 +30,28 @@ from scenarios import (
 )
 
 HOSTS = ["gemini", "claude", "codex"]
+
+
+def over_http(host):
+    """Whether this run's hookd side is Claude Code's HTTP entries (`--transport http`)."""
+    return host.name == "claude" and harness.TRANSPORT == "http"
+
+
+HTTP_BLOCK = 'blocking because onFailure is "block"'
+
+
+def http_blocked(v, native, hookd):
+    """Over HTTP there is no relay to run the guard: Claude Code itself blocks every call that
+    hookd does not answer, because `install` gave the entry `onFailure: "block"`. Not weaker:
+    the same calls are refused as natively, with Claude Code's words instead of the guard's."""
+    v.same("tool ran", native["tool_ran"], hookd["tool_ran"])
+    v.same("exit", native["exit"], hookd["exit"])
+    sent = hookd["sent_next"]
+    v.check(
+        "every call refused by the entry's onFailure block (as many as natively)",
+        len(sent) == len(native["sent_next"]) and all(HTTP_BLOCK in str(x) for x in sent),
+        str(sent)[:600],
+    )
 
 
 def fail_closed(s):
@@ -88,6 +114,9 @@ def stopped_nothing_configured(ctx, host):
         # No daemon and no unit: the relay finds no socket and runs the guard in the engine.
         facts[mode] = guarded_session(ctx, host, mode, "stopped", turns, lambda s: None)
     v.expect("native blocks both calls (reference sane)", facts["native"]["tool_ran"], [])
+    if over_http(host):
+        http_blocked(v, facts["native"], facts["hookd"])
+        return v
     compare(v, facts["native"], facts["hookd"], keys=("exit", "tool_ran", "sent_next", "printed"))
     v.same("guard runs", facts["native"]["guard_runs"], facts["hookd"]["guard_runs"])
     v.check(
@@ -114,6 +143,17 @@ def sigstop_fail_closed(ctx, host):
         facts["hookd"]["stopped"] and not facts["hookd"]["cue_errors"],
         "stopped %s, errors %s" % (facts["hookd"]["stopped"], facts["hookd"]["cue_errors"]),
     )
+    if over_http(host):
+        # No relay pings a stopped daemon over HTTP: each call waits for its entry's timeout
+        # (the guard's 10 s plus 10 s), then Claude Code blocks it; Stop and SessionEnd, which
+        # have no hook, wait 10 s each.
+        http_blocked(v, facts["native"], facts["hookd"])
+        v.check(
+            "both calls refused within the entries' timeouts (20 s each, 10 s for Stop and SessionEnd)",
+            facts["hookd"]["seconds"] < 90,
+            "%.1f s" % facts["hookd"]["seconds"],
+        )
+        return v
     v.check(
         "a failure policy decided (the daemon had the event)",
         "decided by the hooks' failure policies" in facts["hookd"]["relay_log"],
@@ -199,6 +239,9 @@ def sigkill_mid_session(ctx, host):
             facts[mode] = f
     v.expect("native blocks all three calls (reference sane)", facts["native"]["tool_ran"], [])
     v.check("the daemon was killed while the first guard ran", facts["hookd"]["killed"], "")
+    if over_http(host):
+        http_blocked(v, facts["native"], facts["hookd"])
+        return v
     compare(v, facts["native"], facts["hookd"], keys=("exit", "tool_ran", "sent_next", "printed"))
     v.check(
         "the relay logged the fallback",

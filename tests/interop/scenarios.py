@@ -33,9 +33,12 @@ SCENARIOS = []
 DENY_REASON = "interop guard: rm -rf is not allowed"
 
 
-def scenario(name, hosts, about):
+def scenario(name, hosts, about, transports=None):
+    """Registers a scenario; `transports` limits Claude Code's hookd runs to "command" or
+    "http" (default: each Claude scenario runs once with each)."""
+
     def register(func):
-        SCENARIOS.append({"name": name, "hosts": hosts, "about": about, "func": func})
+        SCENARIOS.append({"name": name, "hosts": hosts, "about": about, "func": func, "transports": transports})
         return func
 
     return register
@@ -185,6 +188,9 @@ class Session:
 
     def install(self, scope="user", extra=()):
         args = ["install", "--host", self.host.name, "--scope", scope, "--yes", *extra]
+        if self.w.http_port and self.host.name == "claude" and scope == "user":
+            # HTTP entries are for the user's settings only; a project install stays relays.
+            args += ["--transport", "http", "--port", str(self.w.http_port)]
         if scope == "project":
             args += ["--cwd", str(self.w.proj)]
         return self.w.hookctl(*args)
@@ -360,6 +366,7 @@ def restart_scenario(ctx, host, activated):
             watcher = None
             if mode == "hookd":
                 s.install()
+                facts["http"] = bool(s.w.http_port)
                 if activated:
                     s.w.supervisor = Supervisor(s.w)
                     facts["how"] = s.w.supervisor.how
@@ -401,6 +408,19 @@ def restart_scenario(ctx, host, activated):
         facts.get("restarts") == 2 and not facts.get("restart_errors"),
         "restarts %s, errors %s" % (facts.get("restarts"), facts.get("restart_errors")),
     )
+    if not activated and host.name == "claude" and facts.get("http"):
+        # Over HTTP with no socket held across the restart, a call that comes while no hookd
+        # listens is refused by Claude Code itself (the entry's onFailure block), in its own
+        # words; the others get the guard's answer. Either way nothing runs.
+        compare(v, facts["native"], facts["hookd"], keys=("exit", "tool_ran", "printed", "hook_stderr"))
+        v.check(
+            "each call denied by the guard or refused by onFailure block",
+            len(facts["hookd"]["sent_next"]) == len(facts["native"]["sent_next"])
+            and all(x in facts["native"]["sent_next"] or 'blocking because onFailure is "block"' in str(x)
+                    for x in facts["hookd"]["sent_next"]),
+            short(facts["hookd"]["sent_next"]),
+        )
+        return v
     compare(v, facts["native"], facts["hookd"])
     return v
 
@@ -528,6 +548,16 @@ def unreachable_allow(ctx, host):
                 s.install()  # and no daemon is started
             s.go(turns)
             f = s.facts()
+            if mode == "hookd" and s.w.http_port and host.name == "claude":
+                # Over HTTP there is no relay, so no `allow` policy: the guard's entry has
+                # onFailure block, and Claude Code refuses the call (stricter, never weaker).
+                v.expect("over HTTP the call is refused", f["tool_ran"], [])
+                v.check(
+                    "by the entry's onFailure block",
+                    all('blocking because onFailure is "block"' in str(x) for x in f["sent_next"]) and f["sent_next"],
+                    short(f["sent_next"]),
+                )
+                return v
             requests = [r for r in s.w.model_requests() if r.get("kind") == "turn"]
             if host.name == "gemini":
                 f["toolConfig"] = [(r["body"] or {}).get("toolConfig") for r in requests]
@@ -570,13 +600,13 @@ def claude_default_timeout(ctx, host):
         v.check("hookd lists the converted guard", bool(timeouts), "no timeout found in hookctl list --json")
         if timeouts:
             v.expect("timeout hookd derives (ms)", max(timeouts), CLAUDE_DEFAULT_TIMEOUT_MS)
-        # The relay entry must outlast the hook: Claude kills the relay at the entry's timeout.
+        # The tool event's entry (a relay, or over HTTP the HTTP entry) must outlast the hook:
+        # Claude Code gives up on it at the entry's timeout.
         relay_timeouts = [
             h.get("timeout")
-            for groups in (read_json(s.user_settings(), {}).get("hooks") or {}).values()
-            for g in groups
+            for g in (read_json(s.user_settings(), {}).get("hooks") or {}).get(host.tool_event) or []
             for h in g.get("hooks") or []
-            if "relay" in str(h.get("command", ""))
+            if "relay" in str(h.get("command", "")) or h.get("type") == "http"
         ]
         v.check(
             "relay entries outlast it (s)",
@@ -660,7 +690,10 @@ def hand_started(ctx, host):
             add_tool_hook(host, s.user_settings(), guard_entry(host, s.w))
             if mode == "hookd":
                 s.install()
-                s.start_daemon()  # started by hand
+                # Started by hand. A port, unlike a socket path, cannot be taken over while a
+                # daemon listens on it: over HTTP the hand-started one serves the Unix socket
+                # only, and the service manager's holds both.
+                s.w.start_daemon(http=False)
                 # The service manager takes the path over (systemd removes the old socket
                 # file and binds its own), then the hand-started daemon is stopped.
                 s.w.socket.unlink()
@@ -762,7 +795,11 @@ def project_require(ctx, host):
     return v
 
 
-@scenario("relay-wiring", ["gemini", "claude"], "install wires the relay only to events that have hooks")
+@scenario(
+    "relay-wiring",
+    ["gemini", "claude"],
+    "install wires the relay only to events that have hooks (over HTTP: SessionStart's relay, one HTTP entry per event)",
+)
 def relay_wiring(ctx, host):
     v = Verdict()
     with Session(ctx, host, "hookd", "wiring") as s:
@@ -773,6 +810,21 @@ def relay_wiring(ctx, host):
         s.start_daemon()
         relayed = sorted({e for e, _ in relay_entries(s.user_settings())})
         relayed_matchers = tool_matchers(s.user_settings(), host.tool_event, relay=True)
+        http_port = s.w.http_port if host.name == "claude" else None
+        tool_groups = ((read_json(s.user_settings(), {}) or {}).get("hooks") or {}).get(host.tool_event) or []
+    if http_port:
+        # Over HTTP the only process is SessionStart's relay (it tells hookd the project);
+        # the tool event is one HTTP entry for every tool, failing closed as its guard can.
+        v.expect("events the host spawns a hook process for", relayed, ["SessionStart"])
+        http_hooks = [h for g in tool_groups for h in g.get("hooks") or [] if h.get("type") == "http"]
+        v.expect(
+            "the tool event's HTTP entry",
+            [(h.get("url"), h.get("onFailure"), "matcher" in g) for g in tool_groups for h in g.get("hooks") or []
+             if h.get("type") == "http"],
+            [("http://127.0.0.1:%d/v1/hooks/claude/%s" % (http_port, host.tool_event), "block", False)],
+        )
+        v.check("one HTTP entry", len(http_hooks) == 1, short(tool_groups))
+        return v
     v.same("events the host spawns a hook process for", native_events, relayed)
     other_tool = {"gemini": "read_file", "claude": "Read"}[host.name]
     v.check(

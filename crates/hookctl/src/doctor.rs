@@ -480,6 +480,9 @@ fn check_wiring(project: &Path, findings: &mut Vec<Finding>) {
         ));
         return;
     }
+    for line in crate::install::http_transports(&locations, project) {
+        findings.push(Finding::note("wiring", line));
+    }
     let stale = crate::install::stale_wiring(&locations, project);
     for line in &stale {
         findings.push(Finding::problem(

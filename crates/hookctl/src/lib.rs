@@ -732,6 +732,13 @@ fn render_wiring(cwd: &Path) -> String {
     use std::fmt::Write;
     let mut out = String::new();
     let locations = install::Locations::from_process();
+    let transports = install::http_transports(&locations, cwd);
+    if !transports.is_empty() {
+        out.push_str("Transport:\n");
+        for line in transports {
+            let _ = writeln!(out, "  {line}");
+        }
+    }
     let stale = install::stale_wiring(&locations, cwd);
     if !stale.is_empty() {
         out.push_str("Relay wiring:\n");

@@ -56,6 +56,34 @@ pub struct InstallArgs {
     /// Apply the changes without asking. Required when stdin is not a terminal.
     #[arg(long, short = 'y')]
     pub yes: bool,
+    /// How the CLI reaches hookd: `command` (a `hookd-relay` process per event) or `http`
+    /// (Claude Code's HTTP hooks to hookd's loopback listener; user scope only) [default:
+    /// the one of the previous install, else command].
+    #[arg(long, value_enum)]
+    pub transport: Option<Transport>,
+    /// The port of hookd's HTTP listener (with --transport http) [default: 47411].
+    #[arg(long, value_name = "N")]
+    pub port: Option<u16>,
+}
+
+/// How the CLI reaches hookd.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, clap::ValueEnum)]
+pub enum Transport {
+    /// A `hookd-relay` command entry per event.
+    #[default]
+    Command,
+    /// HTTP entries to hookd's loopback listener (Claude Code only).
+    Http,
+}
+
+impl Transport {
+    /// The name in the manifest and reports.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Transport::Command => "command",
+            Transport::Http => "http",
+        }
+    }
 }
 
 /// Arguments of `hookctl uninstall`.

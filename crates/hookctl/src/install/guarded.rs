@@ -89,9 +89,12 @@ pub(super) fn guarded_definition(definition: &Value) -> Value {
     copy
 }
 
-/// Whether a hook object of a host file is hookd's own wiring: a relay entry or a guarded
-/// copy, in either form ([`guarded_definition`]).
+/// Whether a hook object of a host file is hookd's own wiring: a relay entry, an HTTP entry
+/// to hookd's listener, or a guarded copy, in either form ([`guarded_definition`]).
 pub(super) fn is_wiring_hook(hook: &Value) -> bool {
+    if super::http::is_http_wiring(hook) {
+        return true;
+    }
     let command = hook.get("command").and_then(Value::as_str);
     if command.is_some_and(dialect::is_hookd_wiring) {
         return true;

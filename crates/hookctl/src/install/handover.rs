@@ -9,17 +9,20 @@ use anyhow::{Context, bail};
 use serde_json::Value;
 
 use super::args::InstallArgs;
+use super::args::Transport;
 use super::companions::{companion_changes, refuse_problems};
 use super::diff::unified_diff;
 use super::files::{
     file_mode, missing_dirs, parse_object, push_change, read_file, set_member, text_of,
     write_atomic,
 };
+use super::http::REDACTED;
 use super::locations::Locations;
+use super::locations::Target;
 use super::manifest::{MANIFEST, Manifest, MovedDefinition};
 use super::split::{append_hooks, split_hooks};
 use super::trust_moved::trust_moved;
-use super::wiring::{Kept, describe_wiring, rewire};
+use super::wiring::{HttpWire, Kept, describe_wiring, rewire};
 
 /// How to ask before writing.
 pub enum Prompt<'a> {
@@ -74,6 +77,10 @@ pub fn install(
     let socket = socket
         .map(|socket| socket.display().to_string())
         .or_else(|| manifest.socket.clone());
+    let http_port = http_port(args, &target, manifest.http_port)?;
+    let http = http_port
+        .map(|port| http_wire(locations, port, args.dry_run))
+        .transpose()?;
     let all_moved: Vec<MovedDefinition> = manifest
         .moved
         .iter()
@@ -91,6 +98,7 @@ pub fn install(
         },
         &new_hookd_text,
         socket.as_deref(),
+        http.as_ref(),
         &mut report,
     )?;
 
@@ -143,6 +151,10 @@ pub fn install(
         target.host_file.display(),
         describe_wiring(&wiring),
     );
+    if let Some(http) = &http {
+        // The diff shows the entries; the secret stays in the files.
+        report = report.replace(&http.secret, REDACTED);
+    }
     if args.dry_run {
         report.push_str("Dry run: nothing was written.\n");
         return Ok(report);
@@ -173,6 +185,7 @@ pub fn install(
     manifest.scope = target.scope.as_str().to_owned();
     manifest.project = target.project.as_ref().map(|dir| dir.display().to_string());
     manifest.socket = socket;
+    manifest.http_port = http_port;
     if manifest.is_recorded() && moved_count > 0 {
         manifest.later_moves = true;
     }
@@ -181,7 +194,7 @@ pub fn install(
     manifest.save(&target.backup_dir)?;
 
     for change in &changes {
-        let mode = file_mode(&change.path);
+        let mode = host_file_mode(&change.path, &target.host_file, http.is_some());
         write_atomic(&change.path, &change.after, mode)?;
     }
     let _ = writeln!(
@@ -192,4 +205,73 @@ pub fn install(
         target.host.files().pickup_note()
     );
     Ok(report)
+}
+
+/// The port of an HTTP install, `None` for a command install: `--transport`, else what the
+/// previous install used. HTTP entries are for Claude Code's user settings only: a project's
+/// file is shared, and the entries carry the user's secret.
+fn http_port(
+    args: &InstallArgs,
+    target: &Target,
+    recorded: Option<u16>,
+) -> anyhow::Result<Option<u16>> {
+    let http = match args.transport {
+        Some(transport) => transport == Transport::Http,
+        None => recorded.is_some(),
+    };
+    if !http {
+        if args.port.is_some() {
+            bail!("--port is for --transport http");
+        }
+        return Ok(None);
+    }
+    if target.host != super::Host::CLAUDE {
+        bail!(
+            "--transport http is for Claude Code (--host claude): {} runs command hooks only \
+             here",
+            target.host.product()
+        );
+    }
+    if target.scope != super::InstallScope::User {
+        bail!(
+            "--transport http needs --scope user: the entries carry your secret for hookd's \
+             HTTP listener, and a project's settings file is shared with the project"
+        );
+    }
+    Ok(Some(
+        args.port
+            .or(recorded)
+            .unwrap_or(hookd_protocol::http::DEFAULT_PORT),
+    ))
+}
+
+/// The port and secret of an HTTP install. The secret file is created when missing (the
+/// daemon reads the same file); a dry run creates nothing and shows a placeholder instead.
+pub(super) fn http_wire(
+    locations: &Locations,
+    port: u16,
+    dry_run: bool,
+) -> anyhow::Result<HttpWire> {
+    let path = locations.http_secret_path();
+    let secret = if dry_run {
+        match hookd_settings::httpsecret::load(&path) {
+            Ok(secret) => secret.as_str().to_owned(),
+            Err(_) => REDACTED.to_owned(),
+        }
+    } else {
+        hookd_settings::httpsecret::load_or_create(&path)
+            .with_context(|| format!("cannot read or create {}", path.display()))?
+            .as_str()
+            .to_owned()
+    };
+    Ok(HttpWire { port, secret })
+}
+
+/// The mode a changed file is written with: its own, except that a host file with HTTP
+/// entries (which hold the secret) is the user's alone.
+pub(super) fn host_file_mode(path: &Path, host_file: &Path, http: bool) -> Option<u32> {
+    if http && path == host_file {
+        return Some(0o600);
+    }
+    file_mode(path)
 }

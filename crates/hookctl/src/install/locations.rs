@@ -151,6 +151,18 @@ impl Locations {
         })
     }
 
+    /// hookd's HTTP secret file (`<config>/hookd/http.secret`, beside the user's hooks file),
+    /// the one the daemon reads by default.
+    pub fn http_secret_path(&self) -> PathBuf {
+        match self.paths.hookd_user.parent().and_then(Path::parent) {
+            Some(config_home) => hookd_settings::httpsecret::secret_path(config_home),
+            None => self
+                .paths
+                .hookd_user
+                .with_file_name(hookd_settings::httpsecret::SECRET_FILE_NAME),
+        }
+    }
+
     /// What relay entries run, before the event: `hookd-relay` from `PATH` when one is there
     /// (the same command in user and project files, so a host that reads both runs it once)
     /// and always in project files (they are shared with people whose binaries live

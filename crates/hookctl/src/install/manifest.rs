@@ -23,6 +23,9 @@ pub(super) struct Manifest {
     /// The `--socket` the relay entries carry.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub(super) socket: Option<String>,
+    /// With `--transport http`: the port of hookd's HTTP listener the entries name.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub(super) http_port: Option<u16>,
     /// Every file hookctl changed, with its bytes from before the first change.
     #[serde(default)]
     pub(super) files: Vec<BackedUpFile>,

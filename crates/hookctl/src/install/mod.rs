@@ -36,6 +36,7 @@
 //!
 //! The modules, by concern: `args` (the commands' arguments), `locations` (which files, from
 //! the environment), `handover` (install), `sync`, `uninstall` (with the give-back plan),
+//! `http` (`--transport http`: Claude Code's HTTP entries and which event gets which),
 //! `split` (what of a host file moves and what stays), `wiring` (the relay entries),
 //! `guarded` (the guarded copies in a project's shared file), `trust_moved` (trusting what
 //! install moved), `companions` (the host's own rules and companion files, such as Codex
@@ -49,6 +50,7 @@ mod diff;
 mod files;
 mod guarded;
 mod handover;
+mod http;
 mod locations;
 mod manifest;
 mod split;
@@ -61,11 +63,11 @@ mod wiring;
 use std::path::Path;
 use std::process::ExitCode;
 
-pub use args::{InstallArgs, InstallScope, SyncArgs, UninstallArgs};
+pub use args::{InstallArgs, InstallScope, SyncArgs, Transport, UninstallArgs};
 pub use diff::unified_diff;
 pub use handover::{Prompt, install};
 pub use locations::Locations;
-pub use status::{InstalledRelays, installed_relays, stale_wiring};
+pub use status::{InstalledRelays, http_transports, installed_relays, stale_wiring};
 pub use sync::sync;
 pub use uninstall::uninstall;
 pub use wiring::{WireEntry, wiring};

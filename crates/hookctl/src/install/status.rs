@@ -21,8 +21,12 @@ pub fn stale_wiring(locations: &Locations, project: &Path) -> Vec<String> {
     };
     let project = std::fs::canonicalize(project).unwrap_or_else(|_| project.to_owned());
     let mut lines = Vec::new();
-    for (target, _) in installed {
+    for (target, manifest) in installed {
         if target.project.as_ref().is_some_and(|dir| *dir != project) {
+            continue;
+        }
+        if let Some(port) = manifest.http_port {
+            lines.extend(http_problems(locations, &target, port));
             continue;
         }
         for problem in host_wiring_problems(&target) {
@@ -102,6 +106,161 @@ pub fn stale_wiring(locations: &Locations, project: &Path) -> Vec<String> {
         ));
     }
     lines
+}
+
+/// How long `list` and `doctor` wait for hookd's HTTP listener to accept a connection.
+const CONNECT_TIMEOUT: std::time::Duration = std::time::Duration::from_millis(500);
+
+/// What is wrong with an HTTP install (`--transport http` on `port`), one line each with the
+/// command that fixes it: entries not what hookd's hooks need now (hooks added or removed,
+/// a hook that can block added where the entry lets Claude Code go on when hookd is down), a
+/// secret the entries send that is not the secret file's (hookd refuses every request: 401),
+/// a secret file or settings file others can read, nothing listening on the port.
+fn http_problems(
+    locations: &Locations,
+    target: &super::locations::Target,
+    port: u16,
+) -> Vec<String> {
+    let mut lines = Vec::new();
+    let describe = target.describe();
+    let secret_path = locations.http_secret_path();
+    let secret = match hookd_settings::httpsecret::load(&secret_path) {
+        Ok(secret) => Some(secret.as_str().to_owned()),
+        Err(err) => {
+            lines.push(format!(
+                "{describe}: hookd's HTTP secret {} cannot be used ({err}): run `hookctl sync` \
+                 (it creates a missing one), then restart the CLI's sessions",
+                secret_path.display()
+            ));
+            None
+        }
+    };
+    {
+        use std::os::unix::fs::PermissionsExt as _;
+        if let Ok(metadata) = std::fs::metadata(&target.host_file)
+            && metadata.permissions().mode() & 0o077 != 0
+        {
+            lines.push(format!(
+                "{describe}: {} holds hookd's HTTP secret but others may read it: `chmod 600 {}`",
+                target.host_file.display(),
+                target.host_file.display()
+            ));
+        }
+    }
+    let host_text = crate::read_settings_text_or_empty(&target.host_file);
+    let host_root = parse_object(&target.host_file, &host_text).unwrap_or_default();
+    let hookd_text = crate::read_settings_text_or_empty(&target.hookd_file);
+    let needed = wiring(target.host, &relayed_layers(target, locations, &hookd_text));
+    let planned = super::http::plan(target.host, &needed);
+    let present = relayed_events(&host_root);
+    let missing: Vec<&str> = planned
+        .iter()
+        .map(|planned| planned.entry.event.as_str())
+        .filter(|event| !present.iter().any(|(present, _)| present == event))
+        .collect();
+    let mut stale_secret = false;
+    let mut differs = false;
+    for planned in &planned {
+        let hooks: Vec<&Value> = host_root
+            .get("hooks")
+            .and_then(|hooks| hooks.get(&planned.entry.event))
+            .and_then(Value::as_array)
+            .into_iter()
+            .flatten()
+            .filter_map(|definition| definition.get("hooks").and_then(Value::as_array))
+            .flatten()
+            .filter(|hook| super::guarded::is_wiring_hook(hook))
+            .collect();
+        if hooks.is_empty() {
+            continue;
+        }
+        match planned.kind {
+            super::http::EntryKind::Http { .. } => {
+                let Some(hook) = hooks.iter().find(|hook| super::http::is_http_wiring(hook)) else {
+                    differs = true;
+                    continue;
+                };
+                let sent = super::http::entry_secret(hook).unwrap_or_default();
+                if secret.as_deref().is_some_and(|secret| secret != sent) {
+                    stale_secret = true;
+                }
+                let expected = super::http::http_handler(target.host, port, sent, planned);
+                differs |= **hook != expected;
+            }
+            super::http::EntryKind::Relay => {
+                differs |= hooks.iter().any(|hook| super::http::is_http_wiring(hook));
+                let matcher = present
+                    .iter()
+                    .find(|(event, _)| *event == planned.entry.event)
+                    .and_then(|(_, matcher)| matcher.clone());
+                differs |= matcher != planned.entry.matcher.clone().filter(|m| m != "*");
+            }
+        }
+    }
+    let idle: Vec<&str> = present
+        .iter()
+        .map(|(event, _)| event.as_str())
+        .filter(|event| !planned.iter().any(|planned| planned.entry.event == *event))
+        .collect();
+    let mut problems = Vec::new();
+    if !missing.is_empty() {
+        problems.push(format!("no entry on {}", missing.join(", ")));
+    }
+    if !idle.is_empty() {
+        problems.push(format!(
+            "entries hookd does not need on {}",
+            idle.join(", ")
+        ));
+    }
+    if differs {
+        problems.push(
+            "entries that are not what hookd's hooks need now (kind, timeout or onFailure)"
+                .to_owned(),
+        );
+    }
+    if stale_secret {
+        problems.push(format!(
+            "a secret that is not the one in {} (hookd answers 401)",
+            secret_path.display()
+        ));
+    }
+    if !problems.is_empty() {
+        lines.push(format!(
+            "{describe} are stale ({}): run `hookctl sync`, then restart the CLI's sessions",
+            problems.join("; ")
+        ));
+    }
+    let address = std::net::SocketAddr::from(([127, 0, 0, 1], port));
+    if std::net::TcpStream::connect_timeout(&address, CONNECT_TIMEOUT).is_err() {
+        lines.push(format!(
+            "{describe}: nothing listens on {address}, so Claude Code blocks the events whose \
+             entries have onFailure block: `systemctl --user enable --now hookd-http.socket` \
+             (docs/operating.md, HTTP hooks), or start hookd with `--http {address}`"
+        ));
+    }
+    lines
+}
+
+/// One line per recorded HTTP install that applies to `project`, for `hookctl list`: which
+/// transport, and the listener's address.
+pub fn http_transports(locations: &Locations, project: &Path) -> Vec<String> {
+    let Ok(installed) = locations.installed() else {
+        return Vec::new();
+    };
+    let project = std::fs::canonicalize(project).unwrap_or_else(|_| project.to_owned());
+    installed
+        .into_iter()
+        .filter(|(target, _)| target.project.as_ref().is_none_or(|dir| *dir == project))
+        .filter_map(|(target, manifest)| {
+            manifest.http_port.map(|port| {
+                format!(
+                    "{}: HTTP to 127.0.0.1:{port} (SessionStart and events whose hooks must \
+                     fail closed where Claude Code ignores onFailure: hookd-relay)",
+                    target.describe()
+                )
+            })
+        })
+        .collect()
 }
 
 /// The relay entries of one recorded install, for `hookctl doctor`.

@@ -6,7 +6,9 @@ use std::fmt::Write as _;
 use super::args::SyncArgs;
 use super::companions::{companion_changes, refuse_problems};
 use super::diff::unified_diff;
-use super::files::{file_mode, parse_object, push_change, read_file, text_of, write_atomic};
+use super::files::{parse_object, push_change, read_file, text_of, write_atomic};
+use super::handover::{host_file_mode, http_wire};
+use super::http::REDACTED;
 use super::locations::Locations;
 use super::split::split_hooks;
 use super::wiring::{Kept, describe_wiring, rewire};
@@ -30,6 +32,10 @@ pub fn sync(args: &SyncArgs, locations: &Locations) -> anyhow::Result<String> {
             .unwrap_or_default();
         refuse_problems(&target, &host_text)?;
         let kept = split_hooks(target.host, &host_root).kept_and_unmoved();
+        let http = manifest
+            .http_port
+            .map(|port| http_wire(locations, port, args.dry_run))
+            .transpose()?;
         let (new_text, wiring) = rewire(
             &target,
             locations,
@@ -41,6 +47,7 @@ pub fn sync(args: &SyncArgs, locations: &Locations) -> anyhow::Result<String> {
             },
             &hookd_text,
             manifest.socket.as_deref(),
+            http.as_ref(),
             &mut report,
         )?;
         let companions = companion_changes(&target, &new_text)?;
@@ -52,11 +59,12 @@ pub fn sync(args: &SyncArgs, locations: &Locations) -> anyhow::Result<String> {
             continue;
         }
         for change in &changes {
-            report.push_str(&unified_diff(
-                &change.path,
-                change.before.as_deref(),
-                &change.after,
-            ));
+            let diff = unified_diff(&change.path, change.before.as_deref(), &change.after);
+            match &http {
+                // The diff shows the entries; the secret stays in the files.
+                Some(http) => report.push_str(&diff.replace(&http.secret, REDACTED)),
+                None => report.push_str(&diff),
+            }
         }
         let _ = writeln!(
             report,
@@ -71,7 +79,8 @@ pub fn sync(args: &SyncArgs, locations: &Locations) -> anyhow::Result<String> {
         manifest.record_changes(&target.backup_dir, &changes)?;
         manifest.save(&target.backup_dir)?;
         for change in &changes {
-            write_atomic(&change.path, &change.after, file_mode(&change.path))?;
+            let mode = host_file_mode(&change.path, &target.host_file, http.is_some());
+            write_atomic(&change.path, &change.after, mode)?;
         }
         let _ = writeln!(report, "{}", target.host.files().pickup_note());
     }

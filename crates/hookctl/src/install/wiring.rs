@@ -45,6 +45,7 @@ pub(super) fn rewire(
     kept: Kept<'_>,
     hookd_text: &str,
     socket: Option<&str>,
+    http: Option<&HttpWire>,
     report: &mut String,
 ) -> anyhow::Result<(String, Vec<WireEntry>)> {
     let layers = relayed_layers(target, locations, hookd_text);
@@ -78,7 +79,14 @@ pub(super) fn rewire(
     // in a user file too: a CLI that reads a user and a project file runs identical commands
     // once, so the two entries must be the same text.
     let from_path = program == RELAY_BINARY;
-    let mut relay_hooks = relay_entries(target.host, &program, socket, &wiring, from_path);
+    let mut relay_hooks = match http {
+        None => relay_entries(target.host, &program, socket, &wiring, from_path),
+        Some(http) => {
+            let planned = super::http::plan(target.host, &wiring);
+            let _ = writeln!(report, "{}", super::http::describe_down(&planned));
+            http_entries(target.host, &program, socket, &planned, from_path, http)
+        }
+    };
     if target.scope == InstallScope::Project {
         keep_in_host(&mut relay_hooks, fallback_copies(kept.moved, hookd_text));
     }
@@ -100,6 +108,48 @@ pub(super) fn rewire(
             .with_context(|| format!("cannot edit {}", target.host_file.display()))?
     };
     Ok((text, wiring))
+}
+
+/// Where an HTTP install's entries go: the listener's port and the secret they send.
+pub(super) struct HttpWire {
+    /// The port of hookd's loopback HTTP listener.
+    pub(super) port: u16,
+    /// The secret (the `Authorization` header's token).
+    pub(super) secret: String,
+}
+
+/// The host's new `hooks` for an HTTP install: an HTTP entry or a relay entry per planned
+/// event ([`super::http::plan`]), in the host's event order.
+fn http_entries(
+    host: Host,
+    program: &str,
+    socket: Option<&str>,
+    planned: &[super::http::Planned],
+    from_path: bool,
+    http: &HttpWire,
+) -> Value {
+    let mut hooks = Map::new();
+    for planned in planned {
+        match planned.kind {
+            super::http::EntryKind::Relay => {
+                let relay = relay_entries(
+                    host,
+                    program,
+                    socket,
+                    std::slice::from_ref(&planned.entry),
+                    from_path,
+                );
+                if let Value::Object(relay) = relay {
+                    hooks.extend(relay);
+                }
+            }
+            super::http::EntryKind::Http { .. } => {
+                let handler = super::http::http_handler(host, http.port, &http.secret, planned);
+                super::http::insert_handler(&mut hooks, &planned.entry.event, handler);
+            }
+        }
+    }
+    Value::Object(hooks)
 }
 
 /// "N event(s) (BeforeTool on run_shell_command, timeout 70 s; ...)".
@@ -257,7 +307,8 @@ pub fn wiring(host: Host, layers: &[SettingsLayer]) -> Vec<WireEntry> {
     entries
 }
 
-/// The host events that have a relay entry in a settings object, with the entry's matcher
+/// The host events that have a relay entry or hookd's HTTP entry in a settings object, with
+/// the entry's matcher
 /// (`None` for none or `*`).
 pub(super) fn relayed_events(root: &Map<String, Value>) -> Vec<(String, Option<String>)> {
     let mut found = Vec::new();
@@ -272,9 +323,11 @@ pub(super) fn relayed_events(root: &Map<String, Value>) -> Vec<(String, Option<S
                 .into_iter()
                 .flatten()
                 .any(|hook| {
-                    hook.get("command")
-                        .and_then(Value::as_str)
-                        .is_some_and(dialect::is_relay_command)
+                    super::http::is_http_wiring(hook)
+                        || hook
+                            .get("command")
+                            .and_then(Value::as_str)
+                            .is_some_and(dialect::is_relay_command)
                 });
             if relays {
                 let matcher = definition

@@ -20,22 +20,22 @@ use hookd_testkit::Hermetic;
 use serde_json::{Value, json};
 
 /// A temp home with a project, where hookctl runs.
-struct Home {
+pub(crate) struct Home {
     _dir: tempfile::TempDir,
-    root: PathBuf,
-    home: PathBuf,
-    project: PathBuf,
+    pub(crate) root: PathBuf,
+    pub(crate) home: PathBuf,
+    pub(crate) project: PathBuf,
 }
 
 /// What one hookctl run printed and exited with.
-struct Run {
-    ok: bool,
-    stdout: String,
-    stderr: String,
+pub(crate) struct Run {
+    pub(crate) ok: bool,
+    pub(crate) stdout: String,
+    pub(crate) stderr: String,
 }
 
 impl Home {
-    fn new() -> Home {
+    pub(crate) fn new() -> Home {
         let dir = tempfile::tempdir().unwrap();
         let root = std::fs::canonicalize(dir.path()).unwrap();
         let home = root.join("home");
@@ -50,13 +50,13 @@ impl Home {
         }
     }
 
-    fn write(&self, path: &Path, text: &str) {
+    pub(crate) fn write(&self, path: &Path, text: &str) {
         std::fs::create_dir_all(path.parent().unwrap()).unwrap();
         std::fs::write(path, text).unwrap();
     }
 
     /// Runs hookctl in the project with this home and nothing else that moves its files.
-    fn hookctl(&self, args: &[&str]) -> Run {
+    pub(crate) fn hookctl(&self, args: &[&str]) -> Run {
         self.hookctl_with_path(args, &std::env::var("PATH").unwrap_or_default())
     }
 
@@ -86,14 +86,14 @@ impl Home {
         }
     }
 
-    fn ok(&self, args: &[&str]) -> String {
+    pub(crate) fn ok(&self, args: &[&str]) -> String {
         let run = self.hookctl(args);
         assert!(run.ok, "{args:?}: {}{}", run.stdout, run.stderr);
         run.stdout
     }
 
     /// Every file and directory under the temp root, with file contents.
-    fn snapshot(&self) -> BTreeMap<PathBuf, Option<Vec<u8>>> {
+    pub(crate) fn snapshot(&self) -> BTreeMap<PathBuf, Option<Vec<u8>>> {
         fn walk(dir: &Path, out: &mut BTreeMap<PathBuf, Option<Vec<u8>>>) {
             for entry in std::fs::read_dir(dir).unwrap() {
                 let path = entry.unwrap().path();
@@ -111,7 +111,7 @@ impl Home {
     }
 }
 
-fn parse(path: &Path) -> Value {
+pub(crate) fn parse(path: &Path) -> Value {
     hookd_core::jsonc::parse(&std::fs::read_to_string(path).unwrap()).unwrap()
 }
 
@@ -159,7 +159,7 @@ fn path_with_hookctl() -> String {
 }
 
 /// The events of a host file's `hooks`.
-fn events(path: &Path) -> Vec<String> {
+pub(crate) fn events(path: &Path) -> Vec<String> {
     parse(path)["hooks"]
         .as_object()
         .map(|hooks| hooks.keys().cloned().collect())
@@ -238,7 +238,7 @@ fn with_nothing_to_relay_install_writes_nothing() {
     assert_eq!(home.snapshot(), before);
 }
 
-const CLAUDE_USER: &str = r#"{
+pub(crate) const CLAUDE_USER: &str = r#"{
   // Claude Code settings
   "model": "opus",
   "hooks": {

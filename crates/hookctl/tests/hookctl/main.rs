@@ -8,6 +8,7 @@ mod cli;
 mod codex_install;
 mod common;
 mod doctor;
+mod http_install;
 mod install;
 mod manage;
 mod migrate;

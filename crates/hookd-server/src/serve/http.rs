@@ -115,6 +115,11 @@ impl HttpListener {
             TcpSocket::new_v6()
         }
         .map_err(io)?;
+        // A restarted daemon must get its port back at once: the connections the previous
+        // one closed (keep-alive connections it ends at a stop) leave TIME_WAIT entries on
+        // it for a minute. This lets the bind past them only; a second listener on the same
+        // port is still refused.
+        socket.set_reuseaddr(true).map_err(io)?;
         socket.bind(address).map_err(io)?;
         // A long accept queue (the kernel caps it at `net.core.somaxconn`), as systemd's
         // socket units have: a burst of connections from another local user must not
