@@ -159,6 +159,14 @@ pub trait HostRelay: Send + Sync + 'static {
         false
     }
 
+    /// Variables the host sets for one event's hooks only, not for the session (Claude Code's
+    /// `CLAUDE_ENV_FILE`, for `SessionStart`): left out when the environment a relayed
+    /// `SessionStart` carried is kept for the session's later events that arrive over HTTP,
+    /// which carry no environment of their own. Default: none.
+    fn event_only_variables(&self) -> &'static [&'static str] {
+        &[]
+    }
+
     /// The host's stdin object for `host_event` as a hookd event.
     fn relay_input(
         &self,

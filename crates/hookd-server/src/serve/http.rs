@@ -382,6 +382,11 @@ async fn serve_connection(
         tokio::select! {
             result = &mut served => {
                 if let Err(err) = result {
+                    // hyper's own head deadline (the same length as the first-request one
+                    // below) can fire first: the same refusal, counted the same way.
+                    if err.is_timeout() {
+                        counters.refuse(Refusal::Idle);
+                    }
                     tracing::debug!(%err, "HTTP connection ended");
                 }
                 break;

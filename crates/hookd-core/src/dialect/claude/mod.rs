@@ -157,6 +157,12 @@ impl HostRun for Claude {
 }
 
 impl HostRelay for Claude {
+    fn event_only_variables(&self) -> &'static [&'static str] {
+        // Claude Code 2.1.328 gives `CLAUDE_ENV_FILE` to `SessionStart` hooks only (a file
+        // whose `export` lines later Bash commands source).
+        &["CLAUDE_ENV_FILE"]
+    }
+
     fn events(&self) -> Vec<&'static str> {
         // Claude Code's events with a Gemini counterpart, then its own.
         CLAUDE_EVENTS

@@ -7,7 +7,7 @@ use std::sync::Arc;
 
 use hookd_core::HookEventName;
 use hookd_core::dialect::Dialect;
-use hookd_protocol::EventRequest;
+use hookd_protocol::{EventRequest, WireEnv};
 
 use crate::background::{self, Job};
 use crate::convert;
@@ -18,6 +18,16 @@ use crate::relayed::{SeriesKey, is_last_chunk};
 use crate::request::context::{Connection, parse_event, parse_relayed_by};
 use crate::stats::Stats;
 use crate::wire::send;
+
+/// The part of a relayed event's environment that holds for the whole session: less the
+/// variables the host gives that one event's hooks only.
+fn session_env(host: Dialect, env: &WireEnv) -> WireEnv {
+    let only = host.relay().event_only_variables();
+    env.iter()
+        .filter(|(name, _)| !only.contains(&name.as_str()))
+        .map(|(name, value)| (name.clone(), value.clone()))
+        .collect()
+}
 
 impl Connection {
     /// Remembers the project root and environment a relayed event of a session carries, for
@@ -38,7 +48,7 @@ impl Connection {
                 &request.session_id,
                 SessionRoot {
                     project_dir: project_dir.clone(),
-                    env: Some(Arc::new(env.clone())),
+                    env: Some(Arc::new(session_env(host, env))),
                 },
             );
         }
@@ -175,5 +185,29 @@ impl Connection {
             run.execute(request, plan).await;
             drop(slot);
         });
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_session_keeps_its_environment_less_the_variables_of_one_event() {
+        let env: WireEnv = [
+            ("CLAUDE_ENV_FILE", "/tmp/env-file"),
+            ("CLAUDE_PROJECT_DIR", "/p"),
+            ("PATH", "/usr/bin"),
+        ]
+        .into_iter()
+        .map(|(k, v)| (k.to_owned(), v.to_owned()))
+        .collect();
+        let claude = session_env(Dialect::CLAUDE, &env);
+        assert_eq!(
+            claude.keys().map(String::as_str).collect::<Vec<_>>(),
+            ["CLAUDE_PROJECT_DIR", "PATH"]
+        );
+        // A host that names no such variable keeps them all.
+        assert_eq!(session_env(Dialect::GEMINI, &env), env);
     }
 }
