@@ -98,15 +98,6 @@ const READ_BUFFER_BYTES: usize = 16 * 1024;
 /// The id of the relay's one request.
 const REQUEST_ID: u64 = 1;
 
-/// The payload fields every event has; the rest are the event's own input.
-const BASE_FIELDS: [&str; 5] = [
-    "session_id",
-    "transcript_path",
-    "cwd",
-    "hook_event_name",
-    "timestamp",
-];
-
 /// What the relay answers when hookd cannot.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub enum Unreachable {
@@ -737,13 +728,7 @@ fn translate(
                 dialect.product()
             )),
         })?;
-    // Kept in order (`Map::remove` would swap the last field into the gap).
-    let input: Map<String, Value> = relayed
-        .input
-        .iter()
-        .filter(|(key, _)| !BASE_FIELDS.contains(&key.as_str()))
-        .map(|(key, value)| (key.clone(), value.clone()))
-        .collect();
+    let input = relayed.event_input();
     Ok((Event { dialect, relayed }, input))
 }
 

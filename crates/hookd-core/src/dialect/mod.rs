@@ -91,6 +91,29 @@ pub struct RelayInput {
     pub host_input: Map<String, Value>,
 }
 
+/// The payload fields every event has, which an `event` request carries in its own fields
+/// (`cwd`, `session_id`, ...) rather than in its `input`.
+pub const BASE_FIELDS: [&str; 5] = [
+    "session_id",
+    "transcript_path",
+    "cwd",
+    "hook_event_name",
+    "timestamp",
+];
+
+impl RelayInput {
+    /// The event's own fields of the hookd payload (less [`BASE_FIELDS`]), in their order:
+    /// an `event` request's `input`, as the relay and the daemon's HTTP listener send it.
+    pub fn event_input(&self) -> Map<String, Value> {
+        // Kept in order (`Map::remove` would swap the last field into the gap).
+        self.input
+            .iter()
+            .filter(|(key, _)| !BASE_FIELDS.contains(&key.as_str()))
+            .map(|(key, value)| (key.clone(), value.clone()))
+            .collect()
+    }
+}
+
 /// Which settings files: the user's or one project's.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub enum Scope {

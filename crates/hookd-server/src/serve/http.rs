@@ -67,15 +67,6 @@ pub(crate) const MAX_HEAD_BYTES: usize = 16 * 1024;
 /// The accept queue's length asked for when hookd binds the listener itself.
 const LISTEN_BACKLOG: u32 = 4096;
 
-/// The payload fields every event has; the rest are the event's own input (as the relay sends).
-const BASE_FIELDS: [&str; 5] = [
-    "session_id",
-    "transcript_path",
-    "cwd",
-    "hook_event_name",
-    "timestamp",
-];
-
 /// A bound loopback TCP listener and the secret its requests must carry.
 pub struct HttpListener {
     listener: TcpListener,
@@ -624,12 +615,7 @@ impl Connection {
         } else {
             root.project_dir.clone()
         };
-        let input: Map<String, Value> = relayed
-            .input
-            .iter()
-            .filter(|(key, _)| !BASE_FIELDS.contains(&key.as_str()))
-            .map(|(key, value)| (key.clone(), value.clone()))
-            .collect();
+        let input = relayed.event_input();
         let id = self.next_request.fetch_add(1, Ordering::Relaxed) + 1;
         let mut request = EventRequest::new(id, relayed.event.as_str(), cwd);
         request.input = input;
