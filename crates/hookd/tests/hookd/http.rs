@@ -10,7 +10,7 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
-use hookd_testkit::{Hermetic, KillOnDrop};
+use hookd_testkit::{DaemonProcess, Hermetic, KillOnDrop};
 use serde_json::{Value, json};
 
 const PATIENCE: Duration = Duration::from_secs(30);
@@ -44,10 +44,8 @@ struct HttpDaemon {
 
 impl HttpDaemon {
     fn start(extra: &[&str]) -> HttpDaemon {
-        let dir = tempfile::tempdir().expect("tempdir");
-        let home = dir.path().join("home");
-        let project = dir.path().join("project");
-        std::fs::create_dir_all(home.join(".gemini")).expect("mkdir");
+        let fixture = DaemonProcess::prepare(None);
+        let project = fixture.project.clone();
         std::fs::create_dir_all(project.join(".hookd")).expect("mkdir");
         std::fs::create_dir_all(project.join("sub")).expect("mkdir");
         let guard = project.join("guard.sh");
@@ -64,22 +62,14 @@ impl HttpDaemon {
             {"name": "guard", "type": "command", "command": guard.display().to_string()}
         ]}]}});
         std::fs::write(project.join(".hookd/hooks.json"), hooks.to_string()).expect("write");
-        let socket = dir.path().join("hookd.sock");
-        let config = dir.path().join("config");
-        let process = KillOnDrop(
-            Command::new(env!("CARGO_BIN_EXE_hookd"))
-                .arg("--socket")
-                .arg(&socket)
-                .args(["--http", "127.0.0.1:0"])
-                .args(extra)
-                .isolated(&home, dir.path())
-                .env("XDG_CONFIG_HOME", &config)
-                .stdin(Stdio::null())
-                .stdout(Stdio::null())
-                .stderr(Stdio::null())
-                .spawn()
-                .expect("start hookd"),
-        );
+        let config = fixture.dir.path().join("config");
+        let mut command = fixture.hookd(env!("CARGO_BIN_EXE_hookd"));
+        command
+            .args(["--http", "127.0.0.1:0"])
+            .args(extra)
+            .env("XDG_CONFIG_HOME", &config);
+        let process = fixture.spawn(&mut command);
+        let socket = fixture.socket.clone();
         let status = status_of(&socket);
         let address: SocketAddr = status["http"]["address"]
             .as_str()
@@ -92,7 +82,7 @@ impl HttpDaemon {
             .as_str()
             .to_owned();
         HttpDaemon {
-            dir,
+            dir: fixture.dir,
             project,
             socket,
             address,
