@@ -205,7 +205,8 @@ def hook_env(ctx, host):
     only_native = ["CLAUDE_EFFORT"] if host.name == "claude" and harness.TRANSPORT == "http" else []
     v.expect("variables only natively", sorted(set(native) - set(hookd)), only_native)
     v.expect("variables only through hookd", sorted(set(hookd) - set(native)), [])
-    differing = {k: (native.get(k), hookd.get(k)) for k in set(native) | set(hookd) if native.get(k) != hookd.get(k)}
+    differing = {k: (native.get(k), hookd.get(k)) for k in (set(native) | set(hookd)) - set(only_native)
+                 if native.get(k) != hookd.get(k)}
     v.expect("variables whose values differ", differing, {})
     v.same("'$HOME' in single quotes", facts["native"]["literal"], facts["hookd"]["literal"])
     # The socket, and the session-state token a hook's `hookctl state set` needs.
