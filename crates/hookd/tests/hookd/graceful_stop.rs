@@ -2,32 +2,18 @@
 //! its real answer, and the stopping daemon accepts no new connection, so a retrying client
 //! reaches the next daemon instead of one that is going away.
 
-use std::io::{Read, Write};
+use std::io::Write;
 use std::os::unix::net::UnixStream;
 use std::path::Path;
 use std::time::{Duration, Instant};
 
-use serde_json::{Value, json};
+use serde_json::json;
 
 use hookd_testkit::DaemonProcess;
 
+use crate::wire::{frame, receive};
+
 const PATIENCE: Duration = Duration::from_secs(30);
-
-fn frame(message: &Value) -> Vec<u8> {
-    let body = serde_json::to_vec(message).expect("json");
-    let len = u32::try_from(body.len()).expect("small frame");
-    let mut frame = len.to_be_bytes().to_vec();
-    frame.extend_from_slice(&body);
-    frame
-}
-
-fn receive(stream: &mut UnixStream) -> Value {
-    let mut len = [0u8; 4];
-    stream.read_exact(&mut len).expect("read");
-    let mut body = vec![0u8; u32::from_be_bytes(len) as usize];
-    stream.read_exact(&mut body).expect("read");
-    serde_json::from_slice(&body).expect("json")
-}
 
 fn connect(socket: &Path) -> UnixStream {
     let started = Instant::now();

@@ -13,23 +13,9 @@ use std::time::{Duration, Instant};
 use hookd_testkit::{DaemonProcess, Hermetic, KillOnDrop};
 use serde_json::{Value, json};
 
+use crate::wire::{frame, receive};
+
 const PATIENCE: Duration = Duration::from_secs(30);
-
-fn frame(message: &Value) -> Vec<u8> {
-    let body = serde_json::to_vec(message).expect("json");
-    let len = u32::try_from(body.len()).expect("small frame");
-    let mut frame = len.to_be_bytes().to_vec();
-    frame.extend_from_slice(&body);
-    frame
-}
-
-fn receive(stream: &mut UnixStream) -> Value {
-    let mut len = [0u8; 4];
-    stream.read_exact(&mut len).expect("read");
-    let mut body = vec![0u8; u32::from_be_bytes(len) as usize];
-    stream.read_exact(&mut body).expect("read");
-    serde_json::from_slice(&body).expect("json")
-}
 
 /// A daemon serving HTTP hooks on an ephemeral loopback port, with one project whose hookd
 /// file has a guard script that denies shell commands containing `rm`.

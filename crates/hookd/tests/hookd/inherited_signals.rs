@@ -2,7 +2,7 @@
 //! its exited children reaped by the kernel, and a daemon inherits that disposition across
 //! `exec`. hookd must still read its hooks' exit codes, which are decisions.
 
-use std::io::{Read, Write};
+use std::io::Write;
 use std::os::unix::fs::PermissionsExt;
 use std::os::unix::net::UnixStream;
 use std::path::Path;
@@ -12,6 +12,8 @@ use serde_json::{Value, json};
 
 use hookd_testkit::DaemonProcess;
 
+use crate::wire::receive;
+
 const PATIENCE: Duration = Duration::from_secs(30);
 
 fn send(stream: &mut UnixStream, message: &Value) {
@@ -19,14 +21,6 @@ fn send(stream: &mut UnixStream, message: &Value) {
     let len = u32::try_from(body.len()).expect("small frame");
     stream.write_all(&len.to_be_bytes()).expect("write");
     stream.write_all(&body).expect("write");
-}
-
-fn receive(stream: &mut UnixStream) -> Value {
-    let mut len = [0u8; 4];
-    stream.read_exact(&mut len).expect("read");
-    let mut body = vec![0u8; u32::from_be_bytes(len) as usize];
-    stream.read_exact(&mut body).expect("read");
-    serde_json::from_slice(&body).expect("json")
 }
 
 fn connect(socket: &Path) -> UnixStream {

@@ -12,3 +12,4 @@ mod logs;
 mod socket_and_limits;
 mod state_memory;
 mod systemd;
+mod wire;
