@@ -23,7 +23,12 @@ listening on a loopback port):
 - `http install, no hooks`: the HTTP entries alone (every common event is wired, and
   SessionStart's relay);
 - `guard via hookd worker, http`: the guard as a persistent worker, Claude Code posting its
-  events to hookd instead of starting the relay.
+  events to hookd instead of starting the relay;
+- `http install (hooked), no hooks` and `guard via hookd worker, http (hooked)`: the same with
+  `--events hooked`, which wires only the events hookd has hooks for, with their matchers;
+- `http {} in CLI`: Claude Code's own HTTP hook on the shell tool posting to a bare loopback
+  server (Python's, not hookd) that answers `{}` at once: what Claude Code pays to run any HTTP
+  hook at all, the floor under the HTTP rows as `true in CLI` is under the command rows.
 
 Besides each session's wall time, the time between two consecutive model requests (one tool
 call: its hooks, the tool, the CLI's own work) is pooled over every call of every session; its
@@ -37,10 +42,12 @@ Medians of `--runs` sessions are printed with the ratios the issue's targets nam
 `hookd-bench relay` (exec-to-exit of `hookctl relay` next to `bash -c true`) is run.
 """
 
+import http.server
 import json
 import statistics
 import subprocess
 import sys
+import threading
 
 from harness import REPO, World, free_port, log, read_json, target_dir, write_json, write_script
 
@@ -72,15 +79,50 @@ CONFIGS = [
     "guard, hookd stopped",
 ]
 
-# Claude Code's HTTP hooks (`install --transport http`).
-HTTP_CONFIGS = ["http install, no hooks", "guard via hookd worker, http"]
+# Claude Code's HTTP hooks (`install --transport http`), and its own HTTP hook to a bare server.
+HTTP_CONFIGS = [
+    "http install, no hooks",
+    "guard via hookd worker, http",
+    "http install (hooked), no hooks",
+    "guard via hookd worker, http (hooked)",
+    "http {} in CLI",
+]
+HOOKED_CONFIGS = ("http install (hooked), no hooks", "guard via hookd worker, http (hooked)")
+WORKER_CONFIGS = ("guard via hookd worker", "guard via hookd worker, http", "guard via hookd worker, http (hooked)")
+NO_HOOK_CONFIGS = ("none", "install, no hooks", "http install, no hooks", "http install (hooked), no hooks")
+
+
+class _Empty(http.server.BaseHTTPRequestHandler):
+    """Answers every POST with `{}` at once, keeping the connection (HTTP/1.1)."""
+
+    protocol_version = "HTTP/1.1"
+
+    def do_POST(self):
+        self.rfile.read(int(self.headers.get("Content-Length") or 0))
+        self.send_response(200)
+        self.send_header("Content-Type", "application/json")
+        self.send_header("Content-Length", "2")
+        self.end_headers()
+        self.wfile.write(b"{}")
+
+    def log_message(self, *args):
+        pass
+
+
+def bare_server():
+    """A loopback HTTP server answering `{}`, served from a thread; returns it (its port is
+    `server.server_address[1]`)."""
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), _Empty)
+    server.daemon_threads = True
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    return server
 
 INSTALLED = (
     "install, no hooks",
     "guard via hookd",
     "guard via hookd worker",
     "guard, hookd stopped",
-    *HTTP_CONFIGS,
+    *[c for c in HTTP_CONFIGS if c != "http {} in CLI"],
 )
 
 
@@ -89,7 +131,7 @@ def configs(host):
 
 
 def setup(ctx, host, config, calls):
-    w = World(ctx.tools, "bench-%s-%s" % (host.name, config.replace(" ", "").replace(",", "")))
+    w = World(ctx.tools, "bench-%s-%s" % (host.name, "".join(ch for ch in config if ch.isalnum())))
     host.prepare(w)
     script = write_script(w.hooks_dir / "guard.py", BENCH_GUARD)
     # The interpreter running this suite, by its path: a `python3` found through a version
@@ -100,7 +142,11 @@ def setup(ctx, host, config, calls):
         entry.update({"name": "guard", "timeout": 10000})
     else:
         entry["timeout"] = 10
-    if config not in ("none", "install, no hooks", "http install, no hooks"):
+    if config == "http {} in CLI":
+        w.bare_server = bare_server()
+        url = "http://127.0.0.1:%d/" % w.bare_server.server_address[1]
+        entry = {"type": "http", "url": url, "timeout": 10}
+    if config not in NO_HOOK_CONFIGS:
         host.add_hooks(host.user_settings_path(w), host.tool_event, host.shell_tool, [entry])
         if host.name == "codex" and config in ("true in CLI", "guard in CLI"):
             # Codex skips a hook without a trust record silently: trust it as /hooks would.
@@ -111,8 +157,10 @@ def setup(ctx, host, config, calls):
         if config in HTTP_CONFIGS:
             w.http_port = free_port()
             install += ["--transport", "http", "--port", str(w.http_port)]
+        if config in HOOKED_CONFIGS:
+            install += ["--events", "hooked"]
         w.hookctl(*install)
-        if config in ("guard via hookd worker", "guard via hookd worker, http"):
+        if config in WORKER_CONFIGS:
             path = w.config / "hookd" / "hooks.json"
             hooks = read_json(path)
             for groups in hooks["hooks"].values():
@@ -162,6 +210,8 @@ def bench_host(ctx, host, runs, calls):
             log("%s: round %d of %d done" % (host.name, r + 1, runs))
     finally:
         for w, _ in worlds.values():
+            if getattr(w, "bare_server", None) is not None:
+                w.bare_server.shutdown()
             w.close()
     medians = {c: statistics.median(t) for c, t in times.items()}
     per_call = {c: statistics.median(g) for c, g in gaps.items() if g}
@@ -193,6 +243,22 @@ def report_per_call(host, medians, per_call, calls):
                 worker_all,
                 "%.1fx" % (cli / worker_all) if worker_all > 0 else "n/a",
             )
+        )
+    if "guard via hookd worker, http (hooked)" in per_call:
+        hooked_base = per_call["http install (hooked), no hooks"]
+        hooked = (per_call["guard via hookd worker, http (hooked)"] - none) * 1000
+        lines.append(
+            "  http install (hooked), no hooks: %+.2f ms per call = %+.1f %% of the no-install session (target <= 2 %%)"
+            % ((hooked_base - none) * 1000, (hooked_base - none) * calls / medians["none"] * 100)
+        )
+        lines.append(
+            "  guard in CLI %.2f ms / hookd worker over HTTP (hooked) %.2f ms over no install = %s"
+            % (cli, hooked, "%.1fx" % (cli / hooked) if hooked > 0 else "n/a")
+        )
+    if "http {} in CLI" in per_call:
+        lines.append(
+            "  Claude Code's own cost of an HTTP hook (bare server answering {}): %.2f ms per call; of a command hook (true): %.2f ms"
+            % ((per_call["http {} in CLI"] - none) * 1000, (per_call["true in CLI"] - none) * 1000)
         )
     relay_worker = (per_call["guard via hookd worker"] - per_call["install, no hooks"]) * 1000
     lines.append(

@@ -241,7 +241,7 @@ fn http_problems(
     if std::net::TcpStream::connect_timeout(&address, CONNECT_TIMEOUT).is_err() {
         lines.push(format!(
             "{describe}: nothing listens on {address}, so Claude Code blocks the events whose \
-             entries have onFailure block: `systemctl --user enable --now hookd-http.socket` \
+             entries have onFailure block: `hookctl service install --http --http-port {port}` \
              (docs/operating.md, HTTP hooks), or start hookd with `--http {address}`"
         ));
     }
