@@ -44,6 +44,7 @@ Medians of `--runs` sessions are printed with the ratios the issue's targets nam
 
 import http.server
 import json
+import resource
 import statistics
 import subprocess
 import sys
@@ -176,12 +177,19 @@ def setup(ctx, host, config, calls):
     return w, env
 
 
-def session(host, w, env, calls, gaps=None):
+def session(host, w, env, calls, gaps=None, cpus=None):
     """Runs one session; returns its wall time, and appends to `gaps` the time between each
     two model requests of the session (one tool call each: the hooks, the tool and the CLI's
-    own work between them), which the CLI's start-up and exit do not blur."""
+    own work between them), which the CLI's start-up and exit do not blur, and to `cpus` the
+    CPU time (user + system) of the CLI and every process it waited for: what the session
+    cost the machine, which other work on a busy machine stretches far less than wall time.
+    hookd's own CPU is not in it (the daemon is not the CLI's child)."""
     seen = len(w.model_requests())
+    before = resource.getrusage(resource.RUSAGE_CHILDREN)
     run = host.run(w, "run the steps", env_extra=env)
+    after = resource.getrusage(resource.RUSAGE_CHILDREN)
+    if cpus is not None:
+        cpus.append((after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime))
     done = len(run.tool_results())
     if run.code != 0 or done < calls:
         raise RuntimeError(
@@ -199,6 +207,7 @@ def bench_host(ctx, host, runs, calls):
     worlds = {c: setup(ctx, host, c, calls) for c in names}
     times = {c: [] for c in names}
     gaps = {c: [] for c in names}
+    cpus = {c: [] for c in names}
     try:
         # One warm-up session each (page cache, Node's compile cache, the worker's start).
         for c in names:
@@ -206,7 +215,7 @@ def bench_host(ctx, host, runs, calls):
         for r in range(runs):
             order = names[r % len(names) :] + names[: r % len(names)]
             for c in order:
-                times[c].append(session(host, *worlds[c], calls, gaps[c]))
+                times[c].append(session(host, *worlds[c], calls, gaps[c], cpus[c]))
             log("%s: round %d of %d done" % (host.name, r + 1, runs))
     finally:
         for w, _ in worlds.values():
@@ -215,7 +224,21 @@ def bench_host(ctx, host, runs, calls):
             w.close()
     medians = {c: statistics.median(t) for c, t in times.items()}
     per_call = {c: statistics.median(g) for c, g in gaps.items() if g}
-    return medians, times, per_call, gaps
+    cpu = {c: statistics.median(t) for c, t in cpus.items() if t}
+    return medians, times, per_call, gaps, cpu
+
+
+def report_cpu(host, cpu, calls):
+    """The CPU view: median CPU seconds of the CLI's process tree per session, and per call
+    over no install."""
+    none = cpu["none"]
+    lines = ["%s, CPU of the CLI and its children per session (median):" % host]
+    for c in [c for c in CONFIGS + HTTP_CONFIGS if c in cpu]:
+        lines.append(
+            "  %-38s %7.3f s   %+7.2f ms per call over none   %+6.1f %%"
+            % (c, cpu[c], (cpu[c] - none) / calls * 1000, (cpu[c] / none - 1) * 100)
+        )
+    return "\n".join(lines)
 
 
 def report_per_call(host, medians, per_call, calls):
@@ -338,10 +361,11 @@ def relay_bench():
 def main(ctx, hosts, runs, calls):
     results = {}
     for name in hosts:
-        medians, times, per_call, gaps = bench_host(ctx, ctx.hosts[name], runs, calls)
-        results[name] = {"medians_s": medians, "samples_s": times, "per_call_s": per_call, "gaps_s": gaps}
+        medians, times, per_call, gaps, cpu = bench_host(ctx, ctx.hosts[name], runs, calls)
+        results[name] = {"medians_s": medians, "samples_s": times, "per_call_s": per_call, "gaps_s": gaps, "cpu_s": cpu}
         print(report(name, medians, calls), flush=True)
         print(report_per_call(name, medians, per_call, calls), flush=True)
+        print(report_cpu(name, cpu, calls), flush=True)
     print("relay, exec to exit (hookd-bench relay, 300 samples each):", flush=True)
     print(relay_bench(), flush=True)
     out = target_dir() / "interop-bench.json"
