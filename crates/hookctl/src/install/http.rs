@@ -254,6 +254,21 @@ mod tests {
         }
     }
 
+    /// Each planned entry as (event, kind, matcher, timeout).
+    fn rows(planned: &[Planned]) -> Vec<(&str, EntryKind, Option<&str>, u64)> {
+        planned
+            .iter()
+            .map(|planned| {
+                (
+                    planned.entry.event.as_str(),
+                    planned.kind,
+                    planned.entry.matcher.as_deref(),
+                    planned.entry.timeout_ms,
+                )
+            })
+            .collect()
+    }
+
     #[test]
     fn each_event_gets_the_entry_that_is_never_weaker() {
         let wiring = vec![
@@ -265,17 +280,7 @@ mod tests {
             entry("InstructionsLoaded", None, 70_000),
         ];
         let planned = plan(Host::CLAUDE, &wiring, HttpEvents::All);
-        let got: Vec<(&str, EntryKind, Option<&str>, u64)> = planned
-            .iter()
-            .map(|planned| {
-                (
-                    planned.entry.event.as_str(),
-                    planned.kind,
-                    planned.entry.matcher.as_deref(),
-                    planned.entry.timeout_ms,
-                )
-            })
-            .collect();
+        let got = rows(&planned);
         let http = |block| EntryKind::Http { block };
         let expected = vec![
             // Hooks that can block: block when hookd is down; every tool is sent.
@@ -310,17 +315,7 @@ mod tests {
             entry("UserPromptSubmit", Some("*"), 30_000),
         ];
         let planned = plan(Host::CLAUDE, &wiring, HttpEvents::Hooked);
-        let got: Vec<(&str, EntryKind, Option<&str>, u64)> = planned
-            .iter()
-            .map(|planned| {
-                (
-                    planned.entry.event.as_str(),
-                    planned.kind,
-                    planned.entry.matcher.as_deref(),
-                    planned.entry.timeout_ms,
-                )
-            })
-            .collect();
+        let got = rows(&planned);
         let http = |block| EntryKind::Http { block };
         let expected = vec![
             ("PreToolUse", http(true), Some("Bash"), 70_000),

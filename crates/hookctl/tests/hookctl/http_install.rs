@@ -43,6 +43,14 @@ fn first_hook(host: &Value, event: &str) -> Value {
     host["hooks"][event][0]["hooks"][0].clone()
 }
 
+/// A home whose Claude Code user settings hold [`CLAUDE_USER`], and that file.
+fn claude_home() -> (Home, PathBuf) {
+    let home = Home::new();
+    let settings = home.home.join(".claude/settings.json");
+    home.write(&settings, CLAUDE_USER);
+    (home, settings)
+}
+
 /// A loopback port nothing listens on once the listener is dropped.
 fn free_port() -> (std::net::TcpListener, u16) {
     let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
@@ -52,9 +60,7 @@ fn free_port() -> (std::net::TcpListener, u16) {
 
 #[test]
 fn claude_http_install_wires_every_event_never_weaker_and_gives_back_byte_for_byte() {
-    let home = Home::new();
-    let settings = home.home.join(".claude/settings.json");
-    home.write(&settings, CLAUDE_USER);
+    let (home, settings) = claude_home();
     std::fs::set_permissions(&settings, std::fs::Permissions::from_mode(0o644)).unwrap();
     let before = home.snapshot();
     let (listener, port) = free_port();
@@ -203,9 +209,7 @@ fn http_transport_is_refused_where_it_would_be_weaker_or_leak_the_secret() {
 
 #[test]
 fn sync_follows_new_hooks_and_a_new_secret_and_doctor_sees_both() {
-    let home = Home::new();
-    let settings = home.home.join(".claude/settings.json");
-    home.write(&settings, CLAUDE_USER);
+    let (home, settings) = claude_home();
     let (_listener, port) = free_port();
     home.ok(&[
         "install",
@@ -263,9 +267,7 @@ fn sync_follows_new_hooks_and_a_new_secret_and_doctor_sees_both() {
 
 #[test]
 fn events_hooked_wires_only_what_hookd_has_hooks_for_and_sync_and_doctor_keep_it() {
-    let home = Home::new();
-    let settings = home.home.join(".claude/settings.json");
-    home.write(&settings, CLAUDE_USER);
+    let (home, settings) = claude_home();
     let (_listener, port) = free_port();
     let report = home.ok(&[
         "install",
