@@ -22,6 +22,9 @@ use serde_json::{Map, Value};
 use crate::input::{Context, policy_input};
 use crate::policy::{Policy, PolicyError, Sources};
 
+/// The first argument of the daemon's binary that makes it a policy evaluator.
+pub const WORKER_FLAG: &str = "--policy-worker";
+
 /// What one worker evaluates.
 #[derive(Debug, Clone)]
 pub struct WorkerSpec {
