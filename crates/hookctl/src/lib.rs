@@ -47,6 +47,7 @@ pub mod install;
 pub mod manage;
 pub mod migrate;
 mod offline;
+pub mod policy;
 pub mod relay;
 pub mod replay;
 pub mod service;
@@ -128,6 +129,8 @@ pub enum Command {
     Trust(trust::TrustArgs),
     /// Forget a project's trusted hooks.
     Untrust(trust::UntrustArgs),
+    /// Evaluate and test policy hooks' Rego files (docs/policies.md). Needs no daemon.
+    Policy(policy::PolicyArgs),
     /// Turn the project's Claude Code hooks into Gemini CLI hooks in .gemini/settings.json
     /// (--from-claude); lists every entry that could not be converted. Needs no daemon.
     Migrate(migrate::MigrateArgs),
@@ -230,6 +233,7 @@ pub fn run(cli: Cli) -> ExitCode {
         Command::Uninstall(args) => return install::run_uninstall(args, cli.socket.as_deref()),
         Command::Sync(args) => return install::run_sync(args, cli.socket.as_deref()),
         Command::State(command) => return state::run(command, cli.socket.as_deref()),
+        Command::Policy(args) => return policy::run(args),
         _ => {}
     }
     let runtime = match tokio::runtime::Builder::new_current_thread()
@@ -422,6 +426,7 @@ pub async fn execute(cli: Cli) -> anyhow::Result<String> {
         Command::Untrust(args) => trust::untrust(&connect(&socket, false).await?, args).await,
         Command::Migrate(args) => migrate::run(args),
         Command::Relay(_)
+        | Command::Policy(_)
         | Command::State(_)
         | Command::Install(_)
         | Command::Uninstall(_)
