@@ -26,6 +26,9 @@ listening on a loopback port):
   events to hookd instead of starting the relay;
 - `http install (hooked), no hooks` and `guard via hookd worker, http (hooked)`: the same with
   `--events hooked`, which wires only the events hookd has hooks for, with their matchers;
+- `policy via hookd` (every host) and `policy via hookd, http` (Claude Code): the same rule
+  as a Rego policy hook in hookd's hooks file (docs/policies.md), evaluated by hookd's
+  evaluator with no process per call, reached through the relay or over HTTP;
 - `http {} in CLI`: Claude Code's own HTTP hook on the shell tool posting to a bare loopback
   server (Python's, not hookd) that answers `{}` at once: what Claude Code pays to run any HTTP
   hook at all, the floor under the HTTP rows as `true in CLI` is under the command rows.
@@ -78,7 +81,19 @@ CONFIGS = [
     "guard via hookd",
     "guard via hookd worker",
     "guard, hookd stopped",
+    "policy via hookd",
 ]
+
+# The guard's rule as a Rego policy (docs/policies.md): the same decision, no process per call.
+BENCH_POLICY = r"""package bench.guard
+
+import rego.v1
+
+deny contains "no rm -rf" if {
+	input.tool.kind == "shell"
+	contains(input.tool.command, "rm -rf")
+}
+"""
 
 # Claude Code's HTTP hooks (`install --transport http`), and its own HTTP hook to a bare server.
 HTTP_CONFIGS = [
@@ -87,10 +102,13 @@ HTTP_CONFIGS = [
     "http install (hooked), no hooks",
     "guard via hookd worker, http (hooked)",
     "http {} in CLI",
+    "policy via hookd, http",
 ]
+POLICY_CONFIGS = ("policy via hookd", "policy via hookd, http")
 HOOKED_CONFIGS = ("http install (hooked), no hooks", "guard via hookd worker, http (hooked)")
 WORKER_CONFIGS = ("guard via hookd worker", "guard via hookd worker, http", "guard via hookd worker, http (hooked)")
-NO_HOOK_CONFIGS = ("none", "install, no hooks", "http install, no hooks", "http install (hooked), no hooks")
+NO_HOOK_CONFIGS = ("none", "install, no hooks", "http install, no hooks", "http install (hooked), no hooks",
+                   *POLICY_CONFIGS)
 
 
 class _Empty(http.server.BaseHTTPRequestHandler):
@@ -123,6 +141,7 @@ INSTALLED = (
     "guard via hookd",
     "guard via hookd worker",
     "guard, hookd stopped",
+    "policy via hookd",
     *[c for c in HTTP_CONFIGS if c != "http {} in CLI"],
 )
 
@@ -152,6 +171,14 @@ def setup(ctx, host, config, calls):
         if host.name == "codex" and config in ("true in CLI", "guard in CLI"):
             # Codex skips a hook without a trust record silently: trust it as /hooks would.
             host.trust_hooks(w)
+    if config in POLICY_CONFIGS:
+        (w.config / "hookd").mkdir(parents=True, exist_ok=True)
+        (w.config / "hookd" / "guard.rego").write_text(BENCH_POLICY)
+        write_json(
+            w.config / "hookd" / "hooks.json",
+            {"hooks": {"BeforeTool": [{"matcher": "run_shell_command", "hooks": [
+                {"type": "policy", "name": "guard", "policy": "guard.rego", "on_failure": "deny"}]}]}},
+        )
     env = {}
     if config in INSTALLED:
         install = ["install", "--host", host.name, "--yes"]
@@ -278,6 +305,13 @@ def report_per_call(host, medians, per_call, calls):
             "  guard in CLI %.2f ms / hookd worker over HTTP (hooked) %.2f ms over no install = %s"
             % (cli, hooked, "%.1fx" % (cli / hooked) if hooked > 0 else "n/a")
         )
+    for c in POLICY_CONFIGS:
+        if c in per_call:
+            policy = (per_call[c] - none) * 1000
+            lines.append(
+                "  guard in CLI %.2f ms / %s %.2f ms over no install = %s (target >= 40x on Claude Code over HTTP)"
+                % (cli, c, policy, "%.1fx" % (cli / policy) if policy > 0 else "policy adds nothing measurable")
+            )
     if "http {} in CLI" in per_call:
         lines.append(
             "  Claude Code's own cost of an HTTP hook (bare server answering {}): %.2f ms per call; of a command hook (true): %.2f ms"

@@ -679,7 +679,17 @@ pub fn render_list(listing: &ListResponse) -> String {
                     let _ = writeln!(out, "    Source: {source}");
                 }
             }
-            if let Some(command) = hook
+            if hook.hook_type == "policy" {
+                // A policy's command describes its files (`policy P data D`).
+                if let Some(files) = &hook.command {
+                    let files = files.strip_prefix("policy ").unwrap_or(files);
+                    let _ = writeln!(
+                        out,
+                        "    Policy: {} (evaluated by hookd)",
+                        files.replace(" data ", ", data ")
+                    );
+                }
+            } else if let Some(command) = hook
                 .command
                 .as_ref()
                 .filter(|command| **command != hook.name)
