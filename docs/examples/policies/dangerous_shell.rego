@@ -6,23 +6,30 @@ import rego.v1
 
 command := input.tool.command if input.tool.kind == "shell"
 
+# Each rule checks for a word cheaply before its regular expression runs: a regex costs
+# regorus a few microseconds, `contains` a fraction of one.
 deny contains "rm -rf is not allowed: remove files one by one, or ask the user" if {
+	contains(command, "rm ")
 	regex.match(`(^|[;&|(\s])(sudo\s+)?rm\s+(-[a-zA-Z]*[rR][a-zA-Z]*[fF][a-zA-Z]*|-[a-zA-Z]*[fF][a-zA-Z]*[rR][a-zA-Z]*|(-[rR]\s+-[fF]|-[fF]\s+-[rR])|--recursive\s+--force|--force\s+--recursive)(\s|$)`, command)
 }
 
 deny contains "writing to a raw disk device is not allowed" if {
+	contains(command, "of=/dev/")
 	regex.match(`(^|\s)dd\s.*of=/dev/(sd|nvme|hd|vd|disk|mmcblk)`, command)
 }
 
 deny contains "formatting a filesystem is not allowed" if {
+	contains(command, "mkfs")
 	regex.match(`(^|[;&|\s])(sudo\s+)?mkfs(\.[a-z0-9]+)?\s`, command)
 }
 
 deny contains "a fork bomb is not allowed" if {
+	contains(command, ":")
 	contains(regex.replace(command, `\s+`, ""), ":(){:|:&};:")
 }
 
 deny contains "piping a download into a shell is not allowed: download, read, then run" if {
+	contains(command, "|")
 	regex.match(`(curl|wget)\s[^|]*\|\s*(sudo\s+)?(ba|z|da)?sh(\s|$)`, command)
 }
 

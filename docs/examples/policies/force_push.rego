@@ -6,7 +6,10 @@ import rego.v1
 
 command := input.tool.command if input.tool.kind == "shell"
 
-pushes if regex.match(`(^|[;&|\s])git(\s+-C\s+\S+)?\s+push(\s|$)`, command)
+pushes if {
+	contains(command, "push")
+	regex.match(`(^|[;&|\s])git(\s+-C\s+\S+)?\s+push(\s|$)`, command)
+}
 
 protected := object.get(data, "protected_branches", ["main", "master"])
 
