@@ -166,6 +166,7 @@ pub async fn diagnose(socket: &Path, project: &Path) -> Report {
                 check_hooks(&listing, &mut findings);
                 check_trust(&listing, status, &mut findings);
                 check_paused(&listing, &mut findings);
+                check_policies(&listing, &mut findings);
                 check_settings(&listing, status, &mut findings);
             }
             Err(err) => findings.push(Finding::problem(
@@ -777,6 +778,60 @@ fn check_paused(listing: &ListResponse, findings: &mut Vec<Finding>) {
                 paused.join(", ")
             ),
             "see why in `hookctl list` (Last run) or the log, fix the hook, then `hookctl reload`",
+        ));
+    }
+}
+
+/// Every policy hook's files are read and compiled as its evaluator would: a policy that does
+/// not compile decides with its last good version (or fails by its `on_failure`).
+fn check_policies(listing: &ListResponse, findings: &mut Vec<Finding>) {
+    let mut checked = 0;
+    for hook in listing
+        .hooks
+        .iter()
+        .filter(|hook| hook.hook_type == "policy")
+    {
+        let Some(files) = hook
+            .command
+            .as_deref()
+            .and_then(|c| c.strip_prefix("policy "))
+        else {
+            continue;
+        };
+        let base = hook
+            .path
+            .as_deref()
+            .and_then(|path| Path::new(path).parent())
+            .unwrap_or(Path::new("/"));
+        let mut paths = files.split(" data ").map(|file| base.join(file));
+        let Some(policy) = paths.next() else {
+            continue;
+        };
+        checked += 1;
+        let sources = hookd_policy::Sources {
+            policy: policy.clone(),
+            data: paths.collect(),
+        };
+        if let Err(err) = hookd_policy::Policy::load(&sources, &[]) {
+            findings.push(Finding::problem(
+                "policies",
+                format!("policy hook {} ({}): {err}", hook.name, hook.event),
+                format!(
+                    "fix it (`hookctl policy test {}` shows the error); until then its last good \
+                     version decides, or, with none, its on_failure",
+                    policy.display()
+                ),
+            ));
+        }
+    }
+    if checked > 0
+        && !findings
+            .iter()
+            .any(|finding| finding.check == "policies" && finding.status == Status::Problem)
+    {
+        findings.push(Finding::ok(
+            "policies",
+            format!("{checked} policy hook(s) compile"),
         ));
     }
 }

@@ -339,3 +339,38 @@ async fn doctor_names_moved_guards_while_no_daemon_runs_and_recent_fallbacks() {
     .unwrap();
     assert_eq!(report["problems"].as_u64().map(|n| n > 0), Some(true));
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn doctor_finds_a_policy_hook_that_does_not_compile() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let good = dir.path().join("good.rego");
+    let broken = dir.path().join("broken.rego");
+    std::fs::write(&good, "package good\n\ndeny contains \"x\" if false\n").expect("write");
+    std::fs::write(&broken, "package broken\n\ndeny if {\n").expect("write");
+    let project = serde_json::json!({"hooks": {"BeforeTool": [{"hooks": [
+        {"type": "policy", "name": "good-policy", "policy": good.display().to_string()},
+        {"type": "policy", "name": "broken-policy", "policy": broken.display().to_string()}
+    ]}]}})
+    .to_string();
+    let fixture = Fixture::start(&project, None).await;
+    let (code, report) = doctor(&fixture).await;
+    assert_eq!(code, 1, "{report:#}");
+    assert_problem(&report, "policies", "broken-policy");
+    assert_problem(&report, "policies", "broken.rego");
+    let problems = findings(&report, "policies", "problem");
+    assert_eq!(problems.len(), 1, "{report:#}");
+
+    // Fixed: the check passes and says how many policies compile.
+    std::fs::write(&broken, "package broken\n\ndeny if false\n").expect("write");
+    let (_, report) = doctor(&fixture).await;
+    assert!(
+        findings(&report, "policies", "problem").is_empty(),
+        "{report:#}"
+    );
+    let ok = findings(&report, "policies", "ok");
+    assert!(
+        ok.iter()
+            .any(|finding| finding.to_string().contains("2 policy hook(s) compile")),
+        "{report:#}"
+    );
+}
