@@ -976,7 +976,13 @@ impl<'a> Firing<'a> {
         ProcessSpec {
             program,
             args,
-            cwd: PathBuf::from(&self.request.base.cwd),
+            // A policy's evaluator reads absolute paths only: started in the project, one
+            // serves the whole session however the model moves the event's `cwd`.
+            cwd: if entry.config.hook_type == HookType::Policy {
+                PathBuf::from(&self.request.project_dir)
+            } else {
+                PathBuf::from(&self.request.base.cwd)
+            },
             env: self.config.envs.get(
                 &self.request.env,
                 &self.request.env_redaction,

@@ -63,13 +63,19 @@ impl PolicyDaemon {
 
     /// Sends a BeforeTool event for a shell `command`, relayed by `host`; returns the result.
     fn shell(&self, host: &str, command: &str) -> Value {
+        self.shell_in(host, command, &self.fixture.project)
+    }
+
+    /// The same, with the event's working directory `cwd` (the project stays the project).
+    fn shell_in(&self, host: &str, command: &str, cwd: &Path) -> Value {
         let project = self.fixture.project.display().to_string();
+        let cwd = cwd.display().to_string();
         let mut stream = UnixStream::connect(&self.fixture.socket).expect("connect");
         stream.set_read_timeout(Some(PATIENCE)).expect("timeout");
         let mut bytes = frame(&json!({"type": "hello", "protocol": 1, "client": "policy-test"}));
         bytes.extend(frame(&json!({
             "type": "event", "id": 1, "event": "BeforeTool",
-            "cwd": project, "project_dir": project, "session_id": "s1",
+            "cwd": cwd, "project_dir": project, "session_id": "s1",
             "relayed_by": host,
             "input": {"tool_name": "run_shell_command", "tool_input": {"command": command}}
         })));
@@ -145,8 +151,15 @@ fn one_policy_decides_for_every_host_and_a_save_applies_to_the_next_event() {
         (Some("deny"), "no git push")
     );
 
+    // The model moving the event's directory changes nothing for the evaluator.
+    let sub = daemon.fixture.project.join("sub");
+    std::fs::create_dir_all(&sub).expect("mkdir");
+    assert_eq!(
+        decision(&daemon.shell_in("gemini", "git push", &sub)),
+        (Some("deny"), "no git push")
+    );
     // No process per decision: one evaluator per session and host (three hosts here) for
-    // the 13 events, kept across the saves.
+    // the 14 events, kept across the saves and the moves.
     assert_eq!(evaluators(&policy), 3);
 }
 
