@@ -22,6 +22,7 @@ mod lifecycle;
 mod limits;
 mod load;
 mod manage;
+mod managed;
 mod matchers;
 mod parsing;
 mod payload;
