@@ -513,10 +513,10 @@ pub struct StatusResponse {
     pub http: Option<HttpStatus>,
     /// The managed hooks file; `None` from daemons that predate it.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub managed: Option<crate::ManagedStatus>,
+    pub managed: Option<Box<crate::ManagedStatus>>,
     /// The OpenTelemetry export; `None` when it is off (or the daemon predates it).
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub telemetry: Option<crate::TelemetryStatus>,
+    pub telemetry: Option<Box<crate::TelemetryStatus>>,
 }
 
 /// The loopback HTTP listener in `status`.

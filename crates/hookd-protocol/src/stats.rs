@@ -37,7 +37,7 @@ pub struct StatsResponse {
     /// The OpenTelemetry export (its queue and drops); `None` when it is off (or the daemon
     /// predates it).
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub telemetry: Option<crate::TelemetryStatus>,
+    pub telemetry: Option<Box<crate::TelemetryStatus>>,
 }
 
 /// What one hook did since start.

@@ -72,9 +72,25 @@ impl Engine {
             shares: Arc::new(SlotShares::new(ShareLimits::for_slots(config.max_hooks))),
             plan_only,
         };
+        let mut recorder = Recorder::new(audit);
+        // The one-shot engine (`plan_only`, or a process serving one relay) lives for one
+        // event: export is the daemon's.
+        if runner.plan_only.is_none() && !config.telemetry.disabled {
+            let breakers = Arc::clone(&runner.breakers);
+            match crate::telemetry::Telemetry::start(
+                &config.env,
+                &config.telemetry,
+                Arc::new(move || breakers.pauses()),
+            ) {
+                Ok(telemetry) => recorder.telemetry = telemetry,
+                Err(err) => {
+                    tracing::error!(target: "hookd::telemetry", %err, "telemetry export not started")
+                }
+            }
+        }
         Engine {
             runner,
-            recorder: Recorder::new(audit),
+            recorder,
             stats,
             state,
             gemini_home: config.gemini_home(),

@@ -62,8 +62,13 @@ pub(crate) async fn status(shared: &Shared, id: RequestId) -> wire::StatusRespon
                 sessions: shared.session_roots.len() as u64,
                 refused: counters.refused(),
             }),
-        managed: Some(managed_status(shared)),
-        telemetry: None,
+        managed: Some(Box::new(managed_status(shared))),
+        telemetry: shared
+            .engine
+            .recorder
+            .telemetry
+            .as_ref()
+            .map(|telemetry| Box::new(telemetry.status())),
     }
 }
 
