@@ -37,5 +37,6 @@ mod robustness;
 mod shutdown;
 mod state;
 mod streams;
+mod telemetry;
 mod trust;
 mod workers;

@@ -57,8 +57,8 @@ use tokio_util::task::TaskTracker;
 
 pub use audit::AuditError;
 pub use config::{
-    AuditConfig, DEFAULT_BACKGROUND_GRACE, DEFAULT_MAX_BACKGROUND_RUNS, ExportFields,
-    ServerConfig, TelemetrySettings,
+    AuditConfig, DEFAULT_BACKGROUND_GRACE, DEFAULT_MAX_BACKGROUND_RUNS, ExportFields, ServerConfig,
+    TelemetrySettings,
 };
 pub use control::{Control, Lifecycle};
 pub use hookd_core::breaker::BreakerSettings;

@@ -538,7 +538,6 @@ mod tests {
 
 /// `--otel-include`: the field names, or the one not known.
 fn parse_export_fields(list: &str) -> Result<hookd_server::ExportFields, String> {
-    hookd_server::ExportFields::parse(list).map_err(|name| {
-        format!("unknown field {name:?} (known: tool_input, command, output)")
-    })
+    hookd_server::ExportFields::parse(list)
+        .map_err(|name| format!("unknown field {name:?} (known: tool_input, command, output)"))
 }

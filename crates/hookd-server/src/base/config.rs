@@ -328,7 +328,11 @@ impl ExportFields {
     /// error.
     pub fn parse(list: &str) -> Result<ExportFields, String> {
         let mut fields = ExportFields::default();
-        for name in list.split(',').map(str::trim).filter(|name| !name.is_empty()) {
+        for name in list
+            .split(',')
+            .map(str::trim)
+            .filter(|name| !name.is_empty())
+        {
             match name {
                 "tool_input" => fields.tool_input = true,
                 "command" => fields.command = true,

@@ -97,9 +97,9 @@ pub(crate) fn resolve(env: &HashMap<String, String>, setting: Option<&str>) -> O
     }
     let base = var("OTEL_EXPORTER_OTLP_ENDPOINT").or(setting.filter(|s| !s.is_empty()));
     let signal = |own: &str, path: &str| {
-        var(own).map(str::to_owned).or_else(|| {
-            base.map(|base| format!("{}/{path}", base.trim_end_matches('/')))
-        })
+        var(own)
+            .map(str::to_owned)
+            .or_else(|| base.map(|base| format!("{}/{path}", base.trim_end_matches('/'))))
     };
     let endpoints = Endpoints {
         traces: signal("OTEL_EXPORTER_OTLP_TRACES_ENDPOINT", "v1/traces"),
@@ -327,7 +327,11 @@ impl Telemetry {
         let endpoint = endpoints.describe();
         tracing::info!(target: "hookd::telemetry", %endpoint, "exporting telemetry over OTLP/HTTP");
         let redactor = (settings.fields != ExportFields::default())
-            .then(|| Redactor::from_raw(&serde_json::Map::new()).ok().map(Arc::new))
+            .then(|| {
+                Redactor::from_raw(&serde_json::Map::new())
+                    .ok()
+                    .map(Arc::new)
+            })
             .flatten();
         Ok(Some(Telemetry {
             sender,
@@ -424,9 +428,10 @@ impl Telemetry {
                                 .map(|command| self.scrub(command))
                         })
                         .flatten(),
-                    output: self.fields.output.then(|| {
-                        self.scrub(&format!("{}{}", result.stdout, result.stderr))
-                    }),
+                    output: self
+                        .fields
+                        .output
+                        .then(|| self.scrub(&format!("{}{}", result.stdout, result.stderr))),
                 })
                 .collect(),
             tool_input,
@@ -720,8 +725,10 @@ impl Worker {
                     .unwrap_or_else(std::sync::PoisonError::into_inner),
             );
             if !records.is_empty() {
-                let refs: Vec<(&SdkLogRecord, &InstrumentationScope)> =
-                    records.iter().map(|(record, scope)| (record, scope)).collect();
+                let refs: Vec<(&SdkLogRecord, &InstrumentationScope)> = records
+                    .iter()
+                    .map(|(record, scope)| (record, scope))
+                    .collect();
                 match self.bounded(exporter.export(LogBatch::new(&refs))) {
                     Ok(()) => {
                         self.counters
@@ -735,9 +742,16 @@ impl Worker {
     }
 
     /// Runs one export on the I/O runtime, giving up past the export timeout.
-    fn bounded(&self, export: impl std::future::Future<Output = OTelSdkResult>) -> Result<(), String> {
+    fn bounded(
+        &self,
+        export: impl std::future::Future<Output = OTelSdkResult>,
+    ) -> Result<(), String> {
         let limit = self.timeout + Duration::from_millis(500);
-        match self.runtime.block_on(tokio::time::timeout(limit, export)) {
+        // The timer is made inside the runtime, which owns the clock it needs.
+        match self
+            .runtime
+            .block_on(async { tokio::time::timeout(limit, export).await })
+        {
             Ok(Ok(())) => Ok(()),
             Ok(Err(err)) => Err(err.to_string()),
             Err(_) => Err(format!("no answer within {limit:?}")),
@@ -752,10 +766,9 @@ fn measure(instruments: &Instruments, record: &Record) {
         instruments.chunks.add(1, &[event.clone()]);
     } else {
         instruments.events.add(1, &[event.clone()]);
-        instruments.event_duration.record(
-            record.duration.as_secs_f64() * 1000.0,
-            &[event.clone()],
-        );
+        instruments
+            .event_duration
+            .record(record.duration.as_secs_f64() * 1000.0, &[event.clone()]);
     }
     instruments.decisions.add(
         1,
@@ -789,10 +802,7 @@ fn event_attributes(record: &Record) -> Vec<KeyValue> {
         KeyValue::new("hookd.decision", record.decision.clone()),
         KeyValue::new("hookd.success", record.success),
         KeyValue::new("hookd.hooks", record.hooks.len() as i64),
-        KeyValue::new(
-            "hookd.duration_ms",
-            record.duration.as_secs_f64() * 1000.0,
-        ),
+        KeyValue::new("hookd.duration_ms", record.duration.as_secs_f64() * 1000.0),
     ];
     if let Some(host) = record.host {
         attributes.push(KeyValue::new("hookd.host", host));
@@ -830,10 +840,12 @@ fn span_data(
     trace_id: TraceId,
     span_id: SpanId,
 ) -> Vec<SpanData> {
-    let start = record.end.checked_sub(record.duration).unwrap_or(record.end);
-    let context = |id: SpanId| {
-        SpanContext::new(trace_id, id, TraceFlags::SAMPLED, false, TraceState::NONE)
-    };
+    let start = record
+        .end
+        .checked_sub(record.duration)
+        .unwrap_or(record.end);
+    let context =
+        |id: SpanId| SpanContext::new(trace_id, id, TraceFlags::SAMPLED, false, TraceState::NONE);
     let failed = !record.success;
     let mut spans = Vec::with_capacity(record.hooks.len() + 1);
     spans.push(SpanData {
@@ -1039,7 +1051,10 @@ mod tests {
         let env: HashMap<String, String> = [
             ("OTEL_EXPORTER_OTLP_HEADERS", "a=1, b = two ,=x,c"),
             ("OTEL_SERVICE_NAME", "hookd-ci"),
-            ("OTEL_RESOURCE_ATTRIBUTES", "deployment.environment=prod,team=sec"),
+            (
+                "OTEL_RESOURCE_ATTRIBUTES",
+                "deployment.environment=prod,team=sec",
+            ),
         ]
         .iter()
         .map(|(k, v)| ((*k).to_owned(), (*v).to_owned()))
