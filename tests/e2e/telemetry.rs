@@ -5,7 +5,6 @@
 //! the right counts; a collector that never answers must not delay any decision, and what
 //! it costs is counted as drops.
 
-use std::collections::HashMap;
 use std::convert::Infallible;
 use std::net::SocketAddr;
 use std::sync::{Arc, Mutex};
@@ -232,34 +231,8 @@ fn histogram_count(received: &Received, name: &str) -> u64 {
         .sum()
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn spans_logs_and_metrics_reach_a_real_otlp_receiver() {
-    let (address, received) = start_receiver().await;
-    let endpoint = format!("http://{address}");
-    let options = DaemonOptions {
-        configure: Box::new(move |config| {
-            config.telemetry.endpoint = Some(endpoint);
-            config.telemetry.flush_interval = Duration::from_millis(50);
-            config.telemetry.metric_interval = Duration::from_millis(200);
-        }),
-        ..DaemonOptions::default()
-    };
-    let daemon = Daemon::start_with(project(), options).await;
-    let client = daemon.client().await;
-    let cwd = daemon.cwd();
-    for call in ["toolu_1", "toolu_2", "toolu_3"] {
-        fire_shell(&client, &cwd, call).await;
-    }
-    wait_for("9 spans and 3 log records", &received, |r| {
-        r.spans.len() >= 9 && r.logs.len() >= 3
-    })
-    .await;
-    wait_for("metrics counting the 3 events", &received, |r| {
-        sum_of(r, "hookd.events", None) >= 3
-    })
-    .await;
-
-    let received = received.lock().expect("lock");
+/// The spans, logs and metrics of three denied `run_shell_command` calls of `cwd`.
+fn check_received(received: &Received, cwd: &str) {
     assert_eq!(received.spans.len(), 9, "3 events, 2 hooks each");
     let events: Vec<&Span> = received
         .spans
@@ -285,7 +258,7 @@ async fn spans_logs_and_metrics_reach_a_real_otlp_receiver() {
             text(&event.attributes, "hookd.event.name"),
             Some("BeforeTool")
         );
-        assert_eq!(text(&event.attributes, "hookd.project"), Some(cwd.as_str()));
+        assert_eq!(text(&event.attributes, "hookd.project"), Some(cwd));
         let children: Vec<&Span> = received
             .spans
             .iter()
@@ -326,17 +299,46 @@ async fn spans_logs_and_metrics_reach_a_real_otlp_receiver() {
     }
 
     // Metrics: 3 events, 3 deny decisions, 6 hook durations.
-    assert_eq!(sum_of(&received, "hookd.events", None), 3);
+    assert_eq!(sum_of(received, "hookd.events", None), 3);
     assert_eq!(
         sum_of(
-            &received,
+            received,
             "hookd.decisions",
             Some(("hookd.decision", "deny"))
         ),
         3
     );
-    assert_eq!(histogram_count(&received, "hookd.hook.duration"), 6);
-    drop(received);
+    assert_eq!(histogram_count(received, "hookd.hook.duration"), 6);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn spans_logs_and_metrics_reach_a_real_otlp_receiver() {
+    let (address, received) = start_receiver().await;
+    let endpoint = format!("http://{address}");
+    let options = DaemonOptions {
+        configure: Box::new(move |config| {
+            config.telemetry.endpoint = Some(endpoint);
+            config.telemetry.flush_interval = Duration::from_millis(50);
+            config.telemetry.metric_interval = Duration::from_millis(200);
+        }),
+        ..DaemonOptions::default()
+    };
+    let daemon = Daemon::start_with(project(), options).await;
+    let client = daemon.client().await;
+    let cwd = daemon.cwd();
+    for call in ["toolu_1", "toolu_2", "toolu_3"] {
+        fire_shell(&client, &cwd, call).await;
+    }
+    wait_for("9 spans and 3 log records", &received, |r| {
+        r.spans.len() >= 9 && r.logs.len() >= 3
+    })
+    .await;
+    wait_for("metrics counting the 3 events", &received, |r| {
+        sum_of(r, "hookd.events", None) >= 3
+    })
+    .await;
+
+    check_received(&received.lock().expect("lock"), &cwd);
 
     let stats = client.stats().await.expect("stats");
     let telemetry = stats.telemetry.expect("stats show the export");
@@ -390,5 +392,4 @@ async fn a_black_holed_collector_delays_no_decision_and_drops_are_counted() {
         !held.lock().expect("lock").is_empty(),
         "hookd did try the collector"
     );
-    let _ = HashMap::<(), ()>::new();
 }

@@ -516,6 +516,12 @@ impl Signals {
     }
 }
 
+/// `--otel-include`: the field names, or the one not known.
+fn parse_export_fields(list: &str) -> Result<hookd_server::ExportFields, String> {
+    hookd_server::ExportFields::parse(list)
+        .map_err(|name| format!("unknown field {name:?} (known: tool_input, command, output)"))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -534,10 +540,4 @@ mod tests {
             assert_eq!(config.host_layers, expected, "{argv:?}");
         }
     }
-}
-
-/// `--otel-include`: the field names, or the one not known.
-fn parse_export_fields(list: &str) -> Result<hookd_server::ExportFields, String> {
-    hookd_server::ExportFields::parse(list)
-        .map_err(|name| format!("unknown field {name:?} (known: tool_input, command, output)"))
 }

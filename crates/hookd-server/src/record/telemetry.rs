@@ -210,11 +210,11 @@ impl std::fmt::Debug for Telemetry {
 
 impl Telemetry {
     /// Starts export when `env` and `settings` ask for it; `Ok(None)` when they do not.
-    /// `breaker_pauses` reads the circuit breaker's pause count for its metric.
+    /// `gauges` reads the daemon's own counters for their metrics.
     pub(crate) fn start(
         env: &HashMap<String, String>,
         settings: &TelemetrySettings,
-        breaker_pauses: Arc<dyn Fn() -> u64 + Send + Sync>,
+        gauges: Gauges,
     ) -> Result<Option<Telemetry>, TelemetryError> {
         let Some(endpoints) = resolve(env, settings.endpoint.as_deref()) else {
             return Ok(None);
@@ -318,7 +318,7 @@ impl Telemetry {
             counters: Arc::clone(&counters),
             flush_interval: settings.flush_interval,
             timeout,
-            breaker_pauses,
+            gauges,
         };
         std::thread::Builder::new()
             .name("hookd-otel".into())
@@ -344,7 +344,9 @@ impl Telemetry {
     }
 
     /// Hands one finished run to the export thread; never waits. A full queue drops it and
-    /// counts the drop.
+    /// counts the drop. (The run's parts as the recorder holds them, which imports this
+    /// module, so it cannot hand over its own `FinishedRun`.)
+    #[allow(clippy::too_many_arguments)]
     pub(crate) fn record(
         &self,
         context: &RunContext<'_>,
@@ -587,6 +589,7 @@ struct Instruments {
     event_duration: Histogram<f64>,
     chunks: Counter<u64>,
     _breaker: opentelemetry::metrics::ObservableCounter<u64>,
+    _filtered: opentelemetry::metrics::ObservableCounter<u64>,
     _dropped: opentelemetry::metrics::ObservableCounter<u64>,
 }
 
@@ -601,7 +604,15 @@ struct Worker {
     counters: Arc<Counters>,
     flush_interval: Duration,
     timeout: Duration,
-    breaker_pauses: Arc<dyn Fn() -> u64 + Send + Sync>,
+    gauges: Gauges,
+}
+
+/// Counters the daemon keeps elsewhere, read by the metric reader when it collects.
+pub(crate) struct Gauges {
+    /// Times the circuit breaker paused a hook (`hookd.breaker.pauses`).
+    pub(crate) breaker_pauses: Arc<dyn Fn() -> u64 + Send + Sync>,
+    /// Chunks of filter-only streams filtered (`hookd.stream.chunks_filtered`).
+    pub(crate) chunks_filtered: Arc<dyn Fn() -> u64 + Send + Sync>,
 }
 
 impl Worker {
@@ -619,7 +630,8 @@ impl Worker {
             .map(|provider| provider.logger_with_scope(scope.clone()));
         let instruments = self.meters.as_ref().map(|provider| {
             let meter = provider.meter_with_scope(scope.clone());
-            let pauses = Arc::clone(&self.breaker_pauses);
+            let pauses = Arc::clone(&self.gauges.breaker_pauses);
+            let filtered = Arc::clone(&self.gauges.chunks_filtered);
             let counters = Arc::clone(&self.counters);
             Instruments {
                 events: meter
@@ -646,12 +658,19 @@ impl Worker {
                     .build(),
                 chunks: meter
                     .u64_counter("hookd.stream.chunks")
-                    .with_description("AfterModel stream chunks that ran hooks or filters")
+                    .with_description("AfterModel stream chunks that ran command hooks")
                     .build(),
                 _breaker: meter
                     .u64_observable_counter("hookd.breaker.pauses")
                     .with_description("Times the circuit breaker paused a hook")
                     .with_callback(move |observer| observer.observe(pauses(), &[]))
+                    .build(),
+                _filtered: meter
+                    .u64_observable_counter("hookd.stream.chunks_filtered")
+                    .with_description(
+                        "Chunks of AfterModel streams whose only hooks are filters, filtered",
+                    )
+                    .with_callback(move |observer| observer.observe(filtered(), &[]))
                     .build(),
                 _dropped: meter
                     .u64_observable_counter("hookd.telemetry.dropped")
@@ -763,12 +782,13 @@ impl Worker {
 fn measure(instruments: &Instruments, record: &Record) {
     let event = KeyValue::new("hookd.event.name", record.event);
     if record.chunk {
-        instruments.chunks.add(1, &[event.clone()]);
+        instruments.chunks.add(1, std::slice::from_ref(&event));
     } else {
-        instruments.events.add(1, &[event.clone()]);
-        instruments
-            .event_duration
-            .record(record.duration.as_secs_f64() * 1000.0, &[event.clone()]);
+        instruments.events.add(1, std::slice::from_ref(&event));
+        instruments.event_duration.record(
+            record.duration.as_secs_f64() * 1000.0,
+            std::slice::from_ref(&event),
+        );
     }
     instruments.decisions.add(
         1,
@@ -975,8 +995,9 @@ mod tests {
     #[test]
     fn export_starts_as_the_sdks_read_the_environment() {
         let url = |s: &str| Some(s.to_owned());
-        // (variables, hookd's setting, expected endpoints)
-        let cases: Vec<(Vec<(&str, &str)>, Option<&str>, Option<Endpoints>)> = vec![
+        /// (variables, hookd's setting, expected endpoints)
+        type Case<'a> = (Vec<(&'a str, &'a str)>, Option<&'a str>, Option<Endpoints>);
+        let cases: Vec<Case<'_>> = vec![
             (vec![], None, None),
             (vec![("OTEL_EXPORTER_OTLP_ENDPOINT", "  ")], None, None),
             (

@@ -77,11 +77,12 @@ impl Engine {
         // event: export is the daemon's.
         if runner.plan_only.is_none() && !config.telemetry.disabled {
             let breakers = Arc::clone(&runner.breakers);
-            match crate::telemetry::Telemetry::start(
-                &config.env,
-                &config.telemetry,
-                Arc::new(move || breakers.pauses()),
-            ) {
+            let counters = Arc::clone(&stats);
+            let gauges = crate::telemetry::Gauges {
+                breaker_pauses: Arc::new(move || breakers.pauses()),
+                chunks_filtered: Arc::new(move || Stats::get(&counters.chunks_filtered)),
+            };
+            match crate::telemetry::Telemetry::start(&config.env, &config.telemetry, gauges) {
                 Ok(telemetry) => recorder.telemetry = telemetry,
                 Err(err) => {
                     tracing::error!(target: "hookd::telemetry", %err, "telemetry export not started")
