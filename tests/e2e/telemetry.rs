@@ -393,3 +393,27 @@ async fn a_black_holed_collector_delays_no_decision_and_drops_are_counted() {
         "hookd did try the collector"
     );
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_graceful_stop_sends_what_is_still_batched() {
+    let (address, received) = start_receiver().await;
+    let endpoint = format!("http://{address}");
+    let options = DaemonOptions {
+        configure: Box::new(move |config| {
+            config.telemetry.endpoint = Some(endpoint);
+            // Nothing would go out before the stop on its own.
+            config.telemetry.flush_interval = Duration::from_secs(600);
+            config.telemetry.metric_interval = Duration::from_secs(600);
+        }),
+        ..DaemonOptions::default()
+    };
+    let daemon = Daemon::start_with(project(), options).await;
+    let client = daemon.client().await;
+    fire_shell(&client, &daemon.cwd(), "toolu_last").await;
+    drop(client);
+    daemon.stop().await;
+    let received = received.lock().expect("lock");
+    assert_eq!(received.spans.len(), 3, "the event and its two hooks");
+    assert_eq!(received.logs.len(), 1);
+    assert_eq!(sum_of(&received, "hookd.events", None), 1);
+}

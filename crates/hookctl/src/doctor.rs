@@ -968,6 +968,81 @@ fn check_telemetry(status: &StatusResponse, findings: &mut Vec<Finding>) {
 mod tests {
     use super::*;
 
+    /// A `list` answer with hooks of `sources` and diagnostics `messages`, and a `status`
+    /// whose managed file is in `state`.
+    fn managed_fixture(
+        sources: &[&str],
+        messages: &[&str],
+        state: &str,
+    ) -> (ListResponse, StatusResponse) {
+        let hooks: Vec<Value> = sources
+            .iter()
+            .enumerate()
+            .map(|(index, source)| {
+                serde_json::json!({"event": "BeforeTool", "name": format!("h{index}"),
+                    "enabled": true, "source": source, "sequential": false,
+                    "timeout_ms": 1000, "type": "command", "command": "c"})
+            })
+            .collect();
+        let diagnostics: Vec<Value> = messages
+            .iter()
+            .map(|message| serde_json::json!({"severity": "warning", "message": message}))
+            .collect();
+        let listing = serde_json::from_value(serde_json::json!({"type": "list", "id": 1,
+            "cwd": "/p", "hooks_enabled": true, "generation": 1, "hooks": hooks,
+            "diagnostics": diagnostics}))
+        .expect("list");
+        let status = serde_json::from_value(serde_json::json!({"id": 1, "version": "0",
+            "pid": 1, "uptime_ms": 1, "connections": 1, "max_connections": 1,
+            "hooks_running": 0, "hooks_queued": 0, "max_hooks": 1,
+            "max_inflight_per_connection": 1, "events_served": 0, "registries": [],
+            "audit": null, "clients": [],
+            "managed": {"path": "/etc/hookd/hooks.json", "state": state,
+                "reason": (state == "refused").then_some("/etc/hookd/hooks.json is writable by its group or others")}}))
+        .expect("status");
+        (listing, status)
+    }
+
+    #[test]
+    fn the_managed_check_names_refusals_as_problems_and_outranking_as_notes() {
+        let outranked = "BeforeTool hook \"x\" is outranked by the managed hooks file /etc/hookd/hooks.json: the managed copy runs in its place (managed hooks cannot be overridden)";
+        let refused = "managed hooks file refused, its hooks do not run: writable";
+        // (hook sources, diagnostics, managed state, expected managed findings)
+        type Case<'a> = (&'a [&'a str], &'a [&'a str], &'a str, &'a [Status]);
+        let cases: [Case<'_>; 4] = [
+            (&["user"], &[], "absent", &[Status::Ok]),
+            (&["managed", "user"], &[], "loaded", &[Status::Ok]),
+            (
+                &["managed", "user"],
+                &[outranked],
+                "loaded",
+                &[Status::Ok, Status::Note],
+            ),
+            (&["user"], &[refused], "refused", &[Status::Problem]),
+        ];
+        for (sources, messages, state, expected) in cases {
+            let (listing, status) = managed_fixture(sources, messages, state);
+            let mut findings = Vec::new();
+            check_settings(&listing, &status, &mut findings);
+            let managed: Vec<Status> = findings
+                .iter()
+                .filter(|finding| finding.check == "managed")
+                .map(|finding| finding.status)
+                .collect();
+            assert_eq!(
+                managed, expected,
+                "{sources:?} {messages:?} {state}: {findings:#?}"
+            );
+            // What concerns the managed file is never also a settings problem.
+            assert!(
+                !findings
+                    .iter()
+                    .any(|finding| finding.check == "settings" && finding.status == Status::Problem),
+                "{findings:#?}"
+            );
+        }
+    }
+
     #[test]
     fn the_relay_program_is_the_first_word_after_assignments() {
         let cases = [

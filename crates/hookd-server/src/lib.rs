@@ -280,6 +280,9 @@ pub async fn run_with_http(
     if let Some(audit) = &shared.engine.recorder.audit {
         audit.close().await;
     }
+    if let Some(telemetry) = &shared.engine.recorder.telemetry {
+        telemetry.close().await;
+    }
     shared.state.close().await;
     tracing::info!("stopped");
     Ok(())

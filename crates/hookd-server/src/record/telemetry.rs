@@ -24,7 +24,7 @@
 
 use std::borrow::Cow;
 use std::collections::HashMap;
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::mpsc::{Receiver, RecvTimeoutError, SyncSender, TrySendError};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant, SystemTime};
@@ -52,6 +52,10 @@ use crate::config::{ExportFields, TelemetrySettings};
 use crate::otlphttp::OtlpHttp;
 use crate::runstats::{final_decision, hook_decision};
 use crate::story::RunContext;
+
+/// The longest the export thread waits for a record before it looks at the clock and at a
+/// close again.
+const WAKE: Duration = Duration::from_millis(250);
 
 /// The most records one span or log export carries.
 pub(crate) const MAX_BATCH: usize = 512;
@@ -189,9 +193,17 @@ pub(crate) enum TelemetryError {
     Thread(std::io::Error),
 }
 
+/// The longest a graceful stop waits for the last batches to go out.
+const CLOSE_BUDGET: Duration = Duration::from_secs(2);
+
 /// The handle runs are recorded through; cheap to call, never blocking.
 pub(crate) struct Telemetry {
     sender: SyncSender<Record>,
+    /// Set by [`Telemetry::close`]: the worker sends what it holds and stops.
+    closing: Arc<AtomicBool>,
+    /// Answered by the worker once its last export is done.
+    finished: Mutex<Option<Receiver<()>>>,
+    flush_interval: Duration,
     counters: Arc<Counters>,
     endpoint: String,
     capacity: usize,
@@ -308,8 +320,12 @@ impl Telemetry {
             }
             None => None,
         };
+        let closing = Arc::new(AtomicBool::new(false));
+        let (done, finished) = std::sync::mpsc::channel();
         let worker = Worker {
             receiver,
+            closing: Arc::clone(&closing),
+            done,
             runtime,
             spans,
             logs,
@@ -335,6 +351,9 @@ impl Telemetry {
             .flatten();
         Ok(Some(Telemetry {
             sender,
+            closing,
+            finished: Mutex::new(Some(finished)),
+            flush_interval: settings.flush_interval,
             counters,
             endpoint,
             capacity,
@@ -448,6 +467,30 @@ impl Telemetry {
             Some(redactor) => redactor.redact_all(&cut).into_owned(),
             // No filter could be built: nothing opted in is sent rather than unfiltered text.
             None => String::from("[not exported: the redact filter is unavailable]"),
+        }
+    }
+
+    /// At a graceful stop: the worker sends what it holds (spans, log records, a last
+    /// metrics collection) and stops. Waits at most [`CLOSE_BUDGET`] past the worker's next
+    /// wake-up: a collector that does not answer loses the rest rather than hold the stop.
+    pub(crate) async fn close(&self) {
+        self.closing.store(true, Ordering::Relaxed);
+        let finished = self
+            .finished
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .take();
+        let Some(finished) = finished else {
+            return;
+        };
+        let bound = self.flush_interval.min(WAKE) + CLOSE_BUDGET;
+        let waited =
+            tokio::task::spawn_blocking(move || finished.recv_timeout(bound).is_ok()).await;
+        if !matches!(waited, Ok(true)) {
+            tracing::warn!(
+                target: "hookd::telemetry",
+                "the last telemetry was not sent within {bound:?}; it is lost"
+            );
         }
     }
 
@@ -596,6 +639,8 @@ struct Instruments {
 /// The export thread's state.
 struct Worker {
     receiver: Receiver<Record>,
+    closing: Arc<AtomicBool>,
+    done: std::sync::mpsc::Sender<()>,
     runtime: tokio::runtime::Runtime,
     spans: Option<opentelemetry_otlp::SpanExporter>,
     logs: Option<opentelemetry_otlp::LogExporter>,
@@ -684,7 +729,11 @@ impl Worker {
         let mut spans: Vec<SpanData> = Vec::new();
         let mut last_flush = Instant::now();
         loop {
-            let wait = self.flush_interval.saturating_sub(last_flush.elapsed());
+            // At least every WAKE, to see a close.
+            let wait = self
+                .flush_interval
+                .saturating_sub(last_flush.elapsed())
+                .min(WAKE);
             let stop = match self.receiver.recv_timeout(wait) {
                 Ok(record) => {
                     self.counters.queued.fetch_sub(1, Ordering::Relaxed);
@@ -702,7 +751,7 @@ impl Worker {
                 }
                 Err(RecvTimeoutError::Timeout) => false,
                 Err(RecvTimeoutError::Disconnected) => true,
-            };
+            } || self.closing.load(Ordering::Relaxed);
             let full = spans.len() >= MAX_BATCH
                 || self
                     .log_buffer
@@ -718,8 +767,11 @@ impl Worker {
             }
         }
         if let Some(provider) = &self.meters {
+            // A last collection, so that counts since the previous one are not lost.
+            let _ = provider.force_flush();
             let _ = provider.shutdown_with_timeout(self.timeout);
         }
+        let _ = self.done.send(());
     }
 
     /// Exports what is batched, each signal within the export timeout.
