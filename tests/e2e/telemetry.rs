@@ -417,3 +417,54 @@ async fn a_graceful_stop_sends_what_is_still_batched() {
     assert_eq!(received.logs.len(), 1);
     assert_eq!(sum_of(&received, "hookd.events", None), 1);
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn opted_in_fields_are_exported_through_the_redact_filter() {
+    let (address, received) = start_receiver().await;
+    let endpoint = format!("http://{address}");
+    let options = DaemonOptions {
+        configure: Box::new(move |config| {
+            config.telemetry.endpoint = Some(endpoint);
+            config.telemetry.flush_interval = Duration::from_millis(50);
+            config.telemetry.fields =
+                hookd_server::ExportFields::parse("tool_input,command,output").expect("fields");
+        }),
+        ..DaemonOptions::default()
+    };
+    let token = format!("ghp_{}", "a1B2".repeat(10));
+    let project = settings(&[(
+        "BeforeTool",
+        None,
+        vec![command_hook(
+            "echoes",
+            &format!("echo 'seen {token}' >&2; exit 2"),
+        )],
+    )]);
+    let daemon = Daemon::start_with(project, options).await;
+    let client = daemon.client().await;
+    let request = EventRequest::new("BeforeTool", daemon.cwd()).with_input(input(json!({
+        "tool_name": "run_shell_command",
+        "tool_input": {"command": format!("curl -H 'Authorization: {token}' example.test")},
+    })));
+    hookd_testkit::fire_request(&client, request).await;
+    wait_for("the event's spans", &received, |r| r.spans.len() >= 2).await;
+    let received = received.lock().expect("lock");
+    let event = received
+        .spans
+        .iter()
+        .find(|span| span.parent_span_id.is_empty())
+        .expect("event span");
+    let arguments = text(&event.attributes, "gen_ai.tool.call.arguments").expect("opted in");
+    assert!(arguments.contains("example.test"), "{arguments}");
+    let hook = received
+        .spans
+        .iter()
+        .find(|span| !span.parent_span_id.is_empty())
+        .expect("hook span");
+    let command = text(&hook.attributes, "hookd.hook.command").expect("opted in");
+    assert!(command.starts_with("echo 'seen "), "{command}");
+    let output = text(&hook.attributes, "hookd.hook.output").expect("opted in");
+    assert!(output.starts_with("seen "), "{output}");
+    let everything = format!("{:?}{:?}", received.spans, received.logs);
+    assert!(!everything.contains(&token), "a secret was exported");
+}

@@ -343,11 +343,7 @@ impl Telemetry {
         let endpoint = endpoints.describe();
         tracing::info!(target: "hookd::telemetry", %endpoint, "exporting telemetry over OTLP/HTTP");
         let redactor = (settings.fields != ExportFields::default())
-            .then(|| {
-                Redactor::from_raw(&serde_json::Map::new())
-                    .ok()
-                    .map(Arc::new)
-            })
+            .then(export_redactor)
             .flatten();
         Ok(Some(Telemetry {
             sender,
@@ -462,12 +458,7 @@ impl Telemetry {
     /// Opted-in text as exported: cut to [`MAX_FIELD_CHARS`], then through the default
     /// `redact` patterns (the cut comes first so the filter's work is bounded too).
     fn scrub(&self, text: &str) -> String {
-        let cut: String = text.chars().take(MAX_FIELD_CHARS).collect();
-        match &self.redactor {
-            Some(redactor) => redactor.redact_all(&cut).into_owned(),
-            // No filter could be built: nothing opted in is sent rather than unfiltered text.
-            None => String::from("[not exported: the redact filter is unavailable]"),
-        }
+        scrub(self.redactor.as_deref(), text)
     }
 
     /// At a graceful stop: the worker sends what it holds (spans, log records, a last
@@ -514,6 +505,23 @@ impl Telemetry {
                 .unwrap_or_else(std::sync::PoisonError::into_inner)
                 .clone(),
         }
+    }
+}
+
+/// The `redact` filter with its default patterns, which opted-in text passes before export.
+fn export_redactor() -> Option<Arc<Redactor>> {
+    Redactor::compile(&hookd_core::redact::RedactConfig::default())
+        .map(Arc::new)
+        .ok()
+}
+
+/// Opted-in text as exported: cut to [`MAX_FIELD_CHARS`], then through `redactor`; with no
+/// filter, nothing of the text rather than the text unfiltered.
+fn scrub(redactor: Option<&Redactor>, text: &str) -> String {
+    let cut: String = text.chars().take(MAX_FIELD_CHARS).collect();
+    match redactor {
+        Some(redactor) => redactor.redact_all(&cut).into_owned(),
+        None => String::from("[not exported: the redact filter is unavailable]"),
     }
 }
 
@@ -1117,6 +1125,30 @@ mod tests {
                 .collect();
             assert_eq!(resolve(&env, setting), expected, "{vars:?} {setting:?}");
         }
+    }
+
+    #[test]
+    fn opted_in_text_is_cut_and_redacted() {
+        let redactor = export_redactor().expect("the default filter compiles");
+        let token = format!("ghp_{}", "a1B2".repeat(10));
+        type Check = Box<dyn Fn(&str) -> bool>;
+        let cases: Vec<(String, Check)> = vec![
+            (
+                format!("{{\"command\":\"curl -H 'token: {token}'\"}}"),
+                Box::new(|out: &str| out.starts_with("{\"command\":\"curl -H 'token: ")),
+            ),
+            ("ls -la".to_owned(), Box::new(|out: &str| out == "ls -la")),
+            (
+                "x".repeat(MAX_FIELD_CHARS * 2),
+                Box::new(|out: &str| out.len() == MAX_FIELD_CHARS),
+            ),
+        ];
+        for (text, expected) in cases {
+            let out = scrub(Some(&redactor), &text);
+            assert!(!out.contains(&token), "{out}");
+            assert!(expected(&out), "{out}");
+        }
+        assert!(!scrub(None, &token).contains(&token));
     }
 
     #[test]
