@@ -110,7 +110,7 @@ struct Args {
     /// OTEL_SDK_DISABLED=true turns export off. Off by default (docs/fleet.md).
     #[arg(long, value_name = "URL")]
     otel_endpoint: Option<String>,
-    /// Sensitive fields to export too, none by default: any of tool_input, command, output
+    /// Sensitive fields to export too, off by default: any of tool_input, command, output
     /// (comma-separated); each passes the redact filter's default patterns first.
     #[arg(long, value_name = "FIELDS", value_parser = parse_export_fields)]
     otel_include: Option<hookd_server::ExportFields>,
