@@ -21,7 +21,7 @@ use crate::daemon::RuntimeFlavor;
 use crate::fixture::{Fixture, TOOL_NO_HOOK, TOOL_ONE_HOOK};
 use crate::stats::{Samples, Summary, micros};
 
-/// The default length of the outage phase: the ten minutes.
+/// The default length of the outage phase: ten minutes, a collector's plausible outage.
 pub const DEFAULT_OUTAGE_SECONDS: u64 = 600;
 
 /// Events per second fired during the outage (a busy agent's rate, well above a person's).
