@@ -23,7 +23,15 @@ listening on a loopback port):
 - `http install, no hooks`: the HTTP entries alone (every common event is wired, and
   SessionStart's relay);
 - `guard via hookd worker, http`: the guard as a persistent worker, Claude Code posting its
-  events to hookd instead of starting the relay.
+  events to hookd instead of starting the relay;
+- `http install (hooked), no hooks` and `guard via hookd worker, http (hooked)`: the same with
+  `--events hooked`, which wires only the events hookd has hooks for, with their matchers;
+- `policy via hookd` (every host) and `policy via hookd, http` (Claude Code): the same rule
+  as a Rego policy hook in hookd's hooks file (docs/policies.md), evaluated by hookd's
+  evaluator with no process per call, reached through the relay or over HTTP;
+- `http {} in CLI`: Claude Code's own HTTP hook on the shell tool posting to a bare loopback
+  server (Python's, not hookd) that answers `{}` at once: what Claude Code pays to run any HTTP
+  hook at all, the floor under the HTTP rows as `true in CLI` is under the command rows.
 
 Besides each session's wall time, the time between two consecutive model requests (one tool
 call: its hooks, the tool, the CLI's own work) is pooled over every call of every session; its
@@ -37,10 +45,13 @@ Medians of `--runs` sessions are printed with the ratios the issue's targets nam
 `hookd-bench relay` (exec-to-exit of `hookctl relay` next to `bash -c true`) is run.
 """
 
+import http.server
 import json
+import resource
 import statistics
 import subprocess
 import sys
+import threading
 
 from harness import REPO, World, free_port, log, read_json, target_dir, write_json, write_script
 
@@ -70,17 +81,68 @@ CONFIGS = [
     "guard via hookd",
     "guard via hookd worker",
     "guard, hookd stopped",
+    "policy via hookd",
 ]
 
-# Claude Code's HTTP hooks (`install --transport http`).
-HTTP_CONFIGS = ["http install, no hooks", "guard via hookd worker, http"]
+# The guard's rule as a Rego policy (docs/policies.md): the same decision, no process per call.
+BENCH_POLICY = r"""package bench.guard
+
+import rego.v1
+
+deny contains "no rm -rf" if {
+	input.tool.kind == "shell"
+	contains(input.tool.command, "rm -rf")
+}
+"""
+
+# Claude Code's HTTP hooks (`install --transport http`), and its own HTTP hook to a bare server.
+HTTP_CONFIGS = [
+    "http install, no hooks",
+    "guard via hookd worker, http",
+    "http install (hooked), no hooks",
+    "guard via hookd worker, http (hooked)",
+    "http {} in CLI",
+    "policy via hookd, http",
+]
+POLICY_CONFIGS = ("policy via hookd", "policy via hookd, http")
+HOOKED_CONFIGS = ("http install (hooked), no hooks", "guard via hookd worker, http (hooked)")
+WORKER_CONFIGS = ("guard via hookd worker", "guard via hookd worker, http", "guard via hookd worker, http (hooked)")
+NO_HOOK_CONFIGS = ("none", "install, no hooks", "http install, no hooks", "http install (hooked), no hooks",
+                   *POLICY_CONFIGS)
+
+
+class _Empty(http.server.BaseHTTPRequestHandler):
+    """Answers every POST with `{}` at once, keeping the connection (HTTP/1.1)."""
+
+    protocol_version = "HTTP/1.1"
+
+    def do_POST(self):
+        self.rfile.read(int(self.headers.get("Content-Length") or 0))
+        self.send_response(200)
+        self.send_header("Content-Type", "application/json")
+        self.send_header("Content-Length", "2")
+        self.end_headers()
+        self.wfile.write(b"{}")
+
+    def log_message(self, *args):
+        pass
+
+
+def bare_server():
+    """A loopback HTTP server answering `{}`, served from a thread; returns it (its port is
+    `server.server_address[1]`)."""
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), _Empty)
+    server.daemon_threads = True
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    return server
 
 INSTALLED = (
     "install, no hooks",
     "guard via hookd",
     "guard via hookd worker",
     "guard, hookd stopped",
-    *HTTP_CONFIGS,
+    "policy via hookd",
+    *[c for c in HTTP_CONFIGS if c != "http {} in CLI"],
 )
 
 
@@ -89,7 +151,7 @@ def configs(host):
 
 
 def setup(ctx, host, config, calls):
-    w = World(ctx.tools, "bench-%s-%s" % (host.name, config.replace(" ", "").replace(",", "")))
+    w = World(ctx.tools, "bench-%s-%s" % (host.name, "".join(ch for ch in config if ch.isalnum())))
     host.prepare(w)
     script = write_script(w.hooks_dir / "guard.py", BENCH_GUARD)
     # The interpreter running this suite, by its path: a `python3` found through a version
@@ -100,19 +162,33 @@ def setup(ctx, host, config, calls):
         entry.update({"name": "guard", "timeout": 10000})
     else:
         entry["timeout"] = 10
-    if config not in ("none", "install, no hooks", "http install, no hooks"):
+    if config == "http {} in CLI":
+        w.bare_server = bare_server()
+        url = "http://127.0.0.1:%d/" % w.bare_server.server_address[1]
+        entry = {"type": "http", "url": url, "timeout": 10}
+    if config not in NO_HOOK_CONFIGS:
         host.add_hooks(host.user_settings_path(w), host.tool_event, host.shell_tool, [entry])
         if host.name == "codex" and config in ("true in CLI", "guard in CLI"):
             # Codex skips a hook without a trust record silently: trust it as /hooks would.
             host.trust_hooks(w)
+    if config in POLICY_CONFIGS:
+        (w.config / "hookd").mkdir(parents=True, exist_ok=True)
+        (w.config / "hookd" / "guard.rego").write_text(BENCH_POLICY)
+        write_json(
+            w.config / "hookd" / "hooks.json",
+            {"hooks": {"BeforeTool": [{"matcher": "run_shell_command", "hooks": [
+                {"type": "policy", "name": "guard", "policy": "guard.rego", "on_failure": "deny"}]}]}},
+        )
     env = {}
     if config in INSTALLED:
         install = ["install", "--host", host.name, "--yes"]
         if config in HTTP_CONFIGS:
             w.http_port = free_port()
             install += ["--transport", "http", "--port", str(w.http_port)]
+        if config in HOOKED_CONFIGS:
+            install += ["--events", "hooked"]
         w.hookctl(*install)
-        if config in ("guard via hookd worker", "guard via hookd worker, http"):
+        if config in WORKER_CONFIGS:
             path = w.config / "hookd" / "hooks.json"
             hooks = read_json(path)
             for groups in hooks["hooks"].values():
@@ -128,12 +204,19 @@ def setup(ctx, host, config, calls):
     return w, env
 
 
-def session(host, w, env, calls, gaps=None):
+def session(host, w, env, calls, gaps=None, cpus=None):
     """Runs one session; returns its wall time, and appends to `gaps` the time between each
     two model requests of the session (one tool call each: the hooks, the tool and the CLI's
-    own work between them), which the CLI's start-up and exit do not blur."""
+    own work between them), which the CLI's start-up and exit do not blur, and to `cpus` the
+    CPU time (user + system) of the CLI and every process it waited for: what the session
+    cost the machine, which other work on a busy machine stretches far less than wall time.
+    hookd's own CPU is not in it (the daemon is not the CLI's child)."""
     seen = len(w.model_requests())
+    before = resource.getrusage(resource.RUSAGE_CHILDREN)
     run = host.run(w, "run the steps", env_extra=env)
+    after = resource.getrusage(resource.RUSAGE_CHILDREN)
+    if cpus is not None:
+        cpus.append((after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime))
     done = len(run.tool_results())
     if run.code != 0 or done < calls:
         raise RuntimeError(
@@ -151,6 +234,7 @@ def bench_host(ctx, host, runs, calls):
     worlds = {c: setup(ctx, host, c, calls) for c in names}
     times = {c: [] for c in names}
     gaps = {c: [] for c in names}
+    cpus = {c: [] for c in names}
     try:
         # One warm-up session each (page cache, Node's compile cache, the worker's start).
         for c in names:
@@ -158,14 +242,30 @@ def bench_host(ctx, host, runs, calls):
         for r in range(runs):
             order = names[r % len(names) :] + names[: r % len(names)]
             for c in order:
-                times[c].append(session(host, *worlds[c], calls, gaps[c]))
+                times[c].append(session(host, *worlds[c], calls, gaps[c], cpus[c]))
             log("%s: round %d of %d done" % (host.name, r + 1, runs))
     finally:
         for w, _ in worlds.values():
+            if getattr(w, "bare_server", None) is not None:
+                w.bare_server.shutdown()
             w.close()
     medians = {c: statistics.median(t) for c, t in times.items()}
     per_call = {c: statistics.median(g) for c, g in gaps.items() if g}
-    return medians, times, per_call, gaps
+    cpu = {c: statistics.median(t) for c, t in cpus.items() if t}
+    return medians, times, per_call, gaps, cpu
+
+
+def report_cpu(host, cpu, calls):
+    """The CPU view: median CPU seconds of the CLI's process tree per session, and per call
+    over no install."""
+    none = cpu["none"]
+    lines = ["%s, CPU of the CLI and its children per session (median):" % host]
+    for c in [c for c in CONFIGS + HTTP_CONFIGS if c in cpu]:
+        lines.append(
+            "  %-38s %7.3f s   %+7.2f ms per call over none   %+6.1f %%"
+            % (c, cpu[c], (cpu[c] - none) / calls * 1000, (cpu[c] / none - 1) * 100)
+        )
+    return "\n".join(lines)
 
 
 def report_per_call(host, medians, per_call, calls):
@@ -193,6 +293,29 @@ def report_per_call(host, medians, per_call, calls):
                 worker_all,
                 "%.1fx" % (cli / worker_all) if worker_all > 0 else "n/a",
             )
+        )
+    if "guard via hookd worker, http (hooked)" in per_call:
+        hooked_base = per_call["http install (hooked), no hooks"]
+        hooked = (per_call["guard via hookd worker, http (hooked)"] - none) * 1000
+        lines.append(
+            "  http install (hooked), no hooks: %+.2f ms per call = %+.1f %% of the no-install session (target <= 2 %%)"
+            % ((hooked_base - none) * 1000, (hooked_base - none) * calls / medians["none"] * 100)
+        )
+        lines.append(
+            "  guard in CLI %.2f ms / hookd worker over HTTP (hooked) %.2f ms over no install = %s"
+            % (cli, hooked, "%.1fx" % (cli / hooked) if hooked > 0 else "n/a")
+        )
+    for c in POLICY_CONFIGS:
+        if c in per_call:
+            policy = (per_call[c] - none) * 1000
+            lines.append(
+                "  guard in CLI %.2f ms / %s %.2f ms over no install = %s (target >= 40x on Claude Code over HTTP)"
+                % (cli, c, policy, "%.1fx" % (cli / policy) if policy > 0 else "policy adds nothing measurable")
+            )
+    if "http {} in CLI" in per_call:
+        lines.append(
+            "  Claude Code's own cost of an HTTP hook (bare server answering {}): %.2f ms per call; of a command hook (true): %.2f ms"
+            % ((per_call["http {} in CLI"] - none) * 1000, (per_call["true in CLI"] - none) * 1000)
         )
     relay_worker = (per_call["guard via hookd worker"] - per_call["install, no hooks"]) * 1000
     lines.append(
@@ -272,10 +395,11 @@ def relay_bench():
 def main(ctx, hosts, runs, calls):
     results = {}
     for name in hosts:
-        medians, times, per_call, gaps = bench_host(ctx, ctx.hosts[name], runs, calls)
-        results[name] = {"medians_s": medians, "samples_s": times, "per_call_s": per_call, "gaps_s": gaps}
+        medians, times, per_call, gaps, cpu = bench_host(ctx, ctx.hosts[name], runs, calls)
+        results[name] = {"medians_s": medians, "samples_s": times, "per_call_s": per_call, "gaps_s": gaps, "cpu_s": cpu}
         print(report(name, medians, calls), flush=True)
         print(report_per_call(name, medians, per_call, calls), flush=True)
+        print(report_cpu(name, cpu, calls), flush=True)
     print("relay, exec to exit (hookd-bench relay, 300 samples each):", flush=True)
     print(relay_bench(), flush=True)
     out = target_dir() / "interop-bench.json"

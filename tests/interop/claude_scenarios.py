@@ -559,3 +559,27 @@ def http_hook_added_mid_session(ctx, host):
         )
         v.expect("exit", s.run.code, 0)
     return v
+
+
+@scenario(
+    "http-events-hooked",
+    ["claude"],
+    "over HTTP with `--events hooked`: only the guard's event is wired (with its Bash matcher), "
+    "and the guard denies `rm -rf` as natively",
+    transports=["http"],
+)
+def http_events_hooked(ctx, host):
+    from scenarios import deny_both
+
+    def check_install(v, s):
+        wired = (json.load(open(s.user_settings())) or {}).get("hooks", {})
+        pre = wired.get("PreToolUse", [{}])[0]
+        v.expect("PreToolUse: one HTTP entry", [h.get("type") for h in pre.get("hooks", [])], ["http"])
+        v.expect("PreToolUse: the guard's matcher", pre.get("matcher"), "Bash")
+        v.check(
+            "no entry for events without hooks",
+            "PostToolUse" not in wired and "UserPromptSubmit" not in wired,
+            ", ".join(sorted(wired)),
+        )
+
+    return deny_both(ctx, host, "events-hooked", ("--events", "hooked"), check_install)

@@ -234,16 +234,19 @@ def rm_turns(count=1):
 # --- scenarios -------------------------------------------------------------------------------
 
 
-@scenario("deny", ["gemini", "claude"], "a user guard denies `rm -rf`: natively and via hookd")
-def deny(ctx, host):
+def deny_both(ctx, host, name="deny", install_extra=(), check_install=None):
+    """A user guard denies `rm -rf`, natively and via hookd (installed with `install_extra`;
+    `check_install(v, s)` then looks at what the install wrote): the same facts both ways."""
     v = Verdict()
     facts = {}
     for mode in ("native", "hookd"):
-        with Session(ctx, host, mode, "deny") as s:
+        with Session(ctx, host, mode, name) as s:
             add_tool_hook(host, s.user_settings(), guard_entry(host, s.w))
             if mode == "hookd":
-                s.install()
+                s.install(extra=install_extra)
                 s.start_daemon()
+                if check_install is not None:
+                    check_install(v, s)
             s.go(rm_turns())
             facts[mode] = s.facts()
             facts[mode]["guard_runs"] = len(hook_runs(s.w, "guard"))
@@ -251,6 +254,11 @@ def deny(ctx, host):
     compare(v, facts["native"], facts["hookd"])
     v.same("guard_runs", facts["native"]["guard_runs"], facts["hookd"]["guard_runs"])
     return v
+
+
+@scenario("deny", ["gemini", "claude"], "a user guard denies `rm -rf`: natively and via hookd")
+def deny(ctx, host):
+    return deny_both(ctx, host)
 
 
 @scenario("allow", ["gemini", "claude"], "the guard allows a harmless command: it runs, its output reaches the model")

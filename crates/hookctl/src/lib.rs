@@ -47,6 +47,7 @@ pub mod install;
 pub mod manage;
 pub mod migrate;
 mod offline;
+pub mod policy;
 pub mod relay;
 pub mod replay;
 pub mod service;
@@ -128,6 +129,8 @@ pub enum Command {
     Trust(trust::TrustArgs),
     /// Forget a project's trusted hooks.
     Untrust(trust::UntrustArgs),
+    /// Evaluate and test policy hooks' Rego files (docs/policies.md). Needs no daemon.
+    Policy(policy::PolicyArgs),
     /// Turn the project's Claude Code hooks into Gemini CLI hooks in .gemini/settings.json
     /// (--from-claude); lists every entry that could not be converted. Needs no daemon.
     Migrate(migrate::MigrateArgs),
@@ -230,6 +233,7 @@ pub fn run(cli: Cli) -> ExitCode {
         Command::Uninstall(args) => return install::run_uninstall(args, cli.socket.as_deref()),
         Command::Sync(args) => return install::run_sync(args, cli.socket.as_deref()),
         Command::State(command) => return state::run(command, cli.socket.as_deref()),
+        Command::Policy(args) => return policy::run(args),
         _ => {}
     }
     let runtime = match tokio::runtime::Builder::new_current_thread()
@@ -422,6 +426,7 @@ pub async fn execute(cli: Cli) -> anyhow::Result<String> {
         Command::Untrust(args) => trust::untrust(&connect(&socket, false).await?, args).await,
         Command::Migrate(args) => migrate::run(args),
         Command::Relay(_)
+        | Command::Policy(_)
         | Command::State(_)
         | Command::Install(_)
         | Command::Uninstall(_)
@@ -680,7 +685,17 @@ pub fn render_list(listing: &ListResponse) -> String {
                     let _ = writeln!(out, "    Source: {source}");
                 }
             }
-            if let Some(command) = hook
+            if hook.hook_type == "policy" {
+                // A policy's command describes its files (`policy P data D`).
+                if let Some(files) = &hook.command {
+                    let files = files.strip_prefix("policy ").unwrap_or(files);
+                    let _ = writeln!(
+                        out,
+                        "    Policy: {} (evaluated by hookd)",
+                        files.replace(" data ", ", data ")
+                    );
+                }
+            } else if let Some(command) = hook
                 .command
                 .as_ref()
                 .filter(|command| **command != hook.name)

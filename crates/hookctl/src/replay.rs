@@ -8,6 +8,10 @@
 //! and the answer goes no further than this command. A payload line has no recorded decision;
 //! one that carries a `decision` key of its own is compared with it.
 //!
+//! With `--policy FILE`, no daemon is asked: each event is decided by that Rego policy alone
+//! (as a policy hook would decide it, `docs/policies.md`), to see what a policy would have
+//! decided on what really happened before it is installed.
+//!
 //! Exit codes, like `diff`'s: 0 when every decision is the recorded one, 1 when one differs,
 //! 2 when the input or the daemon failed.
 
@@ -52,6 +56,21 @@ pub struct ReplayArgs {
     /// Print one JSON object per event and a summary object.
     #[arg(long)]
     pub json: bool,
+    /// Decide every event with this Rego policy instead of the daemon's hooks (no daemon is
+    /// needed): what the policy would have decided.
+    #[arg(long, value_name = "FILE")]
+    pub policy: Option<PathBuf>,
+    /// A JSON data file for --policy (repeatable).
+    #[arg(long, value_name = "FILE", requires = "policy")]
+    pub data: Vec<PathBuf>,
+}
+
+/// Who decides the replayed events.
+enum Judge {
+    /// The daemon, with its current settings.
+    Daemon(Client),
+    /// One policy, evaluated here.
+    Policy(Box<hookd_policy::Policy>),
 }
 
 /// One recorded event, ready to send.
@@ -244,7 +263,16 @@ async fn replay(socket: &Path, args: &ReplayArgs) -> anyhow::Result<bool> {
         .clone()
         .map(|dir| crate::absolute_cwd(Some(dir)))
         .transpose()?;
-    let client = crate::connect(socket, true).await?;
+    let mut judge = match &args.policy {
+        Some(policy) => Judge::Policy(Box::new(hookd_policy::Policy::load(
+            &hookd_policy::Sources {
+                policy: policy.clone(),
+                data: args.data.clone(),
+            },
+            &[],
+        )?)),
+        None => Judge::Daemon(crate::connect(socket, true).await?),
+    };
     let mut reader = BufReader::new(reader);
     let mut summary = Summary::default();
     let mut number = 0;
@@ -278,9 +306,14 @@ async fn replay(socket: &Path, args: &ReplayArgs) -> anyhow::Result<bool> {
                 continue;
             }
         };
-        let result = send(&client, &recorded, cwd.as_deref()).await?;
+        let replayed = match &mut judge {
+            Judge::Daemon(client) => {
+                let result = send(client, &recorded, cwd.as_deref()).await?;
+                compare(&recorded, &result)
+            }
+            Judge::Policy(policy) => decide(policy, &recorded, cwd.as_deref())?,
+        };
         summary.replayed += 1;
-        let replayed = compare(&recorded, &result);
         if replayed.differs {
             summary.differ += 1;
         }
@@ -358,6 +391,61 @@ fn compare(recorded: &Recorded, result: &EventResult) -> Replayed {
     }
 }
 
+/// The recorded event decided by `policy` alone: `deny`, `ask`, else `allow` (which a
+/// recorded `none` also is: nothing decided).
+fn decide(
+    policy: &mut hookd_policy::Policy,
+    recorded: &Recorded,
+    cwd: Option<&Path>,
+) -> anyhow::Result<Replayed> {
+    let mut payload = recorded.input.clone();
+    payload.insert(
+        "hook_event_name".to_owned(),
+        Value::from(recorded.event.as_str()),
+    );
+    payload.insert(
+        "session_id".to_owned(),
+        Value::from(recorded.session_id.as_str()),
+    );
+    let project = cwd.map_or_else(|| recorded.cwd.clone(), |dir| dir.display().to_string());
+    payload
+        .entry("cwd")
+        .or_insert_with(|| Value::from(project.as_str()));
+    let context = hookd_policy::Context {
+        host: String::new(),
+        project,
+    };
+    let decision = policy
+        .evaluate(hookd_policy::policy_input(&payload, &context))
+        .with_context(|| format!("line {}: the policy failed", recorded.line))?;
+    let now = if !decision.deny.is_empty() {
+        "deny"
+    } else if !decision.ask.is_empty() {
+        "ask"
+    } else {
+        "allow"
+    };
+    let same = |recorded: &str| {
+        recorded == now || (now == "allow" && matches!(recorded, "none" | "allow"))
+    };
+    Ok(Replayed {
+        line: recorded.line,
+        event: recorded.event.clone(),
+        tool_name: recorded
+            .input
+            .get("tool_name")
+            .and_then(Value::as_str)
+            .map(str::to_owned),
+        differs: recorded
+            .decision
+            .as_deref()
+            .is_some_and(|decision| !same(decision)),
+        recorded: recorded.decision.clone(),
+        now: now.to_owned(),
+        hooks: vec![("policy".to_owned(), now.to_owned())],
+    })
+}
+
 /// One replayed event as text.
 fn render(recorded: &Recorded, replayed: &Replayed) -> String {
     let mut out = String::new();
@@ -414,6 +502,50 @@ mod tests {
     use serde_json::json;
 
     use super::*;
+
+    #[test]
+    fn a_policy_decides_recorded_events_without_a_daemon() {
+        let dir = tempfile::tempdir().unwrap();
+        let policy = dir.path().join("p.rego");
+        std::fs::write(
+            &policy,
+            "package p\n\ndeny contains \"no rm\" if contains(input.tool.command, \"rm -rf\")\n",
+        )
+        .unwrap();
+        let mut loaded = hookd_policy::Policy::load(
+            &hookd_policy::Sources {
+                policy,
+                data: vec![],
+            },
+            &[],
+        )
+        .unwrap();
+        // (command, recorded decision, decided now, differs)
+        let cases = [
+            ("rm -rf /", Some("allow"), "deny", true),
+            ("rm -rf /", Some("deny"), "deny", false),
+            ("ls", Some("none"), "allow", false),
+            ("ls", None, "allow", false),
+        ];
+        for (command, before, now, differs) in cases {
+            let recorded = Recorded {
+                line: 1,
+                event: "BeforeTool".to_owned(),
+                cwd: "/p".to_owned(),
+                session_id: "s".to_owned(),
+                input:
+                    json!({"tool_name": "run_shell_command", "tool_input": {"command": command}})
+                        .as_object()
+                        .unwrap()
+                        .clone(),
+                decision: before.map(str::to_owned),
+                hooks: vec![],
+            };
+            let replayed = decide(&mut loaded, &recorded, None).unwrap();
+            assert_eq!(replayed.now, now, "{command}");
+            assert_eq!(replayed.differs, differs, "{command} {before:?}");
+        }
+    }
 
     #[test]
     fn lines_become_events_or_are_skipped_with_a_reason() {

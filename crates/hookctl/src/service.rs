@@ -4,7 +4,10 @@
 //! `systemd/` directory, embedded at build time) to the user's unit directory,
 //! `$XDG_CONFIG_HOME/systemd/user/` or `~/.config/systemd/user/`, with `ExecStart=` set to the
 //! absolute path of the installed `hookd`. Then it runs `systemctl --user daemon-reload` and
-//! `systemctl --user enable --now hookd.socket`. Where `systemctl --user` cannot run (no user
+//! `systemctl --user enable --now hookd.socket`. With `--http` it also writes and enables
+//! `hookd-http.socket`, hookd's loopback HTTP listener (on `--http-port`, default 47411); a
+//! later `install` without `--http` keeps an HTTP socket unit already there. Where
+//! `systemctl --user` cannot run (no user
 //! bus, e.g. over ssh without a login session, or no systemd at all) the files are still
 //! written and the exact commands to run are printed instead.
 
@@ -23,23 +26,40 @@ pub const SOCKET_UNIT: &str = include_str!("../../../systemd/hookd.socket");
 pub const SERVICE_UNIT: &str = include_str!("../../../systemd/hookd.service");
 /// The socket unit's file name.
 pub const SOCKET_NAME: &str = "hookd.socket";
+/// The HTTP socket unit, as shipped (port 47411); its `ListenStream=` is set on install.
+pub const HTTP_SOCKET_UNIT: &str = include_str!("../../../systemd/hookd-http.socket");
+/// The HTTP socket unit's file name.
+pub const HTTP_SOCKET_NAME: &str = "hookd-http.socket";
 /// The service unit's file name.
 pub const SERVICE_NAME: &str = "hookd.service";
 
-/// The systemctl invocations that install the units, in order (each after `systemctl --user`).
-const INSTALL_COMMANDS: [&[&str]; 3] = [
-    &["daemon-reload"],
-    &["enable", "--now", SOCKET_NAME],
-    // A daemon already running from an older install picks up the new binary; with the socket
-    // held by systemd, no client notices the restart. A no-op when nothing runs.
-    &["try-restart", SERVICE_NAME],
-];
+/// The systemctl invocations that install the units, in order (each after `systemctl --user`);
+/// `http`: the HTTP socket unit is installed too.
+fn install_commands(http: bool) -> Vec<Vec<&'static str>> {
+    let mut enable = vec!["enable", "--now", SOCKET_NAME];
+    if http {
+        enable.push(HTTP_SOCKET_NAME);
+    }
+    vec![
+        vec!["daemon-reload"],
+        enable,
+        // A daemon already running from an older install picks up the new binary (and a new
+        // HTTP socket); with the sockets held by systemd, no client notices the restart. A
+        // no-op when nothing runs.
+        vec!["try-restart", SERVICE_NAME],
+    ]
+}
 
-/// The systemctl invocations that remove the units, in order.
-const UNINSTALL_COMMANDS: [&[&str]; 2] = [
-    &["disable", "--now", SOCKET_NAME, SERVICE_NAME],
-    &["daemon-reload"],
-];
+/// The systemctl invocations that remove the units, in order; `http`: the HTTP socket unit
+/// is installed (`systemctl disable` refuses a unit that is not).
+fn uninstall_commands(http: bool) -> Vec<Vec<&'static str>> {
+    let mut disable = vec!["disable", "--now", SOCKET_NAME];
+    if http {
+        disable.push(HTTP_SOCKET_NAME);
+    }
+    disable.push(SERVICE_NAME);
+    vec![disable, vec!["daemon-reload"]]
+}
 
 /// Arguments of `hookctl service`.
 #[derive(Debug, clap::Args)]
@@ -70,6 +90,13 @@ pub struct InstallArgs {
     /// Only write the unit files; print the systemctl commands instead of running them.
     #[arg(long)]
     pub no_systemctl: bool,
+    /// Also install and enable hookd-http.socket, hookd's loopback HTTP listener (for
+    /// `hookctl install --host claude --transport http`).
+    #[arg(long)]
+    pub http: bool,
+    /// The loopback port of hookd-http.socket [default: 47411].
+    #[arg(long, value_name = "N", requires = "http")]
+    pub http_port: Option<u16>,
 }
 
 /// Arguments of `hookctl service uninstall`.
@@ -144,7 +171,10 @@ pub fn execute(args: ServiceArgs, env: &ServiceEnv) -> anyhow::Result<String> {
                 Some(path) => env.cwd.join(path),
                 None => default_hookd()?,
             };
-            install(env, &hookd, !args.no_systemctl)
+            let http = args
+                .http
+                .then(|| args.http_port.unwrap_or(hookd_protocol::http::DEFAULT_PORT));
+            install(env, &hookd, !args.no_systemctl, http)
         }
         ServiceAction::Uninstall(args) => uninstall(env, !args.no_systemctl),
         ServiceAction::Status => Ok(status(env)),
@@ -160,9 +190,14 @@ fn default_hookd() -> anyhow::Result<PathBuf> {
     Ok(dir.join("hookd"))
 }
 
-/// Writes the units with `ExecStart=` pointing at `hookd`, then enables them (when
-/// `use_systemctl`) or says how to.
-pub fn install(env: &ServiceEnv, hookd: &Path, use_systemctl: bool) -> anyhow::Result<String> {
+/// Writes the units with `ExecStart=` pointing at `hookd` (and, with `http`, the HTTP socket
+/// unit on that port), then enables them (when `use_systemctl`) or says how to.
+pub fn install(
+    env: &ServiceEnv,
+    hookd: &Path,
+    use_systemctl: bool,
+    http: Option<u16>,
+) -> anyhow::Result<String> {
     check_executable(hookd)?;
     if let Some((socket, pid)) = hand_started_daemon(env, use_systemctl) {
         bail!(
@@ -176,22 +211,65 @@ pub fn install(env: &ServiceEnv, hookd: &Path, use_systemctl: bool) -> anyhow::R
     let service = render_service(SERVICE_UNIT, hookd)?;
     std::fs::create_dir_all(&env.unit_dir)
         .with_context(|| format!("cannot create {}", env.unit_dir.display()))?;
+    let http_unit = http.map(render_http_socket).transpose()?;
     let mut out = String::new();
-    for (name, text) in [(SOCKET_NAME, SOCKET_UNIT), (SERVICE_NAME, service.as_str())] {
+    let mut units = vec![(SOCKET_NAME, SOCKET_UNIT), (SERVICE_NAME, service.as_str())];
+    if let Some(unit) = &http_unit {
+        units.push((HTTP_SOCKET_NAME, unit.as_str()));
+    }
+    for (name, text) in units {
         let path = env.unit_dir.join(name);
         std::fs::write(&path, text).with_context(|| format!("cannot write {}", path.display()))?;
         let _ = writeln!(out, "wrote {}", path.display());
     }
+    let http_path = env.unit_dir.join(HTTP_SOCKET_NAME);
+    let kept_http = http.is_none() && http_path.exists();
+    if kept_http {
+        let _ = writeln!(
+            out,
+            "kept {} (hookd's HTTP listener, installed before)",
+            http_path.display()
+        );
+    }
     let _ = writeln!(out, "hookd binary: {}", hookd.display());
+    let commands = install_commands(http.is_some() || kept_http);
     if !use_systemctl {
         out.push_str("To enable the service, run:\n");
-        push_commands(&mut out, &INSTALL_COMMANDS);
+        push_commands(&mut out, &commands);
         return Ok(out);
     }
-    if run_commands(env, &INSTALL_COMMANDS, &mut out)? {
+    if run_commands(env, &commands, &mut out)? {
         out.push_str("hookd starts on the first connection to its socket ($XDG_RUNTIME_DIR/hookd/hookd.sock).\n");
+        if let Some(port) = http {
+            let _ = writeln!(
+                out,
+                "hookd's HTTP listener: 127.0.0.1:{port} (`hookctl install --host claude \
+                 --transport http --port {port}` wires Claude Code to it)."
+            );
+        }
     }
     Ok(out)
+}
+
+/// The shipped HTTP socket unit listening on loopback `port`.
+pub fn render_http_socket(port: u16) -> anyhow::Result<String> {
+    let shipped = format!(
+        "ListenStream=127.0.0.1:{}",
+        hookd_protocol::http::DEFAULT_PORT
+    );
+    if !HTTP_SOCKET_UNIT.lines().any(|line| line == shipped) {
+        bail!("the shipped {HTTP_SOCKET_NAME} has no `{shipped}` line to set the port in");
+    }
+    Ok(HTTP_SOCKET_UNIT
+        .lines()
+        .map(|line| {
+            if line == shipped {
+                format!("ListenStream=127.0.0.1:{port}\n")
+            } else {
+                format!("{line}\n")
+            }
+        })
+        .collect())
 }
 
 /// A daemon answering on the units' socket that systemd does not manage (its socket unit
@@ -229,11 +307,13 @@ fn daemon_pid(socket: &Path) -> Option<u32> {
 /// Disables the units (when `use_systemctl`) and removes them.
 pub fn uninstall(env: &ServiceEnv, use_systemctl: bool) -> anyhow::Result<String> {
     let mut out = String::new();
+    let http = env.unit_dir.join(HTTP_SOCKET_NAME).exists();
+    let commands = uninstall_commands(http);
     // Disabling needs the unit files, so it comes first; the reload comes after the removal.
     let systemctl_works = use_systemctl
-        && match systemctl(env, UNINSTALL_COMMANDS[0]) {
+        && match systemctl(env, &commands[0]) {
             Ok(()) => {
-                let _ = writeln!(out, "ran: {}", command_line(UNINSTALL_COMMANDS[0]));
+                let _ = writeln!(out, "ran: {}", command_line(&commands[0]));
                 true
             }
             Err(reason) => {
@@ -242,13 +322,18 @@ pub fn uninstall(env: &ServiceEnv, use_systemctl: bool) -> anyhow::Result<String
             }
         };
     // What `systemctl disable` would remove, for when it could not run.
-    let wants = env.unit_dir.join("sockets.target.wants").join(SOCKET_NAME);
-    if std::fs::symlink_metadata(&wants).is_ok_and(|meta| meta.file_type().is_symlink()) {
-        std::fs::remove_file(&wants)
-            .with_context(|| format!("cannot remove {}", wants.display()))?;
-        let _ = writeln!(out, "removed {}", wants.display());
+    for socket in [SOCKET_NAME, HTTP_SOCKET_NAME] {
+        let wants = env.unit_dir.join("sockets.target.wants").join(socket);
+        if std::fs::symlink_metadata(&wants).is_ok_and(|meta| meta.file_type().is_symlink()) {
+            std::fs::remove_file(&wants)
+                .with_context(|| format!("cannot remove {}", wants.display()))?;
+            let _ = writeln!(out, "removed {}", wants.display());
+        }
     }
-    for name in [SOCKET_NAME, SERVICE_NAME] {
+    for name in [SOCKET_NAME, SERVICE_NAME, HTTP_SOCKET_NAME] {
+        if name == HTTP_SOCKET_NAME && !http {
+            continue;
+        }
         let path = env.unit_dir.join(name);
         match std::fs::remove_file(&path) {
             Ok(()) => {
@@ -263,16 +348,18 @@ pub fn uninstall(env: &ServiceEnv, use_systemctl: bool) -> anyhow::Result<String
         }
     }
     if systemctl_works {
-        let reload = UNINSTALL_COMMANDS[1];
+        let reload = &commands[1];
         systemctl(env, reload)
             .map_err(|reason| anyhow::anyhow!("`{}` failed: {reason}", command_line(reload)))?;
         let _ = writeln!(out, "ran: {}", command_line(reload));
     } else {
         out.push_str("To stop a running hookd and forget the units, run:\n");
-        push_commands(
-            &mut out,
-            &[&["stop", SOCKET_NAME, SERVICE_NAME], &["daemon-reload"]],
-        );
+        let mut stop = vec!["stop", SOCKET_NAME];
+        if http {
+            stop.push(HTTP_SOCKET_NAME);
+        }
+        stop.push(SERVICE_NAME);
+        push_commands(&mut out, &[stop, vec!["daemon-reload"]]);
     }
     Ok(out)
 }
@@ -281,12 +368,21 @@ pub fn uninstall(env: &ServiceEnv, use_systemctl: bool) -> anyhow::Result<String
 pub fn status(env: &ServiceEnv) -> String {
     let mut out = String::new();
     let _ = writeln!(out, "unit directory: {}", env.unit_dir.display());
-    for (name, shipped) in [(SOCKET_NAME, SOCKET_UNIT), (SERVICE_NAME, SERVICE_UNIT)] {
+    for (name, shipped) in [
+        (SOCKET_NAME, SOCKET_UNIT),
+        (SERVICE_NAME, SERVICE_UNIT),
+        (HTTP_SOCKET_NAME, HTTP_SOCKET_UNIT),
+    ] {
         let path = env.unit_dir.join(name);
         let installed = match std::fs::read_to_string(&path) {
             Ok(text) => text,
             Err(err) if err.kind() == std::io::ErrorKind::NotFound => {
-                let _ = writeln!(out, "{name}: not installed");
+                let optional = if name == HTTP_SOCKET_NAME {
+                    " (optional: `hookctl service install --http` adds hookd's HTTP listener)"
+                } else {
+                    ""
+                };
+                let _ = writeln!(out, "{name}: not installed{optional}");
                 continue;
             }
             Err(err) => {
@@ -305,8 +401,12 @@ pub fn status(env: &ServiceEnv) -> String {
                 " (differs from this hookctl's; `hookctl service install` updates it)"
             }
         );
-        if let Some(exec) = installed.lines().find(|l| l.starts_with("ExecStart=")) {
-            let _ = writeln!(out, "  {exec}");
+        for line in installed.lines() {
+            if line.starts_with("ExecStart=")
+                || (name == HTTP_SOCKET_NAME && line.starts_with("ListenStream="))
+            {
+                let _ = writeln!(out, "  {line}");
+            }
         }
     }
     let wants = env.unit_dir.join("sockets.target.wants").join(SOCKET_NAME);
@@ -316,8 +416,13 @@ pub fn status(env: &ServiceEnv) -> String {
         "enabled at login: {}",
         if enabled { "yes" } else { "no" }
     );
+    let mut units = vec![SOCKET_NAME, SERVICE_NAME];
+    if env.unit_dir.join(HTTP_SOCKET_NAME).exists() {
+        units.push(HTTP_SOCKET_NAME);
+    }
     let output = systemctl_command(env)
-        .args(["status", "--no-pager", SOCKET_NAME, SERVICE_NAME])
+        .args(["status", "--no-pager"])
+        .args(&units)
         .output();
     match output {
         // `systemctl status` exits 3 for an inactive unit; its report is still the answer.
@@ -342,7 +447,11 @@ pub fn status(env: &ServiceEnv) -> String {
 /// Runs `commands` in order and returns whether they all ran. When the first fails,
 /// `systemctl --user` cannot run here: every command is printed for the user instead and the
 /// answer is `false`. A later failure is an error (systemd answered, and refused).
-fn run_commands(env: &ServiceEnv, commands: &[&[&str]], out: &mut String) -> anyhow::Result<bool> {
+fn run_commands(
+    env: &ServiceEnv,
+    commands: &[Vec<&str>],
+    out: &mut String,
+) -> anyhow::Result<bool> {
     for (index, args) in commands.iter().enumerate() {
         match systemctl(env, args) {
             Ok(()) => {
@@ -410,7 +519,7 @@ fn command_line(args: &[&str]) -> String {
 }
 
 /// Appends each command on its own indented line.
-fn push_commands(out: &mut String, commands: &[&[&str]]) {
+fn push_commands(out: &mut String, commands: &[Vec<&str>]) {
     for args in commands {
         let _ = writeln!(out, "  {}", command_line(args));
     }
@@ -461,6 +570,9 @@ fn without_exec_start(unit: &str) -> Vec<&str> {
         .map(|line| {
             if line.starts_with("ExecStart=") {
                 "ExecStart="
+            } else if line.starts_with("ListenStream=127.0.0.1:") {
+                // The HTTP socket's port is the user's choice.
+                "ListenStream=127.0.0.1:"
             } else {
                 line
             }
@@ -630,6 +742,8 @@ mod tests {
             action: ServiceAction::Install(InstallArgs {
                 hookd: hookd.map(PathBuf::from),
                 no_systemctl,
+                http: false,
+                http_port: None,
             }),
         }
     }
@@ -712,6 +826,84 @@ mod tests {
         assert!(
             out.contains("ran: systemctl --user enable --now hookd.socket"),
             "{out}"
+        );
+    }
+
+    #[test]
+    fn http_installs_the_listener_socket_on_its_port_keeps_it_and_removes_it() {
+        let sandbox = Sandbox::new(Some("exit 0"));
+        let args = ServiceArgs {
+            action: ServiceAction::Install(InstallArgs {
+                hookd: Some(PathBuf::from("hookd")),
+                no_systemctl: false,
+                http: true,
+                http_port: Some(47500),
+            }),
+        };
+        let out = execute(args, &sandbox.env()).unwrap();
+        let unit = sandbox.unit(HTTP_SOCKET_NAME).unwrap();
+        assert!(
+            unit.lines().any(|l| l == "ListenStream=127.0.0.1:47500"),
+            "{unit}"
+        );
+        assert!(!unit.contains("47411"), "{unit}");
+        assert!(unit.contains("FileDescriptorName=http"), "{unit}");
+        assert_eq!(
+            sandbox.calls(),
+            [
+                "--user daemon-reload",
+                "--user enable --now hookd.socket hookd-http.socket",
+                "--user try-restart hookd.service"
+            ]
+        );
+        assert!(out.contains("--port 47500"), "{out}");
+        // The status shows the port and no difference from the shipped unit.
+        let shown = status(&sandbox.env());
+        assert!(shown.contains("ListenStream=127.0.0.1:47500"), "{shown}");
+        assert!(!shown.contains("differs"), "{shown}");
+
+        // A re-install without --http keeps the listener and keeps it enabled.
+        let out = execute(install_args(Some("hookd"), false), &sandbox.env()).unwrap();
+        assert!(out.contains("kept"), "{out}");
+        assert_eq!(
+            sandbox.unit(HTTP_SOCKET_NAME).as_deref(),
+            Some(unit.as_str())
+        );
+        assert!(
+            sandbox
+                .calls()
+                .iter()
+                .filter(|call| call.contains("enable"))
+                .all(|call| call.contains(HTTP_SOCKET_NAME)),
+            "{:?}",
+            sandbox.calls()
+        );
+
+        // Uninstall disables and removes it with the others.
+        execute(
+            ServiceArgs {
+                action: ServiceAction::Uninstall(UninstallArgs {
+                    no_systemctl: false,
+                }),
+            },
+            &sandbox.env(),
+        )
+        .unwrap();
+        assert_eq!(sandbox.unit(HTTP_SOCKET_NAME), None);
+        assert!(
+            sandbox.calls().contains(
+                &"--user disable --now hookd.socket hookd-http.socket hookd.service".to_owned()
+            ),
+            "{:?}",
+            sandbox.calls()
+        );
+    }
+
+    #[test]
+    fn the_shipped_http_socket_listens_on_the_default_port() {
+        assert_eq!(
+            render_http_socket(hookd_protocol::http::DEFAULT_PORT).unwrap(),
+            HTTP_SOCKET_UNIT
         );
     }
 

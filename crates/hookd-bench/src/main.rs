@@ -18,6 +18,7 @@ mod frame;
 mod lean;
 mod load;
 mod placement;
+mod policy;
 mod relay;
 mod reload;
 mod report;
@@ -111,6 +112,10 @@ enum Helper {
     /// Times `hookctl state get/set`: the protocol round trip through hookd-client and the
     /// whole `hookctl state` process (needs `hookctl` built next to this binary).
     State,
+    /// Times policy hooks: each starter policy's evaluation, and an event through the daemon
+    /// with no hook, a policy hook, a Python persistent worker and a one-shot `sh` hook
+    /// (needs `hookd` built next to this binary).
+    Policy,
     /// Answers every frame on a socket with a fixed frame (the ping-pong floor).
     #[command(hide = true)]
     EchoServer {
@@ -197,6 +202,15 @@ fn main() -> anyhow::Result<()> {
         Some(Helper::State) => {
             let report = state::run(cli.quick, cli.iterations, cli.daemon_runtime)?;
             print!("{}", state::table(&report));
+            Ok(())
+        }
+        Some(Helper::Policy) => {
+            let samples = cli.iterations.unwrap_or(if cli.quick {
+                200
+            } else {
+                policy::DEFAULT_SAMPLES
+            });
+            print!("{}", policy::table(&policy::run(samples)?));
             Ok(())
         }
         Some(Helper::Reload { edits }) => {

@@ -534,7 +534,7 @@ pub struct HttpStatus {
     pub sessions: u64,
     /// Requests and connections refused since start, by reason (`secret`, `host`, `origin`,
     /// `method`, `path`, `too_large`, `no_length`, `slow_body`, `bad_body`, `evicted`,
-    /// `idle`), reasons with none left out.
+    /// `idle`, `peer`), reasons with none left out.
     pub refused: std::collections::BTreeMap<String, u64>,
 }
 

@@ -100,6 +100,11 @@ const MISSING_COMMAND_ERROR: &str = "Command hook missing command";
 /// such a hook out of the registry; this is the runner's safety net).
 const BUILTIN_WITHOUT_FILTER_ERROR: &str = "builtin hook has no compiled filter";
 
+/// The refusal of a policy hook where no evaluator is configured (a runner without the
+/// daemon's binary).
+const POLICY_WITHOUT_EVALUATOR_ERROR: &str = "policy hooks need hookd's evaluator, which this \
+                                              engine does not have";
+
 /// The refusal of a builtin filter outside AfterModel, the one event it applies to.
 const BUILTIN_EVENT_ERROR: &str = "builtin filters only run on AfterModel";
 
@@ -137,6 +142,10 @@ pub struct RunnerConfig {
     /// when a daemon has the event but has not answered in time: the hooks may be running
     /// there, so they are not run a second time, and a fail-closed guard still blocks.
     pub plan_only: Option<Arc<str>>,
+    /// The program that evaluates policy hooks (`"type": "policy"`), started as
+    /// `<program> --policy-worker ...` and kept as a persistent worker: the daemon's own
+    /// binary. `None`: policy hooks are refused (their failure policy decides).
+    pub policy_program: Option<PathBuf>,
 }
 
 impl RunnerConfig {
@@ -197,6 +206,7 @@ impl Default for RunnerConfig {
             breakers: Arc::new(Breakers::default()),
             shares: Arc::new(SlotShares::new(ShareLimits::for_slots(DEFAULT_HOOK_SLOTS))),
             plan_only: None,
+            policy_program: None,
         }
     }
 }
@@ -335,6 +345,9 @@ pub struct FireRequest {
     /// The session state token of this session and project, put in every hook's environment
     /// as `HOOKD_STATE_TOKEN` (`docs/state.md`); empty: none.
     pub state_token: String,
+    /// The host that relayed the event (`claude`, ...), empty when a client fired it itself:
+    /// what a policy sees as `input.host`.
+    pub host: &'static str,
 }
 
 /// The [`ProcessKey`]s a request's runs computed, per hook.
@@ -756,6 +769,15 @@ impl<'a> Firing<'a> {
                 warning: None,
                 verified: None,
             },
+            // A policy's evaluator checks the trusted digests itself before it compiles.
+            (HookTrust::Trusted { .. }, ProjectHookPolicy::Require)
+                if entry.config.hook_type == HookType::Policy =>
+            {
+                TrustVerdict::Run {
+                    warning: None,
+                    verified: None,
+                }
+            }
             (HookTrust::Trusted { key }, ProjectHookPolicy::Require) => {
                 // The registry hashed the files when it was built; a write since then that
                 // the watcher has not turned into a rebuild yet must not slip through. The
@@ -846,6 +868,12 @@ impl<'a> Firing<'a> {
                 });
             }
         };
+        // A policy runs in hookd's evaluator or not at all (its command only describes it).
+        if entry.config.hook_type == HookType::Policy && self.policy_worker(entry).is_none() {
+            return not_run(HookOutcome::Refused {
+                message: POLICY_WITHOUT_EVALUATOR_ERROR.to_owned(),
+            });
+        }
         // The hook's place in its project's share (and the background share) first, then its
         // slot: no project, and no background work, can hold every slot.
         let _place = match self.take_place().await {
@@ -932,15 +960,22 @@ impl<'a> Firing<'a> {
         // The host of the hook's dialect decides what its shell is given and which variables
         // it sees (Gemini CLI's textual `$GEMINI_PROJECT_DIR` rewrite only for Gemini hooks).
         let dialect = entry.config.dialect();
+        let (program, args) = match self.policy_worker(entry) {
+            Some(policy) => policy,
+            None => (
+                dialect
+                    .run()
+                    .hook_shell()
+                    .map_or_else(|| self.config.shell.clone(), PathBuf::from),
+                vec![
+                    "-c".to_owned(),
+                    dialect.run().hook_command(command, &self.vars).into_owned(),
+                ],
+            ),
+        };
         ProcessSpec {
-            program: dialect
-                .run()
-                .hook_shell()
-                .map_or_else(|| self.config.shell.clone(), PathBuf::from),
-            args: vec![
-                "-c".to_owned(),
-                dialect.run().hook_command(command, &self.vars).into_owned(),
-            ],
+            program,
+            args,
             cwd: PathBuf::from(&self.request.base.cwd),
             env: self.config.envs.get(
                 &self.request.env,
@@ -954,6 +989,43 @@ impl<'a> Firing<'a> {
             timeout,
             max_data_bytes: entry.config.max_memory_bytes(),
         }
+    }
+
+    /// The evaluator's program and arguments for a policy hook (`None` for other hooks):
+    /// its files resolved against the settings file that defines it, the digests the user
+    /// trusted for a project policy, and the session's host and project.
+    fn policy_worker(&self, entry: &HookEntry) -> Option<(PathBuf, Vec<String>)> {
+        let program = self.config.policy_program.clone()?;
+        let settings_file = entry.origin.path.clone().unwrap_or_default();
+        let mut files = entry.config.policy_sources(&settings_file)?.into_iter();
+        let policy = files.next()?;
+        let trusted = match &entry.trust {
+            HookTrust::Trusted { key } => key
+                .scripts
+                .iter()
+                .map(|script| {
+                    (
+                        std::path::Path::new(&self.request.project_dir).join(&script.path),
+                        script.sha256.clone(),
+                    )
+                })
+                .collect(),
+            _ => Vec::new(),
+        };
+        let spec = hookd_policy::WorkerSpec {
+            sources: hookd_policy::Sources {
+                policy,
+                data: files.collect(),
+            },
+            trusted,
+            context: hookd_policy::Context {
+                host: self.request.host.to_owned(),
+                project: self.request.project_dir.clone(),
+            },
+        };
+        let mut args = vec![hookd_policy::worker::WORKER_FLAG.to_owned()];
+        args.extend(spec.to_args());
+        Some((program, args))
     }
 
     /// The process key of `entry` in this request: computed by its first run, then reused.
@@ -1127,7 +1199,8 @@ fn runnable_command(entry: &HookEntry) -> Result<&str, &'static str> {
         HookType::Runtime => Err(RUNTIME_HOOK_ERROR),
         // Builtin filters never get here (`run_builtin`); they run no command.
         HookType::Builtin => Err(BUILTIN_EVENT_ERROR),
-        HookType::Command | HookType::Plugin => entry
+        // A policy's command describes its files; the evaluator is what runs (`spec`).
+        HookType::Command | HookType::Plugin | HookType::Policy => entry
             .config
             .command
             .as_deref()
@@ -1213,6 +1286,7 @@ mod tests {
             process_keys: ProcessKeys::default(),
             class: RunClass::Foreground,
             state_token: String::new(),
+            host: "",
         }
     }
 

@@ -38,8 +38,8 @@ mod settings;
 // Every module is also reachable by its own name (`crate::config`, `crate::request`, ...),
 // so a path says what a thing is without spelling its room.
 use base::{
-    config, control, httpguard, httproots, io, lastgood, lastrun, limits, memory, socket, state,
-    stats,
+    config, control, httpguard, httproots, io, lastgood, lastrun, limits, memory, peeruid, socket,
+    state, stats,
 };
 use record::{audit, otlphttp, recorder, runstats, story, telemetry};
 use reply::{convert, httpanswer, results, wire};
@@ -367,6 +367,7 @@ mod tests {
                 "socket",
                 "httpguard",
                 "httproots",
+                "peeruid",
             ],
         ),
         (

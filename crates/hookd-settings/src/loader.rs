@@ -814,7 +814,7 @@ pub fn read_hook_trust(shared: &SharedLayers, project: &ProjectLayer) -> HookTru
             .flat_map(|layer| &layer.hooks)
             .flat_map(|event| &event.definitions)
             .flat_map(|definition| &definition.hooks)
-            .filter(|config| config.runs_command());
+            .filter(|config| config.runs_process());
         for config in configs {
             let command = config.command.clone().unwrap_or_default();
             if hooks
@@ -823,7 +823,10 @@ pub fn read_hook_trust(shared: &SharedLayers, project: &ProjectLayer) -> HookTru
             {
                 continue;
             }
-            let collected = verify::collect(&command, &config.env, &vars);
+            let collected = match config.policy_sources(&layer.path) {
+                Some(files) => verify::collect_files(&files, &project.project_dir),
+                None => verify::collect(&command, &config.env, &vars),
+            };
             for file in collected.files {
                 if !scripts.iter().any(|known| known.path == file.path) {
                     scripts.push(file);

@@ -182,6 +182,48 @@ pub fn collect(command: &str, env: &[(String, String)], vars: &CommandVars<'_>) 
     collected
 }
 
+/// What a policy hook's fingerprint covers: its `files` (the policy, then its data files,
+/// absolute). A file inside `project_dir` is hashed; one outside it is a gap (the project
+/// cannot vouch for it), as is a file that cannot be read.
+pub fn collect_files(files: &[PathBuf], project_dir: &Path) -> Collected {
+    let project = trust::normalize(project_dir);
+    let mut reader = Reader::default();
+    let mut collected = Collected::default();
+    for path in files {
+        let path = trust::normalize(path);
+        if relative_path(&path, &project).is_none() {
+            add_uncovered(
+                &mut collected.uncovered,
+                format!("{} is outside the project", path.display()),
+            );
+            continue;
+        }
+        if reader.read(&path).is_none() && reader.digests.get(&path) == Some(&None) {
+            let shown = relative_path(&path, &project).unwrap_or_default();
+            add_uncovered(
+                &mut collected.uncovered,
+                format!("{shown} cannot be read as a regular file"),
+            );
+        }
+    }
+    if let Some(message) = reader.overflow.take() {
+        add_uncovered(&mut collected.uncovered, message);
+    }
+    for (path, sha256) in &reader.digests {
+        if let (Some(sha256), Some(relative)) = (sha256, relative_path(path, &project)) {
+            collected.digests.push(ScriptDigest {
+                path: relative,
+                sha256: sha256.clone(),
+            });
+        }
+        collected.files.push(ScriptFile {
+            path: path.clone(),
+            sha256: sha256.clone(),
+        });
+    }
+    collected
+}
+
 fn add_uncovered(uncovered: &mut Vec<String>, text: String) {
     if !uncovered.contains(&text) {
         uncovered.push(text);

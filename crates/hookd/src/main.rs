@@ -172,6 +172,11 @@ struct Args {
 }
 
 fn main() -> std::process::ExitCode {
+    // Started by the daemon to evaluate a policy hook: no daemon options apply.
+    let argv: Vec<String> = std::env::args().collect();
+    if argv.get(1).map(String::as_str) == Some(hookd_policy::worker::WORKER_FLAG) {
+        return policy_worker(&argv[2..]);
+    }
     let args = Args::parse();
     if args.man {
         use clap::CommandFactory;
@@ -198,6 +203,28 @@ fn main() -> std::process::ExitCode {
             // One line per cause, never a backtrace: these are the user's errors (a socket in
             // use, a bad path), whatever RUST_BACKTRACE says.
             eprintln!("hookd: {err:#}");
+            std::process::ExitCode::FAILURE
+        }
+    }
+}
+
+/// `hookd --policy-worker ...`: evaluates one policy hook for every event line on stdin
+/// (`hookd_policy::worker`); exits 1 with the reason on stderr when the policy cannot decide,
+/// so that the hook fails and its failure policy decides.
+fn policy_worker(args: &[String]) -> std::process::ExitCode {
+    let spec = match hookd_policy::WorkerSpec::from_args(args) {
+        Ok(spec) => spec,
+        Err(message) => {
+            eprintln!("hookd --policy-worker: {message}");
+            return std::process::ExitCode::from(2);
+        }
+    };
+    let stdin = std::io::stdin().lock();
+    let stdout = std::io::stdout().lock();
+    match hookd_policy::serve(&spec, stdin, stdout, std::io::stderr()) {
+        Ok(()) => std::process::ExitCode::SUCCESS,
+        Err(err) => {
+            eprintln!("policy {}: {err}", spec.sources.policy.display());
             std::process::ExitCode::FAILURE
         }
     }
@@ -375,6 +402,8 @@ async fn http_listener(
 /// The daemon's configuration from its flags and environment (no systemd lifecycle).
 fn build_config(args: &Args, env: HashMap<String, String>) -> hookd_server::ServerConfig {
     let mut config = hookd_server::ServerConfig::new(env);
+    // Policy hooks are evaluated by this same binary, started as a persistent worker.
+    config.policy_program = std::env::current_exe().ok();
     if let Some(n) = args.max_hooks {
         config.max_hooks = n.max(1);
     }

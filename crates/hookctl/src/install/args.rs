@@ -64,6 +64,46 @@ pub struct InstallArgs {
     /// The port of hookd's HTTP listener (with --transport http) [default: 47411].
     #[arg(long, value_name = "N")]
     pub port: Option<u16>,
+    /// Which events get an HTTP entry (with --transport http): `all` (every common event, so
+    /// that a hook added to hookd later runs in sessions already started) or `hooked` (only
+    /// the events hookd has hooks for, with their matchers: Claude Code posts nothing else)
+    /// [default: the one of the previous install, else all].
+    #[arg(long, value_enum, value_name = "WHICH")]
+    pub events: Option<HttpEvents>,
+}
+
+/// Which events an HTTP install wires.
+#[derive(
+    Debug,
+    Clone,
+    Copy,
+    PartialEq,
+    Eq,
+    Default,
+    clap::ValueEnum,
+    serde::Serialize,
+    serde::Deserialize,
+)]
+#[serde(rename_all = "lowercase")]
+pub enum HttpEvents {
+    /// Every common event, hooks or not: hooks added later apply to running sessions, at the
+    /// price of one post per event that Claude Code pays even when hookd has nothing to run.
+    #[default]
+    All,
+    /// The events hookd has hooks for, each with its hooks' matcher (as command relays are
+    /// wired): nothing is posted that no hook wants; a hook for a new event needs
+    /// `hookctl sync` and a new session.
+    Hooked,
+}
+
+impl HttpEvents {
+    /// The name in the manifest and reports.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            HttpEvents::All => "all",
+            HttpEvents::Hooked => "hooked",
+        }
+    }
 }
 
 /// How the CLI reaches hookd.

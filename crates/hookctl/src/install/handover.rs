@@ -78,8 +78,13 @@ pub fn install(
         .map(|socket| socket.display().to_string())
         .or_else(|| manifest.socket.clone());
     let http_port = http_port(args, &target, manifest.http_port)?;
+    let http_events = match http_port {
+        Some(_) => Some(args.events.or(manifest.http_events).unwrap_or_default()),
+        None => None,
+    };
     let http = http_port
-        .map(|port| http_wire(locations, port, args.dry_run))
+        .zip(http_events)
+        .map(|(port, events)| http_wire(locations, port, events, args.dry_run))
         .transpose()?;
     let all_moved: Vec<MovedDefinition> = manifest
         .moved
@@ -186,6 +191,7 @@ pub fn install(
     manifest.project = target.project.as_ref().map(|dir| dir.display().to_string());
     manifest.socket = socket;
     manifest.http_port = http_port;
+    manifest.http_events = http_events;
     if manifest.is_recorded() && moved_count > 0 {
         manifest.later_moves = true;
     }
@@ -223,6 +229,9 @@ fn http_port(
         if args.port.is_some() {
             bail!("--port is for --transport http");
         }
+        if args.events.is_some() {
+            bail!("--events is for --transport http");
+        }
         return Ok(None);
     }
     if target.host != super::Host::CLAUDE {
@@ -250,6 +259,7 @@ fn http_port(
 pub(super) fn http_wire(
     locations: &Locations,
     port: u16,
+    events: super::args::HttpEvents,
     dry_run: bool,
 ) -> anyhow::Result<HttpWire> {
     let path = locations.http_secret_path();
@@ -264,7 +274,11 @@ pub(super) fn http_wire(
             .as_str()
             .to_owned()
     };
-    Ok(HttpWire { port, secret })
+    Ok(HttpWire {
+        port,
+        secret,
+        events,
+    })
 }
 
 /// The mode a changed file is written with: its own, except that a host file with HTTP

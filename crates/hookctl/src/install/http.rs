@@ -15,10 +15,15 @@
 //!   the hooks in hookd's engine when the daemon cannot answer.
 //! - An event with hooks that cannot block gets an HTTP entry that lets Claude Code go on
 //!   when hookd is down: the hooks' side effects are skipped, no decision is lost.
-//! - Every common event without hooks ([`ALWAYS_WIRED`]) gets an HTTP entry too, so that a
-//!   hook added to hookd's files later runs in sessions already started (Claude Code reads
-//!   its hooks once per session; hookd at once). Such an entry lets Claude Code go on when
-//!   hookd is down: the CLI alone would not have run that hook at all.
+//! - With `--events all` (the default), every common event without hooks ([`ALWAYS_WIRED`])
+//!   gets an HTTP entry too, and every HTTP entry sees every tool, so that a hook added to
+//!   hookd's files later runs in sessions already started (Claude Code reads its hooks once
+//!   per session; hookd at once). Such an entry lets Claude Code go on when hookd is down: the
+//!   CLI alone would not have run that hook at all.
+//! - With `--events hooked`, only the events hookd has hooks for get an entry, each with its
+//!   hooks' matcher, as command relays are wired: Claude Code posts nothing that no hook
+//!   wants (each post costs it several milliseconds, docs/benchmarks.md), and a hook for a new
+//!   event or tool waits for `hookctl sync` and a new session.
 //!
 //! With the socket unit (`hookd-http.socket`) the port is held by systemd, so "down" means
 //! hookd is started by the first request instead.
@@ -26,6 +31,7 @@
 use serde_json::{Map, Value, json};
 
 use super::Host;
+use super::args::HttpEvents;
 use super::wiring::{RELAY_MARGIN_MS, WireEntry};
 
 /// The events Claude Code sends over HTTP that get an entry even without hooks. Left out:
@@ -90,8 +96,9 @@ fn can_block(event: &str) -> bool {
 }
 
 /// The entries of an HTTP install for the events hookd has hooks for (`wiring`, as
-/// [`super::wiring`] computes it): see the module documentation for the rule.
-pub fn plan(host: Host, wiring: &[WireEntry]) -> Vec<Planned> {
+/// [`super::wiring`] computes it) and the `events` choice: see the module documentation for
+/// the rule.
+pub fn plan(host: Host, wiring: &[WireEntry], events: HttpEvents) -> Vec<Planned> {
     let mut planned = Vec::new();
     for event in host.relay().events() {
         let wired = wiring.iter().find(|entry| entry.event == event);
@@ -108,7 +115,7 @@ pub fn plan(host: Host, wiring: &[WireEntry]) -> Vec<Planned> {
                     block: can_block(&wired.event),
                 }
             }
-        } else if ALWAYS_WIRED.contains(&event) {
+        } else if events == HttpEvents::All && ALWAYS_WIRED.contains(&event) {
             EntryKind::Http { block: false }
         } else {
             continue;
@@ -121,10 +128,14 @@ pub fn plan(host: Host, wiring: &[WireEntry]) -> Vec<Planned> {
                 matcher: None,
                 timeout_ms: RELAY_MARGIN_MS,
             },
-            // An HTTP entry sees every firing, so that hooks on other tools added later run.
+            // With `all`, an HTTP entry sees every firing, so that hooks on other tools added
+            // later run; with `hooked`, only what its hooks match.
             (EntryKind::Http { .. }, wired) => WireEntry {
                 event: event.to_owned(),
-                matcher: None,
+                matcher: match events {
+                    HttpEvents::All => None,
+                    HttpEvents::Hooked => wired.and_then(|wired| wired.matcher.clone()),
+                },
                 timeout_ms: wired.map_or(UNHOOKED_TIMEOUT_MS, |wired| wired.timeout_ms),
             },
         };
@@ -216,12 +227,19 @@ pub fn describe_down(planned: &[Planned]) -> String {
     )
 }
 
-/// Adds `handler` as `event`'s one definition (no matcher) to `hooks`.
-pub fn insert_handler(hooks: &mut Map<String, Value>, event: &str, handler: Value) {
-    hooks.insert(
-        event.to_owned(),
-        Value::Array(vec![json!({ "hooks": [handler] })]),
-    );
+/// Adds `handler` as `event`'s one definition to `hooks`, with `matcher` when it is not
+/// "every tool".
+pub fn insert_handler(
+    hooks: &mut Map<String, Value>,
+    event: &str,
+    matcher: Option<&str>,
+    handler: Value,
+) {
+    let mut definition = json!({ "hooks": [handler] });
+    if let Some(matcher) = matcher.filter(|matcher| !matcher.is_empty() && *matcher != "*") {
+        definition["matcher"] = Value::from(matcher);
+    }
+    hooks.insert(event.to_owned(), Value::Array(vec![definition]));
 }
 
 #[cfg(test)]
@@ -236,6 +254,21 @@ mod tests {
         }
     }
 
+    /// Each planned entry as (event, kind, matcher, timeout).
+    fn rows(planned: &[Planned]) -> Vec<(&str, EntryKind, Option<&str>, u64)> {
+        planned
+            .iter()
+            .map(|planned| {
+                (
+                    planned.entry.event.as_str(),
+                    planned.kind,
+                    planned.entry.matcher.as_deref(),
+                    planned.entry.timeout_ms,
+                )
+            })
+            .collect()
+    }
+
     #[test]
     fn each_event_gets_the_entry_that_is_never_weaker() {
         let wiring = vec![
@@ -246,18 +279,8 @@ mod tests {
             entry("ConfigChange", None, 70_000),
             entry("InstructionsLoaded", None, 70_000),
         ];
-        let planned = plan(Host::CLAUDE, &wiring);
-        let got: Vec<(&str, EntryKind, Option<&str>, u64)> = planned
-            .iter()
-            .map(|planned| {
-                (
-                    planned.entry.event.as_str(),
-                    planned.kind,
-                    planned.entry.matcher.as_deref(),
-                    planned.entry.timeout_ms,
-                )
-            })
-            .collect();
+        let planned = plan(Host::CLAUDE, &wiring, HttpEvents::All);
+        let got = rows(&planned);
         let http = |block| EntryKind::Http { block };
         let expected = vec![
             // Hooks that can block: block when hookd is down; every tool is sent.
@@ -284,8 +307,54 @@ mod tests {
     }
 
     #[test]
+    fn hooked_wires_only_events_with_hooks_and_keeps_their_matchers() {
+        let wiring = vec![
+            entry("PreToolUse", Some("Bash"), 70_000),
+            entry("Notification", None, 70_000),
+            entry("Stop", None, 70_000),
+            entry("UserPromptSubmit", Some("*"), 30_000),
+        ];
+        let planned = plan(Host::CLAUDE, &wiring, HttpEvents::Hooked);
+        let got = rows(&planned);
+        let http = |block| EntryKind::Http { block };
+        let expected = vec![
+            ("PreToolUse", http(true), Some("Bash"), 70_000),
+            ("UserPromptSubmit", http(true), Some("*"), 30_000),
+            ("Stop", EntryKind::Relay, None, 70_000),
+            ("SessionStart", EntryKind::Relay, None, RELAY_MARGIN_MS),
+            ("Notification", http(false), None, 70_000),
+        ];
+        assert_eq!(got, expected);
+        // No hooks at all: only SessionStart's relay, which tells hookd the project.
+        let bare = plan(Host::CLAUDE, &[], HttpEvents::Hooked);
+        assert_eq!(bare.len(), 1);
+        assert_eq!(bare[0].entry.event, "SessionStart");
+    }
+
+    #[test]
+    fn a_handler_carries_its_matcher_unless_it_is_every_tool() {
+        let mut hooks = Map::new();
+        insert_handler(
+            &mut hooks,
+            "PreToolUse",
+            Some("Bash"),
+            json!({"type": "http"}),
+        );
+        insert_handler(
+            &mut hooks,
+            "PostToolUse",
+            Some("*"),
+            json!({"type": "http"}),
+        );
+        insert_handler(&mut hooks, "Stop", None, json!({"type": "http"}));
+        assert_eq!(hooks["PreToolUse"][0]["matcher"], "Bash");
+        assert!(hooks["PostToolUse"][0].get("matcher").is_none());
+        assert!(hooks["Stop"][0].get("matcher").is_none());
+    }
+
+    #[test]
     fn session_start_is_relayed_even_without_hooks() {
-        let planned = plan(Host::CLAUDE, &[]);
+        let planned = plan(Host::CLAUDE, &[], HttpEvents::All);
         let relays: Vec<&str> = planned
             .iter()
             .filter(|planned| planned.kind == EntryKind::Relay)

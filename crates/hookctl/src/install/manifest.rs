@@ -26,6 +26,10 @@ pub(super) struct Manifest {
     /// With `--transport http`: the port of hookd's HTTP listener the entries name.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub(super) http_port: Option<u16>,
+    /// With `--transport http`: which events the entries wire (`None`, from a hookctl before
+    /// `--events`: all).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub(super) http_events: Option<super::args::HttpEvents>,
     /// Every file hookctl changed, with its bytes from before the first change.
     #[serde(default)]
     pub(super) files: Vec<BackedUpFile>,

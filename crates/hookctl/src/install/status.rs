@@ -26,7 +26,8 @@ pub fn stale_wiring(locations: &Locations, project: &Path) -> Vec<String> {
             continue;
         }
         if let Some(port) = manifest.http_port {
-            lines.extend(http_problems(locations, &target, port));
+            let events = manifest.http_events.unwrap_or_default();
+            lines.extend(http_problems(locations, &target, port, events));
             continue;
         }
         for problem in host_wiring_problems(&target) {
@@ -120,6 +121,7 @@ fn http_problems(
     locations: &Locations,
     target: &super::locations::Target,
     port: u16,
+    events: super::args::HttpEvents,
 ) -> Vec<String> {
     let mut lines = Vec::new();
     let describe = target.describe();
@@ -151,7 +153,7 @@ fn http_problems(
     let host_root = parse_object(&target.host_file, &host_text).unwrap_or_default();
     let hookd_text = crate::read_settings_text_or_empty(&target.hookd_file);
     let needed = wiring(target.host, &relayed_layers(target, locations, &hookd_text));
-    let planned = super::http::plan(target.host, &needed);
+    let planned = super::http::plan(target.host, &needed, events);
     let present = relayed_events(&host_root);
     let missing: Vec<&str> = planned
         .iter()
@@ -186,6 +188,11 @@ fn http_problems(
                 }
                 let expected = super::http::http_handler(target.host, port, sent, planned);
                 differs |= **hook != expected;
+                let matcher = present
+                    .iter()
+                    .find(|(event, _)| *event == planned.entry.event)
+                    .and_then(|(_, matcher)| matcher.clone());
+                differs |= matcher != planned.entry.matcher.clone().filter(|m| m != "*");
             }
             super::http::EntryKind::Relay => {
                 differs |= hooks.iter().any(|hook| super::http::is_http_wiring(hook));
@@ -234,7 +241,7 @@ fn http_problems(
     if std::net::TcpStream::connect_timeout(&address, CONNECT_TIMEOUT).is_err() {
         lines.push(format!(
             "{describe}: nothing listens on {address}, so Claude Code blocks the events whose \
-             entries have onFailure block: `systemctl --user enable --now hookd-http.socket` \
+             entries have onFailure block: `hookctl service install --http --http-port {port}` \
              (docs/operating.md, HTTP hooks), or start hookd with `--http {address}`"
         ));
     }
@@ -253,9 +260,13 @@ pub fn http_transports(locations: &Locations, project: &Path) -> Vec<String> {
         .filter(|(target, _)| target.project.as_ref().is_none_or(|dir| *dir == project))
         .filter_map(|(target, manifest)| {
             manifest.http_port.map(|port| {
+                let events = match manifest.http_events.unwrap_or_default() {
+                    super::args::HttpEvents::All => "every common event",
+                    super::args::HttpEvents::Hooked => "the events hookd has hooks for",
+                };
                 format!(
-                    "{}: HTTP to 127.0.0.1:{port} (SessionStart and events whose hooks must \
-                     fail closed where Claude Code ignores onFailure: hookd-relay)",
+                    "{}: HTTP to 127.0.0.1:{port} for {events} (SessionStart and events whose \
+                     hooks must fail closed where Claude Code ignores onFailure: hookd-relay)",
                     target.describe()
                 )
             })

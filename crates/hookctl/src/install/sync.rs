@@ -34,7 +34,10 @@ pub fn sync(args: &SyncArgs, locations: &Locations) -> anyhow::Result<String> {
         let kept = split_hooks(target.host, &host_root).kept_and_unmoved();
         let http = manifest
             .http_port
-            .map(|port| http_wire(locations, port, args.dry_run))
+            .map(|port| {
+                let events = manifest.http_events.unwrap_or_default();
+                http_wire(locations, port, events, args.dry_run)
+            })
             .transpose()?;
         let (new_text, wiring) = rewire(
             &target,

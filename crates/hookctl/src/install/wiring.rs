@@ -82,7 +82,7 @@ pub(super) fn rewire(
     let mut relay_hooks = match http {
         None => relay_entries(target.host, &program, socket, &wiring, from_path),
         Some(http) => {
-            let planned = super::http::plan(target.host, &wiring);
+            let planned = super::http::plan(target.host, &wiring, http.events);
             let _ = writeln!(report, "{}", super::http::describe_down(&planned));
             http_entries(target.host, &program, socket, &planned, from_path, http)
         }
@@ -116,6 +116,8 @@ pub(super) struct HttpWire {
     pub(super) port: u16,
     /// The secret (the `Authorization` header's token).
     pub(super) secret: String,
+    /// Which events get an entry.
+    pub(super) events: super::args::HttpEvents,
 }
 
 /// The host's new `hooks` for an HTTP install: an HTTP entry or a relay entry per planned
@@ -145,7 +147,12 @@ fn http_entries(
             }
             super::http::EntryKind::Http { .. } => {
                 let handler = super::http::http_handler(host, http.port, &http.secret, planned);
-                super::http::insert_handler(&mut hooks, &planned.entry.event, handler);
+                super::http::insert_handler(
+                    &mut hooks,
+                    &planned.entry.event,
+                    planned.entry.matcher.as_deref(),
+                    handler,
+                );
             }
         }
     }

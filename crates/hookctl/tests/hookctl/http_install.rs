@@ -43,6 +43,14 @@ fn first_hook(host: &Value, event: &str) -> Value {
     host["hooks"][event][0]["hooks"][0].clone()
 }
 
+/// A home whose Claude Code user settings hold [`CLAUDE_USER`], and that file.
+fn claude_home() -> (Home, PathBuf) {
+    let home = Home::new();
+    let settings = home.home.join(".claude/settings.json");
+    home.write(&settings, CLAUDE_USER);
+    (home, settings)
+}
+
 /// A loopback port nothing listens on once the listener is dropped.
 fn free_port() -> (std::net::TcpListener, u16) {
     let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
@@ -52,9 +60,7 @@ fn free_port() -> (std::net::TcpListener, u16) {
 
 #[test]
 fn claude_http_install_wires_every_event_never_weaker_and_gives_back_byte_for_byte() {
-    let home = Home::new();
-    let settings = home.home.join(".claude/settings.json");
-    home.write(&settings, CLAUDE_USER);
+    let (home, settings) = claude_home();
     std::fs::set_permissions(&settings, std::fs::Permissions::from_mode(0o644)).unwrap();
     let before = home.snapshot();
     let (listener, port) = free_port();
@@ -203,9 +209,7 @@ fn http_transport_is_refused_where_it_would_be_weaker_or_leak_the_secret() {
 
 #[test]
 fn sync_follows_new_hooks_and_a_new_secret_and_doctor_sees_both() {
-    let home = Home::new();
-    let settings = home.home.join(".claude/settings.json");
-    home.write(&settings, CLAUDE_USER);
+    let (home, settings) = claude_home();
     let (_listener, port) = free_port();
     home.ok(&[
         "install",
@@ -259,6 +263,75 @@ fn sync_follows_new_hooks_and_a_new_secret_and_doctor_sees_both() {
     std::fs::set_permissions(&settings, std::fs::Permissions::from_mode(0o644)).unwrap();
     let list = doctor(&home);
     assert!(list.contains("chmod 600"), "{list}");
+}
+
+#[test]
+fn events_hooked_wires_only_what_hookd_has_hooks_for_and_sync_and_doctor_keep_it() {
+    let (home, settings) = claude_home();
+    let (_listener, port) = free_port();
+    let report = home.ok(&[
+        "install",
+        "--host",
+        "claude",
+        "--transport",
+        "http",
+        "--events",
+        "hooked",
+        "--port",
+        &port.to_string(),
+        "--yes",
+    ]);
+    assert!(report.contains("When hookd cannot answer"), "{report}");
+    let host = parse(&settings);
+    // The moved guard's event with its matcher (Claude Code posts Bash calls only), Stop's
+    // relays (hookd's AfterAgent is both of Claude Code's stops) and SessionStart's: no
+    // entry for an event without hooks.
+    assert_eq!(
+        events(&settings),
+        ["PreToolUse", "Stop", "SubagentStop", "SessionStart"],
+        "{host}"
+    );
+    assert_eq!(host["hooks"]["PreToolUse"][0]["matcher"], json!("Bash"));
+    assert_eq!(first_hook(&host, "PreToolUse")["onFailure"], json!("block"));
+    assert!(doctor(&home).contains("the events hookd has hooks for"));
+    assert!(!doctor(&home).contains("stale"));
+
+    // A hook on a new event: stale until sync wires it, with its own matcher; sync keeps
+    // the choice without being told again.
+    let hooks_file = home.home.join(".config/hookd/hooks.json");
+    let mut hooks = parse(&hooks_file);
+    hooks["hooks"]["AfterTool"] = json!([{"matcher": "write_file", "hooks": [
+        {"type": "command", "command": "check.sh"}]}]);
+    home.write(&hooks_file, &hooks.to_string());
+    assert!(doctor(&home).contains("stale"));
+    home.ok(&["sync"]);
+    let host = parse(&settings);
+    assert_eq!(
+        events(&settings),
+        [
+            "PreToolUse",
+            "PostToolUse",
+            "Stop",
+            "SubagentStop",
+            "SessionStart"
+        ],
+        "{host}"
+    );
+    assert_eq!(host["hooks"]["PostToolUse"][0]["matcher"], json!("Write"));
+    assert_eq!(first_hook(&host, "PostToolUse")["type"], json!("http"));
+    assert!(!doctor(&home).contains("stale"));
+
+    // Back to every event, asked for by name.
+    home.ok(&["install", "--host", "claude", "--events", "all", "--yes"]);
+    assert_eq!(events(&settings).len(), 13);
+    // --events without HTTP is refused.
+    home.ok(&["uninstall", "--host", "claude"]);
+    let run = home.hookctl(&["install", "--host", "claude", "--events", "hooked", "--yes"]);
+    assert!(
+        !run.ok && run.stderr.contains("--transport http"),
+        "{}",
+        run.stderr
+    );
 }
 
 /// Posts `payload` to `url` with `headers` as Claude Code does; returns status and body.

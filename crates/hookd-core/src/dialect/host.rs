@@ -29,8 +29,9 @@ use crate::event::{HookEventName, HostEventSpec};
 use crate::model::{HookConfig, HookEntry, LayerFile, Source};
 use crate::result::{HookResult, HookRun};
 
-/// One agent CLI: its three parts, its name and its product. Implemented once per host and
-/// registered in [`super::Dialect::ALL`] with [`super::Dialect::of`].
+/// One agent CLI: its three parts, its name and its product. Implemented once per host (a unit
+/// struct) and registered by one line of the `hosts!` registry in `dialect/mod.rs`, which
+/// makes its [`super::Dialect`] constant and its entry in [`super::Dialect::ALL`].
 pub trait Host: HostRun + HostRelay + HostFiles {
     /// The spelling in settings (`"dialect"`), on the wire (`relayed_by`), in layer labels
     /// and on the command line (`--dialect`, `--host`): `gemini`, `claude`, ...

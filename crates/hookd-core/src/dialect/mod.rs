@@ -205,37 +205,78 @@ impl HookConfig {
 
 /// A handle on one registered host: `Copy`, compared and hashed by name, handing out the
 /// host's three parts.
+///
+/// The handle holds the host's name only; each part is found by a `match` in its own accessor
+/// ([`Self::run`], [`Self::relay`], [`Self::files`]). A program that never asks for a part
+/// does not link it: `hookd-relay` uses [`Self::relay`] alone and so carries none of the
+/// settings editing (`toml_edit`) or condition matching the other parts pull in.
 #[derive(Clone, Copy)]
 pub struct Dialect {
+    id: HostId,
     name: &'static str,
     product: &'static str,
-    run: &'static dyn HostRun,
-    relay: &'static dyn HostRelay,
-    files: &'static dyn HostFiles,
+}
+
+/// The registry: one line per host, `CONST = module::Type;`. It defines the [`Dialect`]
+/// constants, [`Dialect::ALL`] and the three part accessors.
+macro_rules! hosts {
+    ($($(#[$doc:meta])* $konst:ident = $host:path;)+) => {
+        /// Which registered host a [`Dialect`] is.
+        #[derive(Debug, Clone, Copy, PartialEq, Eq)]
+        #[allow(clippy::upper_case_acronyms)]
+        enum HostId {
+            $($konst,)+
+        }
+
+        impl Dialect {
+            $(
+                $(#[$doc])*
+                pub const $konst: Dialect = Dialect {
+                    id: HostId::$konst,
+                    name: <$host as Host>::NAME,
+                    product: <$host as Host>::PRODUCT,
+                };
+            )+
+
+            /// Every host hookd speaks, in registry order.
+            pub const ALL: &'static [Dialect] = &[$(Dialect::$konst),+];
+
+            /// What the daemon asks of the host: running hooks of its dialect, planning and
+            /// merging the events it relays.
+            pub fn run(self) -> &'static dyn HostRun {
+                match self.id {
+                    $(HostId::$konst => &$host,)+
+                }
+            }
+
+            /// The relay's translation between the host and hookd.
+            pub fn relay(self) -> &'static dyn HostRelay {
+                match self.id {
+                    $(HostId::$konst => &$host,)+
+                }
+            }
+
+            /// The host's settings files and how `hookctl` wires the relay into them.
+            pub fn files(self) -> &'static dyn HostFiles {
+                match self.id {
+                    $(HostId::$konst => &$host,)+
+                }
+            }
+        }
+    };
+}
+
+// Adding a host is a module and a line here.
+hosts! {
+    /// Gemini CLI (hookd's own model).
+    GEMINI = gemini::Gemini;
+    /// Claude Code.
+    CLAUDE = claude::Claude;
+    /// OpenAI Codex CLI.
+    CODEX = codex::Codex;
 }
 
 impl Dialect {
-    /// Gemini CLI (hookd's own model).
-    pub const GEMINI: Dialect = Dialect::of(&gemini::Gemini);
-    /// Claude Code.
-    pub const CLAUDE: Dialect = Dialect::of(&claude::Claude);
-    /// OpenAI Codex CLI.
-    pub const CODEX: Dialect = Dialect::of(&codex::Codex);
-
-    /// Every host hookd speaks, one line each: adding a host is a module and a line here.
-    pub const ALL: &'static [Dialect] = &[Dialect::GEMINI, Dialect::CLAUDE, Dialect::CODEX];
-
-    /// The handle on `host`.
-    pub const fn of<H: Host>(host: &'static H) -> Dialect {
-        Dialect {
-            name: H::NAME,
-            product: H::PRODUCT,
-            run: host,
-            relay: host,
-            files: host,
-        }
-    }
-
     /// The dialect named `name` (its [`Host::NAME`]).
     pub fn parse(name: &str) -> Option<Dialect> {
         Dialect::ALL
@@ -258,22 +299,6 @@ impl Dialect {
     /// The product's name in messages: `Gemini CLI`, `Claude Code`, ...
     pub fn product(self) -> &'static str {
         self.product
-    }
-
-    /// What the daemon asks of the host: running hooks of its dialect, planning and merging
-    /// the events it relays.
-    pub fn run(self) -> &'static dyn HostRun {
-        self.run
-    }
-
-    /// The relay's translation between the host and hookd.
-    pub fn relay(self) -> &'static dyn HostRelay {
-        self.relay
-    }
-
-    /// The host's settings files and how `hookctl` wires the relay into them.
-    pub fn files(self) -> &'static dyn HostFiles {
-        self.files
     }
 
     /// Every name, for messages (`gemini, claude`).
@@ -306,7 +331,7 @@ impl Dialect {
         Dialect::ALL
             .iter()
             .copied()
-            .filter(|dialect| dialect.files.has_layer_files())
+            .filter(|dialect| dialect.files().has_layer_files())
     }
 
     /// Whether this is hookd's own language (Gemini CLI's), which needs no translation.
@@ -325,7 +350,7 @@ impl Dialect {
         vars: &CommandVars<'_>,
         hook_env: &[(String, String)],
     ) -> Vec<(String, String)> {
-        let set = self.run.hook_variables(vars);
+        let set = self.run().hook_variables(vars);
         let foreign = self.foreign_variables();
         let host = HostVariables {
             set: &set,
@@ -338,7 +363,7 @@ impl Dialect {
     pub fn foreign_variables(self) -> Vec<&'static str> {
         let names = |dialect: Dialect| {
             dialect
-                .run
+                .run()
                 .hook_variables(&CommandVars {
                     project_dir: "",
                     plans_dir: "",

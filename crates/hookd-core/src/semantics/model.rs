@@ -90,6 +90,11 @@ pub enum HookType {
     /// `"builtin"`: a filter that runs inside hookd, with no process (hookd's own type; see
     /// `crate::redact` for the `redact` filter).
     Builtin,
+    /// `"policy"`: a Rego policy (its `policy` file and optional `data` files) evaluated by
+    /// hookd's own evaluator, started once and kept as a persistent worker (hookd's own
+    /// type; docs/policies.md). Its `command` is set to a description of its files, which
+    /// names it in messages and trust records and is never run.
+    Policy,
 }
 
 impl HookType {
@@ -100,6 +105,7 @@ impl HookType {
             "plugin" => Some(HookType::Plugin),
             "runtime" => Some(HookType::Runtime),
             "builtin" => Some(HookType::Builtin),
+            "policy" => Some(HookType::Policy),
             _ => None,
         }
     }
@@ -111,6 +117,7 @@ impl HookType {
             HookType::Plugin => "plugin",
             HookType::Runtime => "runtime",
             HookType::Builtin => "builtin",
+            HookType::Policy => "policy",
         }
     }
 }
@@ -146,7 +153,7 @@ impl HookConfig {
     /// other types: `name`, else `unknown-hook`.
     pub fn display_name(&self) -> &str {
         match self.hook_type {
-            HookType::Command | HookType::Plugin => non_empty(&self.name)
+            HookType::Command | HookType::Plugin | HookType::Policy => non_empty(&self.name)
                 .or_else(|| non_empty(&self.command))
                 .unwrap_or("unknown-command"),
             HookType::Runtime | HookType::Builtin => {
@@ -166,7 +173,7 @@ impl HookConfig {
     pub fn dedup_key(&self) -> String {
         let name = self.name.as_deref().unwrap_or("");
         let command = match self.hook_type {
-            HookType::Command => self.command.as_deref().unwrap_or(""),
+            HookType::Command | HookType::Policy => self.command.as_deref().unwrap_or(""),
             _ => "",
         };
         format!("{name}:{command}")
@@ -192,6 +199,47 @@ impl HookConfig {
     /// Whether this hook runs a command (`command` and `plugin` types).
     pub fn runs_command(&self) -> bool {
         matches!(self.hook_type, HookType::Command | HookType::Plugin)
+    }
+
+    /// Whether this hook runs in a process of its own (command hooks, and policy hooks in
+    /// hookd's evaluator): what trust, the breaker and the process limits apply to.
+    pub fn runs_process(&self) -> bool {
+        matches!(
+            self.hook_type,
+            HookType::Command | HookType::Plugin | HookType::Policy
+        )
+    }
+
+    /// A policy hook's files, the policy first, each relative path resolved against the
+    /// directory of `settings_file` (the file that defines the hook); `None` for other hooks.
+    pub fn policy_sources(&self, settings_file: &std::path::Path) -> Option<Vec<PathBuf>> {
+        let (policy, data) = self.policy_files()?;
+        let base = settings_file.parent().unwrap_or(std::path::Path::new("/"));
+        Some(
+            std::iter::once(policy)
+                .chain(data)
+                .map(|file| base.join(file))
+                .collect(),
+        )
+    }
+
+    /// A policy hook's files as written (its `policy` and `data` keys), relative paths as
+    /// they are; `None` for other hooks.
+    pub fn policy_files(&self) -> Option<(String, Vec<String>)> {
+        if self.hook_type != HookType::Policy {
+            return None;
+        }
+        let policy = self.raw.get("policy")?.as_str()?.to_owned();
+        let data = match self.raw.get("data") {
+            Some(Value::String(one)) => vec![one.clone()],
+            Some(Value::Array(list)) => list
+                .iter()
+                .filter_map(Value::as_str)
+                .map(str::to_owned)
+                .collect(),
+            _ => Vec::new(),
+        };
+        Some((policy, data))
     }
 
     /// The hook's own failure policy (its `on_failure` key, hookd's failure policy); `None` when the key

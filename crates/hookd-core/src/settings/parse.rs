@@ -508,7 +508,7 @@ fn parse_entry(
             format!("{key_path}.type"),
             format!(
                 "Discarding hook for {event} from {source} config: invalid type {shown}; \
-                 expected \"command\", \"plugin\", \"runtime\" or \"builtin\""
+                 expected \"command\", \"plugin\", \"runtime\", \"builtin\" or \"policy\""
             ),
         );
         return None;
@@ -585,6 +585,24 @@ fn parse_entry(
                 );
             }
         }
+        // A policy hook names its Rego file, and optionally JSON data files.
+        HookType::Policy => {
+            if let Err(message) = policy_keys(raw) {
+                warn(
+                    diagnostics,
+                    key_path.to_owned(),
+                    format!("Discarding policy hook for {event} from {source} config: {message}"),
+                );
+                return None;
+            }
+            if command.is_some() {
+                warn(
+                    diagnostics,
+                    format!("{key_path}.command"),
+                    "a policy hook runs hookd's evaluator, not a command; ignored".to_owned(),
+                );
+            }
+        }
         _ => {}
     }
 
@@ -651,8 +669,11 @@ fn parse_entry(
             );
         }
     }
-    // hookd's execution keys (`crate::exec`): only command hooks have a process to run.
-    if matches!(hook_type, HookType::Command | HookType::Plugin) {
+    // hookd's execution keys (`crate::exec`): only hooks with a process to run.
+    if matches!(
+        hook_type,
+        HookType::Command | HookType::Plugin | HookType::Policy
+    ) {
         let (_, problems) = crate::exec::parse_exec_mode(raw);
         for problem in problems {
             warn(
@@ -701,6 +722,62 @@ fn parse_entry(
         env,
         raw: raw.clone(),
     })
+    .map(|config| match hook_type {
+        HookType::Policy => policy_config(config),
+        _ => config,
+    })
+}
+
+/// The default timeout of a policy hook: an evaluation takes microseconds, and one that runs
+/// away must not hold its event long.
+pub const POLICY_DEFAULT_TIMEOUT_MS: u64 = 2_000;
+/// The default memory limit of a policy hook's evaluator, in MiB.
+pub const POLICY_DEFAULT_MAX_MEMORY_MB: u64 = 512;
+
+/// Checks a policy hook's `policy` and `data` keys.
+fn policy_keys(raw: &Map<String, Value>) -> Result<(), String> {
+    match raw.get("policy") {
+        Some(Value::String(policy)) if !policy.is_empty() => {}
+        Some(other) => {
+            return Err(format!(
+                "policy must be the path of a .rego file, not {}",
+                json_type(other)
+            ));
+        }
+        None => return Err("missing policy (the path of a .rego file)".to_owned()),
+    }
+    match raw.get("data") {
+        None | Some(Value::Null) | Some(Value::String(_)) => Ok(()),
+        Some(Value::Array(list)) if list.iter().all(Value::is_string) => Ok(()),
+        Some(other) => Err(format!(
+            "data must be a path or a list of paths of JSON files, not {}",
+            json_type(other)
+        )),
+    }
+}
+
+/// A policy hook's config as the engine runs it: its `command` describes its files (for
+/// messages, de-duplication and trust records; never run), and it runs as a persistent
+/// worker with [`POLICY_DEFAULT_TIMEOUT_MS`] and [`POLICY_DEFAULT_MAX_MEMORY_MB`] unless it
+/// says otherwise.
+fn policy_config(mut config: HookConfig) -> HookConfig {
+    if let Some((policy, data)) = config.policy_files() {
+        let mut described = format!("policy {policy}");
+        for file in data {
+            described.push_str(" data ");
+            described.push_str(&file);
+        }
+        config.command = Some(described);
+    }
+    config
+        .raw
+        .insert("mode".to_owned(), Value::from("persistent"));
+    config
+        .raw
+        .entry("max_memory_mb")
+        .or_insert(Value::from(POLICY_DEFAULT_MAX_MEMORY_MB));
+    config.timeout_ms = config.timeout_ms.or(Some(POLICY_DEFAULT_TIMEOUT_MS));
+    config
 }
 
 /// Converts a JSON number of milliseconds: fractions are cut off and negative values become 0.
@@ -938,6 +1015,58 @@ mod tests {
         lines
     }
 
+    #[test]
+    fn policy_hooks_name_their_files_and_run_as_bounded_workers() {
+        check(
+            r#"{"hooks": {"BeforeTool": [{"hooks": [
+                {"type": "policy", "name": "shell", "policy": "p/shell.rego",
+                 "data": ["d.json", "e.json"]},
+                {"type": "policy", "policy": "/abs/x.rego", "data": "one.json", "timeout": 50,
+                 "max_memory_mb": 64, "command": "ignored"},
+                {"type": "policy"},
+                {"type": "policy", "policy": 3},
+                {"type": "policy", "policy": "a.rego", "data": [1]}
+            ]}]}}"#,
+            &[
+                "BeforeTool [-] policy:shell:policy p/shell.rego data d.json data e.json, \
+                 policy::policy /abs/x.rego data one.json",
+            ],
+            &[
+                "/u/settings.json: hooks.BeforeTool[0].hooks[1].command: a policy hook runs \
+                 hookd's evaluator, not a command; ignored",
+                "/u/settings.json: hooks.BeforeTool[0].hooks[2]: Discarding policy hook for \
+                 BeforeTool from user config: missing policy (the path of a .rego file)",
+                "/u/settings.json: hooks.BeforeTool[0].hooks[3]: Discarding policy hook for \
+                 BeforeTool from user config: policy must be the path of a .rego file, not a \
+                 number",
+                "/u/settings.json: hooks.BeforeTool[0].hooks[4]: Discarding policy hook for \
+                 BeforeTool from user config: data must be a path or a list of paths of JSON \
+                 files, not an array",
+            ],
+        );
+        let parsed = parse(
+            r#"{"hooks": {"BeforeTool": [{"hooks": [
+                {"type": "policy", "policy": "p.rego"},
+                {"type": "policy", "policy": "q.rego", "timeout": 50, "max_memory_mb": 64}
+            ]}]}}"#,
+        );
+        let layer = parsed.layer.expect("kept");
+        let hooks = &layer.hooks[0].definitions[0].hooks;
+        // Defaults: a persistent worker, 2 s, 512 MiB; the hook's own keys win.
+        assert_eq!(hooks[0].timeout_ms, Some(POLICY_DEFAULT_TIMEOUT_MS));
+        assert_eq!(hooks[0].raw["mode"], "persistent");
+        assert_eq!(
+            hooks[0].max_memory_bytes(),
+            Some(POLICY_DEFAULT_MAX_MEMORY_MB * 1024 * 1024)
+        );
+        assert_eq!(hooks[1].timeout_ms, Some(50));
+        assert_eq!(hooks[1].max_memory_bytes(), Some(64 * 1024 * 1024));
+        assert_eq!(
+            hooks[0].policy_sources(Path::new("/u/settings.json")),
+            Some(vec![PathBuf::from("/u/p.rego")])
+        );
+    }
+
     /// Checks the hooks summary and the rendered diagnostics of one file.
     fn check(text: &str, expected_hooks: &[&str], expected_diagnostics: &[&str]) {
         let parsed = parse(text);
@@ -1040,10 +1169,10 @@ mod tests {
                  configuration for AfterAgent from user config: expected an object, not a string",
                 "/u/settings.json: hooks.AfterAgent[2].hooks[1].type: Discarding hook for \
                  AfterAgent from user config: invalid type missing; expected \"command\", \
-                 \"plugin\", \"runtime\" or \"builtin\"",
+                 \"plugin\", \"runtime\", \"builtin\" or \"policy\"",
                 "/u/settings.json: hooks.AfterAgent[2].hooks[2].type: Discarding hook for \
                  AfterAgent from user config: invalid type \"shell\"; expected \"command\", \
-                 \"plugin\", \"runtime\" or \"builtin\"",
+                 \"plugin\", \"runtime\", \"builtin\" or \"policy\"",
                 "/u/settings.json: hooks.AfterAgent[2].hooks[3].command: Discarding command hook \
                  for AfterAgent from user config: missing command",
                 "/u/settings.json: hooks.AfterAgent[2].hooks[4].command: Discarding command hook \

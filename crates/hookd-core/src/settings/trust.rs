@@ -117,7 +117,7 @@ pub struct CoveredFiles {
 impl HookTrustInput {
     /// The trust state of a hook of the project layer.
     pub fn trust_for(&self, config: &HookConfig, project_dir: &Path) -> HookTrust {
-        if !config.runs_command() {
+        if !config.runs_process() {
             return HookTrust::NotRequired;
         }
         let key = self.key_for(config, project_dir);

@@ -97,6 +97,11 @@ fn check_settings(source: Source, text: &str) {
                         HookType::Runtime => {
                             assert!(hook.name.as_deref().is_some_and(|n| !n.is_empty()))
                         }
+                        // A kept policy hook names its file; its command describes it.
+                        HookType::Policy => {
+                            assert!(hook.policy_files().is_some_and(|(p, _)| !p.is_empty()));
+                            assert!(hook.command.as_deref().is_some_and(|c| !c.is_empty()))
+                        }
                         HookType::Plugin | HookType::Builtin => {}
                     }
                 }

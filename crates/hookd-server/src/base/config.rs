@@ -58,6 +58,10 @@ pub struct ServerConfig {
     pub handshake_timeout: Duration,
     /// The shell that runs hook command lines.
     pub shell: PathBuf,
+    /// The program that evaluates policy hooks as `<program> --policy-worker ...`: the
+    /// daemon's own binary (set by `hookd` at start). `None`: policy hooks are refused and
+    /// decided by their failure policy.
+    pub policy_program: Option<PathBuf>,
     /// The failure policy of hooks whose settings entry has no valid
     /// `on_failure` key: `allow` (Gemini CLI's behaviour) unless changed.
     pub default_on_failure: FailurePolicy,
@@ -220,6 +224,7 @@ impl ServerConfig {
             shutdown_grace: Duration::from_secs(10),
             handshake_timeout: Duration::from_secs(10),
             shell: PathBuf::from("bash"),
+            policy_program: None,
             default_on_failure: FailurePolicy::Allow,
             project_hooks: ProjectHookPolicy::Warn,
             env,

@@ -5,7 +5,8 @@
 //!
 //! Why each exists (docs/reliability.md has the whole attack surface):
 //! - any local user can connect to a loopback port: the per-user secret, compared in constant
-//!   time, before a byte of the body is read;
+//!   time, before a byte of the body is read (and, before that, the listener closes a
+//!   connection the kernel says another user owns: `crate::peeruid`);
 //! - a web page can make the user's browser post to loopback, and DNS rebinding can give an
 //!   attacker's name a loopback address: a browser always sends `Origin` on a cross-site POST
 //!   and the attacker's name in `Host`, so any `Origin` and any `Host` that is not a loopback
@@ -45,11 +46,14 @@ pub(crate) enum Refusal {
     /// A connection sent no complete request head in time, or idled past the keep-alive
     /// timeout.
     Idle,
+    /// A connection whose other end belongs to another user (the kernel's socket table
+    /// says so): 403, then closed, before its request is read.
+    Peer,
 }
 
 impl Refusal {
     /// Every refusal, in the order `status` lists them.
-    pub(crate) const ALL: [Refusal; 11] = [
+    pub(crate) const ALL: [Refusal; 12] = [
         Refusal::Secret,
         Refusal::Host,
         Refusal::Origin,
@@ -61,6 +65,7 @@ impl Refusal {
         Refusal::BadBody,
         Refusal::Evicted,
         Refusal::Idle,
+        Refusal::Peer,
     ];
 
     /// The HTTP status code of the refusal's answer (`Evicted` and `Idle` close without one).
@@ -68,7 +73,7 @@ impl Refusal {
         match self {
             Refusal::Secret => 401,
             Refusal::Host => 421,
-            Refusal::Origin => 403,
+            Refusal::Origin | Refusal::Peer => 403,
             Refusal::Method => 405,
             Refusal::Path => 404,
             Refusal::TooLarge => 413,
@@ -93,6 +98,7 @@ impl Refusal {
             Refusal::BadBody => "bad_body",
             Refusal::Evicted => "evicted",
             Refusal::Idle => "idle",
+            Refusal::Peer => "peer",
         }
     }
 

@@ -16,6 +16,7 @@ pub(crate) mod lastgood;
 pub(crate) mod lastrun;
 pub(crate) mod limits;
 pub(crate) mod memory;
+pub(crate) mod peeruid;
 pub(crate) mod socket;
 pub(crate) mod state;
 pub(crate) mod stats;

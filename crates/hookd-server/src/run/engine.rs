@@ -8,6 +8,7 @@ use std::path::PathBuf;
 use std::sync::Arc;
 
 use hookd_core::HookEventName;
+use hookd_core::dialect::Dialect;
 use hookd_core::payload::{BaseFields, format_timestamp};
 use hookd_core::policy::FailurePolicy;
 use hookd_core::sanitize::EnvRedaction;
@@ -71,6 +72,7 @@ impl Engine {
             breakers: Arc::new(hookd_runner::breakers::Breakers::new(config.breaker)),
             shares: Arc::new(SlotShares::new(ShareLimits::for_slots(config.max_hooks))),
             plan_only,
+            policy_program: config.policy_program.clone(),
         };
         let mut recorder = Recorder::new(audit);
         // The one-shot engine (`plan_only`, or a process serving one relay) lives for one
@@ -151,6 +153,11 @@ impl Engine {
             process_keys: ProcessKeys::default(),
             class,
             state_token,
+            host: request
+                .relayed_by
+                .as_deref()
+                .and_then(Dialect::parse)
+                .map_or("", Dialect::name),
         }
     }
 }

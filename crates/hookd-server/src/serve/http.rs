@@ -50,6 +50,7 @@ use tokio_util::task::TaskTracker;
 use crate::httpanswer::http_body;
 use crate::httpguard::{Head, HttpCounters, Refusal, admit};
 use crate::httproots::{SessionRoot, root_from_transcript};
+use crate::peeruid::{PeerOwner, peer_owner};
 use crate::shared::Shared;
 
 /// How long a new connection may take to send its first whole request head.
@@ -57,6 +58,10 @@ pub(crate) const FIRST_REQUEST_TIMEOUT: Duration = Duration::from_secs(10);
 
 /// How long a connection may stay open between requests (keep-alive).
 pub(crate) const IDLE_TIMEOUT: Duration = Duration::from_secs(60);
+
+/// The whole answer to another user's connection, written once without waiting.
+const PEER_REFUSED: &[u8] = b"HTTP/1.1 403 Forbidden\r\nContent-Type: text/plain\r\n\
+Content-Length: 39\r\nConnection: close\r\n\r\nconnections of another user are refused";
 
 /// How long a request's body may take to arrive once its head is accepted.
 pub(crate) const BODY_TIMEOUT: Duration = Duration::from_secs(10);
@@ -246,14 +251,16 @@ pub(crate) fn start(
         tracker: tracker.clone(),
     });
     let slots = Arc::new(Slots::default());
+    let own_uid = nix::unistd::geteuid().as_raw();
     tokio::spawn(async move {
         let mut next_id = 0u64;
+        let mut said_unknown = false;
         let stop = listening.shared.shutdown.clone();
         loop {
-            let stream = tokio::select! {
+            let (stream, peer) = tokio::select! {
                 _ = stop.cancelled() => break,
                 accepted = listener.accept() => match accepted {
-                    Ok((stream, _peer)) => stream,
+                    Ok(accepted) => accepted,
                     Err(err) => {
                         tracing::warn!(%err, "HTTP accept failed; retrying shortly");
                         tokio::select! {
@@ -263,6 +270,32 @@ pub(crate) fn start(
                     }
                 }
             };
+            // Another user's connection is closed before it takes a slot (it could otherwise
+            // evict the user's own idle connections) and before a byte of it is read.
+            match stream.local_addr().map(|local| peer_owner(local, peer)) {
+                Ok(PeerOwner::Uid(uid)) if uid != own_uid => {
+                    listening.counters.refuse(Refusal::Peer);
+                    tracing::warn!(uid, %peer, "HTTP connection from another user refused");
+                    let _ = stream.try_write(PEER_REFUSED);
+                    drop(stream);
+                    continue;
+                }
+                Ok(PeerOwner::Uid(_)) => {}
+                Ok(PeerOwner::Unknown(why)) => {
+                    if !said_unknown {
+                        said_unknown = true;
+                        tracing::warn!(
+                            why,
+                            "cannot tell which user owns an HTTP connection; the secret alone \
+                             decides who is answered"
+                        );
+                    }
+                }
+                Err(err) => {
+                    tracing::debug!(%err, "HTTP connection gone before its owner was looked up");
+                    continue;
+                }
+            }
             if slots.len() >= max && !slots.evict_one() {
                 // Every connection is answering a request: this one waits for nothing.
                 listening.counters.refuse(Refusal::Evicted);
@@ -735,4 +768,23 @@ fn answer(dialect: Dialect, relayed: &RelayInput, result: &EventResult) -> Strin
             .relay()
             .relay_answer(relayed, result.final_output.as_ref(), &result.errors);
     http_body(&answer).to_string()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::PEER_REFUSED;
+
+    #[test]
+    fn the_answer_to_another_users_connection_is_well_formed() {
+        let text = std::str::from_utf8(PEER_REFUSED).unwrap();
+        let (head, body) = text.split_once("\r\n\r\n").unwrap();
+        assert!(head.starts_with("HTTP/1.1 403 "), "{head}");
+        let length: usize = head
+            .lines()
+            .find_map(|line| line.strip_prefix("Content-Length: "))
+            .unwrap()
+            .parse()
+            .unwrap();
+        assert_eq!(length, body.len());
+    }
 }

@@ -599,35 +599,60 @@ fn thousands_of_idle_connections_are_bounded_and_the_user_still_gets_answers() {
 }
 
 #[test]
-fn another_user_cannot_read_the_secret_and_is_refused() {
+fn another_user_is_refused_by_owner_even_with_the_secret() {
     if !nix::unistd::geteuid().is_root() {
         eprintln!("skipped: only root can run a client as another uid (65534)");
         return;
     }
     let daemon = HttpDaemon::start(&[]);
     let secret_file = daemon.dir.path().join("config/hookd/http.secret");
-    // The other user's client: read the secret if it can, then post with it.
+    let secret = std::fs::read_to_string(&secret_file).expect("the daemon's secret");
+    // The other user's client: read the secret if it can (else use the one it was handed:
+    // a leaked copy), then post with it.
     let script = format!(
-        "secret=$(cat {file:?} 2>/dev/null) || echo cannot-read >&2\n\
+        "secret=$(cat {file:?} 2>/dev/null) || {{ echo cannot-read >&2; secret=$LEAKED; }}\n\
          exec 3<>/dev/tcp/127.0.0.1/{port}\n\
-         printf 'POST /v1/hooks/claude/PreToolUse HTTP/1.1\\r\\nHost: 127.0.0.1:{port}\\r\\nAuthorization: Bearer %s\\r\\nContent-Length: 2\\r\\n\\r\\n{{}}' \"$secret\" >&3\n\
+         printf 'POST /v1/hooks/claude/PreToolUse HTTP/1.1\\r\\nHost: 127.0.0.1:{port}\\r\\nAuthorization: Bearer %s\\r\\nContent-Length: 2\\r\\n\\r\\n{{}}' \"$secret\" >&3 2>/dev/null\n\
          head -n 1 <&3\n",
         file = secret_file,
         port = daemon.address.port()
     );
     use std::os::unix::process::CommandExt as _;
-    let output = Command::new("bash")
-        .args(["-c", &script])
-        .uid(65534)
-        .gid(65534)
-        .current_dir("/")
-        .output()
-        .expect("run the other user's client");
-    let stdout = String::from_utf8_lossy(&output.stdout);
-    let stderr = String::from_utf8_lossy(&output.stderr);
-    assert!(stderr.contains("cannot-read"), "{stderr}");
-    assert!(stdout.starts_with("HTTP/1.1 401"), "{stdout} {stderr}");
-    assert_eq!(daemon.status()["http"]["refused"]["secret"], 1);
+    for (leaked, refused) in [("", 1), (secret.trim(), 2)] {
+        let output = Command::new("bash")
+            .args(["-c", &script])
+            .env("LEAKED", leaked)
+            .uid(65534)
+            .gid(65534)
+            .current_dir("/")
+            .output()
+            .expect("run the other user's client");
+        let stdout = String::from_utf8_lossy(&output.stdout);
+        let stderr = String::from_utf8_lossy(&output.stderr);
+        assert!(stderr.contains("cannot-read"), "{stderr}");
+        // Answered 403 at once, or closed before the answer could be read: never a decision.
+        assert!(
+            stdout.is_empty() || stdout.starts_with("HTTP/1.1 403"),
+            "{stdout} {stderr}"
+        );
+        let status = daemon.status();
+        assert_eq!(status["http"]["refused"]["peer"], refused, "{status}");
+        assert!(
+            status["http"]["refused"].get("secret").is_none(),
+            "{status}"
+        );
+        assert_eq!(status["http"]["requests"], 0, "{status}");
+    }
+    // The user's own request on the same listener is answered.
+    let (code, body) = daemon.post(
+        "PreToolUse",
+        &json!({"hook_event_name": "PreToolUse",
+        "session_id": "s", "transcript_path": "/nonexistent/s.jsonl", "cwd": "/",
+        "tool_name": "Bash", "tool_input": {"command": "ls"}}),
+        &[],
+    );
+    assert_ne!(code, 403, "{body}");
+    assert_eq!(daemon.status()["http"]["refused"]["peer"], 2);
 }
 
 #[test]

@@ -9,6 +9,7 @@ mod graceful_stop;
 mod http;
 mod inherited_signals;
 mod logs;
+mod policy;
 mod socket_and_limits;
 mod state_memory;
 mod systemd;

@@ -102,6 +102,7 @@ impl Connection {
             process_keys: ProcessKeys::default(),
             class: hookd_runner::shares::RunClass::Foreground,
             state_token,
+            host: "",
         };
         if is_filter_plan(&plan) {
             let filters = FilterStream::new(
