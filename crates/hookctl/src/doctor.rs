@@ -17,6 +17,9 @@
 //! - `breaker`: hooks the circuit breaker has paused (only when there are some);
 //! - `settings`: problems the daemon found reading the settings files;
 //! - `system-files`: system settings files refused as insecure;
+//! - `managed`: the administrator's managed hooks file: loaded (and how many hooks), refused
+//!   (a problem, with the reason), and what of the user's it outranks (notes);
+//! - `telemetry`: the OpenTelemetry export, when on: records dropped or exports failing;
 //! - `fallback`: moved guards while no daemon runs, relay entries that would skip them, and
 //!   the fallbacks the relay took in the last day (its log; `doctor_fallback.rs`).
 
@@ -168,6 +171,7 @@ pub async fn diagnose(socket: &Path, project: &Path) -> Report {
                 check_paused(&listing, &mut findings);
                 check_policies(&listing, &mut findings);
                 check_settings(&listing, status, &mut findings);
+                check_telemetry(status, &mut findings);
             }
             Err(err) => findings.push(Finding::problem(
                 "hooks",
@@ -665,6 +669,21 @@ fn check_shared_files(project: &Path, findings: &mut Vec<Finding>) {
 
 /// `hooks`: hooks that would run twice, or not at all.
 fn check_hooks(listing: &ListResponse, findings: &mut Vec<Finding>) {
+    let managed = listing
+        .hooks
+        .iter()
+        .filter(|hook| hook.source == "managed")
+        .count();
+    if !listing.hooks_enabled && managed > 0 {
+        findings.push(Finding::note(
+            "hooks",
+            format!(
+                "hooksConfig.enabled is false: only the {managed} managed hooks run, which no \
+                 setting turns off"
+            ),
+        ));
+        return;
+    }
     if !listing.hooks_enabled && !listing.hooks.is_empty() {
         findings.push(Finding::problem(
             "hooks",
@@ -678,7 +697,12 @@ fn check_hooks(listing: &ListResponse, findings: &mut Vec<Finding>) {
         return;
     }
     let mut seen: BTreeMap<(String, String, String), Vec<String>> = BTreeMap::new();
-    for hook in listing.hooks.iter().filter(|hook| hook.enabled) {
+    // A hook a managed copy outranks does not run: the managed finding says so.
+    for hook in listing
+        .hooks
+        .iter()
+        .filter(|hook| hook.enabled && hook.outranked_by.is_none())
+    {
         let Some(command) = &hook.command else {
             continue;
         };
@@ -851,6 +875,10 @@ fn check_settings(listing: &ListResponse, status: &StatusResponse, findings: &mu
             }
         }
     }
+    let (managed, diagnostics): (Vec<_>, Vec<_>) = diagnostics
+        .into_iter()
+        .partition(|diagnostic| diagnostic.message.contains("managed hooks file"));
+    check_managed(listing, status, &managed, findings);
     let (system, settings): (Vec<_>, Vec<_>) = diagnostics
         .into_iter()
         .partition(|diagnostic| is_refused_system_file(&diagnostic.message));
@@ -898,9 +926,177 @@ fn check_settings(listing: &ListResponse, status: &StatusResponse, findings: &mu
     }
 }
 
+/// `managed`: the managed hooks file and what it outranks. A refused file is a problem (the
+/// administrator's guards are missing); what it outranks of the user's is a note, since that
+/// is the administrator's intent, but said, so that nothing is dropped silently.
+fn check_managed(
+    listing: &ListResponse,
+    status: &StatusResponse,
+    diagnostics: &[&hookd_protocol::Diagnostic],
+    findings: &mut Vec<Finding>,
+) {
+    let refused = status
+        .managed
+        .as_ref()
+        .filter(|managed| managed.state == "refused");
+    if let Some(managed) = refused {
+        findings.push(Finding::problem(
+            "managed",
+            format!(
+                "the managed hooks file {} is refused, its hooks do not run: {}",
+                managed.path,
+                managed.reason.as_deref().unwrap_or("see the daemon's log")
+            ),
+            "an administrator makes the file and every directory above it owned by root and \
+             writable by nobody else (`sudo chown root:root FILE && sudo chmod 644 FILE`)",
+        ));
+    }
+    let count = listing
+        .hooks
+        .iter()
+        .filter(|hook| hook.source == "managed")
+        .count();
+    if count > 0 {
+        let path = status
+            .managed
+            .as_ref()
+            .map_or("the managed hooks file", |managed| managed.path.as_str());
+        findings.push(Finding::ok(
+            "managed",
+            format!(
+                "{count} managed hooks from {path}: no user or project setting disables, \
+                 reorders or overrides them"
+            ),
+        ));
+    } else if refused.is_none() {
+        if let Some(managed) = &status.managed {
+            findings.push(Finding::ok(
+                "managed",
+                format!("no managed hooks ({} is {})", managed.path, managed.state),
+            ));
+        }
+    }
+    for diagnostic in diagnostics.iter().filter(|diagnostic| {
+        refused.is_none() || !diagnostic.message.contains("managed hooks file refused")
+    }) {
+        findings.push(Finding::note(
+            "managed",
+            crate::render_diagnostic(diagnostic),
+        ));
+    }
+}
+
+/// `telemetry`: the OpenTelemetry export, when it is on.
+fn check_telemetry(status: &StatusResponse, findings: &mut Vec<Finding>) {
+    let Some(telemetry) = &status.telemetry else {
+        return;
+    };
+    if telemetry.dropped > 0 || telemetry.failed_exports > 0 {
+        findings.push(Finding::problem(
+            "telemetry",
+            format!(
+                "exporting to {}: {} records dropped (queue full), {} exports failed{}",
+                telemetry.endpoint,
+                telemetry.dropped,
+                telemetry.failed_exports,
+                telemetry
+                    .last_error
+                    .as_ref()
+                    .map(|error| format!(" (last: {error})"))
+                    .unwrap_or_default()
+            ),
+            "check that the collector at the endpoint is up and reachable; decisions are never \
+             delayed by it, but what it misses is lost",
+        ));
+    } else {
+        findings.push(Finding::ok(
+            "telemetry",
+            format!(
+                "exporting to {}: {} records, none dropped",
+                telemetry.endpoint, telemetry.recorded
+            ),
+        ));
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// A `list` answer with hooks of `sources` and diagnostics `messages`, and a `status`
+    /// whose managed file is in `state`.
+    fn managed_fixture(
+        sources: &[&str],
+        messages: &[&str],
+        state: &str,
+    ) -> (ListResponse, StatusResponse) {
+        let hooks: Vec<Value> = sources
+            .iter()
+            .enumerate()
+            .map(|(index, source)| {
+                serde_json::json!({"event": "BeforeTool", "name": format!("h{index}"),
+                    "enabled": true, "source": source, "sequential": false,
+                    "timeout_ms": 1000, "type": "command", "command": "c"})
+            })
+            .collect();
+        let diagnostics: Vec<Value> = messages
+            .iter()
+            .map(|message| serde_json::json!({"severity": "warning", "message": message}))
+            .collect();
+        let listing = serde_json::from_value(serde_json::json!({"type": "list", "id": 1,
+            "cwd": "/p", "hooks_enabled": true, "generation": 1, "hooks": hooks,
+            "diagnostics": diagnostics}))
+        .expect("list");
+        let status = serde_json::from_value(serde_json::json!({"id": 1, "version": "0",
+            "pid": 1, "uptime_ms": 1, "connections": 1, "max_connections": 1,
+            "hooks_running": 0, "hooks_queued": 0, "max_hooks": 1,
+            "max_inflight_per_connection": 1, "events_served": 0, "registries": [],
+            "audit": null, "clients": [],
+            "managed": {"path": "/etc/hookd/hooks.json", "state": state,
+                "reason": (state == "refused").then_some("/etc/hookd/hooks.json is writable by its group or others")}}))
+        .expect("status");
+        (listing, status)
+    }
+
+    #[test]
+    fn the_managed_check_names_refusals_as_problems_and_outranking_as_notes() {
+        let outranked = "BeforeTool hook \"x\" is outranked by the managed hooks file /etc/hookd/hooks.json: the managed copy runs in its place (managed hooks cannot be overridden)";
+        let refused = "managed hooks file refused, its hooks do not run: writable";
+        // (hook sources, diagnostics, managed state, expected managed findings)
+        type Case<'a> = (&'a [&'a str], &'a [&'a str], &'a str, &'a [Status]);
+        let cases: [Case<'_>; 4] = [
+            (&["user"], &[], "absent", &[Status::Ok]),
+            (&["managed", "user"], &[], "loaded", &[Status::Ok]),
+            (
+                &["managed", "user"],
+                &[outranked],
+                "loaded",
+                &[Status::Ok, Status::Note],
+            ),
+            (&["user"], &[refused], "refused", &[Status::Problem]),
+        ];
+        for (sources, messages, state, expected) in cases {
+            let (listing, status) = managed_fixture(sources, messages, state);
+            let mut findings = Vec::new();
+            check_settings(&listing, &status, &mut findings);
+            let managed: Vec<Status> = findings
+                .iter()
+                .filter(|finding| finding.check == "managed")
+                .map(|finding| finding.status)
+                .collect();
+            assert_eq!(
+                managed, expected,
+                "{sources:?} {messages:?} {state}: {findings:#?}"
+            );
+            // What concerns the managed file is never also a settings problem.
+            assert!(
+                !findings
+                    .iter()
+                    .any(|finding| finding.check == "settings" && finding.status == Status::Problem),
+                "{findings:#?}"
+            );
+        }
+    }
 
     #[test]
     fn the_relay_program_is_the_first_word_after_assignments() {

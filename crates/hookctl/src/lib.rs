@@ -648,7 +648,13 @@ pub fn render_list(listing: &ListResponse) -> String {
     use std::fmt::Write;
     let mut out = String::new();
     if !listing.hooks_enabled {
-        out.push_str("Hooks are disabled (hooksConfig.enabled is false).\n");
+        if listing.hooks.iter().any(|hook| hook.source == "managed") {
+            out.push_str(
+                "Hooks are disabled (hooksConfig.enabled is false), except the managed ones.\n",
+            );
+        } else {
+            out.push_str("Hooks are disabled (hooksConfig.enabled is false).\n");
+        }
     }
     if listing.hooks.is_empty() {
         out.push_str("No hooks configured.\n");
@@ -703,6 +709,19 @@ pub fn render_list(listing: &ListResponse) -> String {
                 out.push_str("    Sequential\n");
             }
             let _ = writeln!(out, "    Timeout: {} ms", hook.timeout_ms);
+            if hook.source == "managed" {
+                out.push_str(
+                    "    Managed: set by the administrator; no setting disables, reorders or \
+                     overrides it\n",
+                );
+            }
+            if let Some(managed) = &hook.outranked_by {
+                let _ = writeln!(
+                    out,
+                    "    Outranked by the managed hooks file {managed}: its copy runs in this \
+                     one's place"
+                );
+            }
             if hook.untrusted {
                 out.push_str("    Untrusted: review it, then `hookctl trust` to trust it\n");
             }
@@ -838,6 +857,23 @@ pub fn render_status(status: &StatusResponse) -> String {
             let _ = writeln!(out, "http refused: {}", refused.join(", "));
         }
     }
+    if let Some(managed) = &status.managed {
+        match &managed.reason {
+            Some(reason) => {
+                let _ = writeln!(
+                    out,
+                    "managed hooks: {} {}: {reason}",
+                    managed.path, managed.state
+                );
+            }
+            None => {
+                let _ = writeln!(out, "managed hooks: {} {}", managed.path, managed.state);
+            }
+        }
+    }
+    if let Some(telemetry) = &status.telemetry {
+        out.push_str(&render_telemetry(telemetry));
+    }
     if !status.clients.is_empty() {
         let clients: Vec<String> = status
             .clients
@@ -855,6 +891,28 @@ pub fn render_status(status: &StatusResponse) -> String {
         for diagnostic in &registry.diagnostics {
             let _ = writeln!(out, "  {}", render_diagnostic(diagnostic));
         }
+    }
+    out
+}
+
+/// The OpenTelemetry export's line in `status` and `stats`.
+pub fn render_telemetry(telemetry: &hookd_protocol::TelemetryStatus) -> String {
+    let mut out = format!(
+        "telemetry: {} ({}): {} recorded, {} dropped (queue {} of {}), {} spans, {} logs, {} \
+         metric exports, {} failed exports\n",
+        telemetry.endpoint,
+        telemetry.protocol,
+        telemetry.recorded,
+        telemetry.dropped,
+        telemetry.queued,
+        telemetry.capacity,
+        telemetry.spans_exported,
+        telemetry.logs_exported,
+        telemetry.metric_exports,
+        telemetry.failed_exports,
+    );
+    if let Some(error) = &telemetry.last_error {
+        out.push_str(&format!("telemetry last error: {error}\n"));
     }
     out
 }

@@ -1,6 +1,7 @@
 //! `hookctl enable` and `disable` when no daemon runs: the settings files are edited directly
 //! (the same edits the daemon makes, written atomically), and a running daemon would pick them
-//! up on its next start. An unknown name is still disabled, with a warning.
+//! up on its next start. An unknown name is still disabled, with a warning; a name only the
+//! managed hooks file holds is not (managed hooks cannot be disabled), and nothing is written.
 
 use std::path::{Path, PathBuf};
 
@@ -52,12 +53,33 @@ fn configured(name: &str, files: &[&Path]) -> bool {
     })
 }
 
+/// The managed hooks file, when the daemon would load it (root's alone, up to `/`) and it
+/// holds a hook named `name`: such a hook cannot be disabled.
+fn managed_hook(name: &str) -> Option<PathBuf> {
+    let env = LoaderEnv::from_process()?;
+    let path = LayerPaths::resolve(&env).managed;
+    hookd_settings::sysfile::check_system_file(&path, &env.system_files).ok()?;
+    configured(name, &[&path]).then_some(path)
+}
+
 /// The note said when the daemon was not reached.
 const NOT_RUNNING: &str = "(hookd is not running: the file was edited directly)";
 
 /// `hookctl disable NAME` without a daemon.
 pub fn disable(name: &str, project: &Path, project_scope: bool) -> anyhow::Result<String> {
     let (user, project_file) = paths(project)?;
+    let managed = managed_hook(name).map(|path| {
+        format!(
+            "Hook \"{name}\" of the managed hooks file {} stays on: managed hooks cannot be \
+             disabled.\n",
+            path.display()
+        )
+    });
+    if let Some(note) = &managed {
+        if !configured(name, &[&user, &project_file]) {
+            return Ok(format!("{note}Nothing was written.\n"));
+        }
+    }
     let target = if project_scope { &project_file } else { &user };
     let text = read(target)?;
     let edited: Edit = edit::add_disabled(&text, name)
@@ -74,7 +96,9 @@ pub fn disable(name: &str, project: &Path, project_scope: bool) -> anyhow::Resul
             target.display()
         )
     };
-    if !configured(name, &[&user, &project_file]) {
+    if let Some(note) = managed {
+        out.push_str(&note);
+    } else if !configured(name, &[&user, &project_file]) {
         out.push_str(&format!(
             "warning: no hook named \"{name}\" is configured in {} or {}\n",
             user.display(),

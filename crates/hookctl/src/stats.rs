@@ -166,5 +166,9 @@ pub fn render(stats: &StatsResponse) -> String {
         out.push('\n');
         out.push_str(&background);
     }
+    if let Some(telemetry) = &stats.telemetry {
+        out.push('\n');
+        out.push_str(&crate::render_telemetry(telemetry));
+    }
     out
 }

@@ -59,6 +59,9 @@ pub struct DaemonArgs {
     /// The tokio runtime flavor.
     #[arg(long, value_enum, default_value = "current-thread")]
     pub runtime: RuntimeFlavor,
+    /// Export telemetry to this OTLP/HTTP collector, as `hookd --otel-endpoint` does.
+    #[arg(long)]
+    pub otel_endpoint: Option<String>,
 }
 
 /// The arguments that start the daemon helper on `socket` with `home` as its `HOME`, and the
@@ -82,7 +85,8 @@ pub fn helper_args(socket: &Path, home: &Path, dir: &Path, runtime: &str) -> Vec
 /// Runs the daemon until stdin closes, then stops it gracefully.
 pub fn serve(args: DaemonArgs) -> anyhow::Result<()> {
     init_logging();
-    let config = hookd_server::ServerConfig::new(daemon_env(&args));
+    let mut config = hookd_server::ServerConfig::new(daemon_env(&args));
+    config.telemetry.endpoint = args.otel_endpoint.clone();
     let runtime = args
         .runtime
         .builder()

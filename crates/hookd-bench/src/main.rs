@@ -26,6 +26,7 @@ mod spawn;
 mod state;
 mod stats;
 mod stream;
+mod telemetry;
 
 use std::path::PathBuf;
 
@@ -100,6 +101,14 @@ enum Helper {
     /// installed: the relay entry's shared form against the bare one, and one guarded copy,
     /// under `/bin/sh` and `bash` (needs `hookd-relay` built next to this binary).
     Fallback,
+    /// No-hook and one-hook events with OpenTelemetry export off, on with a live receiver
+    /// and on with a black-holed one (accepts, never answers), interleaved; then the
+    /// black-holed daemon's memory over an outage of `--outage-seconds`.
+    Telemetry {
+        /// How long the outage phase fires events at the black-holed daemon.
+        #[arg(long, default_value_t = telemetry::DEFAULT_OUTAGE_SECONDS)]
+        outage_seconds: u64,
+    },
     /// Times `hookctl state get/set`: the protocol round trip through hookd-client and the
     /// whole `hookctl state` process (needs `hookctl` built next to this binary).
     State,
@@ -178,6 +187,16 @@ fn main() -> anyhow::Result<()> {
             let samples = cli.iterations.unwrap_or_else(|| relay::samples(cli.quick));
             let report = fallback::run(samples, cli.daemon_runtime)?;
             print!("{}", fallback::table(&report));
+            Ok(())
+        }
+        Some(Helper::Telemetry { outage_seconds }) => {
+            let report = telemetry::run(
+                cli.quick,
+                cli.iterations,
+                outage_seconds,
+                cli.daemon_runtime,
+            )?;
+            print!("{}", telemetry::table(&report));
             Ok(())
         }
         Some(Helper::State) => {

@@ -21,6 +21,7 @@ mod depth;
 mod encode;
 mod error;
 pub mod fast;
+pub mod fleet;
 pub mod http;
 mod id;
 mod parse;
@@ -38,6 +39,7 @@ pub use depth::{
 };
 pub use encode::{WireMessage, encode, encode_within, parse_server_message};
 pub use error::{ErrorCode, ProtocolError};
+pub use fleet::{ManagedStatus, TelemetryStatus};
 pub use id::RequestId;
 pub use parse::parse_client_message;
 pub use request::{

@@ -400,6 +400,10 @@ pub struct ListedHook {
     /// Set while the circuit breaker has paused the hook.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub paused: Option<crate::PausedHook>,
+    /// The managed hooks file whose copy of this hook (the same identity, for the same event)
+    /// runs in its place; absent for every hook no managed hook outranks.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub outranked_by: Option<String>,
 }
 
 fn is_false(flag: &bool) -> bool {
@@ -507,6 +511,12 @@ pub struct StatusResponse {
     /// predates it).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub http: Option<HttpStatus>,
+    /// The managed hooks file; `None` from daemons that predate it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub managed: Option<Box<crate::ManagedStatus>>,
+    /// The OpenTelemetry export; `None` when it is off (or the daemon predates it).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub telemetry: Option<Box<crate::TelemetryStatus>>,
 }
 
 /// The loopback HTTP listener in `status`.
@@ -960,6 +970,7 @@ mod tests {
                         untrusted: true,
                         is_async: false,
                         paused: None,
+                        outranked_by: None,
                     },
                     ListedHook {
                         event: "SessionStart".to_owned(),
@@ -978,6 +989,7 @@ mod tests {
                         untrusted: false,
                         is_async: false,
                         paused: None,
+                        outranked_by: None,
                     },
                 ],
                 diagnostics: vec![
@@ -1040,6 +1052,8 @@ mod tests {
                 background: None,
                 breaker: None,
                 http: None,
+                managed: None,
+                telemetry: None,
             }),
             concat!(
                 r#"{"type":"status","id":7,"version":"0.1.0","pid":4242,"uptime_ms":1500,"connections":2,"max_connections":1024,"#,

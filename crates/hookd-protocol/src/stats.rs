@@ -34,6 +34,10 @@ pub struct StatsResponse {
     /// The circuit breaker and the hooks it has paused; `None` from daemons that predate it.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub breaker: Option<crate::BreakerStatus>,
+    /// The OpenTelemetry export (its queue and drops); `None` when it is off (or the daemon
+    /// predates it).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub telemetry: Option<Box<crate::TelemetryStatus>>,
 }
 
 /// What one hook did since start.

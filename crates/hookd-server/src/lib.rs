@@ -41,7 +41,7 @@ use base::{
     config, control, httpguard, httproots, io, lastgood, lastrun, limits, memory, peeruid, socket,
     state, stats,
 };
-use record::{audit, recorder, runstats, story};
+use record::{audit, otlphttp, recorder, runstats, story, telemetry};
 use reply::{convert, httpanswer, results, wire};
 use run::{background, engine, eventrun, relayed, stream};
 use serve::{connection, http, oneshot, request, shared};
@@ -57,7 +57,8 @@ use tokio_util::task::TaskTracker;
 
 pub use audit::AuditError;
 pub use config::{
-    AuditConfig, DEFAULT_BACKGROUND_GRACE, DEFAULT_MAX_BACKGROUND_RUNS, ServerConfig,
+    AuditConfig, DEFAULT_BACKGROUND_GRACE, DEFAULT_MAX_BACKGROUND_RUNS, ExportFields, ServerConfig,
+    TelemetrySettings,
 };
 pub use control::{Control, Lifecycle};
 pub use hookd_core::breaker::BreakerSettings;
@@ -279,6 +280,9 @@ pub async fn run_with_http(
     if let Some(audit) = &shared.engine.recorder.audit {
         audit.close().await;
     }
+    if let Some(telemetry) = &shared.engine.recorder.telemetry {
+        telemetry.close().await;
+    }
     shared.state.close().await;
     tracing::info!("stopped");
     Ok(())
@@ -374,6 +378,8 @@ mod tests {
                 "audit",
                 "runstats",
                 "story",
+                "otlphttp",
+                "telemetry",
                 "recorder",
             ],
         ),

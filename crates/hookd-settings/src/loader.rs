@@ -29,6 +29,7 @@
 //! | project | `<project>/.gemini/settings.json`, unless the project directory is the home directory (then that file is the user file) |
 //! | user (hookd) | `$XDG_CONFIG_HOME/hookd/hooks.json` (an absolute `XDG_CONFIG_HOME` only), else `<real home>/.config/hookd/hooks.json` |
 //! | project (hookd) | `<project>/.hookd/hooks.json` |
+//! | managed (hookd) | `HOOKD_MANAGED_HOOKS` (absolute only), else `/etc/hookd/hooks.json`; loaded only when root owns it and every directory above it and none is writable by group or others ([`crate::sysfile`]), refused with an error that names the reason otherwise |
 //! | user (Claude Code) | `$CLAUDE_CONFIG_DIR/settings.json` (absolute only), else `<real home>/.claude/settings.json`; only with `hookd --claude-settings` |
 //! | project (Claude Code) | `<project>/.claude/settings.json`, then `<project>/.claude/settings.local.json`; only with `hookd --claude-settings` (and not the user file again in the home directory) |
 //!
@@ -216,6 +217,8 @@ pub struct LayerPaths {
     pub trusted_hooks: PathBuf,
     /// hookd's own user hooks file.
     pub hookd_user: PathBuf,
+    /// The administrator's managed hooks file ([`managed_hooks_path`]).
+    pub managed: PathBuf,
     /// The user settings files of every host whose own files can be layers
     /// ([`Dialect::with_layer_files`]), each with its host; read only for the hosts in
     /// [`LoaderEnv::host_layers`].
@@ -253,6 +256,7 @@ impl LayerPaths {
                 .map_or_else(|| gemini_dir.join("trustedFolders.json"), PathBuf::from),
             trusted_hooks: hookd_config_dir(env).join("trusted-hooks.json"),
             hookd_user: hookd_config_dir(env).join("hooks.json"),
+            managed: managed_hooks_path(env),
             host_user: Dialect::with_layer_files()
                 .flat_map(|host| {
                     host.files()
@@ -314,6 +318,19 @@ pub fn hookd_config_dir(env: &LoaderEnv) -> PathBuf {
         .unwrap_or_else(|| env.home_dir.join(".config"));
     config_dir.join("hookd")
 }
+
+/// The managed hooks file: `HOOKD_MANAGED_HOOKS` when it is an absolute path (a relative one
+/// would depend on where the daemon was started), else `/etc/hookd/hooks.json`.
+pub fn managed_hooks_path(env: &LoaderEnv) -> PathBuf {
+    env.var("HOOKD_MANAGED_HOOKS")
+        .map(PathBuf::from)
+        .filter(|path| path.is_absolute())
+        .unwrap_or_else(|| PathBuf::from(DEFAULT_MANAGED_HOOKS))
+}
+
+/// Where an administrator puts the managed hooks file unless `HOOKD_MANAGED_HOOKS` says
+/// otherwise.
+pub const DEFAULT_MANAGED_HOOKS: &str = "/etc/hookd/hooks.json";
 
 fn default_system_settings() -> PathBuf {
     if cfg!(target_os = "macos") {
@@ -392,6 +409,18 @@ fn refused_system_file(
     path: &Path,
     rule: &crate::sysfile::SystemFileRule,
 ) -> Option<Diagnostic> {
+    if source == Source::Managed {
+        // The same rule as Gemini CLI's system files: only root may decide what every user
+        // of the machine must run. Refused loudly, since its guards are then missing.
+        let reason = crate::sysfile::check_system_file(path, rule).err()?;
+        tracing::error!(file = %path.display(), %reason, "managed hooks file refused as insecure");
+        return Some(
+            Diagnostic::error(format!(
+                "managed hooks file refused, its hooks do not run: {reason}"
+            ))
+            .with_path(path),
+        );
+    }
     if !matches!(source, Source::System | Source::SystemDefaults) {
         return None;
     }
@@ -610,6 +639,7 @@ impl SharedLayers {
         let mut unreadable = Vec::new();
         let mut layers = Vec::new();
         for (source, file, path) in [
+            (Source::Managed, LayerFile::Hookd, &paths.managed),
             (Source::User, LayerFile::Gemini, &paths.user),
             (Source::User, LayerFile::Hookd, &paths.hookd_user),
             (Source::System, LayerFile::Gemini, &paths.system),
@@ -696,7 +726,7 @@ impl SharedLayers {
         let mut ordered: Vec<&LayerText> = self
             .layers
             .iter()
-            .filter(|layer| layer.path != self.paths.hookd_user)
+            .filter(|layer| layer.path != self.paths.hookd_user && layer.source != Source::Managed)
             .collect();
         ordered.sort_by_key(|layer| match layer.source {
             Source::SystemDefaults => 0,
@@ -1549,10 +1579,14 @@ mod tests {
 
         fn env(&self, extra: &[(&str, &str)]) -> LoaderEnv {
             let system = self.path("etc/settings.json");
-            let mut vars: Vec<(&str, &str)> = vec![(
-                "GEMINI_CLI_SYSTEM_SETTINGS_PATH",
-                system.to_str().expect("utf-8"),
-            )];
+            let managed = self.path("etc/hookd/hooks.json");
+            let mut vars: Vec<(&str, &str)> = vec![
+                (
+                    "GEMINI_CLI_SYSTEM_SETTINGS_PATH",
+                    system.to_str().expect("utf-8"),
+                ),
+                ("HOOKD_MANAGED_HOOKS", managed.to_str().expect("utf-8")),
+            ];
             vars.extend_from_slice(extra);
             let mut loader_env = env(&vars, self.path("home").to_str().expect("utf-8"))
                 .with_system_trusted_above(Some(self.root.clone()));
@@ -1887,6 +1921,100 @@ mod tests {
             assert_eq!(warned, refused, "{etc:o} {settings:o} {defaults:o}");
         }
         chmod("etc", 0o755);
+    }
+
+    #[test]
+    fn the_managed_file_loads_first_only_when_root_could_write_it_alone() {
+        use std::os::unix::fs::PermissionsExt;
+        let fx = Fixture::new();
+        fx.write("etc/hookd/hooks.json", &hook("managed"));
+        fx.write("home/.gemini/settings.json", &hook("user"));
+        let chmod = |relative: &str, mode: u32| {
+            fs::set_permissions(fx.path(relative), fs::Permissions::from_mode(mode))
+                .expect("chmod");
+        };
+        chmod("etc", 0o755);
+        let root = nix::unistd::geteuid().is_root();
+        // (etc/hookd mode, file mode, file owner (root only), loaded, refusal reason)
+        type Case = (
+            u32,
+            u32,
+            Option<u32>,
+            &'static [&'static str],
+            Option<&'static str>,
+        );
+        let mut cases: Vec<Case> = vec![
+            (0o755, 0o644, None, &["managed", "user"], None),
+            (
+                0o755,
+                0o664,
+                None,
+                &["user"],
+                Some("hooks.json is writable by its group or others"),
+            ),
+            (
+                0o755,
+                0o646,
+                None,
+                &["user"],
+                Some("writable by its group or others (mode 646"),
+            ),
+            (
+                0o775,
+                0o644,
+                None,
+                &["user"],
+                Some("hookd is writable by its group or others"),
+            ),
+        ];
+        if root {
+            // Given to another user: only root may own what every user must run.
+            cases.push((
+                0o755,
+                0o644,
+                Some(65534),
+                &["user"],
+                Some("is owned by uid 65534"),
+            ));
+        }
+        for (dir, file, owner, loaded, refused) in cases {
+            chmod("etc/hookd", dir);
+            chmod("etc/hookd/hooks.json", file);
+            let uid = owner.unwrap_or(0);
+            if root {
+                nix::unistd::chown(
+                    &fx.path("etc/hookd/hooks.json"),
+                    Some(nix::unistd::Uid::from_raw(uid)),
+                    None,
+                )
+                .expect("chown");
+            }
+            let (workspace, registry) = fx.load(&[]);
+            let names: Vec<String> = registry
+                .entries()
+                .map(|entry| entry.config.display_name().to_owned())
+                .collect();
+            assert_eq!(names, loaded, "{dir:o} {file:o} {owner:?}");
+            if let Some(entry) = registry.entries().next().filter(|_| refused.is_none()) {
+                assert_eq!(entry.source, Source::Managed);
+            }
+            let errors: Vec<&str> = workspace
+                .diagnostics
+                .iter()
+                .filter(|d| d.severity == Severity::Error)
+                .filter(|d| d.path.as_deref() == Some(fx.path("etc/hookd/hooks.json").as_path()))
+                .map(|d| d.message.as_str())
+                .collect();
+            match refused {
+                None => assert!(errors.is_empty(), "{errors:?}"),
+                Some(reason) => assert!(
+                    errors.len() == 1
+                        && errors[0].contains("managed hooks file refused")
+                        && errors[0].contains(reason),
+                    "{dir:o} {file:o}: {errors:?}"
+                ),
+            }
+        }
     }
 
     #[test]

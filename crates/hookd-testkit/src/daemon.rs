@@ -169,6 +169,10 @@ impl Daemon {
             "GEMINI_CLI_SYSTEM_DEFAULTS_PATH".into(),
             root.join("etc/system-defaults.json").display().to_string(),
         );
+        env.insert(
+            "HOOKD_MANAGED_HOOKS".into(),
+            root.join("etc/hookd/hooks.json").display().to_string(),
+        );
         let mut config = ServerConfig::new(env);
         config.kill_grace = Duration::from_millis(500);
         config.shutdown_grace = Duration::from_secs(5);

@@ -18,6 +18,16 @@ pub const HOST_VARS: &[&str] = &[
     "HOOKD_RELAY_RETRY_MS",
     "HOOKD_RELAY_UNREACHABLE",
     "HOOKD_RELAY_DEADLINE_MS",
+    "HOOKD_MANAGED_HOOKS",
+    "OTEL_SDK_DISABLED",
+    "OTEL_EXPORTER_OTLP_ENDPOINT",
+    "OTEL_EXPORTER_OTLP_TRACES_ENDPOINT",
+    "OTEL_EXPORTER_OTLP_METRICS_ENDPOINT",
+    "OTEL_EXPORTER_OTLP_LOGS_ENDPOINT",
+    "OTEL_EXPORTER_OTLP_PROTOCOL",
+    "OTEL_EXPORTER_OTLP_HEADERS",
+    "OTEL_SERVICE_NAME",
+    "OTEL_RESOURCE_ATTRIBUTES",
 ];
 
 /// A [`Command`] made hermetic, in a builder chain.
@@ -27,9 +37,9 @@ pub trait Hermetic {
     fn hermetic(&mut self, home: impl AsRef<Path>) -> &mut Self;
 
     /// Stricter than [`Hermetic::hermetic`], for a daemon under test: nothing of the caller's
-    /// environment but `PATH`, the home `home`, and Gemini CLI's system settings files under
-    /// `root/etc` (absent unless the test writes them), so the machine's own settings never
-    /// reach it.
+    /// environment but `PATH`, the home `home`, and Gemini CLI's system settings files and
+    /// hookd's managed hooks file under `root/etc` (absent unless the test writes them), so the
+    /// machine's own settings never reach it.
     fn isolated(&mut self, home: impl AsRef<Path>, root: impl AsRef<Path>) -> &mut Self;
 }
 
@@ -52,5 +62,6 @@ impl Hermetic for Command {
                 "GEMINI_CLI_SYSTEM_DEFAULTS_PATH",
                 etc.join("system-defaults.json"),
             )
+            .env("HOOKD_MANAGED_HOOKS", etc.join("hookd").join("hooks.json"))
     }
 }

@@ -104,6 +104,16 @@ struct Args {
     /// hooks run, in Claude's language, for the matching Gemini events. Off by default.
     #[arg(long)]
     claude_settings: bool,
+    /// Send a span per event, metrics and a log record per decision to this OpenTelemetry
+    /// collector (its OTLP/HTTP base URL, e.g. http://127.0.0.1:4318), as
+    /// OTEL_EXPORTER_OTLP_ENDPOINT does; the OTEL_* variables apply too and
+    /// OTEL_SDK_DISABLED=true turns export off. Off by default (docs/fleet.md).
+    #[arg(long, value_name = "URL")]
+    otel_endpoint: Option<String>,
+    /// Sensitive fields to export too, off by default: any of tool_input, command, output
+    /// (comma-separated); each passes the redact filter's default patterns first.
+    #[arg(long, value_name = "FIELDS", value_parser = parse_export_fields)]
+    otel_include: Option<hookd_server::ExportFields>,
     /// Worker threads for the daemon's own work. 1 (the default) runs everything on one
     /// thread, which answers fastest: no request is handed between threads. Hook processes
     /// run in parallel either way; settings files are read and large requests parsed on a
@@ -459,6 +469,10 @@ fn build_config(args: &Args, env: HashMap<String, String>) -> hookd_server::Serv
         config.default_on_failure = policy;
     }
     config.project_hooks = args.project_hooks;
+    config.telemetry.endpoint = args.otel_endpoint.clone();
+    if let Some(fields) = args.otel_include {
+        config.telemetry.fields = fields;
+    }
     // `--claude-settings` reads Claude Code's own settings files as layers; which files they
     // are is Claude Code's dialect's (`HostFiles::user_layer_files`).
     if args.claude_settings {
@@ -529,6 +543,12 @@ impl Signals {
             }
         });
     }
+}
+
+/// `--otel-include`: the field names, or the one not known.
+fn parse_export_fields(list: &str) -> Result<hookd_server::ExportFields, String> {
+    hookd_server::ExportFields::parse(list)
+        .map_err(|name| format!("unknown field {name:?} (known: tool_input, command, output)"))
 }
 
 #[cfg(test)]

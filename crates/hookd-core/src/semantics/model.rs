@@ -10,9 +10,14 @@ use crate::failure::{FailurePolicy, parse_on_failure};
 
 /// The layer a hook was defined in (hookd's real layers: real labels, not Gemini CLI's blanket `project`).
 ///
-/// The derived order is the precedence order used for planning: project first, extensions last.
+/// The derived order is the precedence order used for planning: the managed file first, then
+/// project, extensions last.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub enum Source {
+    /// An administrator's hooks file (`/etc/hookd/hooks.json` or `HOOKD_MANAGED_HOOKS`),
+    /// loaded only when root owns it and every directory above it: its hooks come first and
+    /// no other layer can disable, reorder or override them (`crate::registry`).
+    Managed,
     /// `<project dir>/.gemini/settings.json`.
     Project,
     /// `~/.gemini/settings.json` (honouring `GEMINI_CLI_HOME`).
@@ -30,6 +35,7 @@ impl Source {
     /// The label shown to users and sent on the wire.
     pub fn label(self) -> &'static str {
         match self {
+            Source::Managed => "managed",
             Source::Project => "project",
             Source::User => "user",
             Source::System => "system",
@@ -488,9 +494,10 @@ mod tests {
     }
 
     #[test]
-    fn source_order_is_project_user_system_defaults_extension() {
+    fn source_order_is_managed_project_user_system_defaults_extension() {
         let mut sources = [
             Source::Extension,
+            Source::Managed,
             Source::System,
             Source::User,
             Source::SystemDefaults,
@@ -500,6 +507,7 @@ mod tests {
         assert_eq!(
             sources,
             [
+                Source::Managed,
                 Source::Project,
                 Source::User,
                 Source::System,

@@ -43,6 +43,16 @@
 //!   would have reached further; an untrusted (refused) project definition's `sequential`
 //!   does not make the other layers' hooks run in sequence.
 //!
+//! - **The managed layer.** An administrator's file ([`Source::Managed`], which the loader
+//!   accepts only when root owns it) comes first in registry order and takes no part in the
+//!   merge: no layer's `hooksConfig.disabled`, `hooksConfig.enabled = false`, folder trust,
+//!   `set_enabled` or same-`name:command` copy turns a managed hook off, runs before it or
+//!   takes its place. Whatever it outranks is said, never dropped silently: a disabled list
+//!   naming a managed hook, a master switch it survives and each hook of another layer that
+//!   a managed copy replaces get a warning naming both files, and the replaced hooks are
+//!   reported by [`Registry::outranked_by`] for `list`. The managed file's own `hooksConfig`
+//!   and `security` keys are not read (a warning says so): it holds hooks only.
+//!
 //! [`Registry::plan`] then follows §3: the enabled hooks of the event in registry order, kept
 //! when their matcher matches, de-duplicated by `name:command` keeping the first (highest
 //! precedence) copy (for an event Claude Code relays, by Claude Code's rule instead: the same
@@ -115,6 +125,8 @@ pub struct EnableOutcome {
     pub matched: usize,
     /// Hooks whose enabled flag actually changed.
     pub changed: usize,
+    /// Matched hooks of the managed hooks file, which are left as they are.
+    pub managed: usize,
 }
 
 /// One registered hook with its compiled matcher.
@@ -145,6 +157,9 @@ pub struct Registry {
     diagnostics: Vec<Diagnostic>,
     trust_policy: ProjectHookPolicy,
     env_redaction: Arc<EnvRedaction>,
+    /// The hooks of other layers that a managed hook outranks, by position in `hooks`, with
+    /// the managed file that holds the winning copy.
+    outranked: Vec<(usize, PathBuf)>,
 }
 
 impl Default for Registry {
@@ -160,6 +175,7 @@ impl Default for Registry {
             diagnostics: Vec::new(),
             trust_policy: ProjectHookPolicy::Warn,
             env_redaction: Arc::default(),
+            outranked: Vec::new(),
         }
     }
 }
@@ -167,6 +183,8 @@ impl Default for Registry {
 /// The position of a layer in Gemini CLI's merge order (later wins for scalars).
 fn merge_rank(source: Source) -> u8 {
     match source {
+        // Never merged (see `Registry::build`); ranked only to be total.
+        Source::Managed => 5,
         Source::SystemDefaults => 0,
         Source::User => 1,
         Source::Project => 2,
@@ -204,9 +222,33 @@ impl Registry {
             }
         }
 
+        // The managed file holds hooks only: its switches would be one more layer others
+        // merge over, so they are not read at all.
+        for layer in layers
+            .iter()
+            .filter(|layer| layer.source == Source::Managed)
+        {
+            if layer.hooks_config != settings::HooksConfig::default()
+                || layer.folder_trust_enabled.is_some()
+                || layer.env_redaction != settings::EnvRedactionSettings::default()
+            {
+                registry.diagnostics.push(
+                    Diagnostic::warning(
+                        "the managed hooks file holds hooks only: its hooksConfig and security \
+                         settings are not read",
+                    )
+                    .with_path(&layer.path),
+                );
+            }
+        }
+        // Which file disabled which names, to tell the user when one names a managed hook.
+        let mut disabling: Vec<(String, PathBuf)> = Vec::new();
+        // The last file whose `hooksConfig.enabled` decided the master switch.
+        let mut switched_by: Option<PathBuf> = None;
         // The merged view excludes an untrusted workspace's file entirely.
         let mut merged: Vec<&SettingsLayer> = layers
             .iter()
+            .filter(|layer| layer.source != Source::Managed)
             .filter(|layer| input.folder_trusted || layer.source != Source::Project)
             .collect();
         merged.sort_by_key(|layer| merge_rank(layer.source));
@@ -242,6 +284,7 @@ impl Registry {
                     }
                 }
                 for name in config.disabled.iter().flatten() {
+                    disabling.push((name.clone(), layer.path.clone()));
                     if !registry.project_disabled.contains(name) {
                         registry.project_disabled.push(name.clone());
                     }
@@ -250,8 +293,10 @@ impl Registry {
             }
             if let Some(enabled) = config.enabled {
                 registry.hooks_enabled = enabled;
+                switched_by = Some(layer.path.clone());
             }
             for name in config.disabled.iter().flatten() {
+                disabling.push((name.clone(), layer.path.clone()));
                 if !registry.disabled.contains(name) {
                     registry.disabled.push(name.clone());
                 }
@@ -260,33 +305,61 @@ impl Registry {
 
         registry.env_redaction = Arc::new(env_redaction);
 
-        if !registry.hooks_enabled {
-            registry.diagnostics.push(Diagnostic::info(
-                "hooks are disabled by hooksConfig.enabled = false; no hook runs",
-            ));
-            return registry;
-        }
-
-        // Settings-file hooks, in precedence order (real layers); the sort is stable.
+        // Settings-file hooks, in precedence order (real layers, the managed file first); the
+        // sort is stable.
         let mut by_precedence: Vec<(&SettingsLayer, LayerFile)> =
             layers.iter().zip(files.iter().copied()).collect();
         by_precedence.sort_by_key(|(layer, _)| layer.source);
+        let managed_count: usize = by_precedence
+            .iter()
+            .filter(|(layer, _)| layer.source == Source::Managed)
+            .map(|(layer, _)| layer.hook_count())
+            .sum();
+
+        if !registry.hooks_enabled {
+            if managed_count == 0 {
+                registry.diagnostics.push(Diagnostic::info(
+                    "hooks are disabled by hooksConfig.enabled = false; no hook runs",
+                ));
+                return registry;
+            }
+            // The master switch reaches every hook but the managed ones.
+            let mut diagnostic = Diagnostic::warning(format!(
+                "hooksConfig.enabled = false turns off every hook but the managed ones: \
+                 {managed_count} hook(s) of the managed hooks file still run"
+            ));
+            diagnostic.path = switched_by;
+            registry.diagnostics.push(diagnostic);
+            for (layer, file) in by_precedence
+                .into_iter()
+                .filter(|(layer, _)| layer.source == Source::Managed)
+            {
+                registry.ingest_layer(layer, file, input);
+            }
+            registry.note_managed_reach(&disabling);
+            return registry;
+        }
+
+        if !input.folder_trusted {
+            // An untrusted folder cannot skip what an administrator requires.
+            for (layer, file) in by_precedence
+                .iter()
+                .copied()
+                .filter(|(layer, _)| layer.source == Source::Managed)
+            {
+                registry.ingest_layer(layer, file, input);
+            }
+        }
         if input.folder_trusted {
             for (layer, file) in by_precedence {
-                let origin = Origin {
-                    path: Some(layer.path.clone()),
-                    extension: None,
-                    file,
-                };
-                let trust = (layer.source == Source::Project)
-                    .then_some((&input.hook_trust, input.workspace_path.as_path()));
-                registry.ingest(&layer.hooks, layer.source, &origin, trust);
-                if layer.source == Source::Project && registry.project_hooks.is_none() {
-                    registry.project_hooks = layer.raw_hooks.clone();
-                }
+                registry.ingest_layer(layer, file, input);
             }
         } else {
-            let skipped: usize = layers.iter().map(SettingsLayer::hook_count).sum();
+            let skipped: usize = layers
+                .iter()
+                .filter(|layer| layer.source != Source::Managed)
+                .map(SettingsLayer::hook_count)
+                .sum();
             if skipped > 0 {
                 registry.diagnostics.push(Diagnostic::warning(format!(
                     "the folder {} is not trusted: {skipped} hook(s) from settings files are \
@@ -329,7 +402,99 @@ impl Registry {
             registry.ingest(&events, Source::Extension, &origin, None);
         }
         registry.note_project_disabled_reach();
+        registry.note_managed_reach(&disabling);
         registry
+    }
+
+    /// Adds the hooks of one settings file (project hooks marked trusted or not).
+    fn ingest_layer(&mut self, layer: &SettingsLayer, file: LayerFile, input: &RegistryInput) {
+        let origin = Origin {
+            path: Some(layer.path.clone()),
+            extension: None,
+            file,
+        };
+        let trust = (layer.source == Source::Project)
+            .then_some((&input.hook_trust, input.workspace_path.as_path()));
+        self.ingest(&layer.hooks, layer.source, &origin, trust);
+        if layer.source == Source::Project && self.project_hooks.is_none() {
+            self.project_hooks = layer.raw_hooks.clone();
+        }
+    }
+
+    /// Says what the managed hooks outrank: each `hooksConfig.disabled` entry (with its file)
+    /// naming a managed hook, which stays on, and each hook of another layer that a managed
+    /// hook of the same event replaces in de-duplication (the same `name:command`, or, for
+    /// the hosts that de-duplicate so, the same command line), recorded for
+    /// [`Registry::outranked_by`].
+    fn note_managed_reach(&mut self, disabling: &[(String, PathBuf)]) {
+        let managed: Vec<&RegisteredHook> = self
+            .hooks
+            .iter()
+            .filter(|hook| hook.entry.source == Source::Managed)
+            .collect();
+        if managed.is_empty() {
+            return;
+        }
+        let mut notes = Vec::new();
+        let mut said: HashSet<(&str, &std::path::Path)> = HashSet::new();
+        for (name, path) in disabling {
+            let Some(hook) = managed
+                .iter()
+                .find(|hook| hook.entry.config.display_name() == name.as_str())
+            else {
+                continue;
+            };
+            if !said.insert((name.as_str(), path.as_path())) {
+                continue;
+            }
+            notes.push(
+                Diagnostic::warning(format!(
+                    "hooksConfig.disabled names \"{name}\", a hook of the managed hooks file {}: \
+                     it stays on (managed hooks cannot be disabled)",
+                    managed_path(&hook.entry)
+                ))
+                .with_path(path),
+            );
+        }
+        let mut outranked = Vec::new();
+        for (index, hook) in self.hooks.iter().enumerate() {
+            if hook.entry.source == Source::Managed {
+                continue;
+            }
+            let Some(winner) = managed.iter().find(|managed| {
+                managed.entry.event == hook.entry.event
+                    && (managed.dedup_key == hook.dedup_key
+                        || (hook.entry.config.runs_command()
+                            && managed.claude_dedup_key == hook.claude_dedup_key))
+            }) else {
+                continue;
+            };
+            let mut diagnostic = Diagnostic::warning(format!(
+                "{} hook \"{}\" is outranked by the managed hooks file {}: the managed copy runs \
+                 in its place (managed hooks cannot be overridden)",
+                hook.entry.event,
+                hook.entry.config.display_name(),
+                managed_path(&winner.entry)
+            ));
+            diagnostic.path = hook.entry.origin.path.clone();
+            notes.push(diagnostic);
+            outranked.push((index, winner.entry.origin.path.clone().unwrap_or_default()));
+        }
+        self.outranked = outranked;
+        self.diagnostics.extend(notes);
+    }
+
+    /// The managed hooks file whose hook takes the place of `entry` (a hook of another layer
+    /// with the same identity for the same event), if any: what `list` tells the user.
+    pub fn outranked_by(&self, entry: &HookEntry) -> Option<&std::path::Path> {
+        let index = self
+            .hooks
+            .iter()
+            .position(|hook| std::ptr::eq(Arc::as_ptr(&hook.entry), entry))?;
+        self.outranked
+            .iter()
+            .find(|(outranked, _)| *outranked == index)
+            .map(|(_, path)| path.as_path())
     }
 
     /// Says when a project's disabled list (under `require`) names a hook of another layer,
@@ -428,13 +593,15 @@ impl Registry {
                         _ => None,
                     };
                     let name = config.display_name();
-                    let enabled = !self.disabled.iter().any(|disabled| disabled == name)
-                        && (source != Source::Project
-                            || (self.project_enabled
-                                && !self
-                                    .project_disabled
-                                    .iter()
-                                    .any(|disabled| disabled == name)));
+                    // A managed hook is never disabled; `note_managed_reach` says who tried.
+                    let enabled = source == Source::Managed
+                        || !self.disabled.iter().any(|disabled| disabled == name)
+                            && (source != Source::Project
+                                || (self.project_enabled
+                                    && !self
+                                        .project_disabled
+                                        .iter()
+                                        .any(|disabled| disabled == name)));
                     let entry = HookEntry {
                         event,
                         config: config.clone(),
@@ -524,6 +691,11 @@ impl Registry {
                 continue;
             }
             outcome.matched += 1;
+            if hook.entry.source == Source::Managed {
+                // Managed hooks stay as the administrator wrote them.
+                outcome.managed += 1;
+                continue;
+            }
             if hook.entry.enabled != enabled {
                 Arc::make_mut(&mut hook.entry).enabled = enabled;
                 outcome.changed += 1;
@@ -621,8 +793,15 @@ impl Registry {
         }
         if event == HookEventName::AfterModel {
             // Builtin filters act before the text goes any further: they come first, so every
-            // other hook sees (and the aggregate starts from) the filtered text.
-            hooks.sort_by_key(|entry| entry.config.hook_type != crate::model::HookType::Builtin);
+            // other hook sees (and the aggregate starts from) the filtered text. The managed
+            // hooks stay ahead of everything else's, filters included: nothing of another
+            // layer's runs before them.
+            hooks.sort_by_key(|entry| {
+                (
+                    entry.source != Source::Managed,
+                    entry.config.hook_type != crate::model::HookType::Builtin,
+                )
+            });
         }
         Some(Plan {
             event,
@@ -674,6 +853,15 @@ impl Registry {
             },
         )
     }
+}
+
+/// The managed file a managed hook came from, for messages.
+fn managed_path(entry: &HookEntry) -> String {
+    entry
+        .origin
+        .path
+        .as_ref()
+        .map_or_else(String::new, |path| path.display().to_string())
 }
 
 /// Which copies of a hook count as the same hook in one plan.
@@ -1243,21 +1431,24 @@ mod tests {
             registry.set_enabled("n", true),
             EnableOutcome {
                 matched: 3,
-                changed: 3
+                changed: 3,
+                managed: 0,
             }
         );
         assert_eq!(
             registry.set_enabled("n", true),
             EnableOutcome {
                 matched: 3,
-                changed: 0
+                changed: 0,
+                managed: 0,
             }
         );
         assert_eq!(
             registry.set_enabled("c", false),
             EnableOutcome {
                 matched: 0,
-                changed: 0
+                changed: 0,
+                managed: 0,
             }
         );
         check_plan(
@@ -1276,7 +1467,8 @@ mod tests {
             registry.set_enabled("m", false),
             EnableOutcome {
                 matched: 1,
-                changed: 1
+                changed: 1,
+                managed: 0,
             }
         );
         check_plan(
@@ -1646,6 +1838,261 @@ mod tests {
             });
             assert_eq!(said, !registered, "{command}: {:?}", registry.diagnostics());
         }
+    }
+
+    /// One case of the managed layer's precedence: the layers, whether the folder is trusted,
+    /// the BeforeTool plan for tool `t`, and the warnings that must be said (substrings).
+    struct ManagedCase {
+        name: &'static str,
+        layers: Vec<(Source, String)>,
+        trusted: bool,
+        plan: Option<&'static [&'static str]>,
+        warnings: &'static [&'static str],
+    }
+
+    fn with_config(hooks: &[(&str, &str)], config: Value) -> String {
+        let mut settings: Value =
+            serde_json::from_str(&before_tool(hooks)).expect("before_tool writes JSON");
+        settings["hooksConfig"] = config;
+        settings.to_string()
+    }
+
+    #[test]
+    fn managed_hooks_cannot_be_disabled_reordered_or_overridden() {
+        let managed = || (Source::Managed, before_tool(&[("m", "guard")]));
+        let cases = [
+            ManagedCase {
+                name: "managed hooks come first",
+                layers: vec![
+                    (Source::User, before_tool(&[("u", "u")])),
+                    (Source::Project, before_tool(&[("p", "p")])),
+                    managed(),
+                ],
+                trusted: true,
+                plan: Some(&["managed m", "project p", "user u"]),
+                warnings: &[],
+            },
+            ManagedCase {
+                name: "a user's disabled list does not reach a managed hook",
+                layers: vec![
+                    managed(),
+                    (
+                        Source::User,
+                        with_config(&[("u", "u")], json!({"disabled": ["m", "u"]})),
+                    ),
+                ],
+                trusted: true,
+                plan: Some(&["managed m"]),
+                warnings: &["hooksConfig.disabled names \"m\", a hook of the managed hooks file"],
+            },
+            ManagedCase {
+                name: "a project's disabled list does not reach a managed hook",
+                layers: vec![
+                    managed(),
+                    (
+                        Source::Project,
+                        with_config(&[], json!({"disabled": ["m"]})),
+                    ),
+                ],
+                trusted: true,
+                plan: Some(&["managed m"]),
+                warnings: &["it stays on"],
+            },
+            ManagedCase {
+                name: "the master switch spares managed hooks",
+                layers: vec![
+                    managed(),
+                    (Source::User, before_tool(&[("u", "u")])),
+                    (
+                        Source::Project,
+                        with_config(&[("p", "p")], json!({"enabled": false})),
+                    ),
+                ],
+                trusted: true,
+                plan: Some(&["managed m"]),
+                warnings: &["turns off every hook but the managed ones"],
+            },
+            ManagedCase {
+                name: "without a managed file the master switch turns off everything",
+                layers: vec![(
+                    Source::Project,
+                    with_config(&[("p", "p")], json!({"enabled": false})),
+                )],
+                trusted: true,
+                plan: None,
+                warnings: &[],
+            },
+            ManagedCase {
+                name: "an untrusted folder still runs managed hooks",
+                layers: vec![managed(), (Source::User, before_tool(&[("u", "u")]))],
+                trusted: false,
+                plan: Some(&["managed m"]),
+                warnings: &["is not trusted: 1 hook(s)"],
+            },
+            ManagedCase {
+                name: "a project copy of a managed hook does not take its place",
+                layers: vec![
+                    managed(),
+                    (Source::Project, before_tool(&[("m", "guard"), ("p", "p")])),
+                ],
+                trusted: true,
+                plan: Some(&["managed m", "project p"]),
+                warnings: &["BeforeTool hook \"m\" is outranked by the managed hooks file"],
+            },
+            ManagedCase {
+                name: "a user copy with the same command is outranked for command hosts",
+                layers: vec![
+                    managed(),
+                    (Source::User, before_tool(&[("other-name", "guard")])),
+                ],
+                trusted: true,
+                // Gemini CLI's identity differs (name:command), so both run here; Claude
+                // Code's rule (same command) would keep the managed one, hence the warning.
+                plan: Some(&["managed m", "user other-name"]),
+                warnings: &["hook \"other-name\" is outranked"],
+            },
+            ManagedCase {
+                name: "the managed file's own switches are not read",
+                layers: vec![
+                    (
+                        Source::Managed,
+                        with_config(&[("m", "guard")], json!({"disabled": ["u"]})),
+                    ),
+                    (Source::User, before_tool(&[("u", "u")])),
+                ],
+                trusted: true,
+                plan: Some(&["managed m", "user u"]),
+                warnings: &["holds hooks only"],
+            },
+        ];
+        for case in cases {
+            let mut input = input(
+                case.layers
+                    .iter()
+                    .map(|(source, text)| layer(*source, text))
+                    .collect(),
+                vec![],
+            );
+            input.folder_trusted = case.trusted;
+            let registry = Registry::build(&input);
+            let got = planned(
+                &registry,
+                HookEventName::BeforeTool,
+                &MatchContext::tool("t"),
+            )
+            .map(|(hooks, _)| hooks);
+            let expected = case
+                .plan
+                .map(|hooks| hooks.iter().map(|h| (*h).to_owned()).collect::<Vec<_>>());
+            assert_eq!(
+                got,
+                expected,
+                "{}: {:#?}",
+                case.name,
+                registry.diagnostics()
+            );
+            for warning in case.warnings {
+                assert!(
+                    registry.diagnostics().iter().any(|diagnostic| {
+                        diagnostic.severity == Severity::Warning
+                            && diagnostic.message.contains(warning)
+                    }),
+                    "{}: no warning {warning:?} in {:#?}",
+                    case.name,
+                    registry.diagnostics()
+                );
+            }
+            if case.warnings.is_empty() {
+                assert!(
+                    !registry
+                        .diagnostics()
+                        .iter()
+                        .any(|diagnostic| diagnostic.message.contains("managed")),
+                    "{}: {:#?}",
+                    case.name,
+                    registry.diagnostics()
+                );
+            }
+        }
+    }
+
+    #[test]
+    fn outranked_hooks_name_the_managed_file_and_set_enabled_leaves_managed_hooks() {
+        let mut registry = Registry::build(&input(
+            vec![
+                layer(Source::Managed, &before_tool(&[("m", "guard")])),
+                layer(Source::User, &before_tool(&[("m", "guard"), ("u", "u")])),
+            ],
+            vec![],
+        ));
+        let notes: Vec<(String, Option<PathBuf>)> = registry
+            .entries()
+            .map(|entry| {
+                (
+                    format!("{} {}", entry.source, entry.config.display_name()),
+                    registry.outranked_by(entry).map(PathBuf::from),
+                )
+            })
+            .collect();
+        assert_eq!(
+            notes,
+            [
+                ("managed m".to_owned(), None),
+                ("user m".to_owned(), Some(PathBuf::from("/managed.json"))),
+                ("user u".to_owned(), None),
+            ]
+        );
+        assert_eq!(
+            registry.set_enabled("m", false),
+            EnableOutcome {
+                matched: 2,
+                changed: 1,
+                managed: 1,
+            }
+        );
+        check_plan(
+            &registry,
+            HookEventName::BeforeTool,
+            "t",
+            Some((&["managed m", "user u"], false)),
+        );
+    }
+
+    #[test]
+    fn managed_hooks_run_before_every_after_model_filter() {
+        let after_model = |hooks: Value| json!({"hooks": {"AfterModel": [{"hooks": hooks}]}});
+        let registry = Registry::build(&input(
+            vec![
+                layer(
+                    Source::User,
+                    &after_model(json!([
+                        {"name": "user-redact", "type": "builtin", "builtin": "redact"}
+                    ]))
+                    .to_string(),
+                ),
+                layer(
+                    Source::Managed,
+                    &after_model(json!([
+                        {"name": "audit", "type": "command", "command": "audit"}
+                    ]))
+                    .to_string(),
+                ),
+            ],
+            vec![],
+        ));
+        let planned = planned(
+            &registry,
+            HookEventName::AfterModel,
+            &MatchContext::default(),
+        )
+        .map(|(hooks, _)| hooks);
+        assert_eq!(
+            planned,
+            Some(vec![
+                "managed audit".to_owned(),
+                "user user-redact".to_owned()
+            ])
+        );
     }
 
     #[test]

@@ -17,6 +17,9 @@ use crate::control::{Control, Lifecycle};
 /// Built by the `hookd` binary from its flags and environment, and by tests directly.
 #[derive(Clone)]
 pub struct ServerConfig {
+    /// OpenTelemetry export (hookd's own setting; the `OTEL_*` variables of [`Self::env`]
+    /// apply too): off unless a collector is named.
+    pub telemetry: TelemetrySettings,
     /// At most this many client connections are served at once; more wait in the backlog.
     pub max_connections: usize,
     /// At most this many HTTP connections are held at once (`hookd --http`); a new one past it
@@ -174,6 +177,7 @@ impl std::fmt::Debug for ServerConfig {
             .field("default_on_failure", &self.default_on_failure)
             .field("project_hooks", &self.project_hooks)
             .field("home", &self.home)
+            .field("telemetry", &self.telemetry)
             .field("host_layers", &self.host_layers)
             .field("system_owner", &self.system_owner)
             .field("system_trusted_above", &self.system_trusted_above)
@@ -228,6 +232,7 @@ impl ServerConfig {
             host_layers: Vec::new(),
             system_owner: 0,
             system_trusted_above: None,
+            telemetry: TelemetrySettings::default(),
             control: Control::new(),
             lifecycle: None,
             audit: None,
@@ -272,4 +277,74 @@ pub const DEFAULT_MAX_INFLIGHT_PER_CONNECTION: usize = 1024;
 fn default_max_hooks() -> usize {
     let cores = std::thread::available_parallelism().map_or(2, |n| n.get());
     (cores * 16).clamp(32, 256)
+}
+
+/// hookd's own OpenTelemetry settings (`docs/fleet.md`). The `OTEL_*` variables of the
+/// daemon's environment start export too, and `OTEL_SDK_DISABLED=true` stops it whatever
+/// these say.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct TelemetrySettings {
+    /// The collector's OTLP/HTTP base URL (`hookd --otel-endpoint`), used when
+    /// `OTEL_EXPORTER_OTLP_ENDPOINT` is not set; `None`: only the variables start export.
+    pub endpoint: Option<String>,
+    /// What sensitive fields are exported (none by default).
+    pub fields: ExportFields,
+    /// Records that may wait for export; a record that finds the queue full is dropped and
+    /// counted.
+    pub queue: usize,
+    /// How often batched spans and log records are sent (sooner when a batch is full).
+    pub flush_interval: Duration,
+    /// How often metrics are sent.
+    pub metric_interval: Duration,
+    /// The bound of one export (`OTEL_EXPORTER_OTLP_TIMEOUT` may only lower it).
+    pub export_timeout: Duration,
+    /// No export whatever the rest says: the one-shot engine, which lives for one event.
+    pub disabled: bool,
+}
+
+impl Default for TelemetrySettings {
+    fn default() -> TelemetrySettings {
+        TelemetrySettings {
+            endpoint: None,
+            fields: ExportFields::default(),
+            queue: 2048,
+            flush_interval: Duration::from_secs(1),
+            metric_interval: Duration::from_secs(10),
+            export_timeout: Duration::from_secs(5),
+            disabled: false,
+        }
+    }
+}
+
+/// The sensitive fields a user may opt into exporting, one by one (`hookd --otel-include`);
+/// each passes the `redact` filter's default patterns before it leaves the daemon.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct ExportFields {
+    /// The tool call's input (`gen_ai.tool.call.arguments`).
+    pub tool_input: bool,
+    /// Each hook's command line (`hookd.hook.command`).
+    pub command: bool,
+    /// Each hook's stdout and stderr (`hookd.hook.output`).
+    pub output: bool,
+}
+
+impl ExportFields {
+    /// Parses `tool_input,command,output` (any subset, comma-separated); the unknown name on
+    /// error.
+    pub fn parse(list: &str) -> Result<ExportFields, String> {
+        let mut fields = ExportFields::default();
+        for name in list
+            .split(',')
+            .map(str::trim)
+            .filter(|name| !name.is_empty())
+        {
+            match name {
+                "tool_input" => fields.tool_input = true,
+                "command" => fields.command = true,
+                "output" => fields.output = true,
+                other => return Err(other.to_owned()),
+            }
+        }
+        Ok(fields)
+    }
 }

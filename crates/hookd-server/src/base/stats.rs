@@ -11,6 +11,9 @@ pub(crate) struct Stats {
     pub(crate) events_served: AtomicU64,
     /// Hooks of in-flight plans that have not produced a result yet (running or queued).
     pub(crate) hooks_pending: AtomicU64,
+    /// Chunks of filter-only AfterModel streams run through their filters (the OpenTelemetry
+    /// metric `hookd.stream.chunks_filtered`).
+    pub(crate) chunks_filtered: AtomicU64,
 }
 
 impl Stats {

@@ -5,7 +5,8 @@
 //! (`crate::eventrun`), a background run (`crate::background`) and each chunk of a stream
 //! (`crate::stream`). The callers hold a [`Recorder`] and describe the run in a
 //! [`FinishedRun`]; what is written where is decided here and in the modules it calls
-//! (`crate::audit`, `crate::story`, `crate::runstats`, `crate::lastrun`).
+//! (`crate::audit`, `crate::story`, `crate::runstats`, `crate::lastrun`, and, when export is
+//! on, `crate::telemetry`).
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -18,6 +19,7 @@ use crate::audit::{self, AuditLog};
 use crate::lastrun::LastRuns;
 use crate::runstats::RunStats;
 use crate::story::{self, RunContext, StreamStory};
+use crate::telemetry::Telemetry;
 
 /// What records finished runs: the audit log (when the configuration asks for one), the
 /// counters behind `stats` and each hook's latest run.
@@ -28,6 +30,8 @@ pub(crate) struct Recorder {
     pub(crate) run_stats: RunStats,
     /// The latest run of each hook, for `list`.
     pub(crate) last_runs: LastRuns,
+    /// The OpenTelemetry export, when it is on.
+    pub(crate) telemetry: Option<Telemetry>,
 }
 
 /// One finished run (or stream chunk), as the recorder takes it.
@@ -54,6 +58,7 @@ impl Recorder {
             audit,
             run_stats: RunStats::default(),
             last_runs: LastRuns::default(),
+            telemetry: None,
         }
     }
 
@@ -61,6 +66,7 @@ impl Recorder {
     /// failed hook, the counters and the hooks' latest runs.
     pub(crate) fn run(&self, run: &FinishedRun<'_>) {
         let total = self.count(run);
+        self.export(run, total, false);
         story::log_run(&run.context, run.fire, run.results, run.aggregate, total);
     }
 
@@ -70,10 +76,26 @@ impl Recorder {
     /// line is written only when `debug` is on for `hookd::run`.
     pub(crate) fn chunk(&self, run: &FinishedRun<'_>, story: &mut StreamStory) {
         let total = self.count(run);
+        self.export(run, total, true);
         story.add(run.results, run.aggregate);
         story::log_failed_hooks(&run.context, run.fire, run.results);
         if tracing::enabled!(target: "hookd::run", tracing::Level::DEBUG) {
             story::log_chunk(&run.context, run.fire, run.results, run.aggregate, total);
+        }
+    }
+
+    /// Hands the run to the OpenTelemetry export, when it is on (never waits).
+    fn export(&self, run: &FinishedRun<'_>, total: Duration, chunk: bool) {
+        if let Some(telemetry) = &self.telemetry {
+            telemetry.record(
+                &run.context,
+                run.fire,
+                run.results,
+                run.aggregate,
+                run.latest.0,
+                total,
+                chunk,
+            );
         }
     }
 

@@ -369,6 +369,7 @@ impl RunStats {
             hooks_untracked,
             background: None,
             breaker: None,
+            telemetry: None,
         }
     }
 }

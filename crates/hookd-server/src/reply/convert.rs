@@ -199,6 +199,9 @@ pub(crate) fn list(
                     .iter()
                     .find(|hook| hook.identity == entry.identity())
                     .map(paused_hook),
+                outranked_by: registry
+                    .outranked_by(entry)
+                    .map(|path| path.display().to_string()),
             })
             .collect(),
         diagnostics: snapshot.diagnostics().map(diagnostic).collect(),

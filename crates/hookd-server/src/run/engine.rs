@@ -74,9 +74,26 @@ impl Engine {
             plan_only,
             policy_program: config.policy_program.clone(),
         };
+        let mut recorder = Recorder::new(audit);
+        // The one-shot engine (`plan_only`, or a process serving one relay) lives for one
+        // event: export is the daemon's.
+        if runner.plan_only.is_none() && !config.telemetry.disabled {
+            let breakers = Arc::clone(&runner.breakers);
+            let counters = Arc::clone(&stats);
+            let gauges = crate::telemetry::Gauges {
+                breaker_pauses: Arc::new(move || breakers.pauses()),
+                chunks_filtered: Arc::new(move || Stats::get(&counters.chunks_filtered)),
+            };
+            match crate::telemetry::Telemetry::start(&config.env, &config.telemetry, gauges) {
+                Ok(telemetry) => recorder.telemetry = telemetry,
+                Err(err) => {
+                    tracing::error!(target: "hookd::telemetry", %err, "telemetry export not started")
+                }
+            }
+        }
         Engine {
             runner,
-            recorder: Recorder::new(audit),
+            recorder,
             stats,
             state,
             gemini_home: config.gemini_home(),

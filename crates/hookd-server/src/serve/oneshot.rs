@@ -114,6 +114,8 @@ pub async fn serve_one(
     // The daemon's audit log is the daemon's: a second writer would race its rotation.
     config.audit = None;
     config.lifecycle = None;
+    // So is its telemetry: a process that lives for one event would lose its batch.
+    config.telemetry.disabled = true;
     stream.set_nonblocking(true)?;
     let stream = tokio::net::UnixStream::from_std(stream)?;
     let shared = Arc::new(Shared::new(

@@ -5,7 +5,9 @@
 //! the project scope is asked for; `enable` and `enable-all` clear the name from both writable
 //! scopes, the user settings and the project settings of the request's directory, as Gemini
 //! CLI clears it from the user and workspace scopes. System and system-defaults settings are
-//! never written; a hook they disable stays disabled, and the answer says so.
+//! never written; a hook they disable stays disabled, and the answer says so. A hook of the
+//! managed hooks file cannot be disabled: `disable` names the file and writes nothing (or, when
+//! hooks of other layers share the name, disables those and says the managed one stays on).
 //!
 //! Edits go through [`hookd_core::edit`], so the rest of each file (keys, order, comments) is
 //! kept, and are written atomically: a temporary file in the same directory, flushed to disk,
@@ -182,8 +184,35 @@ impl<'a> Manager<'a> {
             .registry
             .entries()
             .any(|entry| entry.config.display_name() == name);
+        // A managed hook cannot be disabled: say so rather than write a name that does nothing.
+        let managed: Vec<String> = before
+            .registry
+            .entries()
+            .filter(|entry| entry.source == Source::Managed && entry.config.display_name() == name)
+            .filter_map(|entry| entry.origin.path.as_ref())
+            .map(|path| path.display().to_string())
+            .collect();
+        let others_named = before
+            .registry
+            .entries()
+            .any(|entry| entry.source != Source::Managed && entry.config.display_name() == name);
+        let managed_note = match managed.first() {
+            Some(path) => format!(
+                " Hook \"{name}\" of the managed hooks file {path} stays on: managed hooks \
+                 cannot be disabled."
+            ),
+            None => String::new(),
+        };
+        if !managed.is_empty() && !others_named {
+            return Ok(Outcome {
+                changed: false,
+                message: managed_note.trim_start().to_owned(),
+                files: Vec::new(),
+                generation: before.generation,
+            });
+        }
         let unknown_note = if configured {
-            String::new()
+            managed_note
         } else {
             format!(
                 " No hook named \"{name}\" is configured for {}.",

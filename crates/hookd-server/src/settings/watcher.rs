@@ -279,6 +279,7 @@ impl Watcher {
 
         let mut targets: Vec<(PathBuf, Target, Scope)> = Vec::new();
         for file in [
+            &paths.managed,
             &paths.user,
             &paths.hookd_user,
             &paths.system,

@@ -86,6 +86,7 @@ impl FilterStream {
             return FilterOutcome::TooLarge(llm_response);
         }
         Stats::add(&engine.stats.events_served, 1);
+        Stats::add(&engine.stats.chunks_filtered, 1);
         self.chunks += 1;
         let filtered = run_filters_on(
             &mut self.state,
@@ -109,6 +110,7 @@ impl FilterStream {
         llm_response: Map<String, Value>,
     ) -> Vec<u8> {
         Stats::add(&engine.stats.events_served, 1);
+        Stats::add(&engine.stats.chunks_filtered, 1);
         self.chunks += 1;
         let filtered = run_filters_bounded(
             &mut self.state,

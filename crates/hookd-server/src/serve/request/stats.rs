@@ -24,5 +24,10 @@ pub(crate) fn answer(
     );
     stats.background = Some(background.status());
     stats.breaker = Some(convert::breaker_status(&engine.runner.breakers));
+    stats.telemetry = engine
+        .recorder
+        .telemetry
+        .as_ref()
+        .map(|telemetry| Box::new(telemetry.status()));
     ServerMessage::Stats(stats)
 }

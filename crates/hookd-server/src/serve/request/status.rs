@@ -1,5 +1,6 @@
 //! The requests that ask how the daemon is: `ping` (alive) and `status` (its bounds, load,
-//! registries, clients, audit log, background work and circuit breaker).
+//! registries, clients, audit log, background work, circuit breaker, the managed hooks file and
+//! the OpenTelemetry export).
 
 use hookd_protocol as wire;
 use hookd_protocol::{PingRequest, PongMessage, RequestId, ServerMessage, StatusRequest};
@@ -61,5 +62,41 @@ pub(crate) async fn status(shared: &Shared, id: RequestId) -> wire::StatusRespon
                 sessions: shared.session_roots.len() as u64,
                 refused: counters.refused(),
             }),
+        managed: Some(Box::new(managed_status(shared))),
+        telemetry: shared
+            .engine
+            .recorder
+            .telemetry
+            .as_ref()
+            .map(|telemetry| Box::new(telemetry.status())),
+    }
+}
+
+/// The managed hooks file: loaded, absent, or refused with the reason the loader gave.
+fn managed_status(shared: &Shared) -> wire::ManagedStatus {
+    let path = shared.registries.paths().managed.clone();
+    let layers = shared.registries.shared();
+    let loaded = layers.as_ref().is_some_and(|layers| {
+        layers
+            .layers
+            .iter()
+            .any(|layer| layer.source == hookd_core::Source::Managed)
+    });
+    let refusal = layers.as_ref().and_then(|layers| {
+        layers
+            .diagnostics
+            .iter()
+            .find(|diagnostic| diagnostic.path.as_deref() == Some(path.as_path()))
+            .map(|diagnostic| diagnostic.message.clone())
+    });
+    let (state, reason) = match (loaded, refusal) {
+        (true, _) => ("loaded", None),
+        (false, Some(reason)) => ("refused", Some(reason)),
+        (false, None) => ("absent", None),
+    };
+    wire::ManagedStatus {
+        path: path.display().to_string(),
+        state: state.to_owned(),
+        reason,
     }
 }
