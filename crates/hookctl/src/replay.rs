@@ -369,6 +369,25 @@ fn compare(recorded: &Recorded, result: &EventResult) -> Replayed {
         final_output.and_then(|output| output.get("decision")),
         final_output.and_then(|output| output.get("continue")),
     );
+    let differs = recorded
+        .decision
+        .as_ref()
+        .is_some_and(|decision| *decision != now);
+    let hooks = result
+        .hooks
+        .iter()
+        .map(|hook| (hook.name.clone(), hook_decision(hook)))
+        .collect();
+    replayed(recorded, now, differs, hooks)
+}
+
+/// The record of `recorded` decided `now` by `hooks`.
+fn replayed(
+    recorded: &Recorded,
+    now: String,
+    differs: bool,
+    hooks: Vec<(String, String)>,
+) -> Replayed {
     Replayed {
         line: recorded.line,
         event: recorded.event.clone(),
@@ -377,17 +396,10 @@ fn compare(recorded: &Recorded, result: &EventResult) -> Replayed {
             .get("tool_name")
             .and_then(Value::as_str)
             .map(str::to_owned),
-        differs: recorded
-            .decision
-            .as_ref()
-            .is_some_and(|decision| *decision != now),
+        differs,
         recorded: recorded.decision.clone(),
         now,
-        hooks: result
-            .hooks
-            .iter()
-            .map(|hook| (hook.name.clone(), hook_decision(hook)))
-            .collect(),
+        hooks,
     }
 }
 
@@ -428,22 +440,12 @@ fn decide(
     let same = |recorded: &str| {
         recorded == now || (now == "allow" && matches!(recorded, "none" | "allow"))
     };
-    Ok(Replayed {
-        line: recorded.line,
-        event: recorded.event.clone(),
-        tool_name: recorded
-            .input
-            .get("tool_name")
-            .and_then(Value::as_str)
-            .map(str::to_owned),
-        differs: recorded
-            .decision
-            .as_deref()
-            .is_some_and(|decision| !same(decision)),
-        recorded: recorded.decision.clone(),
-        now: now.to_owned(),
-        hooks: vec![("policy".to_owned(), now.to_owned())],
-    })
+    let differs = recorded
+        .decision
+        .as_deref()
+        .is_some_and(|decision| !same(decision));
+    let hooks = vec![("policy".to_owned(), now.to_owned())];
+    Ok(replayed(recorded, now.to_owned(), differs, hooks))
 }
 
 /// One replayed event as text.

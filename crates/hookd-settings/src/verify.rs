@@ -167,18 +167,7 @@ pub fn collect(command: &str, env: &[(String, String)], vars: &CommandVars<'_>) 
             add_uncovered(&mut collected.uncovered, gap.text.clone());
         }
     }
-    for (path, sha256) in &reader.digests {
-        if let (Some(sha256), Some(relative)) = (sha256, relative_path(path, &project)) {
-            collected.digests.push(ScriptDigest {
-                path: relative,
-                sha256: sha256.clone(),
-            });
-        }
-        collected.files.push(ScriptFile {
-            path: path.clone(),
-            sha256: sha256.clone(),
-        });
-    }
+    record_digests(&reader, &project, &mut collected);
     collected
 }
 
@@ -209,8 +198,15 @@ pub fn collect_files(files: &[PathBuf], project_dir: &Path) -> Collected {
     if let Some(message) = reader.overflow.take() {
         add_uncovered(&mut collected.uncovered, message);
     }
+    record_digests(&reader, &project, &mut collected);
+    collected
+}
+
+/// Every file `reader` looked at into `collected`: each in `files`, and those inside `project`
+/// with a digest in `digests` too.
+fn record_digests(reader: &Reader, project: &Path, collected: &mut Collected) {
     for (path, sha256) in &reader.digests {
-        if let (Some(sha256), Some(relative)) = (sha256, relative_path(path, &project)) {
+        if let (Some(sha256), Some(relative)) = (sha256, relative_path(path, project)) {
             collected.digests.push(ScriptDigest {
                 path: relative,
                 sha256: sha256.clone(),
@@ -221,7 +217,6 @@ pub fn collect_files(files: &[PathBuf], project_dir: &Path) -> Collected {
             sha256: sha256.clone(),
         });
     }
-    collected
 }
 
 fn add_uncovered(uncovered: &mut Vec<String>, text: String) {
@@ -573,6 +568,35 @@ fn sealed_copy(bytes: &[u8]) -> std::io::Result<OwnedFd> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_policy_covers_its_files_inside_the_project_and_names_the_rest() {
+        let dir = tempfile::tempdir().unwrap();
+        let project = dir.path().join("p");
+        std::fs::create_dir_all(project.join(".hookd")).unwrap();
+        std::fs::write(project.join(".hookd/g.rego"), b"package g\n").unwrap();
+        std::fs::create_dir_all(project.join("dir.json")).unwrap();
+        let outside = dir.path().join("outside.json");
+        std::fs::write(&outside, b"{}").unwrap();
+        let collected = collect_files(
+            &[
+                project.join(".hookd/g.rego"),
+                project.join("dir.json"),
+                outside.clone(),
+            ],
+            &project,
+        );
+        assert_eq!(collected.digests.len(), 1);
+        assert_eq!(collected.digests[0].path, ".hookd/g.rego");
+        assert_eq!(collected.digests[0].sha256, sha256_hex(b"package g\n"));
+        assert_eq!(
+            collected.uncovered,
+            [
+                "dir.json cannot be read as a regular file".to_owned(),
+                format!("{} is outside the project", outside.display()),
+            ]
+        );
+    }
 
     fn project() -> tempfile::TempDir {
         match tempfile::tempdir() {
