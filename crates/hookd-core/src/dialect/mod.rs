@@ -28,6 +28,7 @@
 pub mod claude;
 pub mod codex;
 pub mod condition;
+pub mod copilot;
 pub mod gemini;
 pub mod host;
 mod relay;
@@ -221,9 +222,16 @@ impl Dialect {
     pub const CLAUDE: Dialect = Dialect::of(&claude::Claude);
     /// OpenAI Codex CLI.
     pub const CODEX: Dialect = Dialect::of(&codex::Codex);
+    /// GitHub Copilot CLI.
+    pub const COPILOT: Dialect = Dialect::of(&copilot::Copilot);
 
     /// Every host hookd speaks, one line each: adding a host is a module and a line here.
-    pub const ALL: &'static [Dialect] = &[Dialect::GEMINI, Dialect::CLAUDE, Dialect::CODEX];
+    pub const ALL: &'static [Dialect] = &[
+        Dialect::GEMINI,
+        Dialect::CLAUDE,
+        Dialect::CODEX,
+        Dialect::COPILOT,
+    ];
 
     /// The handle on `host`.
     pub const fn of<H: Host>(host: &'static H) -> Dialect {
@@ -681,8 +689,10 @@ mod tests {
         for dialect in Dialect::ALL {
             let handler = dialect.files().relay_handler("X", "hookd-relay X", 70_000);
             assert_eq!(handler["command"], "hookd-relay X", "{dialect}");
+            // `timeout`, or Copilot CLI's `timeoutSec`.
+            let timeout = handler.get("timeout").or_else(|| handler.get("timeoutSec"));
             assert_eq!(
-                handler["timeout"].as_u64(),
+                timeout.and_then(Value::as_u64),
                 Some(70_000 / dialect.files().timeout_unit_ms()),
                 "{dialect}"
             );
