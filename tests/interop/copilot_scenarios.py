@@ -191,3 +191,47 @@ def copilot_project_no_path(ctx, host):
         v.check("relay entries in .github/hooks/hookd.json", bool(relay_commands(s.project_settings())),
                 json.dumps(read_json(s.project_settings(), {})))
     return v
+
+
+@scenario("copilot-claude-shared", ["copilot"],
+          "Claude Code and Copilot CLI on one project with `install --host claude --scope project`: each CLI run once, the guard runs exactly once in each and denies in each")
+def copilot_claude_shared(ctx, host):
+    import harness
+    from scenarios import guard_entry, hook_runs, markers, rm_turns
+
+    v = Verdict()
+    claude = harness.Claude(harness.install_clis(["claude"])["claude"])
+    for mode in ("native", "hookd"):
+        with Session(ctx, host, mode, "shared") as s:
+            claude.prepare(s.w)
+            claude.add_hooks(claude.project_settings_path(s.w), "PreToolUse", "Bash", [guard_entry(claude, s.w)])
+            if mode == "hookd":
+                out = s.w.hookctl("install", "--host", "claude", "--scope", "project", "--yes", "--cwd", str(s.w.proj))
+                said = out.stdout + out.stderr
+                v.check("install --host claude says what it changes for Copilot CLI",
+                        "Copilot CLI also runs the hooks of" in said, said[-600:])
+                s.start_daemon()
+                doctor = s.w.hookctl("doctor", "--cwd", str(s.w.proj), check=False)
+                v.check("doctor checks the Claude file for Copilot CLI too",
+                        "Copilot CLI also runs the hooks of" in doctor.stdout, doctor.stdout[-800:])
+            s.go(rm_turns())
+            copilot_ran = markers(s.w)
+            copilot_runs = len(hook_runs(s.w, "guard"))
+            env = {"HOOKD_SOCKET": str(s.w.socket)} if mode == "hookd" else {}
+            claude_run = claude.run(s.w, "run the scripted commands", env_extra=env)
+            if mode == "hookd":
+                s.w.wait_background_done()
+            claude_ran = markers(s.w)
+            total = len(hook_runs(s.w, "guard"))
+            v.expect("%s: Copilot did not run rm -rf" % mode, copilot_ran, [])
+            v.expect("%s: the guard ran once in Copilot" % mode, copilot_runs, 1)
+            v.expect("%s: Claude Code did not run rm -rf" % mode, claude_ran, [])
+            v.expect("%s: the guard ran once in Claude Code" % mode, total - copilot_runs, 1)
+            # The two CLIs share the model server: Claude Code's requests offer `Bash`.
+            claude_requests = [r for r in s.w.model_requests()
+                               if any(t.get("name") == "Bash" for t in (r.get("body") or {}).get("tools") or [])]
+            said = claude.tool_results(claude_requests)
+            v.check("%s: Claude Code told the model why" % mode,
+                    any("rm -rf is not allowed" in r and "preToolUse" not in r for r in said), str(said))
+            v.expect("%s: Claude Code exited 0" % mode, claude_run.code, 0)
+    return v
