@@ -92,21 +92,21 @@ pub fn copilot_answer_from_claude(
                 );
             }
         }
-        "postToolUse" | "userPromptSubmitted" | "agentStop" => {
-            // A stop ends the turn in Claude Code; on the prompt and the tool result Copilot's
-            // nearest is to refuse them. On agentStop the turn ends anyway.
-            if blocked || (stopped && copilot_event != "agentStop") {
-                out.insert("decision".to_owned(), Value::from("block"));
-                let reason = if blocked {
-                    text(&merged, "reason")
-                } else {
-                    stop_reason.clone()
-                };
-                out.insert(
-                    "reason".to_owned(),
-                    Value::from(reason.unwrap_or_else(|| NO_REASON.to_owned())),
-                );
-            }
+        // A stop ends the turn in Claude Code; on the prompt and the tool result Copilot's
+        // nearest is to refuse them. On agentStop the turn ends anyway.
+        "postToolUse" | "userPromptSubmitted" | "agentStop"
+            if blocked || (stopped && copilot_event != "agentStop") =>
+        {
+            out.insert("decision".to_owned(), Value::from("block"));
+            let reason = if blocked {
+                text(&merged, "reason")
+            } else {
+                stop_reason.clone()
+            };
+            out.insert(
+                "reason".to_owned(),
+                Value::from(reason.unwrap_or_else(|| NO_REASON.to_owned())),
+            );
         }
         _ => {}
     }
@@ -207,12 +207,12 @@ fn copilot_output_to_claude(
                     .or_insert_with(|| Value::from("allow"));
             }
         }
-        "PostToolUse" | "UserPromptSubmit" | "Stop" => {
-            if output.get("decision").and_then(Value::as_str) == Some("block") {
-                out.insert("decision".to_owned(), Value::from("block"));
-                if let Some(reason) = output.get("reason") {
-                    out.insert("reason".to_owned(), reason.clone());
-                }
+        "PostToolUse" | "UserPromptSubmit" | "Stop"
+            if output.get("decision").and_then(Value::as_str) == Some("block") =>
+        {
+            out.insert("decision".to_owned(), Value::from("block"));
+            if let Some(reason) = output.get("reason") {
+                out.insert("reason".to_owned(), reason.clone());
             }
         }
         _ => {}

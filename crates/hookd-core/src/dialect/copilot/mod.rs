@@ -543,7 +543,8 @@ mod tests {
         let none = |_: &str| None;
         let set = |name: &str| (name == "COPILOT_HOME").then(|| "/srv/copilot".to_owned());
         let relative = |name: &str| (name == "COPILOT_HOME").then(|| "rel".to_owned());
-        let cases: [(&dyn Fn(&str) -> Option<String>, &str); 3] = [
+        type Lookup<'a> = &'a dyn Fn(&str) -> Option<String>;
+        let cases: [(Lookup<'_>, &str); 3] = [
             (&none, "/home/me/.copilot/hooks/hookd.json"),
             (&set, "/srv/copilot/hooks/hookd.json"),
             (&relative, "/home/me/.copilot/hooks/hookd.json"),
