@@ -181,7 +181,16 @@ def gemini_chunks(turn, index):
     return chunks
 
 
-def anthropic_events(turn, index, model):
+def anthropic_shell_tool(body):
+    """The name of the shell tool the request offers: Claude Code's `Bash`, Copilot CLI's `bash`."""
+    names = [t.get("name") for t in body.get("tools") or [] if isinstance(t, dict)]
+    for name in ("Bash", "bash"):
+        if name in names:
+            return name
+    return "Bash"
+
+
+def anthropic_events(turn, index, model, tool_name="Bash"):
     """The SSE events of one streamed message, and the equivalent whole message."""
     msg_id = "msg_fake_%d" % index
     events = [
@@ -211,7 +220,7 @@ def anthropic_events(turn, index, model):
                 {
                     "type": "content_block_start",
                     "index": 0,
-                    "content_block": {"type": "tool_use", "id": tool_id, "name": "Bash", "input": {}},
+                    "content_block": {"type": "tool_use", "id": tool_id, "name": tool_name, "input": {}},
                 },
             )
         )
@@ -226,7 +235,7 @@ def anthropic_events(turn, index, model):
             )
         )
         stop = "tool_use"
-        content = [{"type": "tool_use", "id": tool_id, "name": "Bash", "input": tool_input}]
+        content = [{"type": "tool_use", "id": tool_id, "name": tool_name, "input": tool_input}]
     else:
         texts = turn.get("text") or ["done"]
         events.append(
@@ -440,7 +449,7 @@ class Handler(BaseHTTPRequestHandler):
             turn = self.server.script.turn(index)
             self.record(body, kind="turn", turn=index, stream=stream)
             touch(turn)
-        events, whole = anthropic_events(turn, index, model)
+        events, whole = anthropic_events(turn, index, model, anthropic_shell_tool(body))
         if not stream:
             self.send_json(200, whole)
             return

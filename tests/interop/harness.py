@@ -30,6 +30,8 @@ CLAUDE_PACKAGE = "@anthropic-ai/claude-code"
 CLAUDE_VERSION = "2.1.328"
 CODEX_PACKAGE = "@openai/codex"
 CODEX_VERSION = "0.171.0"
+COPILOT_PACKAGE = "@github/copilot"
+COPILOT_VERSION = "1.0.102"
 
 # How long one CLI run may take before it is killed and reported.
 CLI_TIMEOUT_S = 120
@@ -161,7 +163,28 @@ def install_clis(hosts):
                 "package as an optional dependency)" % dest
             )
         out["codex"] = [str(binary)]
+    if "copilot" in hosts:
+        dest = root / ("copilot-" + COPILOT_VERSION)
+        npm_install(dest, "%s@%s" % (COPILOT_PACKAGE, COPILOT_VERSION))
+        binary = copilot_binary(dest)
+        if binary is None:
+            raise SuiteError(
+                "Copilot CLI's native binary is missing under %s (npm installs the platform "
+                "package as an optional dependency)" % dest
+            )
+        out["copilot"] = [str(binary)]
     return out
+
+
+def copilot_binary(dest):
+    """The native binary of the platform package npm installed for Copilot CLI."""
+    machine = os.uname().machine
+    arch = {"x86_64": "x64", "aarch64": "arm64", "arm64": "arm64"}.get(machine, machine)
+    for platform in ("linuxmusl", "linux"):
+        binary = dest / "node_modules" / "@github" / ("copilot-%s-%s" % (platform, arch)) / "copilot"
+        if binary.exists():
+            return binary
+    return None
 
 
 def codex_binary(dest):
@@ -838,6 +861,67 @@ class Codex(Host):
 
     def printed(self, run):
         return run.stdout.strip() or None
+
+
+class Copilot(Host):
+    """GitHub Copilot CLI, headless (`copilot -p`), against the fake Anthropic API.
+
+    Its hooks are in `~/.copilot/hooks/` of the world (`$COPILOT_HOME`); the file the suite
+    writes is the one `hookctl install` edits (`hookd.json`), so that install moves them.
+    The binary unpacks itself once into a package cache shared by the run's worlds
+    (`COPILOT_PKG_CACHE_HOME`); the world's project is a trusted folder, without which
+    Copilot skips a repository's hook files."""
+
+    name = "copilot"
+    api = "anthropic"
+    shell_tool = "bash"
+    tool_event = "preToolUse"
+
+    def copilot_home(self, w):
+        return w.home / ".copilot"
+
+    def user_settings_path(self, w):
+        return self.copilot_home(w) / "hooks" / "hookd.json"
+
+    def project_settings_path(self, w):
+        return w.proj / ".github" / "hooks" / "hookd.json"
+
+    def prepare(self, w):
+        write_json(self.copilot_home(w) / "config.json", {"trustedFolders": [str(w.proj)]})
+        subprocess.run(["git", "init", "-q", str(w.proj)], check=False)
+
+    def add_hooks(self, path, event, matcher, hook_list):
+        settings = read_json(path, {}) or {}
+        settings.setdefault("version", 1)
+        hooks = settings.setdefault("hooks", {})
+        group = {"hooks": hook_list}
+        if matcher is not None:
+            group["matcher"] = matcher
+        hooks.setdefault(event, []).append(group)
+        write_json(path, settings)
+
+    def env(self, w):
+        return {
+            "COPILOT_HOME": str(self.copilot_home(w)),
+            "COPILOT_PKG_CACHE_HOME": str(target_dir() / "interop-copilot-pkg"),
+            "COPILOT_AUTO_UPDATE": "false",
+            "COPILOT_OFFLINE": "true",
+            "COPILOT_PROVIDER_BASE_URL": w.model_url,
+            "COPILOT_PROVIDER_TYPE": "anthropic",
+            "COPILOT_PROVIDER_API_KEY": "interop-fake-key",
+            "COPILOT_MODEL": "claude-sonnet-4",
+        }
+
+    def args(self, prompt):
+        return ["-p", prompt, "--allow-all-tools", "--no-ask-user"]
+
+    def tool_results(self, requests):
+        return Claude.tool_results(self, requests)
+
+    def printed(self, run):
+        # The final text, without the usage summary Copilot prints after it.
+        text = run.stdout.split("\n\n\nChanges")[0]
+        return re.sub(r"Duration.*|Resume.*|Tokens.*", "", text).strip() or None
 
 
 # Codex events whose matcher Codex ignores (and leaves out of the trust hash).

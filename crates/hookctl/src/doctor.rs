@@ -488,6 +488,9 @@ fn check_wiring(project: &Path, findings: &mut Vec<Finding>) {
     for line in crate::install::http_transports(&locations, project) {
         findings.push(Finding::note("wiring", line));
     }
+    for line in crate::install::copilot_on_claude_project(&locations, project) {
+        findings.push(Finding::note("wiring", line));
+    }
     let stale = crate::install::stale_wiring(&locations, project);
     for line in &stale {
         findings.push(Finding::problem(

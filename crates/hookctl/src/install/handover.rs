@@ -210,6 +210,13 @@ pub fn install(
         target.command("uninstall"),
         target.host.files().pickup_note()
     );
+    if target.host == super::Host::CLAUDE
+        && let Some(project) = &target.project
+    {
+        for line in super::shared::copilot_on_claude_project(locations, project) {
+            let _ = writeln!(report, "note: {line}.");
+        }
+    }
     Ok(report)
 }
 

@@ -28,6 +28,7 @@
 pub mod claude;
 pub mod codex;
 pub mod condition;
+pub mod copilot;
 pub mod gemini;
 pub mod host;
 mod relay;
@@ -274,6 +275,8 @@ hosts! {
     CLAUDE = claude::Claude;
     /// OpenAI Codex CLI.
     CODEX = codex::Codex;
+    /// GitHub Copilot CLI.
+    COPILOT = copilot::Copilot;
 }
 
 impl Dialect {
@@ -706,8 +709,10 @@ mod tests {
         for dialect in Dialect::ALL {
             let handler = dialect.files().relay_handler("X", "hookd-relay X", 70_000);
             assert_eq!(handler["command"], "hookd-relay X", "{dialect}");
+            // `timeout`, or Copilot CLI's `timeoutSec`.
+            let timeout = handler.get("timeout").or_else(|| handler.get("timeoutSec"));
             assert_eq!(
-                handler["timeout"].as_u64(),
+                timeout.and_then(Value::as_u64),
                 Some(70_000 / dialect.files().timeout_unit_ms()),
                 "{dialect}"
             );
