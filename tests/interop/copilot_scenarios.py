@@ -24,6 +24,8 @@ payload = json.load(sys.stdin)
 with open(log_path, "a") as f:
     f.write(json.dumps({"hook": name, "event": event, "tool": payload.get("toolName"),
                         "keys": sorted(payload)}) + "\n")
+with open(log_path + ".payloads", "a") as f:
+    f.write(json.dumps({"event": event, "payload": payload}) + "\n")
 answer = answers.get(event)
 if answer is None:
     sys.exit(0)
@@ -234,4 +236,36 @@ def copilot_claude_shared(ctx, host):
             v.check("%s: Claude Code told the model why" % mode,
                     any("rm -rf is not allowed" in r and "preToolUse" not in r for r in said), str(said))
             v.expect("%s: Claude Code exited 0" % mode, claude_run.code, 0)
+    return v
+
+
+ALL_EVENTS = ["sessionStart", "userPromptSubmitted", "userPromptTransformed", "preToolUse",
+              "permissionRequest", "postToolUse", "postToolUseFailure", "preMcpToolCall", "agentStop",
+              "subagentStart", "subagentStop", "preCompact", "notification", "errorOccurred", "sessionEnd"]
+
+
+@scenario("copilot-probe", ["copilot"], "probe: every event natively")
+def copilot_probe(ctx, host):
+    v = Verdict()
+    turns = [{"tool": "touch marker-1"},
+             {"call": {"name": "view", "input": {"path": "/nonexistent/file.txt"}}},
+             {"text": ["finished"]}]
+    answers = {e: {} for e in ALL_EVENTS}
+    answers.update(json.loads(os.environ.get("PROBE_ANSWERS", "{}")))
+    turns = json.loads(os.environ.get("PROBE_TURNS", "null")) or turns
+    with Session(ctx, host, "native", "probe") as s:
+        for event in ALL_EVENTS:
+            host.add_hooks(s.user_settings(), event, None, [recorder(s, "rec", event, answers)])
+        s.go(turns)
+        print("EXIT", s.facts()["exit"], "RAN", s.facts()["tool_ran"])
+        print("SENT", s.facts()["sent_next"], "CTX", contexts_sent(s))
+        for line in open(str(s.w.logs / "events.jsonl.payloads")):
+            print("PAYLOAD", line.strip())
+        print("STDOUT", s.run.stdout[-2000:], "STDERR", s.run.stderr[-2000:])
+        reqs = s.w.model_requests()
+        print("NREQ", len(reqs), [r.get("kind") for r in reqs])
+        if os.environ.get("PROBE_TOOL"):
+            for t in (reqs[0].get("body") or {}).get("tools") or []:
+                if t.get("name") == os.environ["PROBE_TOOL"]:
+                    print("TOOL", json.dumps(t)[:3000])
     return v

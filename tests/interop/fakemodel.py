@@ -211,9 +211,16 @@ def anthropic_events(turn, index, model, tool_name="Bash"):
             },
         )
     ]
+    if "call" in turn:
+        # Any tool by name: {"call": {"name": "view", "input": {"path": "..."}}}.
+        tool_name = turn["call"]["name"]
+        turn = dict(turn, tool=None)
     if "tool" in turn:
         tool_id = "toolu_fake_%d" % index
-        tool_input = {"command": turn["tool"], "description": "scripted command"}
+        tool_input = (turn.get("call") or {}).get("input") or {
+            "command": turn["tool"],
+            "description": "scripted command",
+        }
         events.append(
             (
                 "content_block_start",
@@ -449,6 +456,13 @@ class Handler(BaseHTTPRequestHandler):
             turn = self.server.script.turn(index)
             self.record(body, kind="turn", turn=index, stream=stream)
             touch(turn)
+            if "fail" in turn:
+                # A refused model call: {"fail": 400} (not retried by the CLIs).
+                self.send_json(
+                    turn["fail"],
+                    {"type": "error", "error": {"type": "invalid_request_error", "message": "scripted failure"}},
+                )
+                return
         events, whole = anthropic_events(turn, index, model, anthropic_shell_tool(body))
         if not stream:
             self.send_json(200, whole)

@@ -52,12 +52,13 @@ use crate::sanitize::EnvRedaction;
 pub use claude::{
     BlockStyle, CLAUDE_EVENTS, ConvertOptions, aggregate_claude, answer_for_claude,
     answer_for_claude_input, claude_block_style, claude_event_to_gemini, claude_hook_applies,
-    claude_hook_result, claude_input_to_gemini, claude_matcher_matches, claude_matcher_to_gemini,
-    claude_matcher_verbatim, claude_notification_type_to_gemini, claude_plain_stdout_field,
-    claude_specific_fields, claude_tool_input_to_gemini, claude_tool_to_gemini,
-    claude_tools_for_gemini, convert_claude_hooks, convert_claude_settings, effective_claude_event,
-    gemini_event_to_claude, gemini_notification_type_to_claude, gemini_payload_to_claude,
-    gemini_tool_input_to_claude, gemini_tool_to_claude, is_valid_claude_matcher,
+    claude_hook_result, claude_input_to_gemini, claude_matcher, claude_matcher_matches,
+    claude_matcher_to_gemini, claude_matcher_verbatim, claude_notification_type_to_gemini,
+    claude_only_matcher, claude_plain_stdout_field, claude_specific_fields,
+    claude_tool_input_to_gemini, claude_tool_to_gemini, claude_tools_for_gemini,
+    convert_claude_hooks, convert_claude_settings, effective_claude_event, gemini_event_to_claude,
+    gemini_notification_type_to_claude, gemini_payload_to_claude, gemini_tool_input_to_claude,
+    gemini_tool_to_claude, is_valid_claude_matcher,
 };
 pub use gemini::answer_for_gemini;
 pub use host::{Host, HostFiles, HostRelay, HostRun};
@@ -471,7 +472,7 @@ mod tests {
             }
         }
         assert_eq!(Dialect::CLAUDE.relay().own_events().len(), 25);
-        assert_eq!(HookEventName::all().count(), 36);
+        assert_eq!(HookEventName::all().count(), 39);
         assert!("permissionrequest".parse::<HookEventName>().is_err());
     }
 

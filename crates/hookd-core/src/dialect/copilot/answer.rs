@@ -92,10 +92,35 @@ pub fn copilot_answer_from_claude(
                 );
             }
         }
+        "permissionRequest" => {
+            // Claude's `decision: {"behavior", "message"}` is Copilot's answer itself.
+            let given = specific.get("decision").and_then(Value::as_object);
+            let behavior = given
+                .and_then(|decision| text(decision, "behavior"))
+                .filter(|behavior| matches!(behavior.as_str(), "allow" | "deny"));
+            let (behavior, message) = if stopped {
+                (Some("deny".to_owned()), stop_reason.clone())
+            } else {
+                (
+                    behavior,
+                    given.and_then(|decision| text(decision, "message")),
+                )
+            };
+            if let Some(behavior) = behavior {
+                let denied = behavior == "deny";
+                out.insert("behavior".to_owned(), Value::from(behavior));
+                if denied || message.is_some() {
+                    out.insert(
+                        "message".to_owned(),
+                        Value::from(message.unwrap_or_else(|| NO_REASON.to_owned())),
+                    );
+                }
+            }
+        }
         // A stop ends the turn in Claude Code; on the prompt and the tool result Copilot's
-        // nearest is to refuse them. On agentStop the turn ends anyway.
-        "postToolUse" | "userPromptSubmitted" | "agentStop"
-            if blocked || (stopped && copilot_event != "agentStop") =>
+        // nearest is to refuse them. On agentStop and subagentStop the turn ends anyway.
+        "postToolUse" | "userPromptSubmitted" | "agentStop" | "subagentStop"
+            if blocked || (stopped && !matches!(copilot_event, "agentStop" | "subagentStop")) =>
         {
             out.insert("decision".to_owned(), Value::from("block"));
             let reason = if blocked {
@@ -110,10 +135,17 @@ pub fn copilot_answer_from_claude(
         }
         _ => {}
     }
-    if matches!(
-        copilot_event,
-        "preToolUse" | "postToolUse" | "userPromptSubmitted" | "sessionStart"
-    ) && let Some(context) = text(&specific, "additionalContext")
+    if copilot_event == "postToolUse"
+        && !out.contains_key("decision")
+        && let Some(result) = specific
+            .get("updatedToolOutput")
+            .or_else(|| specific.get("updatedMCPToolOutput"))
+            .and_then(tool_result_for_copilot)
+    {
+        out.insert("modifiedResult".to_owned(), result);
+    }
+    if takes_context(copilot_event)
+        && let Some(context) = text(&specific, "additionalContext")
     {
         out.insert("additionalContext".to_owned(), Value::from(context));
     }
@@ -135,6 +167,96 @@ pub fn copilot_answer_from_claude(
     }
 }
 
+/// Whether Copilot CLI reads `additionalContext` from the hooks of `copilot_event`.
+fn takes_context(copilot_event: &str) -> bool {
+    matches!(
+        copilot_event,
+        "sessionStart"
+            | "userPromptSubmitted"
+            | "preToolUse"
+            | "postToolUse"
+            | "postToolUseFailure"
+            | "subagentStart"
+            | "notification"
+    )
+}
+
+/// Copilot's `modifiedResult` (a tool result object) for Claude Code's rewritten tool output:
+/// a text becomes a successful result with that text for the model; an object is taken as
+/// Copilot's own result object; anything else is no rewrite.
+fn tool_result_for_copilot(output: &Value) -> Option<Value> {
+    match output {
+        Value::String(text) => {
+            let mut result = Map::new();
+            result.insert("resultType".to_owned(), Value::from("success"));
+            result.insert("textResultForLlm".to_owned(), Value::from(text.as_str()));
+            Some(Value::Object(result))
+        }
+        Value::Object(result) if result.get("textResultForLlm").is_some_and(Value::is_string) => {
+            Some(output.clone())
+        }
+        _ => None,
+    }
+}
+
+/// The relay's answer to Copilot CLI for one of its own events (`userPromptTransformed`,
+/// `preMcpToolCall`, `errorOccurred`), from hookd's aggregate: the fields Copilot reads for
+/// that event, taken from the top level or `hookSpecificOutput`, and hookd's errors as a
+/// `systemMessage`. Always exit 0: none of these events blocks.
+pub fn copilot_answer_for_own_event(
+    copilot_event: &str,
+    final_output: Option<&Value>,
+    errors: &[String],
+) -> HostAnswer {
+    let empty = Map::new();
+    let merged = final_output.and_then(Value::as_object).unwrap_or(&empty);
+    let specific = merged.get("hookSpecificOutput").and_then(Value::as_object);
+    let mut out = Map::new();
+    for field in super::names::copilot_own_answer_fields(copilot_event) {
+        let value = specific
+            .and_then(|specific| specific.get(*field))
+            .or_else(|| merged.get(*field));
+        let wanted = match (*field, value) {
+            (_, None | Some(Value::Null)) => None,
+            ("modifiedTransformedPrompt" | "userNotification", Some(Value::String(text))) => {
+                Some(Value::from(text.as_str()))
+            }
+            ("errorHandling", Some(Value::String(how)))
+                if matches!(how.as_str(), "retry" | "skip" | "abort") =>
+            {
+                Some(Value::from(how.as_str()))
+            }
+            ("retryCount", Some(count @ Value::Number(_))) => Some(count.clone()),
+            ("suppressOutput", Some(Value::Bool(true))) => Some(Value::Bool(true)),
+            ("metaToUse", Some(meta @ Value::Object(_))) => Some(meta.clone()),
+            _ => None,
+        };
+        if let Some(value) = wanted {
+            out.insert((*field).to_owned(), value);
+        }
+    }
+    let mut messages: Vec<String> = merged
+        .get("systemMessage")
+        .and_then(Value::as_str)
+        .filter(|text| !text.is_empty())
+        .map(str::to_owned)
+        .into_iter()
+        .collect();
+    messages.extend(errors.iter().map(|error| format!("hookd: {error}")));
+    if !messages.is_empty() {
+        out.insert("systemMessage".to_owned(), Value::from(messages.join("\n")));
+    }
+    HostAnswer {
+        stdout: if out.is_empty() {
+            String::new()
+        } else {
+            format!("{}\n", Value::Object(out))
+        },
+        stderr: String::new(),
+        exit_code: 0,
+    }
+}
+
 /// A run of a hook written in Copilot's dialect as the run of a Claude Code hook that means
 /// the same to Copilot CLI (for [`crate::dialect::claude_hook_result`]): its JSON in Claude's
 /// fields, and its exit codes by Copilot's rules. On `preToolUse` every non-zero exit, a signal
@@ -146,11 +268,30 @@ pub fn copilot_run_as_claude(
     copilot_tool: Option<&str>,
     mut run: HookRun,
 ) -> HookRun {
-    let guards = claude_event == "PreToolUse";
+    let permission = claude_event == "PermissionRequest";
+    let guards = claude_event == "PreToolUse" || permission;
+    // Copilot's own words for each failure (observed), which its model is shown.
+    let (exit_two, errored) = if permission {
+        (
+            "Permission denied by hook.",
+            "Permission request hook failed",
+        )
+    } else {
+        ("hook exited with code 2", "hook errored")
+    };
+    let unreadable = permission
+        && matches!(run.outcome, HookOutcome::Exited { code: 0 })
+        && !run.stdout.trim().is_empty()
+        && !matches!(
+            serde_json::from_str::<Value>(run.stdout.trim()),
+            Ok(Value::Object(_))
+        );
     let denial = match &run.outcome {
-        HookOutcome::Exited { code: 2 } if guards => Some("hook exited with code 2".to_owned()),
-        HookOutcome::Exited { code } if guards && *code != 0 => Some("hook errored".to_owned()),
-        HookOutcome::Signalled { .. } if guards => Some("hook errored".to_owned()),
+        HookOutcome::Exited { code: 2 } if guards => Some(exit_two.to_owned()),
+        HookOutcome::Exited { code } if guards && *code != 0 => Some(errored.to_owned()),
+        HookOutcome::Exited { .. } if unreadable => Some(errored.to_owned()),
+        HookOutcome::Signalled { .. } if guards => Some(errored.to_owned()),
+        HookOutcome::SpawnFailed { .. } if permission => Some(errored.to_owned()),
         HookOutcome::SpawnFailed { message, .. } if guards => {
             Some(format!("hook errored: {message}"))
         }
@@ -181,8 +322,9 @@ pub fn copilot_run_as_claude(
     run
 }
 
-/// A Copilot hook's JSON answer in Claude Code's fields, for the Claude event it fired as.
-/// `modifiedResult` has no Claude counterpart hookd maps and is left out.
+/// A Copilot hook's JSON answer in Claude Code's fields, for the Claude event it fired as
+/// (`modifiedResult` as `updatedToolOutput`, `permissionRequest`'s `behavior` as Claude's
+/// `decision`), or, for Copilot's own events, its fields as they are.
 fn copilot_output_to_claude(
     claude_event: &str,
     copilot_tool: Option<&str>,
@@ -207,7 +349,19 @@ fn copilot_output_to_claude(
                     .or_insert_with(|| Value::from("allow"));
             }
         }
-        "PostToolUse" | "UserPromptSubmit" | "Stop"
+        "PermissionRequest" => {
+            if let Some(behavior @ ("allow" | "deny")) =
+                output.get("behavior").and_then(Value::as_str)
+            {
+                let mut decision = Map::new();
+                decision.insert("behavior".to_owned(), Value::from(behavior));
+                if let Some(message) = output.get("message").filter(|m| m.is_string()) {
+                    decision.insert("message".to_owned(), message.clone());
+                }
+                specific.insert("decision".to_owned(), Value::Object(decision));
+            }
+        }
+        "PostToolUse" | "UserPromptSubmit" | "Stop" | "SubagentStop"
             if output.get("decision").and_then(Value::as_str) == Some("block") =>
         {
             out.insert("decision".to_owned(), Value::from("block"));
@@ -215,12 +369,27 @@ fn copilot_output_to_claude(
                 out.insert("reason".to_owned(), reason.clone());
             }
         }
+        _ if super::names::copilot_own_event(claude_event).is_some() => {
+            // Copilot's own events: its fields, where hookd's merge keeps them.
+            for field in super::names::copilot_own_answer_fields(claude_event) {
+                if let Some(value) = output.get(*field) {
+                    specific.insert((*field).to_owned(), value.clone());
+                }
+            }
+        }
         _ => {}
     }
-    if matches!(
-        claude_event,
-        "PreToolUse" | "PostToolUse" | "UserPromptSubmit" | "SessionStart"
-    ) && let Some(context) = output.get("additionalContext")
+    if claude_event == "PostToolUse"
+        && let Some(result) = output
+            .get("modifiedResult")
+            .and_then(tool_result_for_copilot)
+    {
+        // Claude Code's rewritten tool output; Copilot's result object is kept whole.
+        specific.insert("updatedToolOutput".to_owned(), result);
+    }
+    let copilot_event = super::names::claude_event_to_copilot(claude_event).unwrap_or_default();
+    if takes_context(copilot_event)
+        && let Some(context) = output.get("additionalContext")
     {
         specific.insert("additionalContext".to_owned(), context.clone());
     }
@@ -260,6 +429,87 @@ mod tests {
     fn claude_answers_become_copilot_answers() {
         let pre = |specific: Value| json!({"hookSpecificOutput": specific});
         let cases = [
+            (
+                "permissionRequest",
+                pre(json!({"hookEventName": "PermissionRequest",
+                           "decision": {"behavior": "deny", "message": "not here"}})),
+                0,
+                json!({"behavior": "deny", "message": "not here"}),
+            ),
+            (
+                "permissionRequest",
+                pre(
+                    json!({"hookEventName": "PermissionRequest", "decision": {"behavior": "deny"}}),
+                ),
+                0,
+                json!({"behavior": "deny", "message": "No reason provided"}),
+            ),
+            (
+                "permissionRequest",
+                pre(
+                    json!({"hookEventName": "PermissionRequest", "decision": {"behavior": "allow"}}),
+                ),
+                0,
+                json!({"behavior": "allow"}),
+            ),
+            (
+                "permissionRequest",
+                pre(
+                    json!({"hookEventName": "PermissionRequest", "decision": {"behavior": "later"}}),
+                ),
+                0,
+                Value::Null,
+            ),
+            (
+                "permissionRequest",
+                json!({"continue": false, "stopReason": "halt"}),
+                0,
+                json!({"behavior": "deny", "message": "halt"}),
+            ),
+            (
+                "postToolUse",
+                pre(json!({"hookEventName": "PostToolUse", "updatedToolOutput": "[redacted]"})),
+                0,
+                json!({"modifiedResult": {"resultType": "success", "textResultForLlm": "[redacted]"}}),
+            ),
+            (
+                "postToolUse",
+                pre(json!({"hookEventName": "PostToolUse", "updatedToolOutput": 7})),
+                0,
+                Value::Null,
+            ),
+            (
+                // A withheld result is not also rewritten.
+                "postToolUse",
+                json!({"decision": "block", "reason": "secret",
+                       "hookSpecificOutput": {"updatedToolOutput": "x"}}),
+                0,
+                json!({"decision": "block", "reason": "secret"}),
+            ),
+            (
+                "subagentStop",
+                json!({"decision": "block", "reason": "not yet"}),
+                0,
+                json!({"decision": "block", "reason": "not yet"}),
+            ),
+            (
+                "subagentStop",
+                json!({"continue": false, "stopReason": "halt"}),
+                0,
+                Value::Null,
+            ),
+            (
+                "postToolUseFailure",
+                pre(json!({"hookEventName": "PostToolUseFailure", "additionalContext": "retry"})),
+                0,
+                json!({"additionalContext": "retry"}),
+            ),
+            (
+                "preCompact",
+                pre(json!({"hookEventName": "PreCompact", "additionalContext": "x"})),
+                0,
+                Value::Null,
+            ),
             (
                 "preToolUse",
                 pre(

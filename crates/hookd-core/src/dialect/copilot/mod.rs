@@ -20,12 +20,12 @@ use std::path::{Path, PathBuf};
 
 use serde_json::{Map, Value, json};
 
-pub use answer::{copilot_answer_from_claude, copilot_run_as_claude};
+pub use answer::{copilot_answer_for_own_event, copilot_answer_from_claude, copilot_run_as_claude};
 pub use names::{
-    COPILOT_EVENTS, claude_event_to_copilot, copilot_event_to_claude, copilot_event_to_hookd,
-    copilot_tool_to_claude,
+    COPILOT_EVENTS, COPILOT_OWN_EVENTS, claude_event_to_copilot, copilot_event_to_claude,
+    copilot_event_to_hookd, copilot_own_event, copilot_tool_to_claude,
 };
-pub use payload::{claude_input_to_copilot, copilot_input_to_claude};
+pub use payload::{claude_input_to_copilot, copilot_input_to_claude, copilot_timestamp};
 
 use super::{
     Conversion, DialectError, HomeEnv, Host, HostAnswer, HostFiles, HostRelay, HostRun, Purpose,
@@ -33,7 +33,7 @@ use super::{
 };
 use crate::aggregate::Aggregate;
 use crate::command::CommandVars;
-use crate::event::HookEventName;
+use crate::event::{HookEventName, HostEventSpec};
 use crate::model::{HookConfig, HookEntry, LayerFile, Source};
 use crate::result::{HookResult, HookRun};
 
@@ -59,12 +59,18 @@ fn copilot_home(env: &HomeEnv<'_>) -> PathBuf {
 }
 
 /// The Claude Code event a hookd firing is for a Copilot hook: the one its conversion recorded,
-/// else the firing's own.
+/// else the firing's own; for Copilot's own events, their own name.
 fn claude_event_of(
     config: &HookConfig,
     event: HookEventName,
     input: &Map<String, Value>,
 ) -> String {
+    if let Some(own) = event
+        .host_only()
+        .filter(|own| own.host() == <Copilot as Host>::NAME)
+    {
+        return own.as_str().to_owned();
+    }
     config
         .raw
         .get("claude_event")
@@ -123,7 +129,16 @@ impl HostRun for Copilot {
         payload: &Map<String, Value>,
     ) -> Option<Map<String, Value>> {
         let claude = crate::dialect::gemini_payload_to_claude(event, payload);
-        Some(claude_input_to_copilot(&claude))
+        let mut copilot = claude_input_to_copilot(&claude);
+        // Copilot's `timestamp` is epoch milliseconds, hookd's an ISO text.
+        if let Some(millis) = payload
+            .get("timestamp")
+            .and_then(Value::as_str)
+            .and_then(copilot_timestamp)
+        {
+            copilot.insert("timestamp".to_owned(), Value::from(millis));
+        }
+        Some(copilot)
     }
 
     fn hook_result(
@@ -153,6 +168,10 @@ impl HostRelay for Copilot {
         COPILOT_EVENTS.iter().map(|(copilot, _)| *copilot).collect()
     }
 
+    fn own_events(&self) -> &'static [HostEventSpec] {
+        &COPILOT_OWN_EVENTS
+    }
+
     fn event_to_hookd(&self, host_event: &str) -> Option<HookEventName> {
         copilot_event_to_hookd(host_event)
     }
@@ -166,13 +185,22 @@ impl HostRelay for Copilot {
         host_event: &str,
         host_input: Map<String, Value>,
     ) -> Result<RelayInput, DialectError> {
-        let claude_event =
-            copilot_event_to_claude(host_event).ok_or_else(|| DialectError::UnknownEvent {
-                host: <Self as Host>::PRODUCT,
-                event: host_event.to_owned(),
-            })?;
-        let claude = copilot_input_to_claude(claude_event, &host_input)?;
-        let (event, input) = crate::dialect::claude_input_to_gemini(&claude)?;
+        let unknown = || DialectError::UnknownEvent {
+            host: <Self as Host>::PRODUCT,
+            event: host_event.to_owned(),
+        };
+        let (event, input) = match copilot_event_to_claude(host_event) {
+            Some(claude_event) => {
+                let claude = copilot_input_to_claude(claude_event, &host_input)?;
+                crate::dialect::claude_input_to_gemini(&claude)?
+            }
+            None => {
+                // Copilot's own events keep their fields, under Claude's spelling.
+                let own = copilot_own_event(host_event).ok_or_else(unknown)?;
+                let input = copilot_input_to_claude(own.as_str(), &host_input)?;
+                (HookEventName::Host(own), input)
+            }
+        };
         Ok(RelayInput {
             host_event: host_event.to_owned(),
             event,
@@ -187,7 +215,9 @@ impl HostRelay for Copilot {
         final_output: Option<&Value>,
         errors: &[String],
     ) -> HostAnswer {
-        let claude_event = copilot_event_to_claude(&event.host_event).unwrap_or_default();
+        let Some(claude_event) = copilot_event_to_claude(&event.host_event) else {
+            return copilot_answer_for_own_event(&event.host_event, final_output, errors);
+        };
         // The stdin object was translated once already; a relay decision for an object that
         // could not be (the daemon never asked) still needs the event's name.
         let claude =
@@ -224,6 +254,41 @@ impl HostFiles for Copilot {
             }
         }
         Some(conversion)
+    }
+
+    fn relay_matcher(&self, event: HookEventName, matchers: &[Option<String>]) -> Option<String> {
+        // Copilot matches a regular expression against its own tool name, whole (1.0.36 on):
+        // the Claude names the hooks' matchers select, in Copilot's spelling. Anything that
+        // is not a list of names relays every call.
+        let claude = if matches!(event, HookEventName::BeforeTool | HookEventName::AfterTool) {
+            crate::dialect::claude_matcher(matchers)
+        } else if event
+            .host_only()
+            .is_some_and(|own| own.host() != <Self as Host>::NAME)
+            && event.matcher_field() == Some("tool_name")
+        {
+            crate::dialect::claude_only_matcher(matchers)
+        } else {
+            None
+        }?;
+        if claude == "*" {
+            return None;
+        }
+        let mut names: Vec<String> = Vec::new();
+        for name in claude.split('|') {
+            let copilot = names::claude_tool_to_copilot(name).into_owned();
+            if copilot.is_empty()
+                || !copilot
+                    .chars()
+                    .all(|c| c.is_alphanumeric() || "_-".contains(c))
+            {
+                return None;
+            }
+            if !names.contains(&copilot) {
+                names.push(copilot);
+            }
+        }
+        Some(names.join("|"))
     }
 
     fn relay_handler(&self, _host_event: &str, command: &str, timeout_ms: u64) -> Value {
@@ -328,6 +393,10 @@ mod tests {
         )
     }
 
+    fn own(name: &str) -> HookEventName {
+        name.parse().unwrap_or(HookEventName::Notification)
+    }
+
     #[test]
     fn stdin_objects_become_hookd_events() {
         // (event, stdin, hookd event, hookd tool_name)
@@ -369,6 +438,66 @@ mod tests {
                 HookEventName::SessionEnd,
                 None,
             ),
+            (
+                "permissionRequest",
+                json!({"hookName": "permissionRequest", "sessionId": "s", "cwd": "/p", "toolName": "bash",
+                       "toolInput": {"command": "touch m"}, "permissionSuggestions": []}),
+                own("PermissionRequest"),
+                Some("Bash"),
+            ),
+            (
+                "postToolUseFailure",
+                json!({"sessionId": "s", "cwd": "/p", "toolName": "view", "toolArgs": {"path": "m"},
+                       "error": "Path does not exist"}),
+                own("PostToolUseFailure"),
+                Some("Read"),
+            ),
+            (
+                "subagentStart",
+                json!({"sessionId": "s", "cwd": "/p", "agentName": "task", "agentId": "a"}),
+                own("SubagentStart"),
+                None,
+            ),
+            (
+                "subagentStop",
+                json!({"sessionId": "s", "cwd": "/p", "agentName": "task", "response": "done",
+                       "stopReason": "end_turn", "stop_hook_active": false}),
+                HookEventName::AfterAgent,
+                None,
+            ),
+            (
+                "preCompact",
+                json!({"sessionId": "s", "cwd": "/p", "trigger": "auto"}),
+                HookEventName::PreCompress,
+                None,
+            ),
+            (
+                "notification",
+                json!({"sessionId": "s", "cwd": "/p", "message": "m", "hook_event_name": "Notification",
+                       "notification_type": "permission_prompt"}),
+                HookEventName::Notification,
+                None,
+            ),
+            (
+                "userPromptTransformed",
+                json!({"sessionId": "s", "cwd": "/p", "prompt": "hi", "transformedPrompt": "<t/> hi"}),
+                own("userPromptTransformed"),
+                None,
+            ),
+            (
+                "errorOccurred",
+                json!({"sessionId": "s", "cwd": "/p", "errorContext": "model_call", "recoverable": true,
+                       "error": {"message": "m"}}),
+                own("errorOccurred"),
+                None,
+            ),
+            (
+                "preMcpToolCall",
+                json!({"sessionId": "s", "cwd": "/p", "serverName": "gh", "toolName": "view",
+                       "arguments": {}}),
+                own("preMcpToolCall"),
+                Some("view"),
+            ),
         ];
         for (event, stdin, expected, tool) in cases {
             let relayed = Copilot.relay_input(event, object(stdin));
@@ -387,12 +516,9 @@ mod tests {
                 "{event}"
             );
         }
-        for unrelayed in [
-            "userPromptTransformed",
-            "permissionRequest",
-            "PreToolUse",
-            "errorOccurred",
-        ] {
+        // Every Copilot event is relayed; Claude Code's names are not Copilot's.
+        assert_eq!(Copilot.events().len(), 15);
+        for unrelayed in ["PreToolUse", "Stop", "sessionStarted"] {
             assert!(
                 Copilot.relay_input(unrelayed, Map::new()).is_err(),
                 "{unrelayed}"
@@ -429,7 +555,17 @@ mod tests {
     /// What Copilot hears on its `preToolUse` of `ls` when Copilot-dialect hooks run with these
     /// outcomes and stdouts (in declared order).
     fn copilot_hears(runs: &[(HookOutcome, &str)]) -> Value {
-        let relayed = Copilot.relay_input("preToolUse", pre_tool_use("ls"));
+        copilot_hears_on("preToolUse", pre_tool_use("ls"), runs)
+    }
+
+    /// What Copilot hears on `event` with this stdin when Copilot-dialect hooks run with these
+    /// outcomes and stdouts.
+    fn copilot_hears_on(
+        event: &str,
+        stdin: Map<String, Value>,
+        runs: &[(HookOutcome, &str)],
+    ) -> Value {
+        let relayed = Copilot.relay_input(event, stdin);
         let Ok(relayed) = relayed else {
             panic!("{relayed:?}");
         };
@@ -443,11 +579,11 @@ mod tests {
                     stderr: String::new(),
                     duration: std::time::Duration::from_millis(1),
                 };
-                let entry = copilot_entry(HookEventName::BeforeTool, &format!("h{index}"));
+                let entry = copilot_entry(relayed.event, &format!("h{index}"));
                 Copilot.hook_result(&entry, run, &relayed.input)
             })
             .collect();
-        let merged = Copilot.aggregate(HookEventName::BeforeTool, &results, &relayed.input);
+        let merged = Copilot.aggregate(relayed.event, &results, &relayed.input);
         let answer = Copilot.relay_answer(&relayed, merged.final_output.as_ref(), &merged.errors);
         assert_eq!(answer.exit_code, 0, "{answer:?}");
         if answer.stdout.is_empty() {
@@ -499,6 +635,194 @@ mod tests {
         for (runs, expected) in cases {
             let heard = copilot_hears(&runs);
             assert_eq!(heard, expected, "{runs:?}");
+        }
+    }
+
+    #[test]
+    fn every_copilot_event_answers_as_copilot_would() {
+        let exited = |code| HookOutcome::Exited { code };
+        let stdin = |value: Value| object(value);
+        let permission = || {
+            stdin(
+                json!({"hookName": "permissionRequest", "sessionId": "s", "cwd": "/p",
+                         "toolName": "bash", "toolInput": {"command": "rm -rf x"},
+                         "permissionSuggestions": []}),
+            )
+        };
+        let post = || {
+            stdin(
+                json!({"sessionId": "s", "cwd": "/p", "toolName": "bash", "toolArgs": {"command": "ls"},
+                         "toolResult": {"resultType": "success", "textResultForLlm": "a b"}}),
+            )
+        };
+        // (event, stdin, runs, what Copilot hears), each observed of Copilot CLI 1.0.102 with
+        // the same hook in its own file.
+        let cases: Vec<(&str, Map<String, Value>, Vec<(HookOutcome, &str)>, Value)> = vec![
+            (
+                "permissionRequest",
+                permission(),
+                vec![(exited(0), r#"{"behavior":"deny","message":"no rm"}"#)],
+                json!({"behavior": "deny", "message": "no rm"}),
+            ),
+            (
+                "permissionRequest",
+                permission(),
+                vec![(exited(0), "")],
+                Value::Null,
+            ),
+            // Copilot denies on exit 2, any other failure and output it cannot read.
+            (
+                "permissionRequest",
+                permission(),
+                vec![(exited(2), "")],
+                json!({"behavior": "deny", "message": "Permission denied by hook."}),
+            ),
+            (
+                "permissionRequest",
+                permission(),
+                vec![(exited(1), "")],
+                json!({"behavior": "deny", "message": "Permission request hook failed"}),
+            ),
+            (
+                "permissionRequest",
+                permission(),
+                vec![(exited(0), "not json")],
+                json!({"behavior": "deny", "message": "Permission request hook failed"}),
+            ),
+            (
+                "permissionRequest",
+                permission(),
+                vec![
+                    (exited(0), r#"{"behavior":"allow"}"#),
+                    (exited(0), r#"{"behavior":"deny","message":"no"}"#),
+                ],
+                json!({"behavior": "deny", "message": "no"}),
+            ),
+            (
+                "postToolUse",
+                post(),
+                vec![(
+                    exited(0),
+                    r#"{"modifiedResult":{"resultType":"success","textResultForLlm":"[redacted]"}}"#,
+                )],
+                json!({"modifiedResult": {"resultType": "success", "textResultForLlm": "[redacted]"}}),
+            ),
+            (
+                "postToolUseFailure",
+                stdin(
+                    json!({"sessionId": "s", "cwd": "/p", "toolName": "view", "toolArgs": {"path": "m"},
+                             "error": "Path does not exist"}),
+                ),
+                vec![(exited(0), r#"{"additionalContext":"try ls first"}"#)],
+                json!({"additionalContext": "try ls first"}),
+            ),
+            (
+                "subagentStart",
+                stdin(json!({"sessionId": "s", "cwd": "/p", "agentName": "task", "agentId": "a"})),
+                vec![(exited(0), r#"{"additionalContext":"be brief"}"#)],
+                json!({"additionalContext": "be brief"}),
+            ),
+            (
+                "subagentStop",
+                stdin(
+                    json!({"sessionId": "s", "cwd": "/p", "agentName": "task", "agentId": "a",
+                             "response": "done", "stopReason": "end_turn", "stop_hook_active": false}),
+                ),
+                vec![(
+                    exited(0),
+                    r#"{"decision":"block","reason":"run the tests too"}"#,
+                )],
+                json!({"decision": "block", "reason": "run the tests too"}),
+            ),
+            (
+                "userPromptTransformed",
+                stdin(json!({"sessionId": "s", "cwd": "/p", "prompt": "hi",
+                             "transformedPrompt": "<t/> hi"})),
+                vec![(
+                    exited(0),
+                    r#"{"modifiedTransformedPrompt":"<t/> hi, briefly"}"#,
+                )],
+                json!({"modifiedTransformedPrompt": "<t/> hi, briefly"}),
+            ),
+            // Exit 2 blocks nothing on Copilot's own events.
+            (
+                "userPromptTransformed",
+                stdin(json!({"sessionId": "s", "cwd": "/p", "prompt": "hi",
+                             "transformedPrompt": "<t/> hi"})),
+                vec![(exited(2), "")],
+                Value::Null,
+            ),
+            (
+                "errorOccurred",
+                stdin(
+                    json!({"sessionId": "s", "cwd": "/p", "errorContext": "model_call",
+                             "recoverable": true, "error": {"message": "m"}}),
+                ),
+                vec![(
+                    exited(0),
+                    r#"{"errorHandling":"retry","retryCount":2,"userNotification":"retrying","other":1}"#,
+                )],
+                json!({"errorHandling": "retry", "retryCount": 2, "userNotification": "retrying"}),
+            ),
+            (
+                "errorOccurred",
+                stdin(
+                    json!({"sessionId": "s", "cwd": "/p", "errorContext": "model_call",
+                             "recoverable": true, "error": {"message": "m"}}),
+                ),
+                vec![(exited(0), r#"{"errorHandling":"explode"}"#)],
+                Value::Null,
+            ),
+        ];
+        for (event, stdin, runs, expected) in cases {
+            let heard = copilot_hears_on(event, stdin, &runs);
+            assert_eq!(heard, expected, "{event} {runs:?}");
+        }
+    }
+
+    #[test]
+    fn copilot_hooks_get_epoch_millisecond_timestamps() {
+        let mut payload = pre_tool_use("ls");
+        payload.insert("hook_event_name".to_owned(), json!("BeforeTool"));
+        payload.insert("tool_name".to_owned(), json!("run_shell_command"));
+        payload.insert("timestamp".to_owned(), json!("2026-11-29T03:10:02.429Z"));
+        let hook = Copilot.hook_payload(HookEventName::BeforeTool, &payload);
+        assert_eq!(
+            hook.and_then(|hook| hook.get("timestamp").cloned()),
+            Some(json!(1_795_921_802_429_u64))
+        );
+    }
+
+    #[test]
+    fn relay_matchers_name_copilot_tools() {
+        let some = |text: &str| Some(text.to_owned());
+        // (event, hookd matchers, the relay entry's matcher)
+        let cases: Vec<(HookEventName, Vec<Option<String>>, Option<&str>)> = vec![
+            (
+                HookEventName::BeforeTool,
+                vec![some("run_shell_command")],
+                Some("bash"),
+            ),
+            (
+                HookEventName::AfterTool,
+                vec![some("write_file"), some("read_file")],
+                Some("create|view"),
+            ),
+            (HookEventName::BeforeTool, vec![None], None),
+            (HookEventName::BeforeTool, vec![some("run_.*")], None),
+            // A tool hookd does not know by name: every call is relayed.
+            (HookEventName::BeforeTool, vec![some("sql")], None),
+            (own("PermissionRequest"), vec![some("^Bash$")], Some("bash")),
+            (own("PermissionRequest"), vec![some("Ba.*")], None),
+            (HookEventName::BeforeAgent, vec![some("x")], None),
+            (own("preMcpToolCall"), vec![some("^view$")], None),
+        ];
+        for (event, matchers, expected) in cases {
+            assert_eq!(
+                Copilot.relay_matcher(event, &matchers).as_deref(),
+                expected,
+                "{event:?} {matchers:?}"
+            );
         }
     }
 

@@ -9,42 +9,109 @@ use std::borrow::Cow;
 
 use serde_json::{Map, Value};
 
-use crate::event::HookEventName;
+use crate::event::{HookEventName, HostEvent, HostEventSpec};
 
-/// Copilot CLI's hook events that hookd relays, in Copilot's order, with the Claude Code
-/// event each is seen as. Its other events (`userPromptTransformed`, `permissionRequest`,
-/// `postToolUseFailure`, `preMcpToolCall`, `subagentStart`, `subagentStop`, `preCompact`,
-/// `notification`, `errorOccurred`) are not relayed: their payloads and answers were not
-/// checked against the CLI.
-pub const COPILOT_EVENTS: [(&str, &str); 6] = [
-    ("sessionStart", "SessionStart"),
-    ("userPromptSubmitted", "UserPromptSubmit"),
-    ("preToolUse", "PreToolUse"),
-    ("postToolUse", "PostToolUse"),
-    ("agentStop", "Stop"),
-    ("sessionEnd", "SessionEnd"),
+/// Copilot CLI's hook events (1.0.102), in Copilot's order, with the Claude Code event each is
+/// seen as; `None` for Copilot's own events ([`COPILOT_OWN_EVENTS`]), which Claude Code has no
+/// counterpart for and hookd holds as themselves. Payloads and answers of each were checked
+/// against the CLI (`docs/dialects.md`); `preCompact` and `preMcpToolCall` follow Copilot's
+/// documented shapes (a headless run does not compact, and needs an MCP server to call one).
+pub const COPILOT_EVENTS: [(&str, Option<&str>); 15] = [
+    ("sessionStart", Some("SessionStart")),
+    ("userPromptSubmitted", Some("UserPromptSubmit")),
+    ("userPromptTransformed", None),
+    ("preToolUse", Some("PreToolUse")),
+    ("permissionRequest", Some("PermissionRequest")),
+    ("postToolUse", Some("PostToolUse")),
+    ("postToolUseFailure", Some("PostToolUseFailure")),
+    ("preMcpToolCall", None),
+    ("agentStop", Some("Stop")),
+    ("subagentStart", Some("SubagentStart")),
+    ("subagentStop", Some("SubagentStop")),
+    ("preCompact", Some("PreCompact")),
+    ("notification", Some("Notification")),
+    ("errorOccurred", None),
+    ("sessionEnd", Some("SessionEnd")),
 ];
 
-/// The Claude Code event a relayed Copilot CLI event is seen as (`preToolUse` →
-/// `PreToolUse`); `None` for an event hookd does not relay.
+/// Copilot CLI's dialect name, which its own events carry.
+const COPILOT: &str = "copilot";
+
+/// Copilot CLI's own events, which neither Gemini CLI nor Claude Code has: hookd holds them as
+/// themselves (`HookEventName::Host`), so hookd's files may name them. None of them can block:
+/// what their hooks can do is rewrite (`modifiedTransformedPrompt`, `metaToUse`) or advise
+/// (`errorHandling`, `userNotification`).
+pub static COPILOT_OWN_EVENTS: [HostEventSpec; 3] = [
+    // After Copilot added its context to a submitted prompt, before the model sees it.
+    HostEventSpec {
+        host: COPILOT,
+        name: "userPromptTransformed",
+        matcher_field: None,
+        can_block: false,
+    },
+    // Before an MCP tool's request is sent (after `preToolUse` allowed the call).
+    HostEventSpec {
+        host: COPILOT,
+        name: "preMcpToolCall",
+        matcher_field: Some("tool_name"),
+        can_block: false,
+    },
+    // A model call, tool or the session failed.
+    HostEventSpec {
+        host: COPILOT,
+        name: "errorOccurred",
+        matcher_field: Some("error_context"),
+        can_block: false,
+    },
+];
+
+/// The answer fields Copilot CLI reads from the hooks of each of its own events.
+pub fn copilot_own_answer_fields(copilot_event: &str) -> &'static [&'static str] {
+    match copilot_event {
+        "userPromptTransformed" => &["modifiedTransformedPrompt"],
+        "preMcpToolCall" => &["metaToUse"],
+        "errorOccurred" => &[
+            "errorHandling",
+            "retryCount",
+            "userNotification",
+            "suppressOutput",
+        ],
+        _ => &[],
+    }
+}
+
+/// The Claude Code event a Copilot CLI event is seen as (`preToolUse` → `PreToolUse`); `None`
+/// for Copilot's own events and for names Copilot does not fire.
 pub fn copilot_event_to_claude(copilot_event: &str) -> Option<&'static str> {
     COPILOT_EVENTS
         .iter()
         .find(|(copilot, _)| *copilot == copilot_event)
-        .map(|(_, claude)| *claude)
+        .and_then(|(_, claude)| *claude)
 }
 
-/// The Copilot CLI event a Claude Code event is, for the relayed ones (`Stop` → `agentStop`).
+/// The Copilot CLI event a Claude Code event is (`Stop` → `agentStop`).
 pub fn claude_event_to_copilot(claude_event: &str) -> Option<&'static str> {
     COPILOT_EVENTS
         .iter()
-        .find(|(_, claude)| *claude == claude_event)
+        .find(|(_, claude)| *claude == Some(claude_event))
         .map(|(copilot, _)| *copilot)
 }
 
-/// The hookd event a Copilot CLI event is fired as: its Claude counterpart's.
+/// Copilot's own event of that name.
+pub fn copilot_own_event(copilot_event: &str) -> Option<HostEvent> {
+    COPILOT_OWN_EVENTS
+        .iter()
+        .find(|spec| spec.name == copilot_event)
+        .map(HostEvent::new)
+}
+
+/// The hookd event a Copilot CLI event is fired as: its Claude counterpart's, or itself for
+/// Copilot's own events.
 pub fn copilot_event_to_hookd(copilot_event: &str) -> Option<HookEventName> {
-    copilot_event_to_claude(copilot_event).and_then(crate::dialect::claude_event_to_gemini)
+    match copilot_event_to_claude(copilot_event) {
+        Some(claude) => crate::dialect::claude_event_to_gemini(claude),
+        None => copilot_own_event(copilot_event).map(HookEventName::Host),
+    }
 }
 
 /// One built-in Copilot CLI tool with a Claude Code counterpart, and the argument keys spelled
@@ -195,9 +262,45 @@ mod tests {
                 Some("SessionEnd"),
                 Some(HookEventName::SessionEnd),
             ),
-            ("userPromptTransformed", None, None),
-            ("permissionRequest", None, None),
+            (
+                "permissionRequest",
+                Some("PermissionRequest"),
+                "PermissionRequest".parse().ok(),
+            ),
+            (
+                "postToolUseFailure",
+                Some("PostToolUseFailure"),
+                "PostToolUseFailure".parse().ok(),
+            ),
+            (
+                "subagentStart",
+                Some("SubagentStart"),
+                "SubagentStart".parse().ok(),
+            ),
+            (
+                "subagentStop",
+                Some("SubagentStop"),
+                Some(HookEventName::AfterAgent),
+            ),
+            (
+                "preCompact",
+                Some("PreCompact"),
+                Some(HookEventName::PreCompress),
+            ),
+            (
+                "notification",
+                Some("Notification"),
+                Some(HookEventName::Notification),
+            ),
+            (
+                "userPromptTransformed",
+                None,
+                "userPromptTransformed".parse().ok(),
+            ),
+            ("preMcpToolCall", None, "preMcpToolCall".parse().ok()),
+            ("errorOccurred", None, "errorOccurred".parse().ok()),
             ("PreToolUse", None, None),
+            ("sessionStarted", None, None),
         ];
         for (copilot, claude, hookd) in cases {
             assert_eq!(copilot_event_to_claude(copilot), claude, "{copilot}");
@@ -205,6 +308,20 @@ mod tests {
             if let Some(claude) = claude {
                 assert_eq!(claude_event_to_copilot(claude), Some(copilot));
             }
+            if copilot != "PreToolUse" && copilot != "sessionStarted" {
+                assert!(hookd.is_some(), "{copilot} is fired");
+            }
+        }
+        // Copilot's own events are held as themselves, named by Copilot.
+        for spec in &COPILOT_OWN_EVENTS {
+            let event = copilot_event_to_hookd(spec.name).expect(spec.name);
+            assert_eq!(event.host_only().map(|e| e.host()), Some("copilot"));
+            assert_eq!(
+                event.host_only().map(|e| e.can_block()),
+                Some(false),
+                "{}",
+                spec.name
+            );
         }
     }
 
