@@ -52,12 +52,35 @@ def events_seen(s):
     return [(r["event"], r.get("tool")) for r in read_lines(s.w.logs / "events.jsonl")]
 
 
-def run_both(ctx, host, label, answers, turns, timeout=10, modes=("native", "hookd"), hookd_up=True):
+def event_keys(s):
+    """Each event's stdin keys, as the recorder saw them (the first firing of each)."""
+    keys = {}
+    for r in read_lines(s.w.logs / "events.jsonl"):
+        keys.setdefault(r["event"], r["keys"])
+    return keys
+
+
+# Copilot's own events: no Claude Code counterpart, so `install` leaves their hooks where Copilot
+# runs them; a hook for them in hookd's own file is what hookd runs (through a relay entry).
+OWN_EVENTS = ("userPromptTransformed", "preMcpToolCall", "errorOccurred")
+
+
+def run_both(ctx, host, label, answers, turns, timeout=10, modes=("native", "hookd"), hookd_up=True,
+             matchers=None):
     facts = {}
     for mode in modes:
         with Session(ctx, host, mode, label) as s:
+            hookd_file = {}
             for event in answers:
-                host.add_hooks(s.user_settings(), event, None, [recorder(s, "rec", event, answers, timeout)])
+                entry = recorder(s, "rec", event, answers, timeout)
+                if mode == "hookd" and event in OWN_EVENTS:
+                    entry = {"type": "command", "command": entry["command"], "timeout": timeout * 1000,
+                             "dialect": "copilot"}
+                    hookd_file.setdefault(event, []).append({"hooks": [entry]})
+                    continue
+                host.add_hooks(s.user_settings(), event, (matchers or {}).get(event), [entry])
+            if hookd_file:
+                write_json(s.w.config / "hookd" / "hooks.json", {"hooks": hookd_file})
             if mode == "hookd":
                 s.install()
                 if hookd_up:
@@ -69,6 +92,7 @@ def run_both(ctx, host, label, answers, turns, timeout=10, modes=("native", "hoo
             f["contexts"] = contexts_sent(s)
             f["events"] = events_seen(s)
             f["requests"] = len([r for r in s.w.model_requests() if r.get("kind") == "turn"])
+            f["keys"] = event_keys(s)
             f["relay_entries"] = relay_commands(s.user_settings())
             facts[mode] = f
     return facts
@@ -239,33 +263,86 @@ def copilot_claude_shared(ctx, host):
     return v
 
 
+
 ALL_EVENTS = ["sessionStart", "userPromptSubmitted", "userPromptTransformed", "preToolUse",
-              "permissionRequest", "postToolUse", "postToolUseFailure", "preMcpToolCall", "agentStop",
-              "subagentStart", "subagentStop", "preCompact", "notification", "errorOccurred", "sessionEnd"]
+              "permissionRequest", "postToolUse", "postToolUseFailure", "agentStop", "sessionEnd"]
+
+# A shell call (preToolUse, permissionRequest, postToolUse), a read of a missing file
+# (postToolUseFailure), then the final answer.
+SHELL_AND_FAILURE = [{"tool": "touch marker-1"},
+                     {"call": {"name": "view", "input": {"path": "missing.txt"}}},
+                     {"text": ["finished"]}]
 
 
-@scenario("copilot-probe", ["copilot"], "probe: every event natively")
-def copilot_probe(ctx, host):
+@scenario("copilot-every-event", ["copilot"],
+          "a hook on every event a headless session fires: the same firings, in the same order, with "
+          "the same stdin keys, natively and via hookd")
+def copilot_every_event(ctx, host):
     v = Verdict()
-    turns = [{"tool": "touch marker-1"},
-             {"call": {"name": "view", "input": {"path": "/nonexistent/file.txt"}}},
-             {"text": ["finished"]}]
-    answers = {e: {} for e in ALL_EVENTS}
-    answers.update(json.loads(os.environ.get("PROBE_ANSWERS", "{}")))
-    turns = json.loads(os.environ.get("PROBE_TURNS", "null")) or turns
-    with Session(ctx, host, "native", "probe") as s:
-        for event in ALL_EVENTS:
-            host.add_hooks(s.user_settings(), event, None, [recorder(s, "rec", event, answers)])
-        s.go(turns)
-        print("EXIT", s.facts()["exit"], "RAN", s.facts()["tool_ran"])
-        print("SENT", s.facts()["sent_next"], "CTX", contexts_sent(s))
-        for line in open(str(s.w.logs / "events.jsonl.payloads")):
-            print("PAYLOAD", line.strip())
-        print("STDOUT", s.run.stdout[-2000:], "STDERR", s.run.stderr[-2000:])
-        reqs = s.w.model_requests()
-        print("NREQ", len(reqs), [r.get("kind") for r in reqs])
-        if os.environ.get("PROBE_TOOL"):
-            for t in (reqs[0].get("body") or {}).get("tools") or []:
-                if t.get("name") == os.environ["PROBE_TOOL"]:
-                    print("TOOL", json.dumps(t)[:3000])
+    facts = run_both(ctx, host, "every", {event: {} for event in ALL_EVENTS}, SHELL_AND_FAILURE,
+                     matchers={"preToolUse": "bash|view"})
+    seen = [event for event, _ in facts["native"]["events"]]
+    v.check("native: every event fired (reference sane)", all(e in seen for e in ALL_EVENTS), str(seen))
+    v.check("hookd: relay entries for the events whose hooks moved",
+            all(e in facts["hookd"]["relay_entries"] for e in ALL_EVENTS), str(facts["hookd"]["relay_entries"]))
+    both_same(v, facts)
+    for event in ALL_EVENTS:
+        v.same("stdin keys of %s" % event, facts["native"]["keys"].get(event), facts["hookd"]["keys"].get(event))
+    return v
+
+
+def permission_deny(answer):
+    return {"permissionRequest": answer}
+
+
+@scenario("copilot-permission-request", ["copilot"],
+          "a permissionRequest hook denies the shell call (JSON, exit 2, exit 1, unreadable output) and "
+          "lets it run when silent: natively and via hookd")
+def copilot_permission_request(ctx, host):
+    v = Verdict()
+    cases = [
+        ("json", {"stdout": {"behavior": "deny", "message": "CTX-permission"}}, []),
+        ("exit2", {"stderr": "why", "exit": 2}, []),
+        ("exit1", {"stderr": "why", "exit": 1}, []),
+        ("garbled", {"stdout": "not json"}, []),
+        ("silent", {}, ["marker-1"]),
+    ]
+    for label, answer, ran in cases:
+        facts = run_both(ctx, host, "perm-" + label, permission_deny(answer), TOUCH)
+        v.expect("%s native: what ran (reference sane)" % label, facts["native"]["tool_ran"], ran)
+        compare(v, facts["native"], facts["hookd"], keys=("exit", "tool_ran", "sent_next"))
+        v.same("%s: events" % label, facts["native"]["events"], facts["hookd"]["events"])
+    return v
+
+
+@scenario("copilot-rewrites", ["copilot"],
+          "modifiedTransformedPrompt (Copilot's own event, from hookd's file), modifiedResult and "
+          "postToolUseFailure context reach the model alike, natively and via hookd")
+def copilot_rewrites(ctx, host):
+    v = Verdict()
+    answers = {
+        "userPromptTransformed": {"stdout": {"modifiedTransformedPrompt": "CTX-transformed run the scripted commands"}},
+        "postToolUse": {"stdout": {"modifiedResult": {"resultType": "success", "textResultForLlm": "CTX-replaced"}}},
+        "postToolUseFailure": {"stdout": {"additionalContext": "CTX-after-failure"}},
+    }
+    facts = run_both(ctx, host, "rewrites", answers, SHELL_AND_FAILURE)
+    native = facts["native"]["contexts"]
+    v.check("native: the model saw all three (reference sane)",
+            all(any(word in c for c in native) for word in ("CTX-transformed", "CTX-replaced", "CTX-after-failure")),
+            str(native))
+    v.check("hookd: the userPromptTransformed hook ran in hookd, through a relay entry",
+            "userPromptTransformed" in facts["hookd"]["relay_entries"], str(facts["hookd"]["relay_entries"]))
+    both_same(v, facts)
+    return v
+
+
+@scenario("copilot-error-occurred", ["copilot"],
+          "a refused model call fires errorOccurred; a hook for it in hookd's file sees what Copilot's own sees")
+def copilot_error_occurred(ctx, host):
+    v = Verdict()
+    answers = {"errorOccurred": {"stdout": {"userNotification": "CTX-noted"}}}
+    facts = run_both(ctx, host, "error", answers, [{"tool": "touch marker-1"}, {"fail": 400}])
+    v.expect("native: the hook ran once (reference sane)", facts["native"]["events"], [("errorOccurred", None)])
+    both_same(v, facts, keys=("exit", "tool_ran"))
+    v.same("stdin keys", facts["native"]["keys"], facts["hookd"]["keys"])
     return v

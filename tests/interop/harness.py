@@ -996,13 +996,15 @@ class CliRun:
 # --- hook scripts -------------------------------------------------------------------------------
 
 GUARD = r'''#!/usr/bin/env python3
-"""A guard for both CLIs: denies shell commands containing "rm -rf", logs every run."""
+"""A guard for every CLI: denies shell commands containing "rm -rf", logs every run."""
 import json, os, sys, time
 log_path = sys.argv[1]
 name = sys.argv[2] if len(sys.argv) > 2 else "guard"
 payload = json.load(sys.stdin)
-event = payload.get("hook_event_name")
-command = (payload.get("tool_input") or {}).get("command", "")
+# Copilot CLI's own files send camelCase objects that name no event.
+copilot = "toolArgs" in payload
+event = "preToolUse" if copilot else payload.get("hook_event_name")
+command = (payload.get("tool_input") or payload.get("toolArgs") or {}).get("command", "")
 with open(log_path, "a") as f:
     f.write(json.dumps({
         "hook": name, "event": event, "command": command, "cwd": payload.get("cwd"),
@@ -1017,7 +1019,9 @@ if request and "rm -rf" in command and not os.path.exists(request):
     time.sleep(float(os.environ.get("INTEROP_HOOK_SLEEP", "0.5")))
 if "rm -rf" in command:
     reason = "interop guard: rm -rf is not allowed"
-    if event == "PreToolUse":
+    if copilot:
+        print(json.dumps({"permissionDecision": "deny", "permissionDecisionReason": reason}))
+    elif event == "PreToolUse":
         print(json.dumps({"hookSpecificOutput": {"hookEventName": "PreToolUse",
               "permissionDecision": "deny", "permissionDecisionReason": reason}}))
     else:

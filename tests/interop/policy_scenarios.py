@@ -1,5 +1,5 @@
 """Policy hooks through the real CLIs: one Rego policy in hookd's hooks file guards Gemini CLI,
-Claude Code and Codex CLI, each hearing the deny in its own shape; compared with the same
+Claude Code, Codex CLI and Copilot CLI, each hearing the deny in its own shape; compared with the same
 rule as the CLI's own command hook (the suite's Python guard, run by the CLI itself).
 """
 
@@ -21,7 +21,7 @@ deny contains "%s" if {
 
 @scenario(
     "policy-deny",
-    ["gemini", "claude", "codex"],
+    ["gemini", "claude", "codex", "copilot"],
     "one Rego policy in hookd's hooks file denies `rm -rf` for every CLI, as the same rule written "
     "as the CLI's own command hook does",
 )

@@ -590,6 +590,23 @@ fn prepare(args: &RelayArgs, payload: Map<String, Value>) -> Result<Prepared, Re
             .to_string(),
     };
     let (event, input) = translate(args, payload)?;
+    // A host that spells them otherwise (Copilot CLI's `sessionId`, `transcriptPath`) has them
+    // in hookd's spelling once translated.
+    let translated = |key: &str, given: String| {
+        if given.is_empty() {
+            event
+                .relayed
+                .input
+                .get(key)
+                .and_then(Value::as_str)
+                .unwrap_or("")
+                .to_owned()
+        } else {
+            given
+        }
+    };
+    let session_id = translated("session_id", session_id);
+    let transcript_path = translated("transcript_path", transcript_path);
     let mut request = EventRequest::new(REQUEST_ID, event.relayed.event.as_str(), cwd);
     request.input = input;
     request.session_id = session_id;
@@ -1523,6 +1540,41 @@ mod tests {
         assert!(parse_payload(b"[1]").is_err());
         assert!(parse_payload(b"{").is_err());
         assert_eq!(parse_payload(b"  ").expect("empty").len(), 0);
+    }
+
+    #[test]
+    fn every_host_names_its_session_and_transcript_to_the_daemon() {
+        // (dialect, event, payload in the host's spelling)
+        let cases = [
+            (
+                Dialect::CLAUDE,
+                "Stop",
+                r#"{"session_id":"s1","transcript_path":"/t/x.jsonl","cwd":"/srv/p","hook_event_name":"Stop"}"#,
+            ),
+            (
+                Dialect::COPILOT,
+                "agentStop",
+                r#"{"sessionId":"s1","transcriptPath":"/t/x.jsonl","cwd":"/srv/p","stopReason":"end_turn"}"#,
+            ),
+        ];
+        for (dialect, event, payload) in cases {
+            let relay = RelayArgs {
+                event: event.to_owned(),
+                dialect,
+                ..RelayArgs::default()
+            };
+            let payload = parse_payload(payload.as_bytes()).expect("payload");
+            let prepared = prepare(&relay, payload).expect("prepared");
+            let frames = String::from_utf8_lossy(&prepared.frames);
+            assert!(
+                frames.contains(r#""session_id":"s1""#),
+                "{dialect:?}: {frames}"
+            );
+            assert!(
+                frames.contains(r#""transcript_path":"/t/x.jsonl""#),
+                "{dialect:?}: {frames}"
+            );
+        }
     }
 
     #[test]

@@ -7,6 +7,7 @@
 mod cli;
 mod codex_install;
 mod common;
+mod copilot_events;
 mod doctor;
 mod http_install;
 mod install;

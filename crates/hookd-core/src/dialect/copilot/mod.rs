@@ -130,6 +130,13 @@ impl HostRun for Copilot {
     ) -> Option<Map<String, Value>> {
         let claude = crate::dialect::gemini_payload_to_claude(event, payload);
         let mut copilot = claude_input_to_copilot(&claude);
+        // Copilot names the transcript on its stop events only (hookd's base field is on
+        // every event, often empty).
+        let event_name = claude.get("hook_event_name").and_then(Value::as_str);
+        let has_transcript = matches!(event_name, Some("Stop" | "SubagentStart" | "SubagentStop"));
+        if !has_transcript || copilot.get("transcriptPath") == Some(&Value::from("")) {
+            copilot.remove("transcriptPath");
+        }
         // Copilot's `timestamp` is epoch milliseconds, hookd's an ISO text.
         if let Some(millis) = payload
             .get("timestamp")
