@@ -346,3 +346,72 @@ def copilot_error_occurred(ctx, host):
     both_same(v, facts, keys=("exit", "tool_ran"))
     v.same("stdin keys", facts["native"]["keys"], facts["hookd"]["keys"])
     return v
+
+
+@scenario("copilot-subagents", ["copilot"],
+          "sub-agents (the task tool, nested as deep as Copilot allows): subagentStart, subagentStop and the "
+          "sub-agents' own tool and stop events fire alike, with the same stdin keys, natively and via hookd")
+def copilot_subagents(ctx, host):
+    v = Verdict()
+    events = ["preToolUse", "postToolUse", "postToolUseFailure", "agentStop", "subagentStart", "subagentStop"]
+    # The fake model answers every agent with the same script: each sub-agent starts another,
+    # until Copilot refuses at its depth limit.
+    turns = [{"call": {"name": "task", "input": {"description": "run a check", "prompt": "say done",
+                                                  "agent_type": "task", "name": "checker"}}},
+             {"text": ["finished"]}]
+    facts = run_both(ctx, host, "subagents", {event: {} for event in events}, turns)
+    seen = [event for event, _ in facts["native"]["events"]]
+    v.check("native: sub-agents started and stopped (reference sane)",
+            "subagentStart" in seen and "subagentStop" in seen, str(seen))
+    both_same(v, facts, keys=("exit",))
+    for event in events:
+        v.same("stdin keys of %s" % event, facts["native"]["keys"].get(event), facts["hookd"]["keys"].get(event))
+    return v
+
+
+def relay_matchers(path):
+    """{event: matcher} of hookd's relay entries in a Copilot hooks file."""
+    found = {}
+    for event, groups in ((read_json(path, {}) or {}).get("hooks") or {}).items():
+        for group in groups or []:
+            for hook in group.get("hooks") or [group]:
+                if "hookd-relay" in str(hook.get("command", "")):
+                    found[event] = group.get("matcher")
+    return found
+
+
+@scenario("copilot-relay-matcher", ["copilot"],
+          "a guard for `bash` only: the relay entry carries Copilot's matcher, so a `view` call starts no "
+          "relay and reaches no daemon, while the `bash` call is guarded")
+def copilot_relay_matcher(ctx, host):
+    v = Verdict()
+    turns = [{"call": {"name": "view", "input": {"path": "missing.txt"}}},
+             {"tool": "touch marker-1"}, {"text": ["finished"]}]
+    facts = run_both(ctx, host, "matcher", {"preToolUse": deny("CTX-denied")}, turns,
+                     matchers={"preToolUse": "bash"})
+    v.expect("native: the guard ran for bash only (reference sane)", facts["native"]["events"],
+             [("preToolUse", "bash")])
+    both_same(v, facts)
+    return v
+
+
+@scenario("copilot-relay-matcher-wiring", ["copilot"],
+          "the relay entry for a bash-only guard is matched on `bash`, and hookd is asked about bash calls only")
+def copilot_relay_matcher_wiring(ctx, host):
+    v = Verdict()
+    turns = [{"call": {"name": "view", "input": {"path": "missing.txt"}}},
+             {"tool": "touch marker-1"}, {"text": ["finished"]}]
+    with Session(ctx, host, "hookd", "matcher-wiring") as s:
+        host.add_hooks(s.user_settings(), "preToolUse", "bash",
+                       [recorder(s, "rec", "preToolUse", {"preToolUse": deny("CTX-denied")})])
+        s.install()
+        s.start_daemon()
+        matchers = relay_matchers(s.user_settings())
+        v.expect("the preToolUse relay entry's matcher", matchers.get("preToolUse"), "bash")
+        s.go(turns)
+        v.expect("the command did not run", s.facts()["tool_ran"], [])
+        stats = json.loads(s.w.hookctl("stats", "--json").stdout or "{}")
+        relayed = {r.get("host"): r.get("events") for r in stats.get("relays") or []}
+        # The bash call only: the view call matched no relay entry, so no relay ran for it.
+        v.expect("events Copilot's relay sent hookd", relayed.get("copilot"), 1)
+    return v

@@ -866,6 +866,21 @@ mod tests {
             printed["permissionDecisionReason"],
             json!("hookd is not running")
         );
+        // The other guard point, Copilot's permission request, in its own words.
+        let relayed = Copilot.relay_input(
+            "permissionRequest",
+            object(json!({"sessionId": "s", "cwd": "/p", "toolName": "bash",
+                          "toolInput": {"command": "rm -rf x"}})),
+        );
+        let Ok(relayed) = relayed else {
+            panic!("{relayed:?}");
+        };
+        let answer = Copilot.relay_answer(&relayed, Some(&deny), &[]);
+        let printed: Value = serde_json::from_str(&answer.stdout).unwrap_or_default();
+        assert_eq!(
+            printed,
+            json!({"behavior": "deny", "message": "hookd is not running"})
+        );
     }
 
     #[test]
