@@ -135,7 +135,7 @@ impl HostRun for Copilot {
         let event_name = claude.get("hook_event_name").and_then(Value::as_str);
         let has_transcript = matches!(event_name, Some("Stop" | "SubagentStart" | "SubagentStop"));
         if !has_transcript || copilot.get("transcriptPath") == Some(&Value::from("")) {
-            copilot.remove("transcriptPath");
+            copilot.shift_remove("transcriptPath");
         }
         // Copilot's `timestamp` is epoch milliseconds, hookd's an ISO text.
         if let Some(millis) = payload
