@@ -645,6 +645,17 @@ mod tests {
         }
     }
 
+    /// (event, stdin, runs, what Copilot hears)
+    type EventCase = (
+        &'static str,
+        Map<String, Value>,
+        Vec<(HookOutcome, &'static str)>,
+        Value,
+    );
+
+    /// (event, hookd matchers, the relay entry's matcher)
+    type MatcherCase = (HookEventName, Vec<Option<String>>, Option<&'static str>);
+
     #[test]
     fn every_copilot_event_answers_as_copilot_would() {
         let exited = |code| HookOutcome::Exited { code };
@@ -664,7 +675,7 @@ mod tests {
         };
         // (event, stdin, runs, what Copilot hears), each observed of Copilot CLI 1.0.102 with
         // the same hook in its own file.
-        let cases: Vec<(&str, Map<String, Value>, Vec<(HookOutcome, &str)>, Value)> = vec![
+        let cases: Vec<EventCase> = vec![
             (
                 "permissionRequest",
                 permission(),
@@ -804,7 +815,7 @@ mod tests {
     fn relay_matchers_name_copilot_tools() {
         let some = |text: &str| Some(text.to_owned());
         // (event, hookd matchers, the relay entry's matcher)
-        let cases: Vec<(HookEventName, Vec<Option<String>>, Option<&str>)> = vec![
+        let cases: Vec<MatcherCase> = vec![
             (
                 HookEventName::BeforeTool,
                 vec![some("run_shell_command")],
