@@ -360,10 +360,20 @@ fn copilot_hooks_as_claude(settings: &Value) -> Value {
                     .flatten()
                     .filter_map(Value::as_object_mut)
                 {
-                    if let Some(line) = handler.remove("bash") {
+                    if let Some(line) = handler.shift_remove("bash") {
                         handler.entry("command").or_insert(line);
                     }
-                    if let Some(seconds) = handler.remove("timeoutSec") {
+                    // `exec` with `args` runs without a shell: Claude Code's exec form.
+                    if !handler.contains_key("command")
+                        && let Some(program) = handler.shift_remove("exec")
+                    {
+                        handler.insert("command".to_owned(), program);
+                    }
+                    // Copilot's `type` is optional for a command handler.
+                    if !handler.contains_key("type") && handler.contains_key("command") {
+                        handler.insert("type".to_owned(), Value::from("command"));
+                    }
+                    if let Some(seconds) = handler.shift_remove("timeoutSec") {
                         handler.entry("timeout").or_insert(seconds);
                     }
                 }
@@ -925,6 +935,42 @@ mod tests {
     }
 
     #[test]
+    fn copilot_exec_handlers_and_untyped_handlers_convert() {
+        let settings = json!({"version": 1, "hooks": {
+            "preToolUse": [
+                {"type": "command", "exec": "/opt/guard", "args": ["--strict", "a b"]},
+                {"bash": "./untyped.sh"},
+                {"type": "command", "powershell": "./guard.ps1"}
+            ],
+            "permissionRequest": [{"type": "command", "bash": "./ask.sh"}]
+        }});
+        let Some(conversion) = Copilot.convert_settings(&settings, Purpose::Layer) else {
+            panic!("no conversion");
+        };
+        let commands: Vec<String> = conversion
+            .hooks
+            .values()
+            .filter_map(Value::as_array)
+            .flatten()
+            .filter_map(|definition| definition["hooks"].as_array())
+            .flatten()
+            .filter_map(|hook| hook["command"].as_str().map(str::to_owned))
+            .collect();
+        assert_eq!(commands.len(), 3, "{:?}", conversion.hooks);
+        assert!(
+            commands
+                .iter()
+                .any(|c| c.contains("/opt/guard") && c.contains("'a b'")),
+            "{commands:?}"
+        );
+        assert!(commands.iter().any(|c| c == "./untyped.sh"), "{commands:?}");
+        assert!(commands.iter().any(|c| c == "./ask.sh"), "{commands:?}");
+        assert!(conversion.hooks.contains_key("PermissionRequest"));
+        // A PowerShell-only handler cannot run here: it stays in Copilot's file.
+        assert!(!commands.iter().any(|c| c.contains("ps1")), "{commands:?}");
+    }
+
+    #[test]
     fn copilot_hook_files_convert_with_copilot_dialect() {
         let settings = json!({"version": 1, "hooks": {
             "preToolUse": [
@@ -948,7 +994,7 @@ mod tests {
         assert_eq!(
             conversion.hooks.len(),
             1,
-            "userPromptTransformed is not relayed: {:?}",
+            "userPromptTransformed stays in Copilot's file: {:?}",
             conversion.hooks
         );
         let first = &before[0]["hooks"][0];
