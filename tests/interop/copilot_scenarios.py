@@ -381,23 +381,9 @@ def relay_matchers(path):
 
 
 @scenario("copilot-relay-matcher", ["copilot"],
-          "a guard for `bash` only: the relay entry carries Copilot's matcher, so a `view` call starts no "
-          "relay and reaches no daemon, while the `bash` call is guarded")
+          "a guard for `bash` only: the relay entry is matched on `bash`, so a `view` call starts no relay, "
+          "while the `bash` call is guarded")
 def copilot_relay_matcher(ctx, host):
-    v = Verdict()
-    turns = [{"call": {"name": "view", "input": {"path": "missing.txt"}}},
-             {"tool": "touch marker-1"}, {"text": ["finished"]}]
-    facts = run_both(ctx, host, "matcher", {"preToolUse": deny("CTX-denied")}, turns,
-                     matchers={"preToolUse": "bash"})
-    v.expect("native: the guard ran for bash only (reference sane)", facts["native"]["events"],
-             [("preToolUse", "bash")])
-    both_same(v, facts)
-    return v
-
-
-@scenario("copilot-relay-matcher-wiring", ["copilot"],
-          "the relay entry for a bash-only guard is matched on `bash`, and hookd is asked about bash calls only")
-def copilot_relay_matcher_wiring(ctx, host):
     v = Verdict()
     turns = [{"call": {"name": "view", "input": {"path": "missing.txt"}}},
              {"tool": "touch marker-1"}, {"text": ["finished"]}]

@@ -7,56 +7,19 @@
 #![allow(clippy::unwrap_used)]
 
 use std::path::{Path, PathBuf};
-use std::process::{Command, Stdio};
 
+use crate::common::Home;
 use hookd_core::dialect::codex::{codex_trust_hash, codex_trust_key};
-use hookd_testkit::Hermetic;
 use serde_json::Value;
 
-struct Home {
-    _dir: tempfile::TempDir,
-    home: PathBuf,
-    project: PathBuf,
+/// `hooks_file` of the home.
+fn hooks_file(home: &Home) -> PathBuf {
+    home.home.join(".codex/hooks.json")
 }
 
-impl Home {
-    fn new() -> Home {
-        let dir = tempfile::tempdir().unwrap();
-        let root = std::fs::canonicalize(dir.path()).unwrap();
-        let home = root.join("home");
-        let project = root.join("project");
-        std::fs::create_dir_all(home.join(".codex")).unwrap();
-        std::fs::create_dir_all(&project).unwrap();
-        Home {
-            _dir: dir,
-            home,
-            project,
-        }
-    }
-
-    fn hookctl(&self, args: &[&str]) -> (bool, String) {
-        let output = Command::new(env!("CARGO_BIN_EXE_hookctl"))
-            .args(args)
-            .current_dir(&self.project)
-            .hermetic(&self.home)
-            .stdin(Stdio::null())
-            .output()
-            .unwrap();
-        let text = format!(
-            "{}{}",
-            String::from_utf8_lossy(&output.stdout),
-            String::from_utf8_lossy(&output.stderr)
-        );
-        (output.status.success(), text)
-    }
-
-    fn hooks_file(&self) -> PathBuf {
-        self.home.join(".codex/hooks.json")
-    }
-
-    fn config_file(&self) -> PathBuf {
-        self.home.join(".codex/config.toml")
-    }
+/// `config_file` of the home.
+fn config_file(home: &Home) -> PathBuf {
+    home.home.join(".codex/config.toml")
 }
 
 const HOOKS: &str = r#"{
@@ -77,26 +40,26 @@ fn read(path: &Path) -> String {
 
 #[test]
 fn install_records_trust_and_uninstall_gives_every_file_back() {
-    let home = Home::new();
-    std::fs::write(home.hooks_file(), HOOKS).unwrap();
-    std::fs::write(home.config_file(), CONFIG).unwrap();
+    let home = Home::new(&[".codex"]);
+    std::fs::write(hooks_file(&home), HOOKS).unwrap();
+    std::fs::write(config_file(&home), CONFIG).unwrap();
 
     let (ok, out) = home.hookctl(&["install", "--host", "codex", "--scope", "user", "--yes"]);
     assert!(ok, "{out}");
-    let hooks: Value = serde_json::from_str(&read(&home.hooks_file())).unwrap();
+    let hooks: Value = serde_json::from_str(&read(&hooks_file(&home))).unwrap();
     let handler = &hooks["hooks"]["PreToolUse"][0]["hooks"][0];
     let command = handler["command"].as_str().unwrap();
     assert!(command.contains("PreToolUse --dialect codex"), "{hooks}");
     assert!(handler["timeout"].is_u64(), "{hooks}");
     assert!(
-        !read(&home.hooks_file()).contains("guard.sh"),
+        !read(&hooks_file(&home)).contains("guard.sh"),
         "moved to hookd"
     );
 
     // The record Codex looks for, under Codex's key, with Codex's hash.
-    let config = read(&home.config_file());
+    let config = read(&config_file(&home));
     assert!(config.starts_with(CONFIG), "{config}");
-    let key = codex_trust_key(&home.hooks_file(), "PreToolUse", 0, 0);
+    let key = codex_trust_key(&hooks_file(&home), "PreToolUse", 0, 0);
     let matcher = hooks["hooks"]["PreToolUse"][0]["matcher"].as_str();
     let hash = codex_trust_hash("PreToolUse", matcher, handler.as_object().unwrap());
     let record = format!("[hooks.state.\"{key}\"]\ntrusted_hash = \"{hash}\"\n");
@@ -106,40 +69,40 @@ fn install_records_trust_and_uninstall_gives_every_file_back() {
     assert!(!doctor.contains("skips the"), "{doctor}");
 
     // A hand edit of the relay line: Codex would skip it, and doctor says so.
-    let installed = read(&home.hooks_file());
+    let installed = read(&hooks_file(&home));
     std::fs::write(
-        home.hooks_file(),
+        hooks_file(&home),
         installed.replace("--dialect codex", "--dialect codex --retry 0"),
     )
     .unwrap();
     let (_, list) = home.hookctl(&["doctor"]);
     assert!(list.contains("stale"), "{list}");
-    std::fs::write(home.hooks_file(), &installed).unwrap();
+    std::fs::write(hooks_file(&home), &installed).unwrap();
 
     let (ok, out) = home.hookctl(&["uninstall", "--host", "codex", "--scope", "user"]);
     assert!(ok, "{out}");
-    assert_eq!(read(&home.hooks_file()), HOOKS);
-    assert_eq!(read(&home.config_file()), CONFIG);
+    assert_eq!(read(&hooks_file(&home)), HOOKS);
+    assert_eq!(read(&config_file(&home)), CONFIG);
 }
 
 #[test]
 fn a_hooks_file_codex_would_drop_is_not_edited() {
-    let home = Home::new();
+    let home = Home::new(&[".codex"]);
     // A float timeout: Codex ignores the whole file, so relay entries there would never run.
     let broken = HOOKS.replace("\"timeout\": 30", "\"timeout\": 1.5");
-    std::fs::write(home.hooks_file(), &broken).unwrap();
+    std::fs::write(hooks_file(&home), &broken).unwrap();
     let (ok, out) = home.hookctl(&["install", "--host", "codex", "--scope", "user", "--yes"]);
     assert!(!ok, "{out}");
     assert!(out.contains("timeout"), "{out}");
-    assert_eq!(read(&home.hooks_file()), broken);
-    assert!(!home.config_file().exists());
+    assert_eq!(read(&hooks_file(&home)), broken);
+    assert!(!config_file(&home).exists());
 }
 
 #[test]
 fn uninstall_of_an_edited_codex_hook_names_codex_cli() {
-    let home = Home::new();
-    std::fs::write(home.hooks_file(), HOOKS).unwrap();
-    std::fs::write(home.config_file(), CONFIG).unwrap();
+    let home = Home::new(&[".codex"]);
+    std::fs::write(hooks_file(&home), HOOKS).unwrap();
+    std::fs::write(config_file(&home), CONFIG).unwrap();
     let (ok, out) = home.hookctl(&["install", "--host", "codex", "--scope", "user", "--yes"]);
     assert!(ok, "{out}");
 

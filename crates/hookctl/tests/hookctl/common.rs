@@ -7,10 +7,10 @@
 
 use std::io::Write;
 use std::ops::Deref;
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::process::{Command, Output, Stdio};
 
-use hookd_testkit::{Daemon, DaemonOptions};
+use hookd_testkit::{Daemon, DaemonOptions, Hermetic};
 
 /// A daemon of the test kit with a home and a project (its fields: `dir`, `socket`, `home`,
 /// `project`, through [`Deref`]).
@@ -82,4 +82,49 @@ pub fn run_hookctl(socket: &Path, cwd: &Path, args: &[String], stdin: &str) -> O
     // hookctl may exit without reading stdin (e.g. on a bad argument): ignore EPIPE.
     let _ = child.stdin.take().unwrap().write_all(stdin.as_bytes());
     child.wait_with_output().unwrap()
+}
+
+/// A temp home and project and no daemon: for `hookctl install` and `doctor` on a host's own
+/// files (fields `home` and `project`, both canonical).
+pub struct Home {
+    _dir: tempfile::TempDir,
+    pub home: PathBuf,
+    pub project: PathBuf,
+}
+
+impl Home {
+    /// A home with each of `dirs` (relative to it) created, and an empty project.
+    pub fn new(dirs: &[&str]) -> Home {
+        let dir = tempfile::tempdir().unwrap();
+        let root = std::fs::canonicalize(dir.path()).unwrap();
+        let home = root.join("home");
+        let project = root.join("project");
+        for sub in dirs {
+            std::fs::create_dir_all(home.join(sub)).unwrap();
+        }
+        std::fs::create_dir_all(&project).unwrap();
+        Home {
+            _dir: dir,
+            home,
+            project,
+        }
+    }
+
+    /// Runs the real `hookctl` in the project with only this home in its environment: whether
+    /// it succeeded, and its stdout and stderr together.
+    pub fn hookctl(&self, args: &[&str]) -> (bool, String) {
+        let output = Command::new(env!("CARGO_BIN_EXE_hookctl"))
+            .args(args)
+            .current_dir(&self.project)
+            .hermetic(&self.home)
+            .stdin(Stdio::null())
+            .output()
+            .unwrap();
+        let text = format!(
+            "{}{}",
+            String::from_utf8_lossy(&output.stdout),
+            String::from_utf8_lossy(&output.stderr)
+        );
+        (output.status.success(), text)
+    }
 }

@@ -7,51 +7,13 @@
 #![allow(clippy::unwrap_used)]
 
 use std::path::{Path, PathBuf};
-use std::process::{Command, Stdio};
 
-use hookd_testkit::Hermetic;
+use crate::common::Home;
 use serde_json::{Value, json};
 
-struct Home {
-    _dir: tempfile::TempDir,
-    home: PathBuf,
-    project: PathBuf,
-}
-
-impl Home {
-    fn new() -> Home {
-        let dir = tempfile::tempdir().unwrap();
-        let root = std::fs::canonicalize(dir.path()).unwrap();
-        let home = root.join("home");
-        let project = root.join("project");
-        std::fs::create_dir_all(home.join(".copilot/hooks")).unwrap();
-        std::fs::create_dir_all(&project).unwrap();
-        Home {
-            _dir: dir,
-            home,
-            project,
-        }
-    }
-
-    fn hookctl(&self, args: &[&str]) -> (bool, String) {
-        let output = Command::new(env!("CARGO_BIN_EXE_hookctl"))
-            .args(args)
-            .current_dir(&self.project)
-            .hermetic(&self.home)
-            .stdin(Stdio::null())
-            .output()
-            .unwrap();
-        let text = format!(
-            "{}{}",
-            String::from_utf8_lossy(&output.stdout),
-            String::from_utf8_lossy(&output.stderr)
-        );
-        (output.status.success(), text)
-    }
-
-    fn hooks_file(&self) -> PathBuf {
-        self.home.join(".copilot/hooks/hookd.json")
-    }
+/// `hooks_file` of the home.
+fn hooks_file(home: &Home) -> PathBuf {
+    home.home.join(".copilot/hooks/hookd.json")
 }
 
 const HOOKS: &str = r#"{
@@ -101,12 +63,12 @@ fn handlers(file: &Value) -> Vec<(String, Option<String>, String)> {
 
 #[test]
 fn every_event_is_wired_and_copilots_own_events_stay_in_its_file() {
-    let home = Home::new();
-    std::fs::write(home.hooks_file(), HOOKS).unwrap();
+    let home = Home::new(&[".copilot/hooks"]);
+    std::fs::write(hooks_file(&home), HOOKS).unwrap();
 
     let (ok, out) = home.hookctl(&["install", "--host", "copilot", "--scope", "user", "--yes"]);
     assert!(ok, "{out}");
-    let file: Value = serde_json::from_str(&read(&home.hooks_file())).unwrap();
+    let file: Value = serde_json::from_str(&read(&hooks_file(&home))).unwrap();
     let found = handlers(&file);
     let relay = |event: &str| {
         found
@@ -157,12 +119,12 @@ fn every_event_is_wired_and_copilots_own_events_stay_in_its_file() {
 
     let (ok, out) = home.hookctl(&["uninstall", "--host", "copilot", "--scope", "user"]);
     assert!(ok, "{out}");
-    assert_eq!(read(&home.hooks_file()), HOOKS);
+    assert_eq!(read(&hooks_file(&home)), HOOKS);
 }
 
 #[test]
 fn a_hook_in_hookds_file_for_a_copilot_event_gets_its_relay_entry() {
-    let home = Home::new();
+    let home = Home::new(&[".copilot/hooks"]);
     let config = home.home.join(".config/hookd");
     std::fs::create_dir_all(&config).unwrap();
     std::fs::write(
@@ -176,7 +138,7 @@ fn a_hook_in_hookds_file_for_a_copilot_event_gets_its_relay_entry() {
     .unwrap();
     let (ok, out) = home.hookctl(&["install", "--host", "copilot", "--scope", "user", "--yes"]);
     assert!(ok, "{out}");
-    let file: Value = serde_json::from_str(&read(&home.hooks_file())).unwrap();
+    let file: Value = serde_json::from_str(&read(&hooks_file(&home))).unwrap();
     let found = handlers(&file);
     let wired: Vec<(&str, Option<&str>)> = found
         .iter()

@@ -79,6 +79,21 @@ pub struct HostAnswer {
     pub exit_code: i32,
 }
 
+impl HostAnswer {
+    /// Exit 0 with `out` as one JSON line, or nothing at all when `out` is empty.
+    pub fn json(out: Map<String, Value>) -> HostAnswer {
+        HostAnswer {
+            stdout: if out.is_empty() {
+                String::new()
+            } else {
+                format!("{}\n", Value::Object(out))
+            },
+            stderr: String::new(),
+            exit_code: 0,
+        }
+    }
+}
+
 /// One event a host relayed, in both languages.
 #[derive(Debug, Clone, PartialEq)]
 pub struct RelayInput {

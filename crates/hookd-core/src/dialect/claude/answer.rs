@@ -195,15 +195,7 @@ fn claude_answer(
         out.insert("hookSpecificOutput".to_owned(), Value::Object(named));
     }
 
-    HostAnswer {
-        stdout: if out.is_empty() {
-            String::new()
-        } else {
-            format!("{}\n", Value::Object(out))
-        },
-        stderr: String::new(),
-        exit_code: 0,
-    }
+    HostAnswer::json(out)
 }
 
 #[cfg(test)]

@@ -246,15 +246,7 @@ pub fn copilot_answer_for_own_event(
     if !messages.is_empty() {
         out.insert("systemMessage".to_owned(), Value::from(messages.join("\n")));
     }
-    HostAnswer {
-        stdout: if out.is_empty() {
-            String::new()
-        } else {
-            format!("{}\n", Value::Object(out))
-        },
-        stderr: String::new(),
-        exit_code: 0,
-    }
+    HostAnswer::json(out)
 }
 
 /// A run of a hook written in Copilot's dialect as the run of a Claude Code hook that means
