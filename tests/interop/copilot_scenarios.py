@@ -198,6 +198,13 @@ def copilot_hookd_stopped(ctx, host):
     facts = run_both(ctx, host, "stopped", {"preToolUse": deny("CTX-denied")}, TOUCH,
                      modes=("hookd",), hookd_up=False)
     v.expect("the command did not run", facts["hookd"]["tool_ran"], [])
+    # The other guard point: a permissionRequest guard, run by the one-shot engine.
+    facts = run_both(ctx, host, "stopped-perm",
+                     {"permissionRequest": {"stdout": {"behavior": "deny", "message": "CTX-denied"}}}, TOUCH,
+                     modes=("hookd",), hookd_up=False)
+    v.expect("permissionRequest: the command did not run", facts["hookd"]["tool_ran"], [])
+    v.check("permissionRequest: the model read the guard's reason",
+            any("CTX-denied" in t for t in facts["hookd"]["sent_next"]), str(facts["hookd"]["sent_next"]))
     return v
 
 
