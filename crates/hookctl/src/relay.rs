@@ -590,6 +590,23 @@ fn prepare(args: &RelayArgs, payload: Map<String, Value>) -> Result<Prepared, Re
             .to_string(),
     };
     let (event, input) = translate(args, payload)?;
+    // A host whose payload spells them otherwise (Copilot CLI's `sessionId`) has them in the
+    // translated payload, which names them as hookd does.
+    let translated = |key: &str, found: String| {
+        if found.is_empty() {
+            event
+                .relayed
+                .input
+                .get(key)
+                .and_then(Value::as_str)
+                .unwrap_or("")
+                .to_owned()
+        } else {
+            found
+        }
+    };
+    let session_id = translated("session_id", session_id);
+    let transcript_path = translated("transcript_path", transcript_path);
     let mut request = EventRequest::new(REQUEST_ID, event.relayed.event.as_str(), cwd);
     request.input = input;
     request.session_id = session_id;
