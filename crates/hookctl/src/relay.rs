@@ -1543,6 +1543,24 @@ mod tests {
     }
 
     #[test]
+    fn a_copilot_session_id_reaches_the_daemon() {
+        // Copilot CLI spells it `sessionId`: the daemon keys the session's project root by it
+        // for the events Copilot posts over HTTP.
+        let relay = RelayArgs {
+            event: "sessionStart".to_owned(),
+            dialect: Dialect::COPILOT,
+            ..RelayArgs::default()
+        };
+        let payload = parse_payload(
+            br#"{"sessionId":"cs-1","timestamp":1795922054409,"cwd":"/srv/p","source":"new","initialPrompt":"hi"}"#,
+        )
+        .expect("payload");
+        let prepared = prepare(&relay, payload).expect("prepared");
+        let frames = String::from_utf8_lossy(&prepared.frames);
+        assert!(frames.contains(r#""session_id":"cs-1""#), "{frames}");
+    }
+
+    #[test]
     fn an_unreachable_daemon_is_answered_by_policy_and_logged_not_shown() {
         let dir = tempfile::tempdir().expect("tempdir");
         let state = dir.path().join("state");
