@@ -770,9 +770,9 @@ fn names_its_event(dialect: Dialect) -> bool {
 /// Why the project of a session is unknown, and what to do about it. Copilot CLI's payloads
 /// carry nothing fixed that names the project (`COPILOT_PROJECT_DIR` is the repository's
 /// root, the payload's `cwd` the folder the session started in, no transcript path on tool
-/// events): its session is known from its relayed `sessionStart` only, and a session begun
-/// before this daemon started is refused (503), which Copilot CLI turns into a deny on
-/// `preToolUse`.
+/// events): its session is known from its relayed events only (`sessionStart`, or the first
+/// relayed event of a session begun before this daemon started); until then it is refused
+/// (503), on which Copilot CLI goes on everywhere but `preToolUse`, where it denies.
 fn unknown_session(dialect: Dialect, session_id: &str) -> String {
     if dialect == Dialect::CLAUDE {
         format!(
@@ -781,9 +781,9 @@ fn unknown_session(dialect: Dialect, session_id: &str) -> String {
         )
     } else {
         format!(
-            "the project of {} session {session_id:?} is unknown: hookd saw no relayed \
-             session start of it (the session began before this daemon started); start a new \
-             session",
+            "the project of {} session {session_id:?} is unknown: hookd has seen no relayed \
+             event of it (the session began before this daemon started); its next relayed \
+             event, or a new session, tells hookd",
             dialect.product()
         )
     }
