@@ -328,8 +328,8 @@ def report_per_call(host, medians, per_call, calls):
             )
     if "http {} in CLI" in per_call:
         lines.append(
-            "  Claude Code's own cost of an HTTP hook (bare server answering {}): %.2f ms per call; of a command hook (true): %.2f ms"
-            % ((per_call["http {} in CLI"] - none) * 1000, (per_call["true in CLI"] - none) * 1000)
+            "  %s's own cost of an HTTP hook (bare server answering {}): %.2f ms per call; of a command hook (true): %.2f ms"
+            % (host, (per_call["http {} in CLI"] - none) * 1000, (per_call["true in CLI"] - none) * 1000)
         )
     relay_worker = (per_call["guard via hookd worker"] - per_call["install, no hooks"]) * 1000
     lines.append(
