@@ -91,7 +91,7 @@ pub struct InstallArgs {
     #[arg(long)]
     pub no_systemctl: bool,
     /// Also install and enable hookd-http.socket, hookd's loopback HTTP listener (for
-    /// `hookctl install --host claude --transport http`).
+    /// `hookctl install --host claude|copilot --transport http`).
     #[arg(long)]
     pub http: bool,
     /// The loopback port of hookd-http.socket [default: 47411].
@@ -244,7 +244,8 @@ pub fn install(
             let _ = writeln!(
                 out,
                 "hookd's HTTP listener: 127.0.0.1:{port} (`hookctl install --host claude \
-                 --transport http --port {port}` wires Claude Code to it)."
+                 --transport http --port {port}` wires Claude Code to it, `--host copilot` \
+                 Copilot CLI)."
             );
         }
     }

@@ -57,7 +57,8 @@ pub struct InstallArgs {
     #[arg(long, short = 'y')]
     pub yes: bool,
     /// How the CLI reaches hookd: `command` (a `hookd-relay` process per event) or `http`
-    /// (Claude Code's HTTP hooks to hookd's loopback listener; user scope only) [default:
+    /// (Claude Code's or Copilot CLI's HTTP hooks to hookd's loopback listener; user scope
+    /// only; Copilot CLI keeps relays for events whose hooks can block) [default:
     /// the one of the previous install, else command].
     #[arg(long, value_enum)]
     pub transport: Option<Transport>,
@@ -66,7 +67,7 @@ pub struct InstallArgs {
     pub port: Option<u16>,
     /// Which events get an HTTP entry (with --transport http): `all` (every common event, so
     /// that a hook added to hookd later runs in sessions already started) or `hooked` (only
-    /// the events hookd has hooks for, with their matchers: Claude Code posts nothing else)
+    /// the events hookd has hooks for, with their matchers: the CLI posts nothing else)
     /// [default: the one of the previous install, else all].
     #[arg(long, value_enum, value_name = "WHICH")]
     pub events: Option<HttpEvents>,
@@ -112,7 +113,7 @@ pub enum Transport {
     /// A `hookd-relay` command entry per event.
     #[default]
     Command,
-    /// HTTP entries to hookd's loopback listener (Claude Code only).
+    /// HTTP entries to hookd's loopback listener (Claude Code and Copilot CLI).
     Http,
 }
 

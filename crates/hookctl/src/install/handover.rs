@@ -221,8 +221,8 @@ pub fn install(
 }
 
 /// The port of an HTTP install, `None` for a command install: `--transport`, else what the
-/// previous install used. HTTP entries are for Claude Code's user settings only: a project's
-/// file is shared, and the entries carry the user's secret.
+/// previous install used. HTTP entries are for Claude Code's and Copilot CLI's user files only:
+/// a project's file is shared, and the entries carry the user's secret.
 fn http_port(
     args: &InstallArgs,
     target: &Target,
@@ -241,10 +241,10 @@ fn http_port(
         }
         return Ok(None);
     }
-    if target.host != super::Host::CLAUDE {
+    if !super::http::has_http(target.host) {
         bail!(
-            "--transport http is for Claude Code (--host claude): {} runs command hooks only \
-             here",
+            "--transport http is for Claude Code and Copilot CLI (--host claude, --host \
+             copilot): {} runs command hooks only here",
             target.host.product()
         );
     }

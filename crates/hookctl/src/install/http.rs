@@ -1,7 +1,8 @@
-//! `--transport http`: Claude Code reaches hookd's loopback HTTP listener with `"type": "http"`
-//! entries instead of starting `hookd-relay` for every event ([`plan`], [`http_entries`]).
+//! `--transport http`: Claude Code and Copilot CLI reach hookd's loopback HTTP listener with
+//! `"type": "http"` entries instead of starting `hookd-relay` for every event ([`plan`],
+//! [`http_handler`]).
 //!
-//! Which entry each event gets, and what happens when hookd cannot answer:
+//! Which entry each event gets, and what happens when hookd cannot answer, for Claude Code:
 //!
 //! - `SessionStart` is always a command relay: Claude Code never sends it over HTTP, and the
 //!   relay gives hookd the session's project directory, which HTTP events cannot carry.
@@ -24,6 +25,16 @@
 //!   hooks' matcher, as command relays are wired: Claude Code posts nothing that no hook
 //!   wants (each post costs it several milliseconds, docs/benchmarks.md), and a hook for a new
 //!   event or tool waits for `hookctl sync` and a new session.
+//!
+//! Copilot CLI (1.0.102) has no `onFailure`, and runs an HTTP hook on a loopback address only
+//! when it was started with `COPILOT_HOOK_ALLOW_LOCALHOST=1`: without it the entry is skipped
+//! without a word, and a `preToolUse` entry that times out or answers what is not JSON lets
+//! the call run. No HTTP entry can guard there, so every event hookd has hooks for that can
+//! block stays a command relay (with the relay's engine fallback), as does `sessionStart`,
+//! which gives hookd the session's project directory. HTTP entries go to the events whose hooks
+//! cannot block and, with `--events all`, to the common events without hooks
+//! ([`COPILOT_ALWAYS_WIRED`]; `preToolUse` is left out, since Copilot denies every tool call
+//! whose `preToolUse` entry gets no answer, which would stop all work while hookd is down).
 //!
 //! With the socket unit (`hookd-http.socket`) the port is held by systemd, so "down" means
 //! hookd is started by the first request instead.
@@ -59,6 +70,59 @@ pub const NOT_OVER_HTTP: [&str; 2] = ["SessionStart", "Setup"];
 /// The events whose `onFailure` Claude Code ignores (besides [`NOT_OVER_HTTP`]).
 pub const ON_FAILURE_IGNORED: [&str; 4] = ["Stop", "SubagentStop", "TaskCompleted", "TeammateIdle"];
 
+/// The Copilot CLI events that get an HTTP entry without hooks (with `--events all`): those
+/// whose entry lets Copilot go on when hookd cannot answer (checked with 1.0.102: connection
+/// refused, a `503`).
+pub const COPILOT_ALWAYS_WIRED: [&str; 4] = [
+    "userPromptSubmitted",
+    "postToolUse",
+    "agentStop",
+    "sessionEnd",
+];
+
+/// The environment variable without which Copilot CLI skips HTTP hooks on a loopback address.
+pub const COPILOT_LOCALHOST_VAR: &str = "COPILOT_HOOK_ALLOW_LOCALHOST";
+
+/// What a host's HTTP hooks do, the facts [`plan`] builds on.
+struct HttpHost {
+    /// The event that is always a command relay, hooks or not: it tells hookd the session's
+    /// project directory and environment.
+    session_start: &'static str,
+    /// Events that are command relays when hookd has hooks for them.
+    relay_only: &'static [&'static str],
+    /// Events that get an entry without hooks with `--events all`.
+    always_wired: &'static [&'static str],
+    /// Whether the host honours `"onFailure": "block"`; without it, an event whose hooks can
+    /// block stays a command relay.
+    on_failure: bool,
+}
+
+/// The HTTP facts of `host`; `None` for a host without HTTP hooks.
+fn http_host(host: Host) -> Option<HttpHost> {
+    if host == Host::CLAUDE {
+        Some(HttpHost {
+            session_start: "SessionStart",
+            relay_only: &NOT_OVER_HTTP,
+            always_wired: &ALWAYS_WIRED,
+            on_failure: true,
+        })
+    } else if host == Host::COPILOT {
+        Some(HttpHost {
+            session_start: "sessionStart",
+            relay_only: &["sessionStart"],
+            always_wired: &COPILOT_ALWAYS_WIRED,
+            on_failure: false,
+        })
+    } else {
+        None
+    }
+}
+
+/// Whether `host` can be wired with `--transport http`.
+pub fn has_http(host: Host) -> bool {
+    http_host(host).is_some()
+}
+
 /// How long an entry without hooks waits. hookd answers an event with no hook at once; the
 /// bound matters when hookd is stopped or wedged (Claude Code would otherwise wait on every
 /// such event, `Stop` and `SessionEnd` included, for its default of 600 s) and for a hook
@@ -90,39 +154,57 @@ pub struct Planned {
     pub kind: EntryKind,
 }
 
-/// Whether a Claude Code hook on `event` can block it.
-fn can_block(event: &str) -> bool {
-    hookd_core::dialect::claude_block_style(event) != hookd_core::dialect::BlockStyle::None
+/// Whether a hook on `host`'s `event` can block it (judged by its Claude Code counterpart,
+/// which is how hookd answers Copilot CLI).
+fn can_block(host: Host, event: &str) -> bool {
+    let claude = if host == Host::COPILOT {
+        match hookd_core::dialect::copilot::copilot_event_to_claude(event) {
+            Some(claude) => claude,
+            // An event hookd does not translate: counted as one that can block.
+            None => return true,
+        }
+    } else {
+        event
+    };
+    hookd_core::dialect::claude_block_style(claude) != hookd_core::dialect::BlockStyle::None
 }
 
 /// The entries of an HTTP install for the events hookd has hooks for (`wiring`, as
 /// [`super::wiring`] computes it) and the `events` choice: see the module documentation for
-/// the rule.
+/// the rule. A host without HTTP hooks gets relays only.
 pub fn plan(host: Host, wiring: &[WireEntry], events: HttpEvents) -> Vec<Planned> {
+    let Some(rules) = http_host(host) else {
+        return wiring
+            .iter()
+            .map(|entry| Planned {
+                entry: entry.clone(),
+                kind: EntryKind::Relay,
+            })
+            .collect();
+    };
     let mut planned = Vec::new();
     for event in host.relay().events() {
         let wired = wiring.iter().find(|entry| entry.event == event);
-        let kind = if NOT_OVER_HTTP.contains(&event) {
-            if wired.is_none() && event != "SessionStart" {
+        let kind = if rules.relay_only.contains(&event) {
+            if wired.is_none() && event != rules.session_start {
                 continue;
             }
             EntryKind::Relay
-        } else if let Some(wired) = wired {
-            if can_block(event) && ON_FAILURE_IGNORED.contains(&event) {
+        } else if wired.is_some() {
+            let block = can_block(host, event);
+            if block && (!rules.on_failure || ON_FAILURE_IGNORED.contains(&event)) {
                 EntryKind::Relay
             } else {
-                EntryKind::Http {
-                    block: can_block(&wired.event),
-                }
+                EntryKind::Http { block }
             }
-        } else if events == HttpEvents::All && ALWAYS_WIRED.contains(&event) {
+        } else if events == HttpEvents::All && rules.always_wired.contains(&event) {
             EntryKind::Http { block: false }
         } else {
             continue;
         };
         let entry = match (kind, wired) {
             (EntryKind::Relay, Some(wired)) => wired.clone(),
-            // SessionStart without hooks: the relay only tells hookd the project.
+            // The session's start without hooks: the relay only tells hookd the project.
             (EntryKind::Relay, None) => WireEntry {
                 event: event.to_owned(),
                 matcher: None,
@@ -152,16 +234,23 @@ pub fn hook_url(host: Host, port: u16, event: &str) -> String {
     )
 }
 
-/// The HTTP handler of one event.
+/// The HTTP handler of one event: the secret rides in an `Authorization` header (Copilot CLI
+/// sends the headers an entry names, checked with 1.0.102); the timeout is in the host's unit
+/// (`timeout` for Claude Code, `timeoutSec` for Copilot CLI, both seconds).
 pub fn http_handler(host: Host, port: u16, secret: &str, planned: &Planned) -> Value {
+    let timeout_key = if host == Host::COPILOT {
+        "timeoutSec"
+    } else {
+        "timeout"
+    };
     let mut handler = json!({
         "type": "http",
         "url": hook_url(host, port, &planned.entry.event),
         "headers": {
             "Authorization": format!("{} {secret}", hookd_protocol::http::AUTH_SCHEME),
         },
-        "timeout": planned.entry.timeout_ms.div_ceil(1000),
     });
+    handler[timeout_key] = Value::from(planned.entry.timeout_ms.div_ceil(1000).max(1));
     if planned.kind == (EntryKind::Http { block: true }) {
         handler["onFailure"] = Value::from("block");
     }
@@ -203,7 +292,7 @@ pub fn entry_secret(hook: &Value) -> Option<&str> {
 }
 
 /// What each kind of entry does when hookd cannot answer, for `install`'s report.
-pub fn describe_down(planned: &[Planned]) -> String {
+pub fn describe_down(host: Host, planned: &[Planned]) -> String {
     let names = |wanted: &dyn Fn(EntryKind) -> bool| -> String {
         let list: Vec<&str> = planned
             .iter()
@@ -216,15 +305,39 @@ pub fn describe_down(planned: &[Planned]) -> String {
             list.join(", ")
         }
     };
+    let relays = names(&|kind| kind == EntryKind::Relay);
+    let go_on = names(&|kind| kind == EntryKind::Http { block: false });
+    if host == Host::COPILOT {
+        return format!(
+            "When hookd cannot answer: command relays ({relays}) run the hooks in hookd's \
+             engine; the HTTP entries ({go_on}) let Copilot CLI go on: their events have no \
+             hook that can block. Copilot CLI runs HTTP entries on a loopback address only when \
+             it is started with {COPILOT_LOCALHOST_VAR}=1 in its environment, and skips them \
+             without a word otherwise; so every event whose hooks can block stays a command \
+             relay. Set it where copilot is started (for example `export \
+             {COPILOT_LOCALHOST_VAR}=1` in your shell's profile). With hookd-http.socket \
+             enabled, systemd starts hookd on the first request."
+        );
+    }
     format!(
         "When hookd cannot answer: HTTP entries with onFailure block ({}) block the call, as \
-         their hooks could have; command relays ({}) run the hooks in hookd's engine; the other \
-         HTTP entries ({}) let Claude Code go on: their events have no hook that can block. \
-         With hookd-http.socket enabled, systemd starts hookd on the first request instead.",
+         their hooks could have; command relays ({relays}) run the hooks in hookd's engine; the \
+         other HTTP entries ({go_on}) let Claude Code go on: their events have no hook that can \
+         block. With hookd-http.socket enabled, systemd starts hookd on the first request \
+         instead.",
         names(&|kind| kind == EntryKind::Http { block: true }),
-        names(&|kind| kind == EntryKind::Relay),
-        names(&|kind| kind == EntryKind::Http { block: false }),
     )
+}
+
+/// What `list` says an HTTP install of `host` sends through relays instead.
+pub fn relayed_instead(host: Host) -> &'static str {
+    if host == Host::COPILOT {
+        "sessionStart and events whose hooks can block: hookd-relay, since Copilot CLI skips \
+         HTTP entries unless started with COPILOT_HOOK_ALLOW_LOCALHOST=1"
+    } else {
+        "SessionStart and events whose hooks must fail closed where Claude Code ignores \
+         onFailure: hookd-relay"
+    }
 }
 
 /// Adds `handler` as `event`'s one definition to `hooks`, with `matcher` when it is not
@@ -329,6 +442,84 @@ mod tests {
         let bare = plan(Host::CLAUDE, &[], HttpEvents::Hooked);
         assert_eq!(bare.len(), 1);
         assert_eq!(bare[0].entry.event, "SessionStart");
+    }
+
+    #[test]
+    fn copilot_keeps_every_event_whose_hooks_can_block_behind_a_relay() {
+        let wiring = vec![
+            entry("preToolUse", None, 40_000),
+            entry("postToolUse", None, 40_000),
+            entry("sessionEnd", None, 40_000),
+        ];
+        let http = EntryKind::Http { block: false };
+        for (events, expected) in [
+            (
+                HttpEvents::All,
+                vec![
+                    // The root and environment of the session: always a relay.
+                    ("sessionStart", EntryKind::Relay, None, RELAY_MARGIN_MS),
+                    ("userPromptSubmitted", http, None, UNHOOKED_TIMEOUT_MS),
+                    // Copilot skips HTTP hooks without its variable, and runs a preToolUse
+                    // call at a timeout: hooks that can block stay relays.
+                    ("preToolUse", EntryKind::Relay, None, 40_000),
+                    ("postToolUse", EntryKind::Relay, None, 40_000),
+                    ("agentStop", http, None, UNHOOKED_TIMEOUT_MS),
+                    ("sessionEnd", http, None, 40_000),
+                ],
+            ),
+            (
+                HttpEvents::Hooked,
+                vec![
+                    ("sessionStart", EntryKind::Relay, None, RELAY_MARGIN_MS),
+                    ("preToolUse", EntryKind::Relay, None, 40_000),
+                    ("postToolUse", EntryKind::Relay, None, 40_000),
+                    ("sessionEnd", http, None, 40_000),
+                ],
+            ),
+        ] {
+            let planned = plan(Host::COPILOT, &wiring, events);
+            assert_eq!(rows(&planned), expected, "{events:?}");
+        }
+        // Without hooks, no preToolUse entry: Copilot denies a call whose entry is not
+        // answered, which would stop all work while hookd is down.
+        let bare = plan(Host::COPILOT, &[], HttpEvents::All);
+        assert!(
+            bare.iter()
+                .all(|planned| planned.entry.event != "preToolUse")
+        );
+        assert_eq!(bare.len(), COPILOT_ALWAYS_WIRED.len() + 1);
+        // A host without HTTP hooks: relays, as wired.
+        let gemini = plan(
+            Host::GEMINI,
+            &[entry("BeforeTool", None, 1)],
+            HttpEvents::All,
+        );
+        assert_eq!(
+            rows(&gemini),
+            vec![("BeforeTool", EntryKind::Relay, None, 1)]
+        );
+        assert!(has_http(Host::COPILOT) && has_http(Host::CLAUDE) && !has_http(Host::CODEX));
+    }
+
+    #[test]
+    fn a_copilot_handler_has_its_timeout_in_seconds_and_no_on_failure() {
+        let planned = Planned {
+            entry: entry("sessionEnd", None, 10_001),
+            kind: EntryKind::Http { block: false },
+        };
+        let handler = http_handler(Host::COPILOT, 47411, "ab12", &planned);
+        assert_eq!(
+            handler,
+            json!({
+                "type": "http",
+                "url": "http://127.0.0.1:47411/v1/hooks/copilot/sessionEnd",
+                "headers": {"Authorization": "Bearer ab12"},
+                "timeoutSec": 11,
+            })
+        );
+        assert!(is_http_wiring(&handler));
+        assert_eq!(entry_secret(&handler), Some("ab12"));
+        assert!(describe_down(Host::COPILOT, &[planned]).contains(COPILOT_LOCALHOST_VAR));
     }
 
     #[test]

@@ -36,7 +36,8 @@
 //!
 //! The modules, by concern: `args` (the commands' arguments), `locations` (which files, from
 //! the environment), `handover` (install), `sync`, `uninstall` (with the give-back plan),
-//! `http` (`--transport http`: Claude Code's HTTP entries and which event gets which),
+//! `http` (`--transport http`: Claude Code's and Copilot CLI's HTTP entries and which event
+//! gets which),
 //! `split` (what of a host file moves and what stays), `wiring` (the relay entries),
 //! `guarded` (the guarded copies in a project's shared file), `trust_moved` (trusting what
 //! install moved), `companions` (the host's own rules and companion files, such as Codex

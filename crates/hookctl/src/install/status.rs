@@ -239,17 +239,44 @@ fn http_problems(
     }
     let address = std::net::SocketAddr::from(([127, 0, 0, 1], port));
     if std::net::TcpStream::connect_timeout(&address, CONNECT_TIMEOUT).is_err() {
+        let what = if target.host == super::Host::COPILOT {
+            "so the hooks of its HTTP entries are skipped"
+        } else {
+            "so Claude Code blocks the events whose entries have onFailure block"
+        };
         lines.push(format!(
-            "{describe}: nothing listens on {address}, so Claude Code blocks the events whose \
-             entries have onFailure block: `hookctl service install --http --http-port {port}` \
-             (docs/operating.md, HTTP hooks), or start hookd with `--http {address}`"
+            "{describe}: nothing listens on {address}, {what}: `hookctl service install --http \
+             --http-port {port}` (docs/operating.md, HTTP hooks), or start hookd with `--http \
+             {address}`"
         ));
     }
     lines
 }
 
-/// One line per recorded HTTP install that applies to `project`, for `hookctl list`: which
-/// transport, and the listener's address.
+/// The line `doctor` prints for a Copilot CLI HTTP install: Copilot skips the entries without
+/// a word unless it is started with `COPILOT_HOOK_ALLOW_LOCALHOST=1`. hookd cannot see the
+/// environment each copilot is started with (a shell's profile, a terminal's, an editor's), so
+/// the line always states the requirement, and says what the shell `doctor` runs in has.
+pub(super) fn copilot_localhost_line(
+    describe: &str,
+    var: impl Fn(&str) -> Option<String>,
+) -> String {
+    let name = super::http::COPILOT_LOCALHOST_VAR;
+    let here = match var(name).as_deref() {
+        Some("1") => format!("this shell has {name}=1"),
+        Some(other) => format!("this shell has {name}={other:?}, which Copilot reads as unset"),
+        None => format!("this shell does not set {name}"),
+    };
+    format!(
+        "{describe}: Copilot CLI runs the HTTP entries only when started with {name}=1 and skips \
+         them without a word otherwise ({here}; events whose hooks can block are command relays \
+         either way): `export {name}=1` where copilot is started"
+    )
+}
+
+/// One line per recorded HTTP install that applies to `project`, for `hookctl list` and
+/// `doctor`: which transport, and the listener's address; for Copilot CLI also what its
+/// entries need in copilot's environment ([`copilot_localhost_line`]).
 pub fn http_transports(locations: &Locations, project: &Path) -> Vec<String> {
     let Ok(installed) = locations.installed() else {
         return Vec::new();
@@ -264,13 +291,20 @@ pub fn http_transports(locations: &Locations, project: &Path) -> Vec<String> {
                     super::args::HttpEvents::All => "every common event",
                     super::args::HttpEvents::Hooked => "the events hookd has hooks for",
                 };
-                format!(
-                    "{}: HTTP to 127.0.0.1:{port} for {events} (SessionStart and events whose \
-                     hooks must fail closed where Claude Code ignores onFailure: hookd-relay)",
-                    target.describe()
-                )
+                let mut lines = vec![format!(
+                    "{}: HTTP to 127.0.0.1:{port} for {events} ({})",
+                    target.describe(),
+                    super::http::relayed_instead(target.host)
+                )];
+                if target.host == super::Host::COPILOT {
+                    lines.push(copilot_localhost_line(&target.describe(), |name| {
+                        locations.env.var(name).map(str::to_owned)
+                    }));
+                }
+                lines
             })
         })
+        .flatten()
         .collect()
 }
 

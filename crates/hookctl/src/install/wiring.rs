@@ -83,7 +83,11 @@ pub(super) fn rewire(
         None => relay_entries(target.host, &program, socket, &wiring, from_path),
         Some(http) => {
             let planned = super::http::plan(target.host, &wiring, http.events);
-            let _ = writeln!(report, "{}", super::http::describe_down(&planned));
+            let _ = writeln!(
+                report,
+                "{}",
+                super::http::describe_down(target.host, &planned)
+            );
             http_entries(target.host, &program, socket, &planned, from_path, http)
         }
     };

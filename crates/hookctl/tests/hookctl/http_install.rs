@@ -468,3 +468,143 @@ async fn the_installed_http_entry_is_answered_by_the_daemons_listener() {
     );
     assert_eq!(allowed, (200, "{}".to_owned()));
 }
+
+/// Copilot CLI's own hooks file in the user's hooks folder: a guard (which can block) on
+/// `preToolUse` and a logger on `sessionEnd` (which cannot).
+const COPILOT_USER: &str = r#"{
+  "version": 1,
+  "hooks": {
+    "preToolUse": [{"type": "command", "bash": "guard.sh", "timeoutSec": 20}],
+    "sessionEnd": [{"type": "command", "bash": "log.sh", "timeoutSec": 5}]
+  }
+}
+"#;
+
+#[test]
+fn copilot_http_install_keeps_guards_behind_relays_and_gives_back_byte_for_byte() {
+    let home = Home::new();
+    let file = home.home.join(".copilot/hooks/hookd.json");
+    home.write(&file, COPILOT_USER);
+    std::fs::set_permissions(&file, std::fs::Permissions::from_mode(0o644)).unwrap();
+    let before = home.snapshot();
+    let (listener, port) = free_port();
+    let port_text = port.to_string();
+
+    // A project's hooks folder is shared: refused, nothing written.
+    let run = home.hookctl(&[
+        "install",
+        "--host",
+        "copilot",
+        "--scope",
+        "project",
+        "--transport",
+        "http",
+        "--yes",
+    ]);
+    assert!(
+        !run.ok && run.stderr.contains("--scope user"),
+        "{}",
+        run.stderr
+    );
+    assert_eq!(home.snapshot(), before);
+
+    let report = home.ok(&[
+        "install",
+        "--host",
+        "copilot",
+        "--transport",
+        "http",
+        "--port",
+        &port_text,
+        "--yes",
+    ]);
+    let secret = secret(&home);
+    assert!(!report.contains(&secret), "{report}");
+    assert!(
+        report.contains("COPILOT_HOOK_ALLOW_LOCALHOST=1"),
+        "{report}"
+    );
+    assert_eq!(mode(&file), 0o600, "the hooks file holds the secret");
+
+    let host = parse(&file);
+    let url = |event: &str| format!("http://127.0.0.1:{port}/v1/hooks/copilot/{event}");
+    let bearer = format!("Bearer {secret}");
+    // The guard can block: Copilot CLI skips an HTTP entry it was not started to allow, and
+    // runs the call when one times out, so the event stays a command relay.
+    for (event, timeout) in [("sessionStart", 10), ("preToolUse", 30)] {
+        let hook = first_hook(&host, event);
+        let command = hook["command"].as_str().unwrap_or_default();
+        assert!(
+            command.contains(&format!("relay {event} --dialect copilot")),
+            "{event}: {hook}"
+        );
+        assert_eq!(hook["timeoutSec"], json!(timeout), "{event}: {hook}");
+    }
+    // The logger cannot block: an HTTP entry, its timeout in seconds, no onFailure.
+    assert_eq!(
+        first_hook(&host, "sessionEnd"),
+        json!({"type": "http", "url": url("sessionEnd"),
+            "headers": {"Authorization": bearer}, "timeoutSec": 15})
+    );
+    // Events without hooks that let Copilot go on when hookd is down: HTTP entries, so a hook
+    // added to hookd's files later runs in sessions already started.
+    for event in ["userPromptSubmitted", "postToolUse", "agentStop"] {
+        assert_eq!(
+            first_hook(&host, event),
+            json!({"type": "http", "url": url(event),
+                "headers": {"Authorization": bearer}, "timeoutSec": 10}),
+            "{event}"
+        );
+    }
+
+    // list and doctor say which transport and what copilot must be started with.
+    let list = doctor(&home);
+    assert!(
+        list.contains(&format!("HTTP to 127.0.0.1:{port}"))
+            && list.contains("COPILOT_HOOK_ALLOW_LOCALHOST=1")
+            && list.contains("this shell does not set"),
+        "{list}"
+    );
+    assert!(!list.contains("stale"), "{list}");
+    let again = home.ok(&["install", "--host", "copilot", "--yes"]);
+    assert!(again.contains("nothing to change"), "{again}");
+
+    drop(listener);
+    home.ok(&["uninstall", "--host", "copilot"]);
+    assert_eq!(mode(&file), 0o644);
+    let config = home.home.join(".config");
+    let mut after = home.snapshot();
+    after.retain(|path, _| !path.starts_with(&config));
+    assert_eq!(after, before);
+
+    // Installed again, then a guard added on postToolUse: doctor sees the HTTP entry can no
+    // longer stay, and sync makes it a relay.
+    home.ok(&[
+        "install",
+        "--host",
+        "copilot",
+        "--transport",
+        "http",
+        "--port",
+        &port_text,
+        "--yes",
+    ]);
+    assert_eq!(
+        first_hook(&parse(&file), "postToolUse")["type"],
+        json!("http")
+    );
+    let hooks_file = home.home.join(".config/hookd/hooks.json");
+    let mut hooks = parse(&hooks_file);
+    hooks["hooks"]["AfterTool"] = json!([{"hooks": [{"type": "command", "command": "check.sh"}]}]);
+    home.write(&hooks_file, &hooks.to_string());
+    assert!(doctor(&home).contains("stale"));
+    home.ok(&["sync"]);
+    let hook = first_hook(&parse(&file), "postToolUse");
+    assert!(
+        hook["command"]
+            .as_str()
+            .is_some_and(|command| command.contains("relay postToolUse --dialect copilot")),
+        "{hook}"
+    );
+    assert!(!doctor(&home).contains("stale"));
+}

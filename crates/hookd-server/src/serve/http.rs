@@ -1,5 +1,6 @@
 //! The loopback HTTP listener: hosts whose hooks can POST their input JSON to a URL (Claude
-//! Code's `"type": "http"` hooks) reach the daemon without starting a process per call.
+//! Code's and Copilot CLI's `"type": "http"` hooks) reach the daemon without starting a
+//! process per call.
 //!
 //! An HTTP request is a relayed event, nothing else: the head is checked before the body is
 //! read (`crate::httpguard`: secret, `Origin`, `Host`, method, path, declared size), the body
@@ -10,8 +11,12 @@
 //! limits, logs, audit lines and stats as a relay's; the relay's answer for the host
 //! (`relay_answer`) becomes the response's JSON (`crate::httpanswer`).
 //!
-//! The project root comes from the session's relayed `SessionStart`, else from the transcript
-//! path (`crate::httproots`); never from the payload's `cwd`, which the model moves.
+//! The project root comes from the session's relayed `SessionStart` (Copilot CLI's
+//! `sessionStart`), else, for Claude Code, from the transcript path (`crate::httproots`);
+//! never from the payload's `cwd`, which the model moves in Claude Code and which in Copilot
+//! CLI is the folder the session started in, not its repository's root. A Copilot CLI session
+//! the daemon has no root for is answered 503 (Copilot denies a `preToolUse` it gets no answer
+//! for).
 //!
 //! Connections are bounded: a connection with no request in progress is closed after
 //! [`FIRST_REQUEST_TIMEOUT`] if it never sent a whole request, after [`IDLE_TIMEOUT`] between
@@ -539,7 +544,9 @@ impl Connection {
                 return refusal(StatusCode::BAD_REQUEST, "the body is not a JSON object");
             }
         };
-        if payload.get("hook_event_name").and_then(Value::as_str) != Some(&host_event) {
+        if names_its_event(dialect)
+            && payload.get("hook_event_name").and_then(Value::as_str) != Some(&host_event)
+        {
             listening.counters.refuse(Refusal::BadBody);
             return refusal(
                 StatusCode::BAD_REQUEST,
@@ -606,8 +613,22 @@ impl Connection {
         host_event: &str,
         payload: Map<String, Value>,
     ) -> Result<String, Failure> {
+        let relayed =
+            dialect
+                .relay()
+                .relay_input(host_event, payload)
+                .map_err(|err| match err {
+                    DialectError::UnknownEvent { .. } => Failure::Refused(
+                        Refusal::Path,
+                        format!("{host_event:?} is not a {} event", dialect.product()),
+                    ),
+                    other => Failure::Refused(Refusal::BadBody, other.to_string()),
+                })?;
+        // Read from the translated payload, which names them as every host's relay does
+        // (Copilot CLI posts `sessionId`, `transcriptPath`).
         let text = |key: &str| {
-            payload
+            relayed
+                .input
                 .get(key)
                 .and_then(Value::as_str)
                 .unwrap_or("")
@@ -627,22 +648,8 @@ impl Connection {
                 })
         });
         let Some(root) = root else {
-            return Err(Failure::Unavailable(format!(
-                "the project of session {session_id:?} is unknown (hookd saw no SessionStart \
-                 of it, and its transcript path names no directory above cwd)"
-            )));
+            return Err(Failure::Unavailable(unknown_session(dialect, &session_id)));
         };
-        let relayed =
-            dialect
-                .relay()
-                .relay_input(host_event, payload)
-                .map_err(|err| match err {
-                    DialectError::UnknownEvent { .. } => Failure::Refused(
-                        Refusal::Path,
-                        format!("{host_event:?} is not a {} event", dialect.product()),
-                    ),
-                    other => Failure::Refused(Refusal::BadBody, other.to_string()),
-                })?;
         let cwd = if std::path::Path::new(&cwd).is_absolute() {
             cwd
         } else {
@@ -750,6 +757,35 @@ impl Connection {
             },
             _ => Err(unavailable("closed before its hello".to_owned())),
         }
+    }
+}
+
+/// Whether a host's payloads name their event (`hook_event_name`), which must then be the
+/// event the path names. Copilot CLI's name none: like the relay's argument, the path alone
+/// says which event it is.
+fn names_its_event(dialect: Dialect) -> bool {
+    dialect != Dialect::COPILOT
+}
+
+/// Why the project of a session is unknown, and what to do about it. Copilot CLI's payloads
+/// carry nothing fixed that names the project (`COPILOT_PROJECT_DIR` is the repository's
+/// root, the payload's `cwd` the folder the session started in, no transcript path on tool
+/// events): its session is known from its relayed events only (`sessionStart`, or the first
+/// relayed event of a session begun before this daemon started); until then it is refused
+/// (503), on which Copilot CLI goes on everywhere but `preToolUse`, where it denies.
+fn unknown_session(dialect: Dialect, session_id: &str) -> String {
+    if dialect == Dialect::CLAUDE {
+        format!(
+            "the project of session {session_id:?} is unknown (hookd saw no SessionStart of \
+             it, and its transcript path names no directory above cwd)"
+        )
+    } else {
+        format!(
+            "the project of {} session {session_id:?} is unknown: hookd has seen no relayed \
+             event of it (the session began before this daemon started); its next relayed \
+             event, or a new session, tells hookd",
+            dialect.product()
+        )
     }
 }
 

@@ -113,13 +113,19 @@ impl HttpDaemon {
     /// Sends the relayed SessionStart the command relay sends for `session` (its
     /// `CLAUDE_PROJECT_DIR` as `project_dir`, its environment).
     fn session_start(&self, session: &str) {
+        self.session_start_of("claude", session);
+    }
+
+    /// [`HttpDaemon::session_start`] as relayed for `host` (`hookd-relay sessionStart
+    /// --dialect copilot` sends Copilot CLI's `COPILOT_PROJECT_DIR` as `project_dir`).
+    fn session_start_of(&self, host: &str, session: &str) {
         let mut stream = UnixStream::connect(&self.socket).expect("connect");
         stream.set_read_timeout(Some(PATIENCE)).expect("timeout");
         let mut bytes = frame(&json!({"type": "hello", "protocol": 1, "client": "relay-test"}));
         bytes.extend(frame(&json!({
             "type": "event", "id": 1, "event": "SessionStart",
             "cwd": self.project(), "project_dir": self.project(),
-            "session_id": session, "relayed_by": "claude",
+            "session_id": session, "relayed_by": host,
             "env": {"PATH": "/usr/bin:/bin", "CLAUDE_PROJECT_DIR": self.project()},
             "input": {"source": "startup"}
         })));
@@ -140,9 +146,20 @@ impl HttpDaemon {
 
     /// [`HttpDaemon::post`] with the body's text.
     fn post_text(&self, event: &str, body: &str, headers: &[(&str, &str)]) -> (u16, String) {
+        self.post_to("claude", event, body, headers)
+    }
+
+    /// Posts `body` to `host`'s path for `event`.
+    fn post_to(
+        &self,
+        host: &str,
+        event: &str,
+        body: &str,
+        headers: &[(&str, &str)],
+    ) -> (u16, String) {
         let mut stream = self.connect();
         let mut head = format!(
-            "POST /v1/hooks/claude/{event} HTTP/1.1\r\nAccept: application/json, text/plain, */*\r\n\
+            "POST /v1/hooks/{host}/{event} HTTP/1.1\r\nAccept: application/json, text/plain, */*\r\n\
              Content-Type: application/json\r\nUser-Agent: axios/1.15.2\r\n\
              Content-Length: {}\r\nHost: {}\r\nConnection: keep-alive\r\n",
             body.len(),
@@ -321,6 +338,74 @@ fn a_claude_pretooluse_post_gets_the_relays_decision_for_the_sessions_project() 
     assert_eq!(status["http"]["refused"]["bad_body"], 1, "{status}");
     assert_eq!(status["http"]["sessions"], 1, "{status}");
     assert!(status["events_served"].as_u64() >= Some(9), "{status}");
+}
+
+/// A Copilot CLI `preToolUse` payload for a `bash` command, as Copilot CLI 1.0.102 posts it
+/// (camelCase, no event name, `timestamp` in epoch milliseconds).
+fn copilot_pre_tool_use(session: &str, cwd: &str, command: &str) -> Value {
+    json!({
+        "sessionId": session,
+        "timestamp": 1_795_922_054_409_u64,
+        "cwd": cwd,
+        "toolName": "bash",
+        "toolArgs": {"command": command, "description": "scripted command"},
+    })
+}
+
+#[test]
+fn a_copilot_pretooluse_post_gets_the_guards_answer_in_copilots_shape() {
+    let daemon = HttpDaemon::start(&[]);
+    let project = daemon.project();
+    let sub = format!("{project}/sub");
+    let auth = daemon.auth();
+    let headers = [("Authorization", auth.as_str())];
+    let post = |session: &str, cwd: &str, command: &str| {
+        let body = copilot_pre_tool_use(session, cwd, command).to_string();
+        daemon.post_to("copilot", "preToolUse", &body, &headers)
+    };
+
+    // Before the session's relayed sessionStart the project is unknown, even when the
+    // payload's cwd is the project itself: 503, which Copilot CLI turns into a deny.
+    let (status, answer) = post("c1", &project, "rm -rf /");
+    assert_eq!(status, 503, "{answer}");
+    // A Claude Code session of the same id names no Copilot CLI session.
+    daemon.session_start("c1");
+    assert_eq!(post("c1", &project, "rm -rf /").0, 503);
+
+    daemon.session_start_of("copilot", "c1");
+    // Copilot's `bash` is hookd's `run_shell_command`: the guard denies, said as Copilot's
+    // `permissionDecision`, from a session started in a subfolder too.
+    let (status, answer) = post("c1", &sub, "rm -rf /");
+    assert_eq!(status, 200, "{answer}");
+    let answer: Value = serde_json::from_str(&answer).expect("JSON");
+    assert_eq!(answer["permissionDecision"], "deny", "{answer}");
+    assert!(
+        answer["permissionDecisionReason"]
+            .as_str()
+            .is_some_and(|reason| reason.contains("no rm -rf here")),
+        "{answer}"
+    );
+    // A harmless command: no deny.
+    let (status, answer) = post("c1", &sub, "ls");
+    assert_eq!(status, 200, "{answer}");
+    let answer: Value = serde_json::from_str(&answer).expect("JSON");
+    assert_ne!(answer["permissionDecision"], "deny", "{answer}");
+
+    // Copilot's payloads name no event: the path does, and must be one of Copilot's.
+    let body = copilot_pre_tool_use("c1", &sub, "ls").to_string();
+    let (status, _) = daemon.post_to("copilot", "PreToolUse", &body, &headers);
+    assert_eq!(status, 404);
+    // Without the secret: refused before anything runs.
+    let (status, _) = daemon.post_to("copilot", "preToolUse", &body, &[]);
+    assert_eq!(status, 401);
+    // A payload Copilot would never send for the event (no tool name): refused, not allowed.
+    let (status, answer) = daemon.post_to(
+        "copilot",
+        "preToolUse",
+        &json!({"sessionId": "c1", "cwd": sub}).to_string(),
+        &headers,
+    );
+    assert_eq!(status, 400, "{answer}");
 }
 
 #[test]
