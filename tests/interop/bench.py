@@ -199,8 +199,8 @@ def setup(ctx, host, config, calls):
         if config in HTTP_CONFIGS:
             w.http_port = free_port()
             install += ["--transport", "http", "--port", str(w.http_port)]
-        if config in HOOKED_CONFIGS:
-            install += ["--events", "hooked"]
+            # Named either way: the default differs by host (Copilot CLI: hooked).
+            install += ["--events", "hooked" if config in HOOKED_CONFIGS else "all"]
         w.hookctl(*install)
         if config in WORKER_CONFIGS:
             path = w.config / "hookd" / "hooks.json"

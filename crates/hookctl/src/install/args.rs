@@ -68,7 +68,8 @@ pub struct InstallArgs {
     /// Which events get an HTTP entry (with --transport http): `all` (every common event, so
     /// that a hook added to hookd later runs in sessions already started) or `hooked` (only
     /// the events hookd has hooks for, with their matchers: the CLI posts nothing else)
-    /// [default: the one of the previous install, else all].
+    /// [default: the one of the previous install, else all for Claude Code and hooked for
+    /// Copilot CLI].
     #[arg(long, value_enum, value_name = "WHICH")]
     pub events: Option<HttpEvents>,
 }
@@ -98,6 +99,18 @@ pub enum HttpEvents {
 }
 
 impl HttpEvents {
+    /// The choice of a first HTTP install for `host`: every event for Claude Code (a hook
+    /// added later applies to running sessions); only the hooked ones for Copilot CLI, whose
+    /// guards stay command relays anyway and which pays about 20 ms for each post it makes
+    /// (more than for a relay), so an entry no hook wants is pure cost.
+    pub fn default_for(host: Host) -> HttpEvents {
+        if host == Host::COPILOT {
+            HttpEvents::Hooked
+        } else {
+            HttpEvents::All
+        }
+    }
+
     /// The name in the manifest and reports.
     pub fn as_str(self) -> &'static str {
         match self {

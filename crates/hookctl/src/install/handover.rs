@@ -8,6 +8,7 @@ use std::path::Path;
 use anyhow::{Context, bail};
 use serde_json::Value;
 
+use super::args::HttpEvents;
 use super::args::InstallArgs;
 use super::args::Transport;
 use super::companions::{companion_changes, refuse_problems};
@@ -79,7 +80,11 @@ pub fn install(
         .or_else(|| manifest.socket.clone());
     let http_port = http_port(args, &target, manifest.http_port)?;
     let http_events = match http_port {
-        Some(_) => Some(args.events.or(manifest.http_events).unwrap_or_default()),
+        Some(_) => Some(
+            args.events
+                .or(manifest.http_events)
+                .unwrap_or_else(|| HttpEvents::default_for(target.host)),
+        ),
         None => None,
     };
     let http = http_port

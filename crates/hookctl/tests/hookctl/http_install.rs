@@ -516,6 +516,8 @@ fn copilot_http_install_keeps_guards_behind_relays_and_gives_back_byte_for_byte(
         "http",
         "--port",
         &port_text,
+        "--events",
+        "all",
         "--yes",
     ]);
     let secret = secret(&home);
@@ -587,6 +589,8 @@ fn copilot_http_install_keeps_guards_behind_relays_and_gives_back_byte_for_byte(
         "http",
         "--port",
         &port_text,
+        "--events",
+        "all",
         "--yes",
     ]);
     assert_eq!(
@@ -607,4 +611,37 @@ fn copilot_http_install_keeps_guards_behind_relays_and_gives_back_byte_for_byte(
         "{hook}"
     );
     assert!(!doctor(&home).contains("stale"));
+}
+
+#[test]
+fn a_copilot_http_install_posts_only_hooked_events_by_default() {
+    let home = Home::new();
+    let file = home.home.join(".copilot/hooks/hookd.json");
+    home.write(&file, COPILOT_USER);
+    let (_listener, port) = free_port();
+    let port_text = port.to_string();
+    let report = home.ok(&[
+        "install",
+        "--host",
+        "copilot",
+        "--transport",
+        "http",
+        "--port",
+        &port_text,
+        "--yes",
+    ]);
+    let host = parse(&file);
+    let events: Vec<&String> = host["hooks"].as_object().unwrap().keys().collect();
+    // Copilot pays for every post: events no hook wants get no entry.
+    for unhooked in ["userPromptSubmitted", "postToolUse", "agentStop"] {
+        assert!(
+            !events.iter().any(|event| *event == unhooked),
+            "{unhooked}: {host}\n{report}"
+        );
+    }
+    assert_eq!(
+        first_hook(&host, "sessionEnd")["type"],
+        json!("http"),
+        "{host}"
+    );
 }
