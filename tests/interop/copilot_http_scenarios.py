@@ -24,10 +24,11 @@ ALLOW = {"COPILOT_HOOK_ALLOW_LOCALHOST": "1"}
 
 
 def install_http(s):
-    """`hookctl install --host copilot --transport http` on the world's port."""
+    """`hookctl install --host copilot --transport http --events all` on the world's port: the
+    events without hooks get HTTP entries too, so that the listener is exercised."""
     return s.w.hookctl(
         "install", "--host", "copilot", "--scope", "user", "--yes",
-        "--transport", "http", "--port", str(s.w.http_port),
+        "--transport", "http", "--port", str(s.w.http_port), "--events", "all",
     )
 
 
