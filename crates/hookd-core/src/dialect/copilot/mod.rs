@@ -13,6 +13,7 @@
 //! before, and the policy files are never written.
 
 pub mod answer;
+pub mod files;
 pub mod names;
 pub mod payload;
 
@@ -101,9 +102,10 @@ impl HostRun for Copilot {
         ]
     }
 
-    fn runs_layer(&self, _source: Source, _file: LayerFile) -> bool {
-        // Copilot's own hook files are not hookd layers.
-        false
+    fn runs_layer(&self, _source: Source, file: LayerFile) -> bool {
+        // Copilot's own hook files read as layers (`hookd --copilot-settings`): Copilot ran
+        // their hooks itself before it relayed the event.
+        file == LayerFile::Host(<Self as Host>::NAME)
     }
 
     fn aggregate(
@@ -224,6 +226,30 @@ impl HostFiles for Copilot {
             }
         }
         Some(conversion)
+    }
+
+    fn has_layer_files(&self) -> bool {
+        true
+    }
+
+    fn user_layer_folders(&self, env: &HomeEnv<'_>) -> Vec<PathBuf> {
+        vec![copilot_home(env).join("hooks")]
+    }
+
+    fn project_layer_folders(&self, project: &Path) -> Vec<PathBuf> {
+        vec![project.join(".github").join("hooks")]
+    }
+
+    fn is_layer_folder_file(&self, name: &str) -> bool {
+        files::is_copilot_hook_file(name)
+    }
+
+    fn project_trust_file(&self, env: &HomeEnv<'_>) -> Option<PathBuf> {
+        Some(copilot_home(env).join("config.json"))
+    }
+
+    fn trusts_project(&self, project: &Path, trust_file_text: Option<&str>) -> bool {
+        files::copilot_trusts_project(project, trust_file_text)
     }
 
     fn relay_handler(&self, _host_event: &str, command: &str, timeout_ms: u64) -> Value {

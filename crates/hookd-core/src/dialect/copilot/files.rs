@@ -1,0 +1,291 @@
+//! Copilot CLI's hook files as hookd layers (`hookd --copilot-settings`): which folders, which
+//! files in them, which projects Copilot trusts to run a repository's hooks, and what the
+//! administrator's policy files say.
+//!
+//! Copilot CLI runs every `*.json` of its user folder (`$COPILOT_HOME/hooks/`, by default
+//! `~/.copilot/hooks/`) and of a trusted repository's `.github/hooks/`. hookd reads the same
+//! files, but never its own `hookd.json` there: that file is the one `hookctl install --host
+//! copilot` writes, whose relay entries are never hooks and whose moved hooks are in hookd
+//! already. The core names the folders and the file names that count; the loader lists
+//! the folders (bounded) and reads the files.
+
+use std::path::Path;
+
+use serde_json::Value;
+
+use super::COPILOT_RELAY_FILE;
+
+/// Whether a file named `name` in one of Copilot CLI's hooks folders is a layer: a `*.json`
+/// with a name before the extension, not a hidden file (an editor's swap or backup), and not
+/// hookd's own relay file.
+pub fn is_copilot_hook_file(name: &str) -> bool {
+    let Some(stem) = name.strip_suffix(".json") else {
+        return false;
+    };
+    !stem.is_empty() && !name.starts_with('.') && !name.contains('/') && name != COPILOT_RELAY_FILE
+}
+
+/// Whether Copilot CLI trusts `project` to run its repository hooks, by `trustedFolders` of its
+/// `config.json` (`config_text`; `None`: missing or unreadable): the project is one of the
+/// folders or inside one, compared component by component. Anything else, a file that is not
+/// JSON or holds no such list, trusts nothing: Copilot would then ask, and a daemon cannot.
+pub fn copilot_trusts_project(project: &Path, config_text: Option<&str>) -> bool {
+    let Some(text) = config_text else {
+        return false;
+    };
+    let Ok(root) = serde_json::from_str::<Value>(text) else {
+        return false;
+    };
+    root.get("trustedFolders")
+        .and_then(Value::as_array)
+        .into_iter()
+        .flatten()
+        .filter_map(Value::as_str)
+        .map(Path::new)
+        .any(|folder| folder.is_absolute() && project.starts_with(folder))
+}
+
+/// What one of the administrator's policy files says about hooks (a file of
+/// `/etc/github-copilot/policy.d/`), for `hookctl doctor`.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct PolicyFile {
+    /// The hooks it defines: (Copilot event, command line or handler type), in file order.
+    pub hooks: Vec<(String, String)>,
+    /// `disableAllHooks: true`: Copilot CLI runs no hook but the policy files'.
+    pub disable_all_hooks: bool,
+    /// `allowManagedHooksOnly: true`: Copilot CLI runs no hook of the user's or a repository's
+    /// files, hookd's relay entries among them.
+    pub allow_managed_hooks_only: bool,
+    /// Why the file does not read as a hooks file (not JSON, not an object), if it does not.
+    pub problem: Option<String>,
+}
+
+/// Reads a policy file's text as Copilot's hooks file shape.
+pub fn read_policy_file(text: &str) -> PolicyFile {
+    let root = match serde_json::from_str::<Value>(text) {
+        Ok(root @ Value::Object(_)) => root,
+        Ok(_) => {
+            return PolicyFile {
+                problem: Some("not a JSON object".to_owned()),
+                ..PolicyFile::default()
+            };
+        }
+        Err(err) => {
+            return PolicyFile {
+                problem: Some(format!("invalid JSON: {err}")),
+                ..PolicyFile::default()
+            };
+        }
+    };
+    let flag = |key: &str| root.get(key).and_then(Value::as_bool) == Some(true);
+    let mut hooks = Vec::new();
+    let events = root.get("hooks").and_then(Value::as_object);
+    for (event, definitions) in events.into_iter().flatten() {
+        for definition in definitions.as_array().into_iter().flatten() {
+            // A bare handler, or Claude Code's grouping of handlers under a matcher.
+            let handlers: Vec<&Value> = match definition.get("hooks").and_then(Value::as_array) {
+                Some(handlers) => handlers.iter().collect(),
+                None => vec![definition],
+            };
+            for handler in handlers {
+                let line = ["bash", "command", "exec", "url", "powershell"]
+                    .iter()
+                    .find_map(|key| handler.get(*key).and_then(Value::as_str))
+                    .or_else(|| handler.get("type").and_then(Value::as_str))
+                    .unwrap_or("?");
+                hooks.push((event.clone(), line.to_owned()));
+            }
+        }
+    }
+    PolicyFile {
+        hooks,
+        disable_all_hooks: flag("disableAllHooks"),
+        allow_managed_hooks_only: flag("allowManagedHooksOnly"),
+        problem: None,
+    }
+}
+
+/// The files of a policy folder Copilot CLI reads, from the names it holds, in its order:
+/// every `*.json` (not hidden), sorted.
+pub fn policy_folder_files(names: Vec<String>) -> Vec<String> {
+    let mut files: Vec<String> = names
+        .into_iter()
+        .filter(|name| {
+            name.strip_suffix(".json")
+                .is_some_and(|stem| !stem.is_empty() && !name.starts_with('.'))
+        })
+        .collect();
+    files.sort_unstable();
+    files.dedup();
+    files
+}
+
+#[cfg(test)]
+mod tests {
+    use std::path::{Path, PathBuf};
+
+    use super::*;
+    use crate::dialect::{Dialect, HomeEnv};
+
+    #[test]
+    fn which_files_of_a_hooks_folder_are_layers() {
+        // (names in the folder, the layers in order)
+        let cases: [(&[&str], &[&str]); 6] = [
+            (&[], &[]),
+            (&["b.json", "a.json"], &["a.json", "b.json"]),
+            (&["hookd.json", "guard.json"], &["guard.json"]),
+            (
+                &[
+                    "guard.json~",
+                    ".guard.json.swp",
+                    ".json",
+                    "notes.txt",
+                    "x.JSON",
+                ],
+                &[],
+            ),
+            (&[".hidden.json", "Z.json", "a.json"], &["Z.json", "a.json"]),
+            (&["a.json", "a.json"], &["a.json"]),
+        ];
+        let files = Dialect::COPILOT.files();
+        for (names, expected) in cases {
+            let names: Vec<String> = names.iter().map(|name| (*name).to_owned()).collect();
+            assert_eq!(
+                files.layer_folder_files(names.clone()),
+                expected,
+                "{names:?}"
+            );
+        }
+    }
+
+    #[test]
+    fn copilot_folders_are_its_user_and_repository_hooks_folders() {
+        let home = Path::new("/home/me");
+        type Lookup<'a> = &'a dyn Fn(&str) -> Option<String>;
+        let none = |_: &str| None;
+        let set = |name: &str| (name == "COPILOT_HOME").then(|| "/srv/cp".to_owned());
+        let relative = |name: &str| (name == "COPILOT_HOME").then(|| "cp".to_owned());
+        // (COPILOT_HOME, hooks folder, trust file)
+        let cases: [(Lookup<'_>, &str, &str); 3] = [
+            (
+                &none,
+                "/home/me/.copilot/hooks",
+                "/home/me/.copilot/config.json",
+            ),
+            (&set, "/srv/cp/hooks", "/srv/cp/config.json"),
+            (
+                &relative,
+                "/home/me/.copilot/hooks",
+                "/home/me/.copilot/config.json",
+            ),
+        ];
+        let files = Dialect::COPILOT.files();
+        assert!(files.has_layer_files());
+        for (var, folder, trust) in cases {
+            let env = HomeEnv { home, var };
+            assert_eq!(files.user_layer_folders(&env), [PathBuf::from(folder)]);
+            assert!(files.user_layer_files(&env).is_empty());
+            assert_eq!(files.project_trust_file(&env), Some(PathBuf::from(trust)));
+        }
+        assert_eq!(
+            files.project_layer_folders(Path::new("/w")),
+            [PathBuf::from("/w/.github/hooks")]
+        );
+        assert!(files.project_layer_files(Path::new("/w")).is_empty());
+        // Other hosts have no folders.
+        for host in [Dialect::GEMINI, Dialect::CLAUDE, Dialect::CODEX] {
+            assert!(
+                host.files()
+                    .project_layer_folders(Path::new("/w"))
+                    .is_empty()
+            );
+            assert!(!host.files().is_layer_folder_file("a.json"));
+        }
+    }
+
+    #[test]
+    fn copilot_trusts_the_folders_of_its_config() {
+        let config = r#"{"trustedFolders": ["/work/repo", "/srv/all/", "rel"], "x": 1}"#;
+        // (project, config, trusted)
+        let cases = [
+            ("/work/repo", Some(config), true),
+            ("/work/repo/sub", Some(config), true),
+            ("/work/repository", Some(config), false),
+            ("/work", Some(config), false),
+            ("/srv/all/p", Some(config), true),
+            ("/tmp/evil", Some(config), false),
+            ("/w", None, false),
+            ("/w", Some("not json"), false),
+            ("/w", Some(r#"{"trustedFolders": "/w"}"#), false),
+            ("/w", Some(r#"{"trustedFolders": ["/w"]}"#), true),
+        ];
+        for (project, text, expected) in cases {
+            assert_eq!(
+                copilot_trusts_project(Path::new(project), text),
+                expected,
+                "{project} {text:?}"
+            );
+            assert_eq!(
+                Dialect::COPILOT
+                    .files()
+                    .trusts_project(Path::new(project), text),
+                expected
+            );
+        }
+        // A host without a trust file trusts every project.
+        assert!(
+            Dialect::CLAUDE
+                .files()
+                .trusts_project(Path::new("/w"), None)
+        );
+    }
+
+    #[test]
+    fn policy_files_read_for_doctor() {
+        // (text, hooks, disableAllHooks, allowManagedHooksOnly, problem)
+        let cases: Vec<(&str, Vec<(&str, &str)>, bool, bool, bool)> = vec![
+            (
+                r#"{"version": 1, "hooks": {"preToolUse": [{"type": "command", "bash": "/opt/g.sh"}],
+                   "agentStop": [{"matcher": "x", "hooks": [{"type": "http", "url": "https://a"}]}]}}"#,
+                vec![("preToolUse", "/opt/g.sh"), ("agentStop", "https://a")],
+                false,
+                false,
+                false,
+            ),
+            (
+                r#"{"version": 1, "disableAllHooks": true, "hooks": {}}"#,
+                vec![],
+                true,
+                false,
+                false,
+            ),
+            (
+                r#"{"allowManagedHooksOnly": true, "disableAllHooks": "yes"}"#,
+                vec![],
+                false,
+                true,
+                false,
+            ),
+            ("[1]", vec![], false, false, true),
+            ("{", vec![], false, false, true),
+        ];
+        for (text, hooks, disable, managed_only, problem) in cases {
+            let read = read_policy_file(text);
+            let expected: Vec<(String, String)> = hooks
+                .iter()
+                .map(|(event, line)| ((*event).to_owned(), (*line).to_owned()))
+                .collect();
+            assert_eq!(read.hooks, expected, "{text}");
+            assert_eq!(read.disable_all_hooks, disable, "{text}");
+            assert_eq!(read.allow_managed_hooks_only, managed_only, "{text}");
+            assert_eq!(read.problem.is_some(), problem, "{text}");
+        }
+        let names = ["b.json", "a.json", "README", ".x.json", "hookd.json"]
+            .map(str::to_owned)
+            .to_vec();
+        assert_eq!(
+            policy_folder_files(names),
+            ["a.json", "b.json", "hookd.json"]
+        );
+    }
+}
