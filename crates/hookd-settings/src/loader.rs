@@ -345,6 +345,14 @@ impl LayerPaths {
             .map(|(_, path)| path.as_path())
     }
 
+    /// Every hosts' folder of hook files of a project directory that can be a layer folder
+    /// (whether or not it is on).
+    pub fn project_folders(project_dir: &Path) -> Vec<PathBuf> {
+        Dialect::with_layer_files()
+            .flat_map(|host| LayerPaths::host_project_folders(host, project_dir))
+            .collect()
+    }
+
     /// Every file of a project directory the loader may read as a settings layer: Gemini
     /// CLI's, hookd's, and every host's own that can be a layer (whether or not it is on).
     pub fn project_files(project_dir: &Path) -> Vec<PathBuf> {

@@ -148,7 +148,7 @@ pub struct EngineOptions {
     pub default_on_failure: FailurePolicy,
     /// `--project-hooks`.
     pub project_hooks: ProjectHookPolicy,
-    /// `--claude-settings`: the hosts whose own settings files are layers.
+    /// `--claude-settings`, `--copilot-settings`: the hosts whose own settings files are layers.
     pub host_layers: Vec<Dialect>,
     /// `--max-output-bytes`.
     pub max_output_bytes: usize,
@@ -350,6 +350,7 @@ mod tests {
         assert_eq!(record["claude_settings"], Value::Bool(true));
         let off: Value = serde_json::from_str(&defaults().to_json()).expect("json");
         assert_eq!(off["claude_settings"], Value::Bool(false));
+        assert_eq!(off["copilot_settings"], Value::Bool(false));
         let cases = [
             ("", defaults()),
             ("[1]", defaults()),
@@ -369,6 +370,13 @@ mod tests {
                 },
             ),
             (r#"{"claude_settings":"yes"}"#, defaults()),
+            (
+                r#"{"copilot_settings":true,"claude_settings":true}"#,
+                EngineOptions {
+                    host_layers: vec![Dialect::CLAUDE, Dialect::COPILOT],
+                    ..defaults()
+                },
+            ),
         ];
         for (text, expected) in cases {
             assert_eq!(
