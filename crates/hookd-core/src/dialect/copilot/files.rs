@@ -51,6 +51,9 @@ pub fn copilot_trusts_project(project: &Path, config_text: Option<&str>) -> bool
 pub struct PolicyFile {
     /// The hooks it defines: (Copilot event, command line or handler type), in file order.
     pub hooks: Vec<(String, String)>,
+    /// The hooks of an `exec` handler whose program is not an absolute path: (event, program).
+    /// Copilot CLI skips them in a policy file.
+    pub relative_execs: Vec<(String, String)>,
     /// `disableAllHooks: true`: Copilot CLI runs no hook but the policy files'.
     pub disable_all_hooks: bool,
     /// `allowManagedHooksOnly: true`: Copilot CLI runs no hook of the user's or a repository's
@@ -79,6 +82,7 @@ pub fn read_policy_file(text: &str) -> PolicyFile {
     };
     let flag = |key: &str| root.get(key).and_then(Value::as_bool) == Some(true);
     let mut hooks = Vec::new();
+    let mut relative_execs = Vec::new();
     let events = root.get("hooks").and_then(Value::as_object);
     for (event, definitions) in events.into_iter().flatten() {
         for definition in definitions.as_array().into_iter().flatten() {
@@ -94,11 +98,17 @@ pub fn read_policy_file(text: &str) -> PolicyFile {
                     .or_else(|| handler.get("type").and_then(Value::as_str))
                     .unwrap_or("?");
                 hooks.push((event.clone(), line.to_owned()));
+                if let Some(exec) = handler.get("exec").and_then(Value::as_str)
+                    && !Path::new(exec).is_absolute()
+                {
+                    relative_execs.push((event.clone(), exec.to_owned()));
+                }
             }
         }
     }
     PolicyFile {
         hooks,
+        relative_execs,
         disable_all_hooks: flag("disableAllHooks"),
         allow_managed_hooks_only: flag("allowManagedHooksOnly"),
         problem: None,
@@ -246,8 +256,14 @@ mod tests {
         let cases: Vec<(&str, Vec<(&str, &str)>, bool, bool, bool)> = vec![
             (
                 r#"{"version": 1, "hooks": {"preToolUse": [{"type": "command", "bash": "/opt/g.sh"}],
-                   "agentStop": [{"matcher": "x", "hooks": [{"type": "http", "url": "https://a"}]}]}}"#,
-                vec![("preToolUse", "/opt/g.sh"), ("agentStop", "https://a")],
+                   "agentStop": [{"matcher": "x", "hooks": [{"type": "http", "url": "https://a"}]}],
+                   "sessionStart": [{"type": "command", "exec": "bin/x"}, {"type": "command", "exec": "/bin/y"}]}}"#,
+                vec![
+                    ("preToolUse", "/opt/g.sh"),
+                    ("agentStop", "https://a"),
+                    ("sessionStart", "bin/x"),
+                    ("sessionStart", "/bin/y"),
+                ],
                 false,
                 false,
                 false,
@@ -279,6 +295,8 @@ mod tests {
             assert_eq!(read.disable_all_hooks, disable, "{text}");
             assert_eq!(read.allow_managed_hooks_only, managed_only, "{text}");
             assert_eq!(read.problem.is_some(), problem, "{text}");
+            let relative = usize::from(text.contains("bin/x"));
+            assert_eq!(read.relative_execs.len(), relative, "{text}");
         }
         let names = ["b.json", "a.json", "README", ".x.json", "hookd.json"]
             .map(str::to_owned)
