@@ -252,8 +252,9 @@ mod tests {
 
     #[test]
     fn policy_files_read_for_doctor() {
-        // (text, hooks, disableAllHooks, allowManagedHooksOnly, problem)
-        let cases: Vec<(&str, Vec<(&str, &str)>, bool, bool, bool)> = vec![
+        /// (text, hooks, disableAllHooks, allowManagedHooksOnly, problem)
+        type Case<'a> = (&'a str, Vec<(&'a str, &'a str)>, bool, bool, bool);
+        let cases: Vec<Case<'_>> = vec![
             (
                 r#"{"version": 1, "hooks": {"preToolUse": [{"type": "command", "bash": "/opt/g.sh"}],
                    "agentStop": [{"matcher": "x", "hooks": [{"type": "http", "url": "https://a"}]}],
