@@ -51,13 +51,7 @@ def copilot_layers(ctx, host):
     claude = harness.Claude(harness.install_clis(["claude"])["claude"])
     with Session(ctx, host, "hookd", "layers") as s:
         write_guard_file(s.w)
-        claude.prepare(s.w)
-        # Claude Code relays its shell calls to hookd (as `install --host claude` writes it for
-        # hooks in hookd's files); the guard itself is in Copilot's file only.
-        relay = '"%s" relay PreToolUse --dialect claude' % s.w.tools.hookctl
-        settings = json.loads(claude.user_settings_path(s.w).read_text())
-        settings["hooks"] = {"PreToolUse": [{"matcher": "Bash", "hooks": [{"type": "command", "command": relay}]}]}
-        write_json(claude.user_settings_path(s.w), settings)
+        relay_claude(s, claude)
         s.start_daemon("--copilot-settings")
         listed = s.w.hookctl("list", "--cwd", str(s.w.proj), check=False)
         v.check("hookctl list names the Copilot file", "guard.json" in listed.stdout, listed.stdout[-800:])
@@ -81,4 +75,76 @@ def copilot_layers(ctx, host):
         v.check("Claude Code told the model the guard's reason",
                 any("copilot file guard: no rm -rf" in r for r in said), str(said))
         v.expect("Claude Code exited 0", claude_run.code, 0)
+    return v
+
+
+
+def relay_claude(s, claude):
+    """Claude Code relays its shell calls to hookd (as `install --host claude` writes it for
+    hooks in hookd's files); the guard itself is only in a Copilot file."""
+    claude.prepare(s.w)
+    relay = '"%s" relay PreToolUse --dialect claude' % s.w.tools.hookctl
+    settings = json.loads(claude.user_settings_path(s.w).read_text())
+    settings["hooks"] = {"PreToolUse": [{"matcher": "Bash", "hooks": [{"type": "command", "command": relay}]}]}
+    write_json(claude.user_settings_path(s.w), settings)
+
+
+# Where the guard is, and whether Copilot CLI 1.0.102 runs it (observed): hookd must run it for
+# Claude Code exactly where Copilot runs it for itself.
+PLACES = [
+    ("hooks/guard.json", None, True),
+    ("hooks/guard.json", {"disableAllHooks": True}, False),
+    ("hooks/guard.json + hooks/off.json", None, True),
+    ("hooks/guard.json", {"allowManagedHooksOnly": True}, True),
+    ("hooks/.guard.json", None, False),
+    ("hooks/guard.JSON", None, False),
+    ("settings.json", None, True),
+    ("config.json", None, False),
+    ("PROJECT .github/copilot/settings.json", None, True),
+    ("PROJECT .github/copilot/settings.local.json", None, True),
+    ("PROJECT .github/hooks/guard.json", None, True),
+]
+
+
+def place_guard(w, place, extra):
+    write_guard_file(w, extra)
+    home = w.home / ".copilot"
+    guard = json.loads((home / "hooks" / "guard.json").read_text())
+    if place == "hooks/guard.json":
+        return
+    (home / "hooks" / "guard.json").unlink()
+    if place == "hooks/guard.json + hooks/off.json":
+        write_json(home / "hooks" / "guard.json", guard)
+        write_json(home / "hooks" / "off.json", {"version": 1, "disableAllHooks": True, "hooks": {}})
+    elif place.startswith("hooks/"):
+        write_json(home / place, guard)
+    elif place.startswith("PROJECT "):
+        write_json(w.proj / place.split(" ", 1)[1], {"hooks": guard["hooks"]})
+    else:
+        path = home / place
+        settings = json.loads(path.read_text()) if path.exists() else {}
+        settings["hooks"] = guard["hooks"]
+        write_json(path, settings)
+
+
+@scenario("copilot-layers-where", ["copilot"],
+          "a Copilot guard in each place Copilot CLI reads (or ignores) hooks: hookd --copilot-settings runs it for Claude Code exactly where Copilot runs it")
+def copilot_layers_where(ctx, host):
+    import harness
+
+    v = Verdict()
+    claude = harness.Claude(harness.install_clis(["claude"])["claude"])
+    for index, (place, extra, runs) in enumerate(PLACES):
+        label = "%s%s" % (place, " " + json.dumps(extra) if extra else "")
+        with Session(ctx, host, "hookd", "where-%d" % index) as s:
+            place_guard(s.w, place, extra)
+            relay_claude(s, claude)
+            s.start_daemon("--copilot-settings")
+            s.go(rm_turns())
+            in_copilot = len(guard_runs(s.w))
+            claude.run(s.w, "run the scripted commands", env_extra={"HOOKD_SOCKET": str(s.w.socket)})
+            s.w.wait_background_done()
+            in_hookd = len(guard_runs(s.w)) - in_copilot
+            v.expect("%s: Copilot runs it (as observed)" % label, in_copilot, 1 if runs else 0)
+            v.expect("%s: hookd runs it for Claude Code as Copilot does" % label, in_hookd, in_copilot)
     return v

@@ -32,8 +32,8 @@
 //! | managed (hookd) | `HOOKD_MANAGED_HOOKS` (absolute only), else `/etc/hookd/hooks.json`; loaded only when root owns it and every directory above it and none is writable by group or others ([`crate::sysfile`]), refused with an error that names the reason otherwise |
 //! | user (Claude Code) | `$CLAUDE_CONFIG_DIR/settings.json` (absolute only), else `<real home>/.claude/settings.json`; only with `hookd --claude-settings` |
 //! | project (Claude Code) | `<project>/.claude/settings.json`, then `<project>/.claude/settings.local.json`; only with `hookd --claude-settings` (and not the user file again in the home directory) |
-//! | user (Copilot CLI) | every `*.json` of `$COPILOT_HOME/hooks/` (absolute only), else of `<real home>/.copilot/hooks/`, by name, but `hookd.json`; only with `hookd --copilot-settings` |
-//! | project (Copilot CLI) | every `*.json` of `<project>/.github/hooks/`, by name, but `hookd.json`; only with `hookd --copilot-settings`, and only in a project Copilot CLI trusts (`trustedFolders` of `$COPILOT_HOME/config.json`) |
+//! | user (Copilot CLI) | the inline `hooks` of `$COPILOT_HOME/settings.json` (absolute only, else `<real home>/.copilot/`), then every `*.json` of `$COPILOT_HOME/hooks/`, by name, but `hookd.json`; only with `hookd --copilot-settings` |
+//! | project (Copilot CLI) | the inline `hooks` of `<project>/.github/copilot/settings.json` and `settings.local.json`, then every `*.json` of `<project>/.github/hooks/`, by name, but `hookd.json`; only with `hookd --copilot-settings`, and only in a project Copilot CLI trusts (`trustedFolders` of `$COPILOT_HOME/config.json`) |
 //!
 //! hookd's own hooks files have the settings schema (`hooks` and `hooksConfig`) and are
 //! layers of their scope: the user file is labelled `user`, the project file `project`, so
@@ -2119,6 +2119,18 @@ mod tests {
         fx.write("home/.copilot/hooks/.a.json.swp", &copilot_hooks("swap"));
         fx.write("home/.copilot/hooks/notes.txt", &copilot_hooks("notes"));
         fx.write("project/.github/hooks/guard.json", &copilot_hooks("repo"));
+        // Inline hooks of Copilot's settings files, beside their other settings.
+        let inline = |command: &str| copilot_hooks(command).replacen('{', r#"{"model": "m", "#, 1);
+        fx.write("home/.copilot/settings.json", &inline("user-inline"));
+        fx.write(
+            "project/.github/copilot/settings.local.json",
+            &inline("repo-inline"),
+        );
+        // A file that disables its own hooks.
+        fx.write(
+            "home/.copilot/hooks/off.json",
+            &copilot_hooks("off").replacen('{', r#"{"disableAllHooks": true, "#, 1),
+        );
         let project = fx.path("project");
         let config = format!(r#"{{"trustedFolders": ["{}"]}}"#, project.display());
         let load = |hosts: Vec<Dialect>| {
@@ -2137,6 +2149,7 @@ mod tests {
         assert_eq!(
             claude_summary(&fx, &registry),
             [
+                "user BeforeTool user-inline home/.copilot/settings.json copilot",
                 "user BeforeTool user-a home/.copilot/hooks/a.json copilot",
                 "user BeforeTool user-b home/.copilot/hooks/b.json copilot",
             ]
@@ -2146,19 +2159,25 @@ mod tests {
             .iter()
             .map(|diagnostic| diagnostic.message.as_str())
             .collect();
+        // The disabled file's note, and the untrusted project's.
         assert!(
-            untrusted.len() == 1 && untrusted[0].contains("does not trust"),
+            untrusted.len() == 2
+                && untrusted[0].contains("does not trust")
+                && untrusted[1].contains("disableAllHooks"),
             "{untrusted:?}"
         );
 
         // Trusted: the repository's files too, converted with their timeout in seconds.
         fx.write("home/.copilot/config.json", &config);
+        fs::remove_file(fx.path("home/.copilot/hooks/off.json")).expect("remove");
         let (loaded, registry) = load(vec![Dialect::COPILOT]);
         assert!(loaded.diagnostics.is_empty(), "{:?}", loaded.diagnostics);
         assert_eq!(
             claude_summary(&fx, &registry),
             [
+                "project BeforeTool repo-inline project/.github/copilot/settings.local.json copilot",
                 "project BeforeTool repo project/.github/hooks/guard.json copilot",
+                "user BeforeTool user-inline home/.copilot/settings.json copilot",
                 "user BeforeTool user-a home/.copilot/hooks/a.json copilot",
                 "user BeforeTool user-b home/.copilot/hooks/b.json copilot",
             ]
@@ -2183,7 +2202,7 @@ mod tests {
             problems,
             [(Severity::Error, fx.path("home/.copilot/hooks/a.json"))]
         );
-        assert_eq!(claude_summary(&fx, &registry).len(), 2);
+        assert_eq!(claude_summary(&fx, &registry).len(), 4);
     }
 
     #[test]

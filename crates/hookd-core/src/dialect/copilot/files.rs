@@ -3,7 +3,12 @@
 //! administrator's policy files say.
 //!
 //! Copilot CLI runs every `*.json` of its user folder (`$COPILOT_HOME/hooks/`, by default
-//! `~/.copilot/hooks/`) and of a trusted repository's `.github/hooks/`. hookd reads the same
+//! `~/.copilot/hooks/`) and of a trusted repository's `.github/hooks/`, and the inline `hooks`
+//! of its settings files (`$COPILOT_HOME/settings.json`, a repository's
+//! `.github/copilot/settings.json` and `settings.local.json`; not `config.json`'s, checked with
+//! 1.0.102). A file with `disableAllHooks: true` has none of its own hooks run (the other
+//! files' still run; the switch in `config.json` or `settings.json` does not reach them, and
+//! `allowManagedHooksOnly` in the user's files changes nothing). hookd reads the same
 //! files, but never its own `hookd.json` there: that file is the one `hookctl install --host
 //! copilot` writes, whose relay entries are never hooks and whose moved hooks are in hookd
 //! already. The core names the folders and the file names that count; the loader lists
@@ -13,7 +18,10 @@ use std::path::Path;
 
 use serde_json::Value;
 
+use serde_json::Map;
+
 use super::COPILOT_RELAY_FILE;
+use crate::dialect::{Conversion, ConversionProblem, ProblemKind};
 
 /// Whether a file named `name` in one of Copilot CLI's hooks folders is a layer: a `*.json`
 /// with a name before the extension, not a hidden file (an editor's swap or backup), and not
@@ -23,6 +31,31 @@ pub fn is_copilot_hook_file(name: &str) -> bool {
         return false;
     };
     !stem.is_empty() && !name.starts_with('.') && !name.contains('/') && name != COPILOT_RELAY_FILE
+}
+
+/// A hook file with `disableAllHooks: true` as a layer: no hooks, as Copilot runs none of them
+/// (and a note saying so when it has some); `None` for any other file.
+pub fn disabled_file(settings: &Value) -> Option<Conversion> {
+    if settings.get("disableAllHooks").and_then(Value::as_bool) != Some(true) {
+        return None;
+    }
+    let has_hooks = settings
+        .get("hooks")
+        .and_then(Value::as_object)
+        .is_some_and(|hooks| !hooks.is_empty());
+    let problems = has_hooks
+        .then(|| ConversionProblem {
+            location: "disableAllHooks".to_owned(),
+            kind: ProblemKind::Skipped,
+            message: "true: Copilot CLI runs none of this file's hooks, and neither does hookd"
+                .to_owned(),
+        })
+        .into_iter()
+        .collect();
+    Some(Conversion {
+        hooks: Map::new(),
+        problems,
+    })
 }
 
 /// Whether Copilot CLI trusts `project` to run its repository hooks, by `trustedFolders` of its
@@ -194,14 +227,21 @@ mod tests {
         for (var, folder, trust) in cases {
             let env = HomeEnv { home, var };
             assert_eq!(files.user_layer_folders(&env), [PathBuf::from(folder)]);
-            assert!(files.user_layer_files(&env).is_empty());
+            let settings = Path::new(trust).with_file_name("settings.json");
+            assert_eq!(files.user_layer_files(&env), [settings]);
             assert_eq!(files.project_trust_file(&env), Some(PathBuf::from(trust)));
         }
         assert_eq!(
             files.project_layer_folders(Path::new("/w")),
             [PathBuf::from("/w/.github/hooks")]
         );
-        assert!(files.project_layer_files(Path::new("/w")).is_empty());
+        assert_eq!(
+            files.project_layer_files(Path::new("/w")),
+            [
+                PathBuf::from("/w/.github/copilot/settings.json"),
+                PathBuf::from("/w/.github/copilot/settings.local.json")
+            ]
+        );
         // Other hosts have no folders.
         for host in [Dialect::GEMINI, Dialect::CLAUDE, Dialect::CODEX] {
             assert!(
@@ -210,6 +250,45 @@ mod tests {
                     .is_empty()
             );
             assert!(!host.files().is_layer_folder_file("a.json"));
+        }
+    }
+
+    #[test]
+    fn a_file_that_disables_its_hooks_is_a_layer_without_them() {
+        use crate::dialect::Purpose;
+        let guard = serde_json::json!({"preToolUse": [{"type": "command", "bash": "./g.sh"}]});
+        // (file, hooks as a layer, problems)
+        let cases = [
+            (serde_json::json!({"version": 1, "hooks": guard}), 1, 0),
+            (
+                serde_json::json!({"disableAllHooks": true, "hooks": guard}),
+                0,
+                1,
+            ),
+            (serde_json::json!({"disableAllHooks": true}), 0, 0),
+            (
+                serde_json::json!({"disableAllHooks": false, "hooks": guard}),
+                1,
+                0,
+            ),
+            (
+                serde_json::json!({"disableAllHooks": "yes", "hooks": guard}),
+                1,
+                0,
+            ),
+            (
+                serde_json::json!({"allowManagedHooksOnly": true, "hooks": guard}),
+                1,
+                0,
+            ),
+        ];
+        for (file, hooks, problems) in cases {
+            let conversion = Dialect::COPILOT
+                .files()
+                .convert_settings(&file, Purpose::Layer)
+                .unwrap_or_default();
+            assert_eq!(conversion.definition_count(), hooks, "{file}");
+            assert_eq!(conversion.problems.len(), problems, "{file}");
         }
     }
 

@@ -206,6 +206,11 @@ impl HostRelay for Copilot {
 
 impl HostFiles for Copilot {
     fn convert_settings(&self, settings: &Value, purpose: Purpose) -> Option<Conversion> {
+        if purpose == Purpose::Layer
+            && let Some(conversion) = files::disabled_file(settings)
+        {
+            return Some(conversion);
+        }
         // Copilot's hooks read as Claude Code's (its events renamed, a bare handler as a
         // definition of its own), then keep speaking Copilot in hookd.
         let claude = copilot_hooks_as_claude(settings);
@@ -230,6 +235,17 @@ impl HostFiles for Copilot {
 
     fn has_layer_files(&self) -> bool {
         true
+    }
+
+    fn user_layer_files(&self, env: &HomeEnv<'_>) -> Vec<PathBuf> {
+        // Inline `hooks` of its user settings (checked with 1.0.102: run; those of
+        // `config.json` are not).
+        vec![copilot_home(env).join("settings.json")]
+    }
+
+    fn project_layer_files(&self, project: &Path) -> Vec<PathBuf> {
+        let dir = project.join(".github").join("copilot");
+        vec![dir.join("settings.json"), dir.join("settings.local.json")]
     }
 
     fn user_layer_folders(&self, env: &HomeEnv<'_>) -> Vec<PathBuf> {
