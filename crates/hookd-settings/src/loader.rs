@@ -787,9 +787,9 @@ pub struct SharedLayers {
     /// The files found in the hosts' user layer folders ([`LayerPaths::host_user_folders`]),
     /// in the order they are layered, read or not.
     pub host_folder_files: Vec<PathBuf>,
-    /// The text of each host's trust file ([`LayerPaths::host_trust`]) for the hosts in
-    /// [`LoaderEnv::host_layers`]; `None` when it is missing or unreadable.
-    pub host_trust: Vec<(Dialect, Option<String>)>,
+    /// Each host's trust file ([`LayerPaths::host_trust`]) as parsed, for the hosts in
+    /// [`LoaderEnv::host_layers`]; `None` when it is missing, unreadable or not JSON.
+    pub host_trust: Vec<(Dialect, Option<Value>)>,
     /// The installed extensions, sorted by directory name.
     pub extensions: Vec<InstalledExtension>,
     /// Enablement rules per extension name.
@@ -856,9 +856,13 @@ impl SharedLayers {
                 }
             }
             if let Some(path) = paths.host_trust_file(*host) {
-                // Unreadable or missing: the host trusts no project ([`ProjectLayer::load`]).
-                let text = read_optional(path).ok().flatten();
-                host_trust.push((*host, text));
+                // Unreadable, missing or not JSON: the host trusts no project
+                // ([`ProjectLayer::load`]). Copilot CLI writes comments into its `config.json`.
+                let record = read_optional(path)
+                    .ok()
+                    .flatten()
+                    .and_then(|text| jsonc::parse(&text).ok());
+                host_trust.push((*host, record));
             }
         }
         let extensions = load_extensions(&paths.extensions_dir, &mut diagnostics);
@@ -899,12 +903,12 @@ impl SharedLayers {
         if self.paths.host_trust_file(host).is_none() {
             return true;
         }
-        let text = self
+        let record = self
             .host_trust
             .iter()
             .find(|(owner, _)| *owner == host)
-            .and_then(|(_, text)| text.as_deref());
-        host.files().trusts_project(&real_path(project_dir), text)
+            .and_then(|(_, record)| record.as_ref());
+        host.files().trusts_project(&real_path(project_dir), record)
     }
 
     /// Replaces (or removes, with `None`) the shared layer of `source` read from `path`, e.g.
@@ -2132,7 +2136,11 @@ mod tests {
             &copilot_hooks("off").replacen('{', r#"{"disableAllHooks": true, "#, 1),
         );
         let project = fx.path("project");
-        let config = format!(r#"{{"trustedFolders": ["{}"]}}"#, project.display());
+        // As Copilot CLI writes it, with comments.
+        let config = format!(
+            "// This file is managed automatically.\n{{\"trustedFolders\": [\"{}\"]}}",
+            project.display()
+        );
         let load = |hosts: Vec<Dialect>| {
             let env = fx.env(&[]).with_host_layers(hosts);
             let loaded = load_workspace(env, &project);

@@ -260,11 +260,12 @@ pub trait HostFiles: Send + Sync + 'static {
         None
     }
 
-    /// Whether the host would run the hooks of `project`'s own files, given the text of
-    /// [`Self::project_trust_file`] (`None`: missing or unreadable). hookd reads a project's
-    /// layer files and folders of this host only where it would, so that a cloned
-    /// repository's hooks never run in hookd where the host refuses them. Default: yes.
-    fn trusts_project(&self, _project: &Path, _trust_file_text: Option<&str>) -> bool {
+    /// Whether the host would run the hooks of `project`'s own files, given the content of
+    /// [`Self::project_trust_file`] (parsed as JSON with comments, which the host may write;
+    /// `None`: missing, unreadable or not JSON). hookd reads a project's layer files and
+    /// folders of this host only where it would, so that a cloned repository's hooks never
+    /// run in hookd where the host refuses them. Default: yes.
+    fn trusts_project(&self, _project: &Path, _trust_record: Option<&Value>) -> bool {
         true
     }
 

@@ -59,17 +59,13 @@ pub fn disabled_file(settings: &Value) -> Option<Conversion> {
 }
 
 /// Whether Copilot CLI trusts `project` to run its repository hooks, by `trustedFolders` of its
-/// `config.json` (`config_text`; `None`: missing or unreadable): the project is one of the
-/// folders or inside one, compared component by component. Anything else, a file that is not
-/// JSON or holds no such list, trusts nothing: Copilot would then ask, and a daemon cannot.
-pub fn copilot_trusts_project(project: &Path, config_text: Option<&str>) -> bool {
-    let Some(text) = config_text else {
-        return false;
-    };
-    let Ok(root) = serde_json::from_str::<Value>(text) else {
-        return false;
-    };
-    root.get("trustedFolders")
+/// `config.json` (`config`, parsed: Copilot writes it with comments; `None`: missing,
+/// unreadable or not JSON): the project is one of the folders or inside one, compared
+/// component by component. Anything else, a file that holds no such list, trusts nothing:
+/// Copilot would then ask, and a daemon cannot.
+pub fn copilot_trusts_project(project: &Path, config: Option<&Value>) -> bool {
+    config
+        .and_then(|root| root.get("trustedFolders"))
         .and_then(Value::as_array)
         .into_iter()
         .flatten()
@@ -294,30 +290,39 @@ mod tests {
 
     #[test]
     fn copilot_trusts_the_folders_of_its_config() {
-        let config = r#"{"trustedFolders": ["/work/repo", "/srv/all/", "rel"], "x": 1}"#;
+        let config =
+            serde_json::json!({"trustedFolders": ["/work/repo", "/srv/all/", "rel"], "x": 1});
         // (project, config, trusted)
         let cases = [
-            ("/work/repo", Some(config), true),
-            ("/work/repo/sub", Some(config), true),
-            ("/work/repository", Some(config), false),
-            ("/work", Some(config), false),
-            ("/srv/all/p", Some(config), true),
-            ("/tmp/evil", Some(config), false),
+            ("/work/repo", Some(config.clone()), true),
+            ("/work/repo/sub", Some(config.clone()), true),
+            ("/work/repository", Some(config.clone()), false),
+            ("/work", Some(config.clone()), false),
+            ("/srv/all/p", Some(config.clone()), true),
+            ("/tmp/evil", Some(config.clone()), false),
             ("/w", None, false),
-            ("/w", Some("not json"), false),
-            ("/w", Some(r#"{"trustedFolders": "/w"}"#), false),
-            ("/w", Some(r#"{"trustedFolders": ["/w"]}"#), true),
+            ("/w", Some(serde_json::json!("not an object")), false),
+            (
+                "/w",
+                Some(serde_json::json!({"trustedFolders": "/w"})),
+                false,
+            ),
+            (
+                "/w",
+                Some(serde_json::json!({"trustedFolders": ["/w"]})),
+                true,
+            ),
         ];
-        for (project, text, expected) in cases {
+        for (project, config, expected) in cases {
             assert_eq!(
-                copilot_trusts_project(Path::new(project), text),
+                copilot_trusts_project(Path::new(project), config.as_ref()),
                 expected,
-                "{project} {text:?}"
+                "{project} {config:?}"
             );
             assert_eq!(
                 Dialect::COPILOT
                     .files()
-                    .trusts_project(Path::new(project), text),
+                    .trusts_project(Path::new(project), config.as_ref()),
                 expected
             );
         }

@@ -264,8 +264,8 @@ impl HostFiles for Copilot {
         Some(copilot_home(env).join("config.json"))
     }
 
-    fn trusts_project(&self, project: &Path, trust_file_text: Option<&str>) -> bool {
-        files::copilot_trusts_project(project, trust_file_text)
+    fn trusts_project(&self, project: &Path, trust_record: Option<&Value>) -> bool {
+        files::copilot_trusts_project(project, trust_record)
     }
 
     fn relay_handler(&self, _host_event: &str, command: &str, timeout_ms: u64) -> Value {
