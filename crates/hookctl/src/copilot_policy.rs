@@ -5,23 +5,29 @@
 //!
 //! Copilot CLI 1.0.102 skips a policy file that is a symbolic link, is not owned by root, or is
 //! writable by its group or others (its own messages: "Policy file ... is not owned by root",
-//! "... is group or world-writable"), and a policy hook whose `exec` path is not absolute.
+//! "... is group or world-writable"), one with a top-level key a hooks file does not have
+//! (`allowManagedHooksOnly` among them), and a policy hook whose `exec` path is not absolute.
 //! Unlike Gemini CLI's system files, the folders above are not looked at. `disableAllHooks`
-//! in a policy file leaves only the policy files' hooks running; `allowManagedHooksOnly` only
-//! managed hooks: in both cases the relay entries hookd writes into the user's or a
-//! repository's hooks folder do not run in Copilot CLI, and hookd's hooks run for the other
-//! CLIs only.
+//! in a policy file turns off that file's own hooks only. The switch that keeps Copilot CLI
+//! from running the user's and repositories' hooks is `allowManagedHooksOnly: true` in the
+//! administrator's managed settings (`/etc/github-copilot/managed-settings.json`, beside the
+//! policy folder): then the relay entries hookd writes into the user's or a repository's
+//! hooks folder do not run in Copilot CLI, and hookd's hooks run for the other CLIs only. Each
+//! of these was checked against the real CLI.
 //!
 //! The folder is `HOOKD_COPILOT_POLICY_DIR` when it is an absolute path (for tests, as
 //! `HOOKD_MANAGED_HOOKS` is for the managed layer), else
-//! [`hookd_core::dialect::copilot::COPILOT_POLICY_DIR`].
+//! [`hookd_core::dialect::copilot::COPILOT_POLICY_DIR`]; the managed settings are the
+//! `managed-settings.json` of the folder above it.
 
 use std::fs;
 use std::os::unix::fs::{MetadataExt, PermissionsExt};
 use std::path::{Path, PathBuf};
 
 use hookd_core::dialect::copilot::COPILOT_POLICY_DIR;
-use hookd_core::dialect::copilot::files::{PolicyFile, policy_folder_files, read_policy_file};
+use hookd_core::dialect::copilot::files::{
+    PolicyFile, managed_hooks_only, policy_folder_files, read_policy_file,
+};
 use hookd_settings::configfile::read_config_file;
 
 /// The variable that moves the policy folder (an absolute path only).
@@ -39,6 +45,22 @@ pub fn policy_dir(var: impl Fn(&str) -> Option<String>) -> PathBuf {
         .map(PathBuf::from)
         .filter(|dir| dir.is_absolute())
         .unwrap_or_else(|| PathBuf::from(COPILOT_POLICY_DIR))
+}
+
+/// The administrator's managed settings file beside the policy folder `dir`.
+pub fn managed_settings_file(dir: &Path) -> PathBuf {
+    dir.parent()
+        .unwrap_or(Path::new("/"))
+        .join("managed-settings.json")
+}
+
+/// Whether the managed settings beside `dir` lock hooks to the managed ones
+/// (`allowManagedHooksOnly: true`); a missing or unreadable file does not.
+fn managed_lockdown(dir: &Path) -> Option<PathBuf> {
+    let file = managed_settings_file(dir);
+    let bytes = read_config_file(&file).ok()??;
+    let settings = hookd_core::jsonc::parse(&String::from_utf8_lossy(&bytes)).ok()?;
+    managed_hooks_only(&settings).then_some(file)
 }
 
 /// One policy file as Copilot CLI would take it.
@@ -160,12 +182,41 @@ pub fn policy_findings(
             ));
             continue;
         }
+        if !entry.read.unknown_keys.is_empty() {
+            findings.push((
+                Level::Problem,
+                format!(
+                    "Copilot CLI skips the policy file {file}: it holds {}, which a hooks file \
+                     does not have; its hooks do not run",
+                    entry.read.unknown_keys.join(", ")
+                ),
+                Some(
+                    "ask the administrator to keep only version, hooks and disableAllHooks \
+                     there (allowManagedHooksOnly belongs in managed-settings.json)"
+                        .to_owned(),
+                ),
+            ));
+            continue;
+        }
         let hooks: Vec<String> = entry
             .read
             .hooks
             .iter()
             .map(|(event, line)| format!("{event}: {line}"))
             .collect();
+        if entry.read.disable_all_hooks {
+            findings.push((
+                Level::Note,
+                format!(
+                    "the policy file {file} sets disableAllHooks: Copilot CLI runs none of its \
+                     {} hooks (the switch concerns this file only; the user's files, hookd's \
+                     relay entries among them, still run)",
+                    hooks.len()
+                ),
+                None,
+            ));
+            continue;
+        }
         findings.push((
             Level::Ok,
             format!(
@@ -188,7 +239,7 @@ pub fn policy_findings(
             ));
         }
     }
-    for line in lockdown_lines(&entries) {
+    if let Some(line) = lockdown_line(dir) {
         let level = if copilot_wired {
             Level::Problem
         } else {
@@ -205,37 +256,22 @@ pub fn policy_findings(
     findings
 }
 
-/// The lines saying that the policy keeps Copilot CLI from running hookd's relay entries, one
-/// per switch that is on; empty when none is.
-pub fn lockdown_lines(entries: &[PolicyEntry]) -> Vec<String> {
-    let loaded = || entries.iter().filter(|entry| entry.refused.is_none());
-    let mut lines = Vec::new();
-    let consequence = "so the relay entries hookd writes into ~/.copilot/hooks/hookd.json or \
-                       .github/hooks/hookd.json do not run there, and hookd's hooks do not run \
-                       for Copilot CLI";
-    if let Some(entry) = loaded().find(|entry| entry.read.allow_managed_hooks_only) {
-        lines.push(format!(
-            "{} sets allowManagedHooksOnly: Copilot CLI runs no hook of the user's or a \
-             repository's files, {consequence}",
-            entry.path.display()
-        ));
-    }
-    if let Some(entry) = loaded().find(|entry| entry.read.disable_all_hooks) {
-        lines.push(format!(
-            "{} sets disableAllHooks: Copilot CLI runs only the policy files' hooks, \
-             {consequence}",
-            entry.path.display()
-        ));
-    }
-    lines
+/// The line saying that the administrator's managed settings keep Copilot CLI from running
+/// hookd's relay entries; `None` when they do not.
+pub fn lockdown_line(dir: &Path) -> Option<String> {
+    let file = managed_lockdown(dir)?;
+    Some(format!(
+        "{} sets allowManagedHooksOnly: Copilot CLI runs only the policy files' hooks, none of \
+         the user's or a repository's files, so the relay entries hookd writes into \
+         ~/.copilot/hooks/hookd.json or .github/hooks/hookd.json do not run there, and hookd's \
+         hooks do not run for Copilot CLI",
+        file.display()
+    ))
 }
 
 /// The warnings `hookctl install --host copilot` prints about the policy folder.
 pub fn install_warnings(var: impl Fn(&str) -> Option<String>) -> Vec<String> {
-    let dir = policy_dir(var);
-    read_policy_dir(&dir, 0)
-        .map(|entries| lockdown_lines(&entries))
-        .unwrap_or_default()
+    lockdown_line(&policy_dir(var)).into_iter().collect()
 }
 
 #[cfg(test)]
@@ -276,8 +312,8 @@ mod tests {
 
     #[test]
     fn doctor_checks_each_policy_file_as_copilot_does() {
-        // (file text, mode, level of the file's finding, words of it, lockdown findings)
-        let cases: [(&str, u32, Level, &str, usize); 6] = [
+        // (file text, mode, level of the file's finding, words of it, relative exec notes)
+        let cases: [(&str, u32, Level, &str, usize); 7] = [
             (
                 GUARD,
                 0o644,
@@ -300,64 +336,89 @@ mod tests {
                 0,
             ),
             (
-                r#"{"version": 1, "disableAllHooks": true, "hooks": {}}"#,
+                r#"{"version": 1, "disableAllHooks": true, "hooks": {"preToolUse": []}}"#,
                 0o644,
-                Level::Ok,
-                "0 administrator hooks",
-                1,
+                Level::Note,
+                "runs none of its 0 hooks",
+                0,
             ),
             (
-                r#"{"allowManagedHooksOnly": true}"#,
+                r#"{"version": 1, "allowManagedHooksOnly": true, "hooks": {}}"#,
                 0o600,
-                Level::Ok,
-                "0 administrator hooks",
-                1,
+                Level::Problem,
+                "it holds allowManagedHooksOnly",
+                0,
             ),
-            // The relative exec is a note of its own, counted with the lockdowns.
             (RELATIVE, 0o644, Level::Ok, "sessionStart: bin/x", 1),
+            (
+                "[1]",
+                0o644,
+                Level::Problem,
+                "does not read as a hooks file",
+                0,
+            ),
         ];
-        for (text, mode, level, words, lockdowns) in cases {
-            let dir = tempfile::tempdir().expect("tempdir");
-            let path = write(dir.path(), "org.json", text, mode);
+        for (text, mode, level, words, notes) in cases {
+            let root = tempfile::tempdir().expect("tempdir");
+            let dir = root.path().join("policy.d");
+            fs::create_dir(&dir).expect("mkdir");
+            let path = write(&dir, "org.json", text, mode);
             // Not a policy file: not *.json.
-            write(dir.path(), "README", "{", 0o666);
+            write(&dir, "README", "{", 0o666);
             let owner = uid(&path);
-            for wired in [false, true] {
-                let findings = policy_findings(dir.path(), owner, wired);
-                assert_eq!(
-                    findings.len(),
-                    1 + lockdowns,
-                    "{text} {mode:o}: {findings:?}"
-                );
-                assert_eq!(findings[0].0, level, "{findings:?}");
-                assert!(findings[0].1.contains(words), "{findings:?}");
-                for lockdown in findings[1..]
-                    .iter()
-                    .filter(|f| !f.1.contains("absolute path"))
-                {
-                    // Plainly said: the relay entries do not run in Copilot CLI.
-                    assert!(lockdown.1.contains("do not run"), "{lockdown:?}");
-                    let expected = if wired { Level::Problem } else { Level::Note };
-                    assert_eq!(lockdown.0, expected);
-                    assert_eq!(lockdown.2.is_some(), wired);
-                }
-            }
-            // Owned by someone else: skipped, and its switches count for nothing.
-            let findings = policy_findings(dir.path(), owner + 1, true);
+            let findings = policy_findings(&dir, owner, true);
+            assert_eq!(findings.len(), 1 + notes, "{text} {mode:o}: {findings:?}");
+            assert_eq!(findings[0].0, level, "{findings:?}");
+            assert!(findings[0].1.contains(words), "{findings:?}");
+            assert_eq!(findings[0].2.is_some(), level == Level::Problem);
+            // Owned by someone else: skipped.
+            let findings = policy_findings(&dir, owner + 1, true);
             assert_eq!(findings.len(), 1, "{findings:?}");
             assert!(findings[0].1.contains("not owned by root"), "{findings:?}");
-            let relative = usize::from(text == RELATIVE);
-            assert_eq!(
-                install_warnings_in(dir.path(), owner).len(),
-                lockdowns - relative
-            );
+            // No lockdown without the managed settings.
+            assert!(install_warnings(|name| (name == POLICY_DIR_VAR).then(|| dir.display().to_string())).is_empty());
         }
     }
 
-    fn install_warnings_in(dir: &Path, owner: u32) -> Vec<String> {
-        read_policy_dir(dir, owner)
-            .map(|entries| lockdown_lines(&entries))
-            .unwrap_or_default()
+    #[test]
+    fn managed_settings_that_allow_managed_hooks_only_say_the_relay_entries_do_not_run() {
+        // (managed settings, a lockdown line)
+        let cases = [
+            (Some(r#"{"allowManagedHooksOnly": true}"#), true),
+            (Some("// managed\n{\"allowManagedHooksOnly\": true}"), true),
+            (Some(r#"{"allowManagedHooksOnly": false}"#), false),
+            (Some(r#"{"disableAllHooks": true}"#), false),
+            (Some("not json"), false),
+            (None, false),
+        ];
+        for (settings, locked) in cases {
+            let root = tempfile::tempdir().expect("tempdir");
+            let dir = root.path().join("policy.d");
+            fs::create_dir(&dir).expect("mkdir");
+            if let Some(text) = settings {
+                write(root.path(), "managed-settings.json", text, 0o644);
+            }
+            for wired in [false, true] {
+                let findings = policy_findings(&dir, 0, wired);
+                assert_eq!(
+                    findings.len(),
+                    usize::from(locked),
+                    "{settings:?}: {findings:?}"
+                );
+                if let Some((level, message, fix)) = findings.first() {
+                    // Said plainly: the relay entries do not run in Copilot CLI.
+                    assert!(message.contains("do not run there"), "{message}");
+                    assert_eq!(*level, if wired { Level::Problem } else { Level::Note });
+                    assert_eq!(fix.is_some(), wired);
+                }
+            }
+            let var = |name: &str| (name == POLICY_DIR_VAR).then(|| dir.display().to_string());
+            assert_eq!(
+                install_warnings(var).len(),
+                usize::from(locked),
+                "{settings:?}"
+            );
+        }
     }
 
     #[test]

@@ -83,11 +83,12 @@ pub struct PolicyFile {
     /// The hooks of an `exec` handler whose program is not an absolute path: (event, program).
     /// Copilot CLI skips them in a policy file.
     pub relative_execs: Vec<(String, String)>,
-    /// `disableAllHooks: true`: Copilot CLI runs no hook but the policy files'.
+    /// `disableAllHooks: true`: Copilot CLI runs none of this file's hooks (the switch concerns
+    /// its own file only: checked with 1.0.102).
     pub disable_all_hooks: bool,
-    /// `allowManagedHooksOnly: true`: Copilot CLI runs no hook of the user's or a repository's
-    /// files, hookd's relay entries among them.
-    pub allow_managed_hooks_only: bool,
+    /// Top-level keys a hooks file does not have (`allowManagedHooksOnly`, say): Copilot CLI
+    /// 1.0.102 skips a policy file that holds any.
+    pub unknown_keys: Vec<String>,
     /// Why the file does not read as a hooks file (not JSON, not an object), if it does not.
     pub problem: Option<String>,
 }
@@ -135,13 +136,31 @@ pub fn read_policy_file(text: &str) -> PolicyFile {
             }
         }
     }
+    let unknown_keys = root
+        .as_object()
+        .into_iter()
+        .flat_map(|object| object.keys())
+        .filter(|key| !matches!(key.as_str(), "version" | "hooks" | "disableAllHooks"))
+        .cloned()
+        .collect();
     PolicyFile {
         hooks,
         relative_execs,
         disable_all_hooks: flag("disableAllHooks"),
-        allow_managed_hooks_only: flag("allowManagedHooksOnly"),
+        unknown_keys,
         problem: None,
     }
+}
+
+/// Whether the administrator's managed settings (`/etc/github-copilot/managed-settings.json`,
+/// `managed_settings`: parsed) set `allowManagedHooksOnly: true`: then Copilot CLI runs only
+/// the policy files' hooks, none of the user's or a repository's files (checked with 1.0.102),
+/// so hookd's relay entries there do not run.
+pub fn managed_hooks_only(managed_settings: &Value) -> bool {
+    managed_settings
+        .get("allowManagedHooksOnly")
+        .and_then(Value::as_bool)
+        == Some(true)
 }
 
 /// The files of a policy folder Copilot CLI reads, from the names it holds, in its order:
@@ -336,8 +355,8 @@ mod tests {
 
     #[test]
     fn policy_files_read_for_doctor() {
-        /// (text, hooks, disableAllHooks, allowManagedHooksOnly, problem)
-        type Case<'a> = (&'a str, Vec<(&'a str, &'a str)>, bool, bool, bool);
+        /// (text, hooks, disableAllHooks, unknown keys, problem)
+        type Case<'a> = (&'a str, Vec<(&'a str, &'a str)>, bool, usize, bool);
         let cases: Vec<Case<'_>> = vec![
             (
                 r#"{"version": 1, "hooks": {"preToolUse": [{"type": "command", "bash": "/opt/g.sh"}],
@@ -350,27 +369,27 @@ mod tests {
                     ("sessionStart", "/bin/y"),
                 ],
                 false,
-                false,
+                0,
                 false,
             ),
             (
                 r#"{"version": 1, "disableAllHooks": true, "hooks": {}}"#,
                 vec![],
                 true,
-                false,
+                0,
                 false,
             ),
             (
-                r#"{"allowManagedHooksOnly": true, "disableAllHooks": "yes"}"#,
+                r#"{"allowManagedHooksOnly": true, "disableAllHooks": "yes", "x": 1}"#,
                 vec![],
                 false,
-                true,
+                2,
                 false,
             ),
-            ("[1]", vec![], false, false, true),
-            ("{", vec![], false, false, true),
+            ("[1]", vec![], false, 0, true),
+            ("{", vec![], false, 0, true),
         ];
-        for (text, hooks, disable, managed_only, problem) in cases {
+        for (text, hooks, disable, unknown, problem) in cases {
             let read = read_policy_file(text);
             let expected: Vec<(String, String)> = hooks
                 .iter()
@@ -378,10 +397,17 @@ mod tests {
                 .collect();
             assert_eq!(read.hooks, expected, "{text}");
             assert_eq!(read.disable_all_hooks, disable, "{text}");
-            assert_eq!(read.allow_managed_hooks_only, managed_only, "{text}");
+            assert_eq!(read.unknown_keys.len(), unknown, "{text}");
             assert_eq!(read.problem.is_some(), problem, "{text}");
             let relative = usize::from(text.contains("bin/x"));
             assert_eq!(read.relative_execs.len(), relative, "{text}");
+        }
+        for (settings, locked) in [
+            (serde_json::json!({"allowManagedHooksOnly": true}), true),
+            (serde_json::json!({"allowManagedHooksOnly": "true"}), false),
+            (serde_json::json!({"disableAllHooks": true}), false),
+        ] {
+            assert_eq!(managed_hooks_only(&settings), locked, "{settings}");
         }
         let names = ["b.json", "a.json", "README", ".x.json", "hookd.json"]
             .map(str::to_owned)
