@@ -10,7 +10,9 @@
 //! machinery decides and [`answer`] says it in Copilot's fields. Timeouts are seconds
 //! (`timeoutSec`). hookd writes its relay entries into a file of its own in Copilot's hooks
 //! folders (`hookd.json`): every file there runs, so the user's other files keep running as
-//! before, and the policy files are never written.
+//! before, and the policy files are never written. Which of Copilot's files hookd itself reads
+//! as layers (`hookd --copilot-settings`), which projects Copilot trusts, and what the
+//! administrator's policy files say are [`files`].
 
 pub mod answer;
 pub mod files;
