@@ -379,6 +379,32 @@ pub fn hookd_config_dir(env: &LoaderEnv) -> PathBuf {
     config_dir.join("hookd")
 }
 
+/// The record of a daemon's options that change what its hooks decide, which the relay's
+/// one-shot engine applies (and `hookctl install` reads to learn which hosts' own files the
+/// daemon of `socket` reads as layers): `engine-<first 16 hex digits of the SHA-256 of the
+/// socket path>.json` in hookd's state directory `state_dir`.
+pub fn engine_record_path(state_dir: &Path, socket: &Path) -> PathBuf {
+    let digest = hookd_core::trust::sha256_hex(socket.as_os_str().as_encoded_bytes());
+    state_dir.join(format!("engine-{}.json", &digest[..16]))
+}
+
+/// The key of that record saying whether `host`'s own settings files are layers
+/// (`claude_settings` for `--claude-settings`, `copilot_settings` for `--copilot-settings`).
+pub fn host_layers_record_key(host: Dialect) -> String {
+    format!("{}_settings", host.name())
+}
+
+/// The hosts whose own files a recorded daemon reads as layers, from the record's text
+/// ([`engine_record_path`]); none when it is not a JSON object.
+pub fn recorded_host_layers(record_text: &str) -> Vec<Dialect> {
+    let Ok(Value::Object(fields)) = serde_json::from_str::<Value>(record_text) else {
+        return Vec::new();
+    };
+    Dialect::with_layer_files()
+        .filter(|host| fields.get(&host_layers_record_key(*host)) == Some(&Value::Bool(true)))
+        .collect()
+}
+
 /// The managed hooks file: `HOOKD_MANAGED_HOOKS` when it is an absolute path (a relative one
 /// would depend on where the daemon was started), else `/etc/hookd/hooks.json`.
 pub fn managed_hooks_path(env: &LoaderEnv) -> PathBuf {

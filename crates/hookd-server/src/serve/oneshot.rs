@@ -224,7 +224,7 @@ impl EngineOptions {
 
     /// The record's key for whether `host`'s own settings files are layers.
     fn host_layers_key(host: Dialect) -> String {
-        format!("{}_settings", host.name())
+        hookd_settings::loader::host_layers_record_key(host)
     }
 
     /// Reads a record's JSON text over `defaults`: a field that is missing or not valid keeps
@@ -263,8 +263,7 @@ impl EngineOptions {
     /// Where the daemon listening on `socket` records its options, in the state directory
     /// `state_dir` (`$XDG_STATE_HOME/hookd`): one file per socket path.
     pub fn record_path(state_dir: &Path, socket: &Path) -> PathBuf {
-        let digest = hookd_core::trust::sha256_hex(socket.as_os_str().as_encoded_bytes());
-        state_dir.join(format!("engine-{}.json", &digest[..16]))
+        hookd_settings::loader::engine_record_path(state_dir, socket)
     }
 
     /// Writes the record atomically and durably ([`AtomicWrite`]), readable by its owner
