@@ -1,9 +1,12 @@
 """Copilot CLI's own hook files as hookd layers (`hookd --copilot-settings`).
 
 A guard written only in `~/.copilot/hooks/guard.json` runs in Copilot CLI, which reads that
-file itself, and, through hookd started with `--copilot-settings`, for Claude Code's relayed
-`PreToolUse`, answering in Copilot's words, which hookd turns into Claude Code's. Each CLI is
-run once: the guard runs exactly once in each and denies `rm -rf` in each.
+file itself, and, through hookd started with `--copilot-settings` and `hookctl install --host
+claude` (which wires Claude Code's `PreToolUse` for it), for Claude Code, answering in
+Copilot's words, which hookd turns into Claude Code's. Each CLI is run once: the guard runs
+exactly once in each and denies `rm -rf` in each. `copilot-layers-where` puts the guard in
+each place Copilot CLI reads hooks from, or ignores, and checks that hookd runs it for Claude
+Code exactly where Copilot runs it.
 """
 
 import json
@@ -51,8 +54,9 @@ def copilot_layers(ctx, host):
     claude = harness.Claude(harness.install_clis(["claude"])["claude"])
     with Session(ctx, host, "hookd", "layers") as s:
         write_guard_file(s.w)
-        relay_claude(s, claude)
-        s.start_daemon("--copilot-settings")
+        said = relay_claude(s, claude)
+        v.check("install --host claude wires PreToolUse for the Copilot guard",
+                "PreToolUse" in claude.user_settings_path(s.w).read_text(), said[-600:])
         listed = s.w.hookctl("list", "--cwd", str(s.w.proj), check=False)
         v.check("hookctl list names the Copilot file", "guard.json" in listed.stdout, listed.stdout[-800:])
 
@@ -79,14 +83,23 @@ def copilot_layers(ctx, host):
 
 
 
-def relay_claude(s, claude):
-    """Claude Code relays its shell calls to hookd (as `install --host claude` writes it for
-    hooks in hookd's files); the guard itself is only in a Copilot file."""
+def relay_claude(s, claude, by_hand=False):
+    """Starts hookd with `--copilot-settings`, then `hookctl install --host claude`: the
+    daemon's record says it reads Copilot's files, so install wires Claude Code's
+    `PreToolUse` to hookd for the Copilot guard (there is nothing of Claude Code's to move).
+    `by_hand`: the relay entry is written into Claude Code's user settings instead, for a
+    guard in a project's files, whose install (`--scope project`) would write into the
+    project's `.claude/settings.json`, which Copilot CLI runs too."""
     claude.prepare(s.w)
-    relay = '"%s" relay PreToolUse --dialect claude' % s.w.tools.hookctl
-    settings = json.loads(claude.user_settings_path(s.w).read_text())
-    settings["hooks"] = {"PreToolUse": [{"matcher": "Bash", "hooks": [{"type": "command", "command": relay}]}]}
-    write_json(claude.user_settings_path(s.w), settings)
+    s.start_daemon("--copilot-settings")
+    if by_hand:
+        relay = '"%s" relay PreToolUse --dialect claude' % s.w.tools.hookctl
+        settings = json.loads(claude.user_settings_path(s.w).read_text())
+        settings["hooks"] = {"PreToolUse": [{"matcher": "Bash", "hooks": [{"type": "command", "command": relay}]}]}
+        write_json(claude.user_settings_path(s.w), settings)
+        return ""
+    out = s.w.hookctl("install", "--host", "claude", "--yes", check=False)
+    return out.stdout + out.stderr
 
 
 # Where the guard is, and whether Copilot CLI 1.0.102 runs it (observed): hookd must run it for
@@ -138,8 +151,7 @@ def copilot_layers_where(ctx, host):
         label = "%s%s" % (place, " " + json.dumps(extra) if extra else "")
         with Session(ctx, host, "hookd", "where-%d" % index) as s:
             place_guard(s.w, place, extra)
-            relay_claude(s, claude)
-            s.start_daemon("--copilot-settings")
+            relay_claude(s, claude, by_hand=place.startswith("PROJECT "))
             s.go(rm_turns())
             in_copilot = len(guard_runs(s.w))
             claude.run(s.w, "run the scripted commands", env_extra={"HOOKD_SOCKET": str(s.w.socket)})
