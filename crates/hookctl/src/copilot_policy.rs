@@ -33,7 +33,7 @@ use hookd_settings::configfile::read_config_file;
 /// The variable that moves the policy folder (an absolute path only).
 pub const POLICY_DIR_VAR: &str = "HOOKD_COPILOT_POLICY_DIR";
 
-/// The most policy files read; more are named as left out.
+/// The most policy files read; a note says how many more were not.
 const MAX_POLICY_FILES: usize = 64;
 
 /// The most entries of the folder looked at.
@@ -74,22 +74,24 @@ pub struct PolicyEntry {
     pub read: PolicyFile,
 }
 
-/// The policy folder's files, in Copilot's order; empty when the folder does not exist.
-/// `owner` is the user the files must belong to: root, but for tests.
-pub fn read_policy_dir(dir: &Path, owner: u32) -> Result<Vec<PolicyEntry>, String> {
+/// The policy folder's files, in Copilot's order (at most [`MAX_POLICY_FILES`]), and how many
+/// more there are; none when the folder does not exist. `owner` is the user the files must
+/// belong to: root, but for tests.
+pub fn read_policy_dir(dir: &Path, owner: u32) -> Result<(Vec<PolicyEntry>, usize), String> {
     let entries = match fs::read_dir(dir) {
         Ok(entries) => entries,
-        Err(err) if err.kind() == std::io::ErrorKind::NotFound => return Ok(Vec::new()),
+        Err(err) if err.kind() == std::io::ErrorKind::NotFound => return Ok((Vec::new(), 0)),
         Err(err) => return Err(format!("cannot list {}: {err}", dir.display())),
     };
     let names: Vec<String> = entries
         .take(MAX_POLICY_ENTRIES)
         .filter_map(|entry| entry.ok()?.file_name().into_string().ok())
         .collect();
-    let mut files = policy_folder_files(names);
-    files.truncate(MAX_POLICY_FILES);
-    Ok(files
+    let files = policy_folder_files(names);
+    let left_out = files.len().saturating_sub(MAX_POLICY_FILES);
+    let entries = files
         .into_iter()
+        .take(MAX_POLICY_FILES)
         .map(|name| {
             let path = dir.join(name);
             let refused = refusal(&path, owner);
@@ -113,7 +115,8 @@ pub fn read_policy_dir(dir: &Path, owner: u32) -> Result<Vec<PolicyEntry>, Strin
                 read,
             }
         })
-        .collect())
+        .collect();
+    Ok((entries, left_out))
 }
 
 /// Why Copilot CLI skips the policy file at `path`, by its own rules; `None` when it loads it.
@@ -156,11 +159,22 @@ pub fn policy_findings(
     owner: u32,
     copilot_wired: bool,
 ) -> Vec<(Level, String, Option<String>)> {
-    let entries = match read_policy_dir(dir, owner) {
-        Ok(entries) => entries,
+    let (entries, left_out) = match read_policy_dir(dir, owner) {
+        Ok(read) => read,
         Err(err) => return vec![(Level::Note, err, None)],
     };
     let mut findings = Vec::new();
+    if left_out > 0 {
+        findings.push((
+            Level::Note,
+            format!(
+                "{} holds {left_out} policy files more than the {MAX_POLICY_FILES} checked \
+                 (the first by name)",
+                dir.display()
+            ),
+            None,
+        ));
+    }
     for entry in &entries {
         let file = entry.path.display();
         if let Some(reason) = &entry.refused {
