@@ -7,6 +7,7 @@
 
 mod async_hooks;
 mod audit;
+mod copilot_layers;
 mod decisions;
 mod execution;
 mod fallback;

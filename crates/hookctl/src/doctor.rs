@@ -19,6 +19,10 @@
 //! - `system-files`: system settings files refused as insecure;
 //! - `managed`: the administrator's managed hooks file: loaded (and how many hooks), refused
 //!   (a problem, with the reason), and what of the user's it outranks (notes);
+//! - `copilot-policy`: Copilot CLI's policy folder (`/etc/github-copilot/policy.d/`, read
+//!   only): its hooks, files Copilot CLI would skip (problems), and `disableAllHooks` or
+//!   `allowManagedHooksOnly`, which keep Copilot CLI from running hookd's relay entries (a
+//!   problem when they are installed; `crate::copilot_policy`);
 //! - `telemetry`: the OpenTelemetry export, when on: records dropped or exports failing;
 //! - `fallback`: moved guards while no daemon runs, relay entries that would skip them, and
 //!   the fallbacks the relay took in the last day (its log; `doctor_fallback.rs`).
@@ -163,6 +167,7 @@ pub async fn diagnose(socket: &Path, project: &Path) -> Report {
         &mut findings,
     );
     check_shared_files(project, &mut findings);
+    check_copilot_policy(project, &mut findings);
     match &daemon {
         Some((client, status)) => match client.list(project.display().to_string()).await {
             Ok(listing) => {
@@ -581,6 +586,34 @@ fn check_wiring(project: &Path, findings: &mut Vec<Finding>) {
                 described.join("; ")
             ),
         ));
+    }
+}
+
+/// `copilot-policy`: the administrator's Copilot CLI policy folder
+/// (`crate::copilot_policy`): its hooks, the files Copilot CLI skips, and switches that keep
+/// Copilot CLI from running hookd's relay entries (a problem when they are installed).
+fn check_copilot_policy(project: &Path, findings: &mut Vec<Finding>) {
+    use crate::copilot_policy::{Level, policy_dir, policy_findings};
+    let locations = crate::install::Locations::from_process();
+    let wired = crate::install::installed_relays(&locations, project)
+        .iter()
+        .any(|install| {
+            install
+                .commands
+                .iter()
+                .any(|command| command.contains("--dialect copilot"))
+        });
+    let dir = policy_dir(|name| std::env::var(name).ok());
+    for (level, message, fix) in policy_findings(&dir, 0, wired) {
+        findings.push(match (level, fix) {
+            (Level::Problem, fix) => Finding::problem(
+                "copilot-policy",
+                message,
+                fix.unwrap_or_else(|| "ask the administrator".to_owned()),
+            ),
+            (Level::Note, _) => Finding::note("copilot-policy", message),
+            (Level::Ok, _) => Finding::ok("copilot-policy", message),
+        });
     }
 }
 

@@ -41,6 +41,7 @@ pub(crate) fn read_settings_text_or_empty(path: &Path) -> String {
 }
 
 pub mod background;
+pub mod copilot_policy;
 pub mod doctor;
 pub mod elf;
 pub mod install;

@@ -32,6 +32,8 @@
 //! | managed (hookd) | `HOOKD_MANAGED_HOOKS` (absolute only), else `/etc/hookd/hooks.json`; loaded only when root owns it and every directory above it and none is writable by group or others ([`crate::sysfile`]), refused with an error that names the reason otherwise |
 //! | user (Claude Code) | `$CLAUDE_CONFIG_DIR/settings.json` (absolute only), else `<real home>/.claude/settings.json`; only with `hookd --claude-settings` |
 //! | project (Claude Code) | `<project>/.claude/settings.json`, then `<project>/.claude/settings.local.json`; only with `hookd --claude-settings` (and not the user file again in the home directory) |
+//! | user (Copilot CLI) | the inline `hooks` of `$COPILOT_HOME/settings.json` (absolute only, else `<real home>/.copilot/`), then every `*.json` of `$COPILOT_HOME/hooks/`, by name, but `hookd.json`; only with `hookd --copilot-settings` |
+//! | project (Copilot CLI) | the inline `hooks` of `<project>/.github/copilot/settings.json` and `settings.local.json`, then every `*.json` of `<project>/.github/hooks/`, by name, but `hookd.json`; only with `hookd --copilot-settings`, and only in a project Copilot CLI trusts (`trustedFolders` of `$COPILOT_HOME/config.json`) |
 //!
 //! hookd's own hooks files have the settings schema (`hooks` and `hooksConfig`) and are
 //! layers of their scope: the user file is labelled `user`, the project file `project`, so
@@ -42,7 +44,13 @@
 //! its dialect ([`hookd_core::dialect::HostFiles::convert_settings`]) when the registry input
 //! is assembled ([`convert_host_layers`]): their hooks keep the host's language (`"dialect":
 //! "claude"`), their problems are diagnostics naming the host's file, and their origin is that
-//! file.
+//! file. A host may name folders instead (Copilot CLI's hooks folders,
+//! [`hookd_core::dialect::HostFiles::user_layer_folders`]): the loader lists them
+//! ([`list_layer_folder`]: at most [`MAX_LAYER_FOLDER_FILES`] files, in the host's order,
+//! project files that are symbolic links out of the project refused) and reads each file the
+//! host counts as one layer. A host that keeps a record of the projects it trusts
+//! ([`hookd_core::dialect::HostFiles::project_trust_file`]) has its project files read only
+//! where it would run them.
 //!
 //! Within one source the order is: the agent CLI's own file, then hookd's file, then the
 //! hosts' own files. The registry keeps it, so de-duplication keeps the CLI's copy of a hook;
@@ -223,6 +231,14 @@ pub struct LayerPaths {
     /// ([`Dialect::with_layer_files`]), each with its host; read only for the hosts in
     /// [`LoaderEnv::host_layers`].
     pub host_user: Vec<(Dialect, PathBuf)>,
+    /// The folders of user hook files of every host whose own files can be layers
+    /// (Copilot CLI's `~/.copilot/hooks/`), each with its host: every file in them that the
+    /// host counts is a layer ([`list_layer_folder`]); listed only for the hosts in
+    /// [`LoaderEnv::host_layers`].
+    pub host_user_folders: Vec<(Dialect, PathBuf)>,
+    /// The file of each host that says which projects it runs the hooks of (Copilot CLI's
+    /// `config.json`, `trustedFolders`), each with its host.
+    pub host_trust: Vec<(Dialect, PathBuf)>,
 }
 
 impl LayerPaths {
@@ -265,6 +281,21 @@ impl LayerPaths {
                         .map(move |path| (host, path))
                 })
                 .collect(),
+            host_user_folders: Dialect::with_layer_files()
+                .flat_map(|host| {
+                    host.files()
+                        .user_layer_folders(&env.host_env(&|name| env.var(name).map(str::to_owned)))
+                        .into_iter()
+                        .map(move |path| (host, path))
+                })
+                .collect(),
+            host_trust: Dialect::with_layer_files()
+                .filter_map(|host| {
+                    host.files()
+                        .project_trust_file(&env.host_env(&|name| env.var(name).map(str::to_owned)))
+                        .map(|path| (host, path))
+                })
+                .collect(),
             home,
         }
     }
@@ -285,12 +316,41 @@ impl LayerPaths {
         host.files().project_layer_files(project_dir)
     }
 
+    /// `host`'s folders of project hook files (Copilot CLI's `.github/hooks/`).
+    pub fn host_project_folders(host: Dialect, project_dir: &Path) -> Vec<PathBuf> {
+        host.files().project_layer_folders(project_dir)
+    }
+
+    /// `host`'s folders of user hook files.
+    pub fn host_user_folders(&self, host: Dialect) -> impl Iterator<Item = &Path> {
+        self.host_user_folders
+            .iter()
+            .filter(move |(owner, _)| *owner == host)
+            .map(|(_, path)| path.as_path())
+    }
+
+    /// `host`'s file that says which projects it trusts to run their hooks, if it has one.
+    pub fn host_trust_file(&self, host: Dialect) -> Option<&Path> {
+        self.host_trust
+            .iter()
+            .find(|(owner, _)| *owner == host)
+            .map(|(_, path)| path.as_path())
+    }
+
     /// `host`'s user settings files.
     pub fn host_user_files(&self, host: Dialect) -> impl Iterator<Item = &Path> {
         self.host_user
             .iter()
             .filter(move |(owner, _)| *owner == host)
             .map(|(_, path)| path.as_path())
+    }
+
+    /// Every hosts' folder of hook files of a project directory that can be a layer folder
+    /// (whether or not it is on).
+    pub fn project_folders(project_dir: &Path) -> Vec<PathBuf> {
+        Dialect::with_layer_files()
+            .flat_map(|host| LayerPaths::host_project_folders(host, project_dir))
+            .collect()
     }
 
     /// Every file of a project directory the loader may read as a settings layer: Gemini
@@ -317,6 +377,32 @@ pub fn hookd_config_dir(env: &LoaderEnv) -> PathBuf {
         .filter(|dir| dir.is_absolute())
         .unwrap_or_else(|| env.home_dir.join(".config"));
     config_dir.join("hookd")
+}
+
+/// The record of a daemon's options that change what its hooks decide, which the relay's
+/// one-shot engine applies (and `hookctl install` reads to learn which hosts' own files the
+/// daemon of `socket` reads as layers): `engine-<first 16 hex digits of the SHA-256 of the
+/// socket path>.json` in hookd's state directory `state_dir`.
+pub fn engine_record_path(state_dir: &Path, socket: &Path) -> PathBuf {
+    let digest = hookd_core::trust::sha256_hex(socket.as_os_str().as_encoded_bytes());
+    state_dir.join(format!("engine-{}.json", &digest[..16]))
+}
+
+/// The key of that record saying whether `host`'s own settings files are layers
+/// (`claude_settings` for `--claude-settings`, `copilot_settings` for `--copilot-settings`).
+pub fn host_layers_record_key(host: Dialect) -> String {
+    format!("{}_settings", host.name())
+}
+
+/// The hosts whose own files a recorded daemon reads as layers, from the record's text
+/// ([`engine_record_path`]); none when it is not a JSON object.
+pub fn recorded_host_layers(record_text: &str) -> Vec<Dialect> {
+    let Ok(Value::Object(fields)) = serde_json::from_str::<Value>(record_text) else {
+        return Vec::new();
+    };
+    Dialect::with_layer_files()
+        .filter(|host| fields.get(&host_layers_record_key(*host)) == Some(&Value::Bool(true)))
+        .collect()
 }
 
 /// The managed hooks file: `HOOKD_MANAGED_HOOKS` when it is an absolute path (a relative one
@@ -374,6 +460,113 @@ fn read_layer_noting(
             reason: err.to_string(),
         }),
     }
+}
+
+/// The most files of one host's layer folder read as layers (Copilot CLI's `hooks/`); the
+/// files past it, in name order, are left out with a warning.
+pub const MAX_LAYER_FOLDER_FILES: usize = 64;
+
+/// The most entries of a layer folder looked at, whatever they are: a folder holding more is
+/// not listed further (with a warning), so that no folder can keep a reload busy.
+pub const MAX_LAYER_FOLDER_ENTRIES: usize = 4096;
+
+/// The files of one of a host's layer folders that are layers, in order.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct FolderListing {
+    /// The files to read as layers, in the host's order.
+    pub files: Vec<PathBuf>,
+    /// What was left out and why.
+    pub diagnostics: Vec<Diagnostic>,
+}
+
+/// Lists `host`'s layer folder `folder` ([`hookd_core::dialect::HostFiles::user_layer_folders`]):
+/// the files the host counts ([`hookd_core::dialect::HostFiles::layer_folder_files`]), at most
+/// [`MAX_LAYER_FOLDER_FILES`] of at most [`MAX_LAYER_FOLDER_ENTRIES`] entries. A missing
+/// folder has none. With `within` (a project directory), a file that is a symbolic link
+/// whose target is not inside `within` is refused with an error: a cloned repository cannot
+/// make hookd read a file of the user's elsewhere. Whether each file is a regular file of a
+/// sane size is checked when it is read ([`read_config_file`]).
+pub fn list_layer_folder(host: Dialect, folder: &Path, within: Option<&Path>) -> FolderListing {
+    let mut listing = FolderListing::default();
+    let entries = match fs::read_dir(folder) {
+        Ok(entries) => entries,
+        Err(err)
+            if matches!(
+                err.kind(),
+                io::ErrorKind::NotFound | io::ErrorKind::NotADirectory
+            ) =>
+        {
+            return listing;
+        }
+        Err(err) => {
+            listing.diagnostics.push(
+                Diagnostic::error(format!(
+                    "cannot list {}'s hooks folder: {err}; its files are not read",
+                    host.product()
+                ))
+                .with_path(folder),
+            );
+            return listing;
+        }
+    };
+    let mut names = Vec::new();
+    for (seen, entry) in entries.enumerate() {
+        if seen == MAX_LAYER_FOLDER_ENTRIES {
+            listing.diagnostics.push(
+                Diagnostic::warning(format!(
+                    "more than {MAX_LAYER_FOLDER_ENTRIES} entries in {}'s hooks folder; the \
+                     others are not looked at",
+                    host.product()
+                ))
+                .with_path(folder),
+            );
+            break;
+        }
+        // A name that is not UTF-8 is no `*.json` a host would name.
+        if let Some(name) = entry
+            .ok()
+            .and_then(|entry| entry.file_name().into_string().ok())
+        {
+            names.push(name);
+        }
+    }
+    let mut files = host.files().layer_folder_files(names);
+    if files.len() > MAX_LAYER_FOLDER_FILES {
+        listing.diagnostics.push(
+            Diagnostic::warning(format!(
+                "{} hook files in {}'s hooks folder; only the first {MAX_LAYER_FOLDER_FILES} \
+                 (by name) are read",
+                files.len(),
+                host.product()
+            ))
+            .with_path(folder),
+        );
+        files.truncate(MAX_LAYER_FOLDER_FILES);
+    }
+    let root = within.map(real_path);
+    for name in files {
+        let path = folder.join(&name);
+        let is_link = fs::symlink_metadata(&path).is_ok_and(|meta| meta.file_type().is_symlink());
+        if let (true, Some(root)) = (is_link, &root) {
+            // A link that cannot be resolved (dangling, a loop) is read and reported as such.
+            if let Ok(target) = fs::canonicalize(&path) {
+                if !target.starts_with(root) {
+                    listing.diagnostics.push(
+                        Diagnostic::error(format!(
+                            "{} hook file refused: a symbolic link to {}, outside the \
+                             project; hookd does not read it",
+                            host.product(),
+                            target.display()
+                        ))
+                        .with_path(&path),
+                    );
+                    continue;
+                }
+            }
+        }
+        listing.files.push(path);
+    }
+    listing
 }
 
 /// A settings file that exists but was not read: not a regular file, too large, a symlink
@@ -617,6 +810,12 @@ pub struct SharedLayers {
     /// The user settings files of the hosts in [`LoaderEnv::host_layers`] as written (each
     /// host's schema), those that exist; [`assemble`] converts them.
     pub host_layers: Vec<LayerText>,
+    /// The files found in the hosts' user layer folders ([`LayerPaths::host_user_folders`]),
+    /// in the order they are layered, read or not.
+    pub host_folder_files: Vec<PathBuf>,
+    /// Each host's trust file ([`LayerPaths::host_trust`]) as parsed, for the hosts in
+    /// [`LoaderEnv::host_layers`]; `None` when it is missing, unreadable or not JSON.
+    pub host_trust: Vec<(Dialect, Option<Value>)>,
     /// The installed extensions, sorted by directory name.
     pub extensions: Vec<InstalledExtension>,
     /// Enablement rules per extension name.
@@ -662,8 +861,18 @@ impl SharedLayers {
             }
         }
         let mut host_layers = Vec::new();
+        let mut host_folder_files = Vec::new();
+        let mut host_trust = Vec::new();
         for host in &env.host_layers {
-            for path in paths.host_user_files(*host) {
+            let mut files: Vec<PathBuf> =
+                paths.host_user_files(*host).map(Path::to_owned).collect();
+            for folder in paths.host_user_folders(*host) {
+                let listing = list_layer_folder(*host, folder, None);
+                diagnostics.extend(listing.diagnostics);
+                host_folder_files.extend(listing.files.iter().cloned());
+                files.extend(listing.files);
+            }
+            for path in &files {
                 match read_layer_noting(Source::User, host.layer_file(), path) {
                     Ok(layer) => host_layers.extend(layer),
                     Err(file) => {
@@ -671,6 +880,15 @@ impl SharedLayers {
                         unreadable.push(file);
                     }
                 }
+            }
+            if let Some(path) = paths.host_trust_file(*host) {
+                // Unreadable, missing or not JSON: the host trusts no project
+                // ([`ProjectLayer::load`]). Copilot CLI writes comments into its `config.json`.
+                let record = read_optional(path)
+                    .ok()
+                    .flatten()
+                    .and_then(|text| jsonc::parse(&text).ok());
+                host_trust.push((*host, record));
             }
         }
         let extensions = load_extensions(&paths.extensions_dir, &mut diagnostics);
@@ -693,6 +911,8 @@ impl SharedLayers {
             paths,
             layers,
             host_layers,
+            host_folder_files,
+            host_trust,
             extensions,
             enablement,
             trusted_folders,
@@ -700,6 +920,21 @@ impl SharedLayers {
             diagnostics,
             unreadable,
         }
+    }
+
+    /// Whether `host` would run the hooks of `project_dir`'s own files, by its trust file as
+    /// read ([`hookd_core::dialect::HostFiles::trusts_project`]); the project is compared by
+    /// its real path, as the host sees its working directory.
+    pub fn host_trusts_project(&self, host: Dialect, project_dir: &Path) -> bool {
+        if self.paths.host_trust_file(host).is_none() {
+            return true;
+        }
+        let record = self
+            .host_trust
+            .iter()
+            .find(|(owner, _)| *owner == host)
+            .and_then(|(_, record)| record.as_ref());
+        host.files().trusts_project(&real_path(project_dir), record)
     }
 
     /// Replaces (or removes, with `None`) the shared layer of `source` read from `path`, e.g.
@@ -1206,6 +1441,9 @@ pub struct ProjectLayer {
     /// The project's own settings files of the hosts in [`LoaderEnv::host_layers`] as
     /// written (each host's schema), those that exist; [`assemble`] converts them.
     pub host_layers: Vec<LayerText>,
+    /// The files found in the hosts' project layer folders
+    /// ([`LayerPaths::host_project_folders`]), in the order they are layered, read or not.
+    pub host_folder_files: Vec<PathBuf>,
     /// The project's `.env` entries, read only when the folder is trusted.
     pub workspace_env: Vec<(String, String)>,
     /// Problems found while reading.
@@ -1251,8 +1489,45 @@ impl ProjectLayer {
         let hookd_layer =
             read_project_layer(LayerFile::Hookd, &LayerPaths::hookd_project(project_dir));
         let mut host_layers = Vec::new();
+        let mut host_folder_files = Vec::new();
+        // Kept apart while `read_project_layer` holds `diagnostics`.
+        let mut folder_diagnostics = Vec::new();
         for host in &shared.env.host_layers {
-            for path in LayerPaths::host_project(*host, project_dir) {
+            let folders = LayerPaths::host_project_folders(*host, project_dir);
+            if !shared.host_trusts_project(*host, project_dir) {
+                // The host itself would not run this repository's hooks: neither does hookd,
+                // so a cloned repository's hook files cannot run through hookd either. Said
+                // only where there are some.
+                let trust_file = shared.paths.host_trust_file(*host);
+                let has_files = folders.iter().any(|folder| folder.is_dir())
+                    || LayerPaths::host_project(*host, project_dir)
+                        .iter()
+                        .any(|file| file.exists());
+                if !has_files {
+                    continue;
+                }
+                folder_diagnostics.push(
+                    Diagnostic::info(format!(
+                        "{} does not trust {} ({}): its hook files there are not read",
+                        host.product(),
+                        project_dir.display(),
+                        trust_file.map_or_else(String::new, |file| format!(
+                            "not in the trusted folders of {}",
+                            file.display()
+                        )),
+                    ))
+                    .with_path(folders.first().map_or(project_dir, PathBuf::as_path)),
+                );
+                continue;
+            }
+            let mut files = LayerPaths::host_project(*host, project_dir);
+            for folder in &folders {
+                let listing = list_layer_folder(*host, folder, Some(project_dir));
+                folder_diagnostics.extend(listing.diagnostics);
+                host_folder_files.extend(listing.files.iter().cloned());
+                files.extend(listing.files);
+            }
+            for path in files {
                 // In the home directory a project file may be the user file
                 // (`~/.claude/settings.json`): it is read once, as the user's.
                 let real = real_path(&path);
@@ -1266,6 +1541,7 @@ impl ProjectLayer {
                 host_layers.extend(read_project_layer(host.layer_file(), &path));
             }
         }
+        diagnostics.extend(folder_diagnostics);
         let mut workspace_env = Vec::new();
         if trust.is_trusted() && !shared.extensions.is_empty() {
             let env_file = project_dir.join(".env");
@@ -1283,6 +1559,7 @@ impl ProjectLayer {
             layer,
             hookd_layer,
             host_layers,
+            host_folder_files,
             workspace_env,
             diagnostics,
             unreadable,
@@ -1854,6 +2131,198 @@ mod tests {
                 "user BeforeTool claude-user home/.claude/settings.json claude",
             ]
         );
+    }
+
+    fn copilot_hooks(command: &str) -> String {
+        format!(
+            r#"{{"version": 1, "hooks": {{"preToolUse": [{{"type": "command", "bash": "{command}", "timeoutSec": 5}}]}}}}"#
+        )
+    }
+
+    #[test]
+    fn copilot_hooks_folders_are_layers_only_when_enabled_and_trusted() {
+        let fx = Fixture::new();
+        fx.write("home/.copilot/hooks/b.json", &copilot_hooks("user-b"));
+        fx.write("home/.copilot/hooks/a.json", &copilot_hooks("user-a"));
+        // hookd's own relay file, a hidden file and a file of another kind are no layers.
+        fx.write("home/.copilot/hooks/hookd.json", &copilot_hooks("relay"));
+        fx.write("home/.copilot/hooks/.a.json.swp", &copilot_hooks("swap"));
+        fx.write("home/.copilot/hooks/notes.txt", &copilot_hooks("notes"));
+        fx.write("project/.github/hooks/guard.json", &copilot_hooks("repo"));
+        // Inline hooks of Copilot's settings files, beside their other settings.
+        let inline = |command: &str| copilot_hooks(command).replacen('{', r#"{"model": "m", "#, 1);
+        fx.write("home/.copilot/settings.json", &inline("user-inline"));
+        fx.write(
+            "project/.github/copilot/settings.local.json",
+            &inline("repo-inline"),
+        );
+        // A file that disables its own hooks.
+        fx.write(
+            "home/.copilot/hooks/off.json",
+            &copilot_hooks("off").replacen('{', r#"{"disableAllHooks": true, "#, 1),
+        );
+        let project = fx.path("project");
+        // As Copilot CLI writes it, with comments.
+        let config = format!(
+            "// This file is managed automatically.\n{{\"trustedFolders\": [\"{}\"]}}",
+            project.display()
+        );
+        let load = |hosts: Vec<Dialect>| {
+            let env = fx.env(&[]).with_host_layers(hosts);
+            let loaded = load_workspace(env, &project);
+            let registry = Registry::build(&loaded.input);
+            (loaded, registry)
+        };
+
+        // Off (the default): Copilot's files are not read.
+        let (_, registry) = load(vec![]);
+        assert!(claude_summary(&fx, &registry).is_empty());
+
+        // On, in a project Copilot does not trust: the user's files only, said once.
+        let (loaded, registry) = load(vec![Dialect::COPILOT]);
+        assert_eq!(
+            claude_summary(&fx, &registry),
+            [
+                "user BeforeTool user-inline home/.copilot/settings.json copilot",
+                "user BeforeTool user-a home/.copilot/hooks/a.json copilot",
+                "user BeforeTool user-b home/.copilot/hooks/b.json copilot",
+            ]
+        );
+        let untrusted: Vec<&str> = loaded
+            .diagnostics
+            .iter()
+            .map(|diagnostic| diagnostic.message.as_str())
+            .collect();
+        // The disabled file's note, and the untrusted project's.
+        assert!(
+            untrusted.len() == 2
+                && untrusted[0].contains("does not trust")
+                && untrusted[1].contains("disableAllHooks"),
+            "{untrusted:?}"
+        );
+
+        // Trusted: the repository's files too, converted with their timeout in seconds.
+        fx.write("home/.copilot/config.json", &config);
+        fs::remove_file(fx.path("home/.copilot/hooks/off.json")).expect("remove");
+        let (loaded, registry) = load(vec![Dialect::COPILOT]);
+        assert!(loaded.diagnostics.is_empty(), "{:?}", loaded.diagnostics);
+        assert_eq!(
+            claude_summary(&fx, &registry),
+            [
+                "project BeforeTool repo-inline project/.github/copilot/settings.local.json copilot",
+                "project BeforeTool repo project/.github/hooks/guard.json copilot",
+                "user BeforeTool user-inline home/.copilot/settings.json copilot",
+                "user BeforeTool user-a home/.copilot/hooks/a.json copilot",
+                "user BeforeTool user-b home/.copilot/hooks/b.json copilot",
+            ]
+        );
+        let plan = registry
+            .plan(
+                HookEventName::BeforeTool,
+                &MatchContext::tool("run_shell_command"),
+            )
+            .expect("plan");
+        assert_eq!(plan.hooks[0].config.timeout_ms(), 5000);
+
+        // A broken file is an error naming it; the others still load.
+        fx.write("home/.copilot/hooks/a.json", "{ broken");
+        let (loaded, registry) = load(vec![Dialect::COPILOT]);
+        let problems: Vec<(Severity, PathBuf)> = loaded
+            .diagnostics
+            .iter()
+            .map(|d| (d.severity, d.path.clone().unwrap_or_default()))
+            .collect();
+        assert_eq!(
+            problems,
+            [(Severity::Error, fx.path("home/.copilot/hooks/a.json"))]
+        );
+        assert_eq!(claude_summary(&fx, &registry).len(), 4);
+    }
+
+    #[test]
+    fn copilot_hooks_folders_are_bounded() {
+        use std::os::unix::fs::symlink;
+        let fx = Fixture::new();
+        let project = fx.path("project");
+        fx.write(
+            "home/.copilot/config.json",
+            &format!(r#"{{"trustedFolders": ["{}"]}}"#, project.display()),
+        );
+        // More files than are read: the first by name are.
+        for index in 0..MAX_LAYER_FOLDER_FILES + 3 {
+            fx.write(
+                &format!("home/.copilot/hooks/h{index:03}.json"),
+                &copilot_hooks(&format!("u{index:03}")),
+            );
+        }
+        // A project file linking out of the project is refused; one linking inside is read.
+        fx.write("secret/key.json", &copilot_hooks("outside"));
+        fx.write("project/tools/inside.json", &copilot_hooks("inside"));
+        fs::create_dir_all(fx.path("project/.github/hooks")).expect("mkdir");
+        symlink(
+            fx.path("secret/key.json"),
+            fx.path("project/.github/hooks/a.json"),
+        )
+        .expect("symlink");
+        symlink(
+            "../../tools/inside.json",
+            fx.path("project/.github/hooks/b.json"),
+        )
+        .expect("symlink");
+        // A FIFO is not read (and does not stall the load); a directory is not a file.
+        let fifo = fx.path("project/.github/hooks/c.json");
+        let status = std::process::Command::new("mkfifo")
+            .arg(&fifo)
+            .status()
+            .expect("mkfifo");
+        assert!(status.success());
+        fs::create_dir_all(fx.path("project/.github/hooks/d.json")).expect("mkdir");
+        // Too large a file is not read.
+        fx.write(
+            "project/.github/hooks/e.json",
+            &" ".repeat(
+                usize::try_from(crate::configfile::MAX_CONFIG_FILE_BYTES).expect("size") + 1,
+            ),
+        );
+
+        let env = fx.env(&[]).with_host_layers(vec![Dialect::COPILOT]);
+        let loaded = load_workspace(env, &project);
+        let registry = Registry::build(&loaded.input);
+        let summary = claude_summary(&fx, &registry);
+        let project_hooks: Vec<&String> = summary
+            .iter()
+            .filter(|line| line.starts_with("project"))
+            .collect();
+        assert_eq!(
+            project_hooks,
+            ["project BeforeTool inside project/.github/hooks/b.json copilot"]
+        );
+        let user = summary
+            .iter()
+            .filter(|line| line.starts_with("user"))
+            .count();
+        assert_eq!(user, MAX_LAYER_FOLDER_FILES);
+        assert!(summary.iter().any(|line| line.contains(" u000 ")));
+        assert!(
+            !summary
+                .iter()
+                .any(|line| line.contains(&format!(" u{MAX_LAYER_FOLDER_FILES:03} ")))
+        );
+        let problems: Vec<(Severity, PathBuf)> = loaded
+            .diagnostics
+            .iter()
+            .map(|d| (d.severity, d.path.clone().unwrap_or_default()))
+            .collect();
+        for expected in [
+            (Severity::Warning, fx.path("home/.copilot/hooks")),
+            (Severity::Error, fx.path("project/.github/hooks/a.json")),
+            (Severity::Error, fx.path("project/.github/hooks/c.json")),
+            (Severity::Error, fx.path("project/.github/hooks/d.json")),
+            (Severity::Error, fx.path("project/.github/hooks/e.json")),
+        ] {
+            assert!(problems.contains(&expected), "{expected:?} in {problems:?}");
+        }
+        assert_eq!(problems.len(), 5, "{problems:?}");
     }
 
     #[test]

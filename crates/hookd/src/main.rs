@@ -104,6 +104,12 @@ struct Args {
     /// hooks run, in Claude's language, for the matching Gemini events. Off by default.
     #[arg(long)]
     claude_settings: bool,
+    /// Also read GitHub Copilot CLI's hook files as settings layers: every *.json of
+    /// ~/.copilot/hooks/ ($COPILOT_HOME/hooks/) and of <project>/.github/hooks/ in a project
+    /// Copilot trusts, but hookd.json (hookctl install's own): their hooks run, in Copilot's
+    /// language, for the matching events of the other hosts. Off by default.
+    #[arg(long)]
+    copilot_settings: bool,
     /// Send a span per event, metrics and a log record per decision to this OpenTelemetry
     /// collector (its OTLP/HTTP base URL, e.g. http://127.0.0.1:4318), as
     /// OTEL_EXPORTER_OTLP_ENDPOINT does; the OTEL_* variables apply too and
@@ -475,10 +481,14 @@ fn build_config(args: &Args, env: HashMap<String, String>) -> hookd_server::Serv
     }
     // `--claude-settings` reads Claude Code's own settings files as layers; which files they
     // are is Claude Code's dialect's (`HostFiles::user_layer_files`).
-    if args.claude_settings {
-        config
-            .host_layers
-            .push(hookd_core::dialect::Dialect::CLAUDE);
+    // `--copilot-settings` likewise for Copilot CLI's hooks folders (`user_layer_folders`).
+    for (on, host) in [
+        (args.claude_settings, hookd_core::dialect::Dialect::CLAUDE),
+        (args.copilot_settings, hookd_core::dialect::Dialect::COPILOT),
+    ] {
+        if on {
+            config.host_layers.push(host);
+        }
     }
     config
 }
@@ -559,9 +569,14 @@ mod tests {
     #[test]
     fn claude_settings_reads_claude_code_files_as_layers_and_nothing_else_does() {
         // (arguments, hosts whose own files are layers)
-        let cases: [(&[&str], &[Dialect]); 2] = [
+        let cases: [(&[&str], &[Dialect]); 4] = [
             (&["hookd"], &[]),
             (&["hookd", "--claude-settings"], &[Dialect::CLAUDE]),
+            (&["hookd", "--copilot-settings"], &[Dialect::COPILOT]),
+            (
+                &["hookd", "--copilot-settings", "--claude-settings"],
+                &[Dialect::CLAUDE, Dialect::COPILOT],
+            ),
         ];
         for (argv, expected) in cases {
             let args = Args::try_parse_from(argv).expect("arguments");

@@ -215,6 +215,14 @@ pub fn install(
         target.command("uninstall"),
         target.host.files().pickup_note()
     );
+    if target.host == super::Host::COPILOT {
+        // The administrator's policy may keep Copilot CLI from running what was just written.
+        for line in crate::copilot_policy::install_warnings(|name| {
+            locations.env.var(name).map(str::to_owned)
+        }) {
+            let _ = writeln!(report, "warning: {line}.");
+        }
+    }
     if target.host == super::Host::CLAUDE
         && let Some(project) = &target.project
     {

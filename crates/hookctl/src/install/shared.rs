@@ -27,17 +27,17 @@ fn copilot_home(locations: &Locations) -> Option<PathBuf> {
 }
 
 /// Whether Copilot CLI trusts `project` (`trustedFolders` of its `config.json` holds it or a
-/// folder above it); `None` when the file cannot be read.
+/// folder above it; the file has comments once Copilot has written it, and is judged as the
+/// daemon judges it: `copilot::files::copilot_trusts_project`); `None` when the file cannot be
+/// read.
 fn copilot_trusts(copilot_home: &Path, project: &Path) -> Option<bool> {
     let text = std::fs::read_to_string(copilot_home.join("config.json")).ok()?;
-    let root: Value = serde_json::from_str(&text).ok()?;
-    let folders = root.get("trustedFolders")?.as_array()?;
-    Some(
-        folders
-            .iter()
-            .filter_map(Value::as_str)
-            .any(|folder| project.starts_with(folder)),
-    )
+    let root: Value = hookd_core::jsonc::parse(&text).ok()?;
+    let project = std::fs::canonicalize(project).unwrap_or_else(|_| project.to_owned());
+    Some(hookd_core::dialect::copilot::files::copilot_trusts_project(
+        &project,
+        Some(&root),
+    ))
 }
 
 /// What a Claude Code project install means for Copilot CLI, one line each; empty when

@@ -8,9 +8,10 @@ use std::path::{Path, PathBuf};
 use anyhow::Context;
 use hookd_core::dialect;
 use hookd_core::jsonc;
+use hookd_core::registry::LayerText;
 use hookd_core::settings::SettingsLayer;
 use hookd_core::{HookEventName, Source};
-use hookd_settings::loader::LayerPaths;
+use hookd_settings::loader::{self, LayerPaths};
 use serde_json::{Map, Value, json};
 
 use super::args::InstallScope;
@@ -198,8 +199,9 @@ pub(super) fn parse_layer(
 
 /// The settings layers whose hooks the daemon runs for events this target's host relays:
 /// hookd's own files (user, and the project's for a project install; `hookd_text` stands in
-/// for the target's own hookd file), and for Claude Code also Gemini CLI's files, which the
-/// daemon reads and Claude Code does not.
+/// for the target's own hookd file), for Claude Code also Gemini CLI's files, which the
+/// daemon reads and Claude Code does not, and other hosts' own files the daemon reads as
+/// layers ([`host_layers`]).
 pub(super) fn relayed_layers(
     target: &Target,
     locations: &Locations,
@@ -226,7 +228,7 @@ pub(super) fn relayed_layers(
             files.push((Source::Project, LayerPaths::project_settings(project)));
         }
     }
-    files
+    let mut layers: Vec<SettingsLayer> = files
         .into_iter()
         .filter_map(|(source, path)| {
             let text = if path == target.hookd_file {
@@ -239,6 +241,86 @@ pub(super) fn relayed_layers(
             };
             parse_layer(source, &path, &text, locations)
         })
+        .collect();
+    layers.extend(host_layers(target, locations));
+    layers
+}
+
+/// The layers of other hosts' own files that the daemon reads (`hookd --copilot-settings`,
+/// `--claude-settings`, as its record for the relay's engine says) and the target's host does
+/// not run itself: their hooks run in hookd for the events it relays, so they need relay
+/// entries too. Read as the daemon reads them (a host's folders listed, a project's files only
+/// where that host trusts the project), converted by their host's dialect.
+fn host_layers(target: &Target, locations: &Locations) -> Vec<SettingsLayer> {
+    let Some(state_dir) = locations.state_dir.parent() else {
+        return Vec::new();
+    };
+    let socket = hookd_protocol::resolve_socket_path(
+        |name| locations.env.var(name).map(std::ffi::OsString::from),
+        nix::unistd::getuid().as_raw(),
+    );
+    let record = loader::engine_record_path(state_dir, &socket);
+    let Ok(Some(record)) = crate::read_settings_file(&record) else {
+        return Vec::new();
+    };
+    let hosts = loader::recorded_host_layers(&String::from_utf8_lossy(&record));
+    let var = |name: &str| locations.env.var(name).map(str::to_owned);
+    let home = locations.env.host_env(&var);
+    let mut raw: Vec<LayerText> = Vec::new();
+    let mut read = |source: Source, host: dialect::Dialect, path: &Path| {
+        if let Ok(Some(bytes)) = crate::read_settings_file(path) {
+            raw.push(LayerText {
+                source,
+                file: host.layer_file(),
+                path: path.to_owned(),
+                text: String::from_utf8_lossy(&bytes).into_owned(),
+            });
+        }
+    };
+    for host in hosts {
+        if host == target.host
+            || target
+                .host
+                .run()
+                .runs_layer(Source::User, host.layer_file())
+        {
+            continue;
+        }
+        let files = host.files();
+        for path in files.user_layer_files(&home) {
+            read(Source::User, host, &path);
+        }
+        for folder in files.user_layer_folders(&home) {
+            for path in loader::list_layer_folder(host, &folder, None).files {
+                read(Source::User, host, &path);
+            }
+        }
+        let Some(project) = &target.project else {
+            continue;
+        };
+        let record = files
+            .project_trust_file(&home)
+            .and_then(|file| crate::read_settings_file(&file).ok().flatten())
+            .and_then(|bytes| jsonc::parse(&String::from_utf8_lossy(&bytes)).ok());
+        let real = std::fs::canonicalize(project).unwrap_or_else(|_| project.clone());
+        if files.project_trust_file(&home).is_some()
+            && !files.trusts_project(&real, record.as_ref())
+        {
+            continue;
+        }
+        for path in files.project_layer_files(project) {
+            read(Source::Project, host, &path);
+        }
+        for folder in files.project_layer_folders(project) {
+            for path in loader::list_layer_folder(host, &folder, Some(project)).files {
+                read(Source::Project, host, &path);
+            }
+        }
+    }
+    let (converted, _) = loader::convert_host_layers(&raw);
+    converted
+        .iter()
+        .filter_map(|layer| parse_layer(layer.source, &layer.path, &layer.text, locations))
         .collect()
 }
 

@@ -374,3 +374,54 @@ async fn doctor_finds_a_policy_hook_that_does_not_compile() {
         "{report:#}"
     );
 }
+
+/// The administrator's Copilot CLI policy folder (`HOOKD_COPILOT_POLICY_DIR` in place of
+/// `/etc/github-copilot/policy.d`): a policy file Copilot would skip is a problem, and
+/// `allowManagedHooksOnly` in the managed settings beside it is said plainly. Read only:
+/// nothing there changes.
+#[test]
+fn doctor_reads_the_copilot_policy_folder() {
+    let dir = tempfile::tempdir().unwrap();
+    let root = std::fs::canonicalize(dir.path()).unwrap();
+    let policy = root.join("github-copilot/policy.d");
+    std::fs::create_dir_all(&policy).unwrap();
+    let file = policy.join("org.json");
+    std::fs::write(
+        &file,
+        r#"{"version": 1, "hooks": {"preToolUse": [{"type": "command", "bash": "/opt/g.sh"}]}}"#,
+    )
+    .unwrap();
+    std::fs::set_permissions(&file, std::fs::Permissions::from_mode(0o664)).unwrap();
+    let managed = root.join("github-copilot/managed-settings.json");
+    std::fs::write(&managed, r#"{"allowManagedHooksOnly": true}"#).unwrap();
+    let (home, project) = (root.join("home"), root.join("project"));
+    std::fs::create_dir_all(&home).unwrap();
+    std::fs::create_dir_all(&project).unwrap();
+    let before: Vec<(PathBuf, Vec<u8>)> = [&file, &managed]
+        .iter()
+        .map(|path| ((*path).clone(), std::fs::read(path).unwrap()))
+        .collect();
+    let output = Command::new(env!("CARGO_BIN_EXE_hookctl"))
+        .arg("--socket")
+        .arg(root.join("no.sock"))
+        .args(["doctor", "--json"])
+        .current_dir(&project)
+        .hermetic(&home)
+        .env("HOOKD_COPILOT_POLICY_DIR", &policy)
+        .stdin(Stdio::null())
+        .output()
+        .unwrap();
+    let report: Value = serde_json::from_slice(&output.stdout).unwrap();
+    assert_problem(&report, "copilot-policy", "group or world-writable");
+    let notes = findings(&report, "copilot-policy", "note");
+    assert!(
+        notes.iter().any(|note| {
+            let message = note["message"].as_str().unwrap_or_default();
+            message.contains("allowManagedHooksOnly") && message.contains("do not run there")
+        }),
+        "{report}"
+    );
+    for (path, bytes) in before {
+        assert_eq!(std::fs::read(&path).unwrap(), bytes, "{}", path.display());
+    }
+}

@@ -1399,3 +1399,70 @@ fn doctor_names_relay_entries_in_a_shared_project_file() {
     assert!(run.ok, "{}{}", run.stdout, run.stderr);
     assert_eq!(shared(&path)[0].0, "note");
 }
+
+/// A guard only in Copilot CLI's own hooks folder runs in a daemon started with
+/// `--copilot-settings` for Claude Code's events too: `install --host claude` wires the event
+/// for it once the daemon's record says it reads Copilot's files (and not before), and a
+/// project's `.github/hooks/` only where Copilot trusts the project.
+#[test]
+fn install_wires_the_events_of_copilot_files_the_daemon_reads() {
+    let home = Home::new();
+    let guard = r#"{"version": 1, "hooks": {"preToolUse": [
+        {"type": "command", "bash": "./guard.sh", "timeoutSec": 5}]}}"#;
+    home.write(&home.home.join(".copilot/hooks/guard.json"), guard);
+    let claude_user = home.home.join(".claude/settings.json");
+    let record_for = |copilot: bool| {
+        let socket = hookd_protocol::resolve_socket_path(|_| None, nix::unistd::getuid().as_raw());
+        let path = hookd_settings::loader::engine_record_path(
+            &home.home.join(".local/state/hookd"),
+            &socket,
+        );
+        home.write(
+            &path,
+            &json!({"copilot_settings": copilot, "claude_settings": false}).to_string(),
+        );
+    };
+    let wired = |path: &Path| -> Vec<String> {
+        commands(path)
+            .into_iter()
+            .filter(|command| command.contains("PreToolUse"))
+            .collect()
+    };
+
+    // No daemon recorded, or one without --copilot-settings: nothing for hookd to run.
+    let report = home.ok(&["install", "--host", "claude", "--yes"]);
+    assert!(report.contains("Nothing to install"), "{report}");
+    record_for(false);
+    let report = home.ok(&["install", "--host", "claude", "--yes"]);
+    assert!(report.contains("Nothing to install"), "{report}");
+
+    // With it, Claude Code relays its tool calls to hookd, where the Copilot guard runs.
+    record_for(true);
+    home.ok(&["install", "--host", "claude", "--yes"]);
+    assert_eq!(wired(&claude_user).len(), 1, "{:?}", commands(&claude_user));
+    // Copilot CLI runs its own files: its install wires nothing for them.
+    let report = home.ok(&["install", "--host", "copilot", "--yes"]);
+    assert!(report.contains("Nothing to install"), "{report}");
+    home.ok(&["uninstall", "--host", "claude"]);
+
+    // A project's hooks folder counts only where Copilot trusts the project.
+    std::fs::remove_file(home.home.join(".copilot/hooks/guard.json")).unwrap();
+    home.write(&home.project.join(".github/hooks/repo.json"), guard);
+    let claude_project = home.project.join(".claude/settings.json");
+    let report = home.ok(&["install", "--host", "claude", "--scope", "project", "--yes"]);
+    assert!(report.contains("Nothing to install"), "{report}");
+    home.write(
+        &home.home.join(".copilot/config.json"),
+        &format!(
+            "// managed by Copilot\n{}",
+            json!({"trustedFolders": [home.project]})
+        ),
+    );
+    home.ok(&["install", "--host", "claude", "--scope", "project", "--yes"]);
+    assert_eq!(
+        wired(&claude_project).len(),
+        1,
+        "{:?}",
+        commands(&claude_project)
+    );
+}

@@ -220,6 +220,55 @@ pub trait HostFiles: Send + Sync + 'static {
         Vec::new()
     }
 
+    /// Folders of the host's user hook files, every file of which that
+    /// [`Self::is_layer_folder_file`] accepts is a layer, after [`Self::user_layer_files`]
+    /// (Copilot CLI's `~/.copilot/hooks/`). The loader lists them; the files are layers in the
+    /// order of [`Self::layer_folder_files`]. Default: none.
+    fn user_layer_folders(&self, _env: &HomeEnv<'_>) -> Vec<PathBuf> {
+        Vec::new()
+    }
+
+    /// A project's folders of hook files of this host (see [`Self::user_layer_folders`]), after
+    /// [`Self::project_layer_files`]. Default: none.
+    fn project_layer_folders(&self, _project: &Path) -> Vec<PathBuf> {
+        Vec::new()
+    }
+
+    /// Whether a file named `name` in one of the host's layer folders is a layer (a name, not a
+    /// path: the folder is the host's). Default: none is.
+    fn is_layer_folder_file(&self, _name: &str) -> bool {
+        false
+    }
+
+    /// The files of a layer folder that are layers, from the names the folder holds, in the
+    /// order they are layered: those [`Self::is_layer_folder_file`] accepts, sorted by name
+    /// (byte order), each once.
+    fn layer_folder_files(&self, names: Vec<String>) -> Vec<String> {
+        let mut files: Vec<String> = names
+            .into_iter()
+            .filter(|name| self.is_layer_folder_file(name))
+            .collect();
+        files.sort_unstable();
+        files.dedup();
+        files
+    }
+
+    /// The host's own file that records which folders the user trusts to run a repository's
+    /// hooks (Copilot CLI's `config.json`), read with the user's files; `None`: the host runs a
+    /// project's hooks wherever it runs. Default: none.
+    fn project_trust_file(&self, _env: &HomeEnv<'_>) -> Option<PathBuf> {
+        None
+    }
+
+    /// Whether the host would run the hooks of `project`'s own files, given the content of
+    /// [`Self::project_trust_file`] (parsed as JSON with comments, which the host may write;
+    /// `None`: missing, unreadable or not JSON). hookd reads a project's layer files and
+    /// folders of this host only where it would, so that a cloned repository's hooks never
+    /// run in hookd where the host refuses them. Default: yes.
+    fn trusts_project(&self, _project: &Path, _trust_record: Option<&Value>) -> bool {
+        true
+    }
+
     /// The matcher of the relay entry for `event`, covering every hook hookd has for it
     /// (`matchers`: their hookd matchers, `None` for a hook that matches every firing);
     /// `None`: the entry relays every firing, which is always safe.

@@ -654,6 +654,7 @@ mod tests {
             (Dialect::GEMINI, false),
             (Dialect::CLAUDE, true),
             (Dialect::CODEX, false),
+            (Dialect::COPILOT, true),
         ];
         let no_var = |_: &str| None;
         let home = HomeEnv {
@@ -663,13 +664,12 @@ mod tests {
         for (dialect, layers) in cases {
             let files = dialect.files();
             assert_eq!(files.has_layer_files(), layers, "{dialect}");
-            assert_eq!(
-                !files.user_layer_files(&home).is_empty(),
-                layers,
-                "{dialect}"
-            );
-            let project = files.project_layer_files(Path::new("/w"));
-            assert_eq!(!project.is_empty(), layers, "{dialect}");
+            // Fixed files (Claude Code's) or folders of files (Copilot CLI's).
+            let user = files.user_layer_files(&home).len() + files.user_layer_folders(&home).len();
+            assert_eq!(user > 0, layers, "{dialect}");
+            let project = files.project_layer_files(Path::new("/w")).len()
+                + files.project_layer_folders(Path::new("/w")).len();
+            assert_eq!(project > 0, layers, "{dialect}");
             assert_eq!(Dialect::of_layer(dialect.layer_file()), Some(dialect));
             assert_eq!(dialect.layer_file().label(), dialect.name());
             for other in Dialect::ALL {
@@ -682,7 +682,7 @@ mod tests {
         }
         assert_eq!(
             Dialect::with_layer_files().collect::<Vec<_>>(),
-            [Dialect::CLAUDE]
+            [Dialect::CLAUDE, Dialect::COPILOT]
         );
         assert_eq!(Dialect::of_layer(LayerFile::Gemini), None);
         assert_eq!(Dialect::of_layer(LayerFile::Hookd), None);

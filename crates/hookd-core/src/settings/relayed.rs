@@ -9,7 +9,7 @@
 //! | Gemini CLI's settings (system defaults, system, user, project) | skipped | run | run |
 //! | Gemini CLI's extensions | skipped | run | run |
 //! | hookd's own hooks files (user, project) | run | run | run |
-//! | a host's own settings files read as layers (Claude Code's, with `hookd --claude-settings`) | run | skipped by that host | run |
+//! | a host's own settings files read as layers (Claude Code's with `hookd --claude-settings`, Copilot CLI's with `--copilot-settings`) | run | skipped by that host | run |
 //!
 //! A skipped hook still takes part in de-duplication: it runs, only in the host, so a copy
 //! of the same `name:command` in one of hookd's files is not run a second time.
@@ -35,6 +35,9 @@ mod tests {
         use Source::{Extension, Project, System, SystemDefaults, User};
         let gemini = Some(Dialect::GEMINI);
         let claude = Some(Dialect::CLAUDE);
+        let codex = Some(Dialect::CODEX);
+        let copilot = Some(Dialect::COPILOT);
+        let copilot_file = Dialect::COPILOT.layer_file();
         // (source, file, relayed by, runs in hookd)
         let cases = [
             (SystemDefaults, Gemini, gemini, false),
@@ -60,6 +63,15 @@ mod tests {
             (Extension, Gemini, None, true),
             (Project, Hookd, None, true),
             (User, claude_file, None, true),
+            (User, copilot_file, copilot, false),
+            (Project, copilot_file, copilot, false),
+            (User, copilot_file, gemini, true),
+            (Project, copilot_file, claude, true),
+            (Project, copilot_file, codex, true),
+            (User, copilot_file, None, true),
+            (User, claude_file, copilot, true),
+            (User, Hookd, copilot, true),
+            (Project, Gemini, copilot, true),
         ];
         for (source, file, host, expected) in cases {
             assert_eq!(

@@ -65,7 +65,16 @@ impl LastGood {
             .host_user
             .iter()
             .map(|(_, path)| path.clone())
+            .chain(shared.host_folder_files.iter().cloned())
             .collect();
+        // A file gone from a hosts' folder is forgotten like any other file gone.
+        let folders: Vec<PathBuf> = shared
+            .paths
+            .host_user_folders
+            .iter()
+            .map(|(_, folder)| folder.clone())
+            .collect();
+        self.forget_gone_from(&folders, &shared.host_folder_files);
         for path in order.iter().chain(&host_order) {
             let present = shared
                 .layers
@@ -143,6 +152,10 @@ impl LastGood {
     /// Applies the rule to a project's settings files: Gemini CLI's, hookd's and the hosts'
     /// own read as layers.
     pub(crate) fn apply_project(&mut self, project: &mut ProjectLayer) {
+        self.forget_gone_from(
+            &LayerPaths::project_folders(&project.project_dir),
+            &project.host_folder_files,
+        );
         for path in LayerPaths::project_files(&project.project_dir) {
             let present = project
                 .layer
@@ -169,7 +182,8 @@ impl LastGood {
             }
         }
         // Every host's own project files in the loader's order.
-        let host_order = LayerPaths::project_files(&dir);
+        let mut host_order = LayerPaths::project_files(&dir);
+        host_order.extend(project.host_folder_files.iter().cloned());
         project
             .host_layers
             .sort_by_key(|layer| host_order.iter().position(|path| *path == layer.path));
@@ -185,8 +199,20 @@ impl LastGood {
         project.diagnostics.extend(diagnostics);
     }
 
+    /// Forgets what was kept for the files of `folders` (hosts' layer folders) that are not
+    /// among `listed` any more.
+    fn forget_gone_from(&mut self, folders: &[PathBuf], listed: &[PathBuf]) {
+        self.texts.retain(|path, _| {
+            listed.contains(path)
+                || !path
+                    .parent()
+                    .is_some_and(|dir| folders.iter().any(|f| f == dir))
+        });
+    }
+
     /// Forgets what was kept for a project that is no longer loaded.
     pub(crate) fn forget_project(&mut self, project_dir: &Path) {
+        self.forget_gone_from(&LayerPaths::project_folders(project_dir), &[]);
         for path in LayerPaths::project_files(project_dir) {
             self.texts.remove(&path);
         }

@@ -148,7 +148,7 @@ pub struct EngineOptions {
     pub default_on_failure: FailurePolicy,
     /// `--project-hooks`.
     pub project_hooks: ProjectHookPolicy,
-    /// `--claude-settings`: the hosts whose own settings files are layers.
+    /// `--claude-settings`, `--copilot-settings`: the hosts whose own settings files are layers.
     pub host_layers: Vec<Dialect>,
     /// `--max-output-bytes`.
     pub max_output_bytes: usize,
@@ -224,7 +224,7 @@ impl EngineOptions {
 
     /// The record's key for whether `host`'s own settings files are layers.
     fn host_layers_key(host: Dialect) -> String {
-        format!("{}_settings", host.name())
+        hookd_settings::loader::host_layers_record_key(host)
     }
 
     /// Reads a record's JSON text over `defaults`: a field that is missing or not valid keeps
@@ -263,8 +263,7 @@ impl EngineOptions {
     /// Where the daemon listening on `socket` records its options, in the state directory
     /// `state_dir` (`$XDG_STATE_HOME/hookd`): one file per socket path.
     pub fn record_path(state_dir: &Path, socket: &Path) -> PathBuf {
-        let digest = hookd_core::trust::sha256_hex(socket.as_os_str().as_encoded_bytes());
-        state_dir.join(format!("engine-{}.json", &digest[..16]))
+        hookd_settings::loader::engine_record_path(state_dir, socket)
     }
 
     /// Writes the record atomically and durably ([`AtomicWrite`]), readable by its owner
@@ -350,6 +349,7 @@ mod tests {
         assert_eq!(record["claude_settings"], Value::Bool(true));
         let off: Value = serde_json::from_str(&defaults().to_json()).expect("json");
         assert_eq!(off["claude_settings"], Value::Bool(false));
+        assert_eq!(off["copilot_settings"], Value::Bool(false));
         let cases = [
             ("", defaults()),
             ("[1]", defaults()),
@@ -369,6 +369,13 @@ mod tests {
                 },
             ),
             (r#"{"claude_settings":"yes"}"#, defaults()),
+            (
+                r#"{"copilot_settings":true,"claude_settings":true}"#,
+                EngineOptions {
+                    host_layers: vec![Dialect::CLAUDE, Dialect::COPILOT],
+                    ..defaults()
+                },
+            ),
         ];
         for (text, expected) in cases {
             assert_eq!(

@@ -12,7 +12,9 @@
 //! trusted-hooks store and user hooks file, Claude Code's user settings (with
 //! `--claude-settings`: every host's own files read as layers), the extensions directory, each
 //! extension's directory and its `hooks/` directory, each loaded project's `.gemini/` and
-//! `.hookd/` directories (and `.claude/` with `--claude-settings`, a host's own project files; plus the project directory itself
+//! `.hookd/` directories (and `.claude/` with `--claude-settings`, a host's own project files;
+//! with `--copilot-settings` Copilot CLI's user and project hooks folders, every name in them,
+//! and its `config.json`, whose trusted folders decide which projects' files are read; plus the project directory itself
 //! when extensions may read its `.env`), and the directory of every script a loaded project's
 //! hooks run (hookd's project-hook trust: editing a trusted script must make its hook untrusted).
 //!
@@ -294,6 +296,13 @@ impl Watcher {
             for file in paths.host_user_files(*host) {
                 targets.push((file.to_owned(), Target::File, Scope::Shared));
             }
+            // A folder of hook files (Copilot CLI's): a file added to it is a new layer.
+            for folder in paths.host_user_folders(*host) {
+                targets.push((folder.to_owned(), Target::Children, Scope::Shared));
+            }
+            if let Some(file) = paths.host_trust_file(*host) {
+                targets.push((file.to_owned(), Target::File, Scope::Shared));
+            }
         }
         targets.push((
             paths.extensions_dir.clone(),
@@ -330,6 +339,9 @@ impl Watcher {
             ];
             for host in &host_layers {
                 files.extend(LayerPaths::host_project(*host, project));
+                for folder in LayerPaths::host_project_folders(*host, project) {
+                    targets.push((folder, Target::Children, scope.clone()));
+                }
             }
             for file in files {
                 targets.push((file, Target::File, scope.clone()));

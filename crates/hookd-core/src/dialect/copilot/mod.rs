@@ -10,9 +10,12 @@
 //! machinery decides and [`answer`] says it in Copilot's fields. Timeouts are seconds
 //! (`timeoutSec`). hookd writes its relay entries into a file of its own in Copilot's hooks
 //! folders (`hookd.json`): every file there runs, so the user's other files keep running as
-//! before, and the policy files are never written.
+//! before, and the policy files are never written. Which of Copilot's files hookd itself reads
+//! as layers (`hookd --copilot-settings`), which projects Copilot trusts, and what the
+//! administrator's policy files say are [`files`].
 
 pub mod answer;
+pub mod files;
 pub mod names;
 pub mod payload;
 
@@ -107,9 +110,10 @@ impl HostRun for Copilot {
         ]
     }
 
-    fn runs_layer(&self, _source: Source, _file: LayerFile) -> bool {
-        // Copilot's own hook files are not hookd layers.
-        false
+    fn runs_layer(&self, _source: Source, file: LayerFile) -> bool {
+        // Copilot's own hook files read as layers (`hookd --copilot-settings`): Copilot ran
+        // their hooks itself before it relayed the event.
+        file == LayerFile::Host(<Self as Host>::NAME)
     }
 
     fn aggregate(
@@ -241,6 +245,11 @@ impl HostRelay for Copilot {
 
 impl HostFiles for Copilot {
     fn convert_settings(&self, settings: &Value, purpose: Purpose) -> Option<Conversion> {
+        if purpose == Purpose::Layer
+            && let Some(conversion) = files::disabled_file(settings)
+        {
+            return Some(conversion);
+        }
         // Copilot's hooks read as Claude Code's (its events renamed, a bare handler as a
         // definition of its own), then keep speaking Copilot in hookd.
         let claude = copilot_hooks_as_claude(settings);
@@ -296,6 +305,41 @@ impl HostFiles for Copilot {
             }
         }
         Some(names.join("|"))
+    }
+
+    fn has_layer_files(&self) -> bool {
+        true
+    }
+
+    fn user_layer_files(&self, env: &HomeEnv<'_>) -> Vec<PathBuf> {
+        // Inline `hooks` of its user settings (checked with 1.0.102: run; those of
+        // `config.json` are not).
+        vec![copilot_home(env).join("settings.json")]
+    }
+
+    fn project_layer_files(&self, project: &Path) -> Vec<PathBuf> {
+        let dir = project.join(".github").join("copilot");
+        vec![dir.join("settings.json"), dir.join("settings.local.json")]
+    }
+
+    fn user_layer_folders(&self, env: &HomeEnv<'_>) -> Vec<PathBuf> {
+        vec![copilot_home(env).join("hooks")]
+    }
+
+    fn project_layer_folders(&self, project: &Path) -> Vec<PathBuf> {
+        vec![project.join(".github").join("hooks")]
+    }
+
+    fn is_layer_folder_file(&self, name: &str) -> bool {
+        files::is_copilot_hook_file(name)
+    }
+
+    fn project_trust_file(&self, env: &HomeEnv<'_>) -> Option<PathBuf> {
+        Some(copilot_home(env).join("config.json"))
+    }
+
+    fn trusts_project(&self, project: &Path, trust_record: Option<&Value>) -> bool {
+        files::copilot_trusts_project(project, trust_record)
     }
 
     fn relay_handler(&self, _host_event: &str, command: &str, timeout_ms: u64) -> Value {
