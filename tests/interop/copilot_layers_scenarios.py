@@ -160,3 +160,34 @@ def copilot_layers_where(ctx, host):
             v.expect("%s: Copilot runs it (as observed)" % label, in_copilot, 1 if runs else 0)
             v.expect("%s: hookd runs it for Claude Code as Copilot does" % label, in_hookd, in_copilot)
     return v
+
+
+@scenario("copilot-layers-claude-project", ["copilot"],
+          "with hookd --copilot-settings and `install --host claude --scope project`, whose "
+          ".claude/settings.json Copilot CLI runs too: on an allowed call the Copilot guard runs once "
+          "in Copilot (the relay it runs from the Claude file is relayed by Copilot) and once in Claude Code")
+def copilot_layers_claude_project(ctx, host):
+    import harness
+
+    v = Verdict()
+    claude = harness.Claude(harness.install_clis(["claude"])["claude"])
+    with Session(ctx, host, "hookd", "layers-project") as s:
+        write_guard_file(s.w)
+        claude.prepare(s.w)
+        s.start_daemon("--copilot-settings")
+        out = s.w.hookctl("install", "--host", "claude", "--scope", "project", "--yes",
+                          "--cwd", str(s.w.proj), check=False)
+        wired = (s.w.proj / ".claude" / "settings.json")
+        v.check("the project's Claude file relays PreToolUse",
+                wired.exists() and "PreToolUse" in wired.read_text(), (out.stdout + out.stderr)[-600:])
+        # A call the guard allows: Copilot stops at the first deny, so only an allowed call
+        # shows every copy of the guard that runs.
+        s.go([{"tool": "touch marker-1"}, {"text": ["done"]}])
+        copilot_runs = len(guard_runs(s.w))
+        v.expect("Copilot ran the allowed command", markers(s.w), ["marker-1"])
+        v.expect("the guard ran once in Copilot", copilot_runs, 1)
+        claude_run = claude.run(s.w, "run the scripted commands", env_extra={"HOOKD_SOCKET": str(s.w.socket)})
+        s.w.wait_background_done()
+        v.expect("the guard ran once in Claude Code (through hookd)", len(guard_runs(s.w)) - copilot_runs, 1)
+        v.expect("Claude Code exited 0", claude_run.code, 0)
+    return v

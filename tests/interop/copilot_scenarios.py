@@ -408,3 +408,4 @@ def copilot_relay_matcher(ctx, host):
         # The bash call only: the view call matched no relay entry, so no relay ran for it.
         v.expect("events Copilot's relay sent hookd", relayed.get("copilot"), 1)
     return v
+

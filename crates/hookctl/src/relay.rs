@@ -618,7 +618,11 @@ fn prepare(args: &RelayArgs, payload: Map<String, Value>) -> Result<Prepared, Re
             .ok()
             .map(|dir| dir.display().to_string());
     }
-    request.relayed_by = Some(args.dialect.as_str().to_owned());
+    request.relayed_by = Some(
+        relaying_host(args.dialect, |name| std::env::var_os(name))
+            .as_str()
+            .to_owned(),
+    );
     // The host kills a SessionEnd hook after a second or two (Claude Code ~1.5 s) and ignores
     // its answer: the daemon answers at once and finishes the hooks on its own.
     request.detach = event.relayed.event == HookEventName::SessionEnd;
@@ -703,6 +707,25 @@ pub fn host_project_dir(
     var(dialect.relay().project_dir_var()?)
         .and_then(|value| value.into_string().ok())
         .filter(|dir| Path::new(dir).is_absolute())
+}
+
+/// The CLI that ran this relay: the dialect's, except for a Claude Code entry that Copilot CLI
+/// ran from a repository's `.claude/settings.json`. Copilot sets `COPILOT_PROJECT_DIR` for its
+/// hooks only (not for its shell tool's commands, so not for a Claude Code started there), and
+/// has run that file's hooks and its own files' itself: the daemon must skip those, not the
+/// hooks of Claude Code's user settings, which Copilot does not run.
+pub fn relaying_host(dialect: Dialect, var: impl Fn(&str) -> Option<OsString>) -> Dialect {
+    let copilot = Dialect::COPILOT;
+    let copilot_hook = copilot
+        .relay()
+        .project_dir_var()
+        .and_then(|name| var(name))
+        .is_some_and(|dir| !dir.is_empty());
+    if dialect == Dialect::CLAUDE && copilot_hook {
+        copilot
+    } else {
+        dialect
+    }
 }
 
 /// The payload as a JSON object.
@@ -1540,6 +1563,25 @@ mod tests {
         assert!(parse_payload(b"[1]").is_err());
         assert!(parse_payload(b"{").is_err());
         assert_eq!(parse_payload(b"  ").expect("empty").len(), 0);
+    }
+
+    #[test]
+    fn a_claude_entry_run_by_copilot_is_relayed_by_copilot() {
+        let copilot_hook =
+            |name: &str| (name == "COPILOT_PROJECT_DIR").then(|| OsString::from("/srv/p"));
+        let claude_hook =
+            |name: &str| (name == "CLAUDE_PROJECT_DIR").then(|| OsString::from("/srv/p"));
+        // (dialect, environment, the host the daemon is told)
+        let cases: [(Dialect, &dyn Fn(&str) -> Option<OsString>, Dialect); 5] = [
+            (Dialect::CLAUDE, &claude_hook, Dialect::CLAUDE),
+            (Dialect::CLAUDE, &copilot_hook, Dialect::COPILOT),
+            (Dialect::COPILOT, &copilot_hook, Dialect::COPILOT),
+            (Dialect::GEMINI, &copilot_hook, Dialect::GEMINI),
+            (Dialect::CODEX, &claude_hook, Dialect::CODEX),
+        ];
+        for (dialect, env, expected) in cases {
+            assert_eq!(relaying_host(dialect, env), expected, "{dialect:?}");
+        }
     }
 
     #[test]

@@ -69,7 +69,9 @@ mod tests {
             (Project, copilot_file, claude, true),
             (Project, copilot_file, codex, true),
             (User, copilot_file, None, true),
+            // Copilot runs a repository's Claude Code settings itself, not the user's.
             (User, claude_file, copilot, true),
+            (Project, claude_file, copilot, false),
             (User, Hookd, copilot, true),
             (Project, Gemini, copilot, true),
         ];

@@ -110,10 +110,12 @@ impl HostRun for Copilot {
         ]
     }
 
-    fn runs_layer(&self, _source: Source, file: LayerFile) -> bool {
-        // Copilot's own hook files read as layers (`hookd --copilot-settings`): Copilot ran
-        // their hooks itself before it relayed the event.
+    fn runs_layer(&self, source: Source, file: LayerFile) -> bool {
+        // Copilot's own hook files read as layers (`hookd --copilot-settings`), and a
+        // repository's Claude Code settings (`hookd --claude-settings`, project files only):
+        // Copilot ran their hooks itself before it relayed the event.
         file == LayerFile::Host(<Self as Host>::NAME)
+            || (source == Source::Project && file == crate::dialect::Dialect::CLAUDE.layer_file())
     }
 
     fn aggregate(
