@@ -719,7 +719,7 @@ pub fn relaying_host(dialect: Dialect, var: impl Fn(&str) -> Option<OsString>) -
     let copilot_hook = copilot
         .relay()
         .project_dir_var()
-        .and_then(|name| var(name))
+        .and_then(var)
         .is_some_and(|dir| !dir.is_empty());
     if dialect == Dialect::CLAUDE && copilot_hook {
         copilot
@@ -1567,20 +1567,17 @@ mod tests {
 
     #[test]
     fn a_claude_entry_run_by_copilot_is_relayed_by_copilot() {
-        let copilot_hook =
-            |name: &str| (name == "COPILOT_PROJECT_DIR").then(|| OsString::from("/srv/p"));
-        let claude_hook =
-            |name: &str| (name == "CLAUDE_PROJECT_DIR").then(|| OsString::from("/srv/p"));
-        // (dialect, environment, the host the daemon is told)
-        let cases: [(Dialect, &dyn Fn(&str) -> Option<OsString>, Dialect); 5] = [
-            (Dialect::CLAUDE, &claude_hook, Dialect::CLAUDE),
-            (Dialect::CLAUDE, &copilot_hook, Dialect::COPILOT),
-            (Dialect::COPILOT, &copilot_hook, Dialect::COPILOT),
-            (Dialect::GEMINI, &copilot_hook, Dialect::GEMINI),
-            (Dialect::CODEX, &claude_hook, Dialect::CODEX),
+        // (dialect, the project variable set for the hook, the host the daemon is told)
+        let cases = [
+            (Dialect::CLAUDE, "CLAUDE_PROJECT_DIR", Dialect::CLAUDE),
+            (Dialect::CLAUDE, "COPILOT_PROJECT_DIR", Dialect::COPILOT),
+            (Dialect::COPILOT, "COPILOT_PROJECT_DIR", Dialect::COPILOT),
+            (Dialect::GEMINI, "COPILOT_PROJECT_DIR", Dialect::GEMINI),
+            (Dialect::CODEX, "CLAUDE_PROJECT_DIR", Dialect::CODEX),
         ];
-        for (dialect, env, expected) in cases {
-            assert_eq!(relaying_host(dialect, env), expected, "{dialect:?}");
+        for (dialect, set, expected) in cases {
+            let env = |name: &str| (name == set).then(|| OsString::from("/srv/p"));
+            assert_eq!(relaying_host(dialect, env), expected, "{dialect:?} {set}");
         }
     }
 
