@@ -79,6 +79,18 @@ pub struct HostAnswer {
     pub exit_code: i32,
 }
 
+/// The `systemMessage` of an answer: the hooks' own (`given`, when not empty), then each of
+/// hookd's errors as `hookd: ERROR`, one per line; `None` when there is neither.
+pub fn system_message(given: Option<&str>, errors: &[String]) -> Option<String> {
+    let mut messages: Vec<String> = given
+        .filter(|text| !text.is_empty())
+        .map(str::to_owned)
+        .into_iter()
+        .collect();
+    messages.extend(errors.iter().map(|error| format!("hookd: {error}")));
+    (!messages.is_empty()).then(|| messages.join("\n"))
+}
+
 impl HostAnswer {
     /// Exit 0 with `out` as one JSON line, or nothing at all when `out` is empty.
     pub fn json(out: Map<String, Value>) -> HostAnswer {
@@ -674,9 +686,17 @@ mod tests {
             assert_eq!(dialect.layer_file().label(), dialect.name());
             for other in Dialect::ALL {
                 for source in [Source::User, Source::Project] {
-                    // The host runs its own files itself; no other host reads them.
+                    // The host runs its own files itself; no other host reads them, but for
+                    // a repository's Claude Code settings, which Copilot CLI runs too.
                     let runs = other.run().runs_layer(source, dialect.layer_file());
-                    assert_eq!(runs, layers && *other == dialect, "{other} {dialect}");
+                    let copilot_runs_claude = *other == Dialect::COPILOT
+                        && dialect == Dialect::CLAUDE
+                        && source == Source::Project;
+                    assert_eq!(
+                        runs,
+                        layers && (*other == dialect || copilot_runs_claude),
+                        "{other} {dialect} {source:?}"
+                    );
                 }
             }
         }

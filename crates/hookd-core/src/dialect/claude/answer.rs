@@ -101,13 +101,8 @@ fn claude_answer(
     if merged.get("suppressOutput") == Some(&Value::Bool(true)) {
         out.insert("suppressOutput".to_owned(), Value::Bool(true));
     }
-    let mut messages: Vec<String> = string("systemMessage")
-        .map(str::to_owned)
-        .into_iter()
-        .collect();
-    messages.extend(errors.iter().map(|error| format!("hookd: {error}")));
-    if !messages.is_empty() {
-        out.insert("systemMessage".to_owned(), Value::from(messages.join("\n")));
+    if let Some(message) = crate::dialect::system_message(string("systemMessage"), errors) {
+        out.insert("systemMessage".to_owned(), Value::from(message));
     }
 
     let mut claude_specific = Map::new();

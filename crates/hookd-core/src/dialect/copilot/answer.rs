@@ -235,16 +235,9 @@ pub fn copilot_answer_for_own_event(
             out.insert((*field).to_owned(), value);
         }
     }
-    let mut messages: Vec<String> = merged
-        .get("systemMessage")
-        .and_then(Value::as_str)
-        .filter(|text| !text.is_empty())
-        .map(str::to_owned)
-        .into_iter()
-        .collect();
-    messages.extend(errors.iter().map(|error| format!("hookd: {error}")));
-    if !messages.is_empty() {
-        out.insert("systemMessage".to_owned(), Value::from(messages.join("\n")));
+    let given = merged.get("systemMessage").and_then(Value::as_str);
+    if let Some(message) = crate::dialect::system_message(given, errors) {
+        out.insert("systemMessage".to_owned(), Value::from(message));
     }
     HostAnswer::json(out)
 }
