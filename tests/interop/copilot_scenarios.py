@@ -409,3 +409,85 @@ def copilot_relay_matcher(ctx, host):
         v.expect("events Copilot's relay sent hookd", relayed.get("copilot"), 1)
     return v
 
+
+
+# A local MCP server (stdio, one `echo` tool) that logs each call it gets, `_meta` included.
+MCP_SERVER = r'''#!/usr/bin/env python3
+import json, sys
+log_path = sys.argv[1]
+def send(obj):
+    sys.stdout.write(json.dumps(obj) + "\n")
+    sys.stdout.flush()
+for line in sys.stdin:
+    if not line.strip():
+        continue
+    msg = json.loads(line)
+    mid, method = msg.get("id"), msg.get("method")
+    if method == "initialize":
+        send({"jsonrpc": "2.0", "id": mid, "result": {
+            "protocolVersion": msg["params"].get("protocolVersion", "2025-06-18"),
+            "capabilities": {"tools": {}}, "serverInfo": {"name": "probe", "version": "1"}}})
+    elif method == "tools/list":
+        send({"jsonrpc": "2.0", "id": mid, "result": {"tools": [{"name": "echo", "description": "echo text",
+              "inputSchema": {"type": "object", "properties": {"text": {"type": "string"}}}}]}})
+    elif method == "tools/call":
+        with open(log_path, "a") as f:
+            f.write(json.dumps(msg.get("params")) + "\n")
+        text = "echoed " + json.dumps(msg["params"].get("arguments"))
+        send({"jsonrpc": "2.0", "id": mid, "result": {"content": [{"type": "text", "text": text}]}})
+    elif mid is not None:
+        send({"jsonrpc": "2.0", "id": mid, "result": {}})
+'''
+
+
+@scenario("copilot-mcp", ["copilot"],
+          "an MCP tool call: preToolUse, permissionRequest and Copilot's own preMcpToolCall fire alike, and "
+          "metaToUse from a preMcpToolCall hook in hookd's file reaches the MCP server as natively")
+def copilot_mcp(ctx, host):
+    v = Verdict()
+    events = ["preToolUse", "permissionRequest", "preMcpToolCall", "postToolUse"]
+    answers = {event: {} for event in events}
+    answers["preMcpToolCall"] = {"stdout": {"metaToUse": {"traceTag": "CTX-meta"}}}
+    turns = [{"call": {"name": "probe-echo", "input": {"text": "hi"}}}, {"text": ["done"]}]
+    facts = {}
+    for mode in ("native", "hookd"):
+        with Session(ctx, host, mode, "mcp") as s:
+            server = write_script(s.w.hooks_dir / "mcp-server.py", MCP_SERVER)
+            calls = s.w.logs / "mcp-calls.jsonl"
+            config = s.w.hooks_dir / "mcp-config.json"
+            write_json(config, {"mcpServers": {"probe": {"type": "local", "command": "python3",
+                                                         "args": [str(server), str(calls)], "tools": ["*"]}}})
+            hookd_file = {}
+            for event in events:
+                entry = recorder(s, "rec", event, answers)
+                if mode == "hookd" and event in OWN_EVENTS:
+                    entry = {"type": "command", "command": entry["command"], "timeout": 10000, "dialect": "copilot"}
+                    hookd_file.setdefault(event, []).append({"hooks": [entry]})
+                else:
+                    host.add_hooks(s.user_settings(), event, None, [entry])
+            if hookd_file:
+                write_json(s.w.config / "hookd" / "hooks.json", {"hooks": hookd_file})
+            if mode == "hookd":
+                s.install()
+                s.start_daemon()
+            host.extra_args = ("--additional-mcp-config", "@%s" % config)
+            started = time.monotonic()
+            try:
+                s.go(turns)
+            finally:
+                host.extra_args = ()
+            f = s.facts()
+            f["events"] = events_seen(s)
+            f["keys"] = event_keys(s)
+            f["meta"] = [(c.get("_meta") or {}).get("traceTag") for c in read_lines(calls)]
+            f["contexts"] = contexts_sent(s)
+            f["elapsed"] = time.monotonic() - started
+            facts[mode] = f
+    v.expect("native: the server got the hook's _meta (reference sane)", facts["native"]["meta"], ["CTX-meta"])
+    both_same(v, facts, keys=("exit", "sent_next"))
+    v.same("the _meta the MCP server got", facts["native"]["meta"], facts["hookd"]["meta"])
+    v.check("hookd: no slower than a minute", facts["hookd"]["elapsed"] < 60,
+            "native %.1f s, hookd %.1f s" % (facts["native"]["elapsed"], facts["hookd"]["elapsed"]))
+    for event in events:
+        v.same("stdin keys of %s" % event, facts["native"]["keys"].get(event), facts["hookd"]["keys"].get(event))
+    return v

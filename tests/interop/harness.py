@@ -912,8 +912,11 @@ class Copilot(Host):
             "COPILOT_MODEL": "claude-sonnet-4",
         }
 
+    # More arguments for every run (a scenario's `--additional-mcp-config`), reset by it.
+    extra_args = ()
+
     def args(self, prompt):
-        return ["-p", prompt, "--allow-all-tools", "--no-ask-user"]
+        return ["-p", prompt, "--allow-all-tools", "--no-ask-user", *self.extra_args]
 
     def tool_results(self, requests):
         return Claude.tool_results(self, requests)
