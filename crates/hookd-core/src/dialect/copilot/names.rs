@@ -14,8 +14,8 @@ use crate::event::{HookEventName, HostEvent, HostEventSpec};
 /// Copilot CLI's hook events (1.0.102), in Copilot's order, with the Claude Code event each is
 /// seen as; `None` for Copilot's own events ([`COPILOT_OWN_EVENTS`]), which Claude Code has no
 /// counterpart for and hookd holds as themselves. Payloads and answers of each were checked
-/// against the CLI (`docs/dialects.md`); `preCompact` and `preMcpToolCall` follow Copilot's
-/// documented shapes (a headless run does not compact, and needs an MCP server to call one).
+/// against the CLI (`docs/dialects.md`); `preCompact` follows Copilot's documented shape (a
+/// headless run does not compact).
 pub const COPILOT_EVENTS: [(&str, Option<&str>); 15] = [
     ("sessionStart", Some("SessionStart")),
     ("userPromptSubmitted", Some("UserPromptSubmit")),
